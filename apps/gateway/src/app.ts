@@ -1,0 +1,62 @@
+import Fastify from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { SHARED_SCHEMAS } from '@sandgate/contracts';
+import type { GatewayDeps } from './deps.ts';
+import { authPlugin } from './plugins/auth.ts';
+import { registerErrorHandling } from './plugins/errors.ts';
+import { downloadRoutes } from './routes/downloads.ts';
+import { executionRoutes } from './routes/executions.ts';
+import { fileRoutes } from './routes/files.ts';
+import { sessionRoutes } from './routes/sessions.ts';
+import { systemRoutes } from './routes/system.ts';
+
+export interface AppOptions {
+  /** SSE heartbeat interval (ms); default 15 000. */
+  heartbeatMs?: number;
+}
+
+let requestSeq = 0;
+
+/** The gateway as a Fastify app. Never listens: server.ts does, tests inject or listen on port 0. */
+export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = {}) {
+  const app = Fastify({
+    loggerInstance: deps.log,
+    genReqId: () => `req_${Date.now().toString(36)}${(requestSeq++).toString(36)}`,
+    bodyLimit: 1 << 20,
+    forceCloseConnections: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'sandgate',
+        version: '1.0.0',
+        description: 'Run code in isolated sandboxes over HTTP, stream its events, download the files it made.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+      tags: ['sessions', 'files', 'executions', 'system'].map((name) => ({ name })),
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) route.config = { ...(route.config as object), public: true };
+  });
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+
+  registerErrorHandling(app);
+  await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
+
+  app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  await app.register(systemRoutes, { deps });
+  await app.register(sessionRoutes, { prefix: '/v1/sessions', deps });
+  await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
+  await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
+  await app.register(downloadRoutes, { deps });
+  return app;
+}

@@ -1,0 +1,60 @@
+import { Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import type { ExecutionJob } from '@sandgate/contracts';
+import {
+  EventHub, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, signingKey, withScripts,
+  type Config, type ScriptRedis,
+} from '@sandgate/state';
+import { UrlSigner, Workspaces } from '@sandgate/storage';
+
+/** Everything the gateway's routes use; built once per process, closed on shutdown. */
+export interface GatewayDeps {
+  config: Config;
+  log: Logger;
+  redis: ScriptRedis;
+  hub: EventHub;
+  queue: Queue<ExecutionJob>;
+  sessions: SessionStore;
+  executions: ExecutionStore;
+  workers: WorkerRegistry;
+  workspaces: Workspaces;
+  signer: UrlSigner;
+  close(): Promise<void>;
+}
+
+export const queuePrefix = (config: Config) => `${config.redisPrefix}:q`;
+
+export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
+  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway'));
+  const reader = createRedis(config.redisUrl, 'sandgate-gateway-events');
+  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue');
+  const k = keys(config.redisPrefix);
+  const hub = new EventHub(reader, redis, log);
+  const queue = new Queue<ExecutionJob>(config.queueName, {
+    connection: queueConnection,
+    prefix: queuePrefix(config),
+    defaultJobOptions: {
+      attempts: 1,
+      removeOnComplete: { age: config.retentionSeconds, count: 10_000 },
+      removeOnFail: { age: config.retentionSeconds },
+    },
+  });
+  const signer = new UrlSigner({
+    key: await signingKey(redis, k, config.signingKey),
+    publicUrl: config.publicUrl,
+    ttlSeconds: config.downloadUrlTtlSeconds,
+  });
+  return {
+    config, log, redis, hub, queue, signer,
+    sessions: new SessionStore(redis, k),
+    executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
+    workers: new WorkerRegistry(redis, k),
+    workspaces: new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } }),
+    async close() {
+      await hub.close();
+      await queue.close();
+      queueConnection.disconnect();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

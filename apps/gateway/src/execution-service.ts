@@ -1,0 +1,106 @@
+import { Readable } from 'node:stream';
+import {
+  LANGUAGES, SandgateError, isTerminal, type CreateExecution, type ExecutionJob, type Language,
+} from '@sandgate/contracts';
+import { newExecutionId, platformResult, type ExecutionRecord, type SessionRecord } from '@sandgate/state';
+import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
+import type { GatewayDeps } from './deps.ts';
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** Inline files are decoded in memory, so they get a tighter bound than streamed uploads. */
+const MAX_INLINE_BYTES = 10 << 20;
+
+/** Creating, waiting for and cancelling executions: the logic behind /v1/executions, free of HTTP. */
+export class ExecutionService {
+  constructor(private readonly d: GatewayDeps) {}
+
+  /** Validates, takes the session's lock, writes inline files, enqueues. Returns the queued record. */
+  async create(tenant: string, body: CreateExecution): Promise<ExecutionRecord> {
+    const { config } = this.d;
+    const job = this.validate(body);
+    const files = (body.files ?? []).map((f) => ({ path: normalizeUserPath(f.path), bytes: Buffer.from(f.content_base64, 'base64') }));
+    const inline = files.reduce((n, f) => n + f.bytes.length, 0);
+    if (inline > Math.min(MAX_INLINE_BYTES, config.maxUploadBytes)) {
+      throw new SandgateError('payload_too_large', `inline files total ${inline} bytes; upload large files with POST /v1/sessions/{id}/files`);
+    }
+    const session: SessionRecord = body.session_id
+      ? await this.d.sessions.require(tenant, body.session_id)
+      : await this.d.sessions.create(tenant, { ttlSeconds: config.sessionTtlSeconds, maxSessions: config.maxSessions });
+    const id = newExecutionId();
+    const meta = { id, tenant, session_id: session.id, language: job.language, created_at: Date.now(), timeout_ms: job.timeout_ms };
+    await this.d.executions.start(meta);
+    try {
+      const dir = await this.d.workspaces.create(session.id);
+      for (const f of files) {
+        await writeFileInside(dir, f.path, Readable.from([f.bytes]), {
+          maxBytes: config.maxUploadBytes, overwrite: true, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+        });
+      }
+      await this.d.queue.add('execute', { ...job, execution_id: id, tenant, session_id: session.id }, { jobId: id });
+    } catch (err) {
+      const reason = err instanceof SandgateError ? undefined : 'backend_unavailable';
+      await this.d.executions.finalize(meta, platformResult('error', reason, `could not queue the execution: ${(err as Error).message}`), ['queued']);
+      throw err;
+    }
+    return (await this.d.executions.get(id))!;
+  }
+
+  private validate(body: CreateExecution): Omit<ExecutionJob, 'execution_id' | 'tenant' | 'session_id'> {
+    const { config } = this.d;
+    if (!(LANGUAGES as readonly string[]).includes(body.language)) {
+      throw new SandgateError('unsupported_language', `language "${body.language}" is not offered here; use one of: ${LANGUAGES.join(', ')} (GET /v1/runtimes)`);
+    }
+    const codeBytes = Buffer.byteLength(body.code, 'utf8');
+    if (codeBytes > config.maxCodeBytes) {
+      throw new SandgateError('payload_too_large', `code is ${codeBytes} bytes; the limit is ${config.maxCodeBytes} bytes`);
+    }
+    const bad = (detail: string) => new SandgateError('validation_failed', detail);
+    const timeout = body.timeout_ms ?? config.execTimeoutMs;
+    if (timeout > config.execTimeoutMs) throw bad(`timeout_ms ${timeout} exceeds this deployment's maximum of ${config.execTimeoutMs}`);
+    const memory = body.limits?.memory_mb ?? config.memoryMb;
+    if (memory > config.memoryMb) throw bad(`limits.memory_mb ${memory} exceeds this deployment's maximum of ${config.memoryMb}`);
+    const cpus = body.limits?.cpus ?? config.cpus;
+    if (cpus > config.cpus) throw bad(`limits.cpus ${cpus} exceeds this deployment's maximum of ${config.cpus}`);
+    const env = body.env ?? {};
+    const badName = Object.keys(env).find((n) => !ENV_NAME.test(n));
+    if (badName !== undefined) throw bad(`env name "${badName}" must match ${ENV_NAME.source}`);
+    if (body.stdin !== undefined && Buffer.byteLength(body.stdin) > config.maxUploadBytes) {
+      throw new SandgateError('payload_too_large', 'stdin is larger than SANDGATE_MAX_UPLOAD_BYTES');
+    }
+    return { language: body.language as Language, code: body.code, timeout_ms: timeout, memory_mb: memory, cpus, env, stdin: body.stdin ?? null };
+  }
+
+  /** Waits up to `seconds` for the run to end; returns the record as it then is. */
+  async wait(rec: ExecutionRecord, seconds: number): Promise<ExecutionRecord> {
+    if (isTerminal(rec.state) || seconds <= 0) return rec;
+    const key = this.d.executions.eventsKey(rec.id);
+    // Take the stream's last id before re-reading the state: finalisation writes both at once,
+    // so either the state is already terminal or the result event comes after `last`.
+    const [newest] = (await this.d.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as [string, string[]][];
+    const now = await this.d.executions.get(rec.id);
+    if (!now || isTerminal(now.state)) return now ?? rec;
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(), seconds * 1000);
+    try {
+      for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, ac.signal)) {
+        if (ev.type === 'result') break;
+      }
+    } finally {
+      clearTimeout(timer);
+      ac.abort();
+    }
+    return (await this.d.executions.get(rec.id)) ?? rec;
+  }
+
+  /**
+   * Cancels a run. A queued one ends here and now; a running one is killed by the worker that holds
+   * it (told through Redis pub/sub, with a flag for a worker that has yet to pick it up).
+   */
+  async cancel(rec: ExecutionRecord): Promise<ExecutionRecord> {
+    if (isTerminal(rec.state)) return rec;
+    await this.d.executions.requestCancel(rec.id);
+    const ended = await this.d.executions.finalize(rec, platformResult('cancelled', 'cancelled', 'cancelled before it started'), ['queued']);
+    if (ended) await this.d.queue.remove(rec.id).catch(() => 0);
+    return this.wait((await this.d.executions.get(rec.id)) ?? rec, 10);
+  }
+}

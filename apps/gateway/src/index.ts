@@ -1,0 +1,3 @@
+export { buildApp, type AppOptions } from './app.ts';
+export { createGatewayDeps, type GatewayDeps } from './deps.ts';
+export { startGateway, type RunningGateway } from './server.ts';

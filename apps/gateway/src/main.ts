@@ -1,0 +1,17 @@
+import { ConfigError, createLogger, loadConfig } from '@sandgate/state';
+import { startGateway } from './server.ts';
+
+/** `npm run start:gateway`: the HTTP gateway alone (workers run elsewhere). */
+async function main() {
+  const config = loadConfig();
+  const log = createLogger(config, 'sandgate-gateway');
+  const gateway = await startGateway(config, log);
+  const stop = async () => { await gateway.close(); process.exit(0); };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? err.message : err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,50 @@
+import type { Execution, FileEntry, Session } from '@sandgate/contracts';
+import type { ExecutionRecord, SessionRecord } from '@sandgate/state';
+import { mimeFor, type TreeEntry, type UrlSigner } from '@sandgate/storage';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function presentSession(s: SessionRecord): Session {
+  return {
+    id: s.id,
+    state: s.currentExecutionId ? 'busy' : 'idle',
+    created_at: iso(s.createdAt),
+    last_used_at: iso(s.lastUsedAt),
+    expires_at: iso(s.expiresAt),
+    ttl_seconds: s.ttlSeconds,
+    current_execution_id: s.currentExecutionId,
+    metadata: s.metadata,
+  };
+}
+
+/** API shape of an execution; download URLs are signed afresh on every read, so they never go stale. */
+export function presentExecution(r: ExecutionRecord, publicUrl: string, signer: UrlSigner): Execution {
+  const self = `${publicUrl}/v1/executions/${r.id}`;
+  const result = r.result && {
+    ...r.result,
+    artifacts: r.result.artifacts.map((a) => ({ ...a, download_url: signer.downloadUrl(r.session_id, a.path) })),
+  };
+  return {
+    id: r.id,
+    session_id: r.session_id,
+    language: r.language,
+    state: r.state,
+    created_at: iso(r.created_at),
+    started_at: r.started_at === null ? null : iso(r.started_at),
+    finished_at: r.finished_at === null ? null : iso(r.finished_at),
+    timeout_ms: r.timeout_ms,
+    result,
+    links: { self, events: `${self}/events`, cancel: `${self}/cancel`, session: `${publicUrl}/v1/sessions/${r.session_id}` },
+  };
+}
+
+export function presentFile(sessionId: string, e: Pick<TreeEntry, 'path' | 'size' | 'mtimeMs'>, signer: UrlSigner): FileEntry {
+  return {
+    path: e.path,
+    filename: e.path.slice(e.path.lastIndexOf('/') + 1),
+    size_bytes: e.size,
+    mime_type: mimeFor(e.path),
+    modified_at: iso(e.mtimeMs),
+    download_url: signer.downloadUrl(sessionId, e.path),
+  };
+}

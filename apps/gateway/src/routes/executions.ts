@@ -1,0 +1,97 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import {
+  CreateExecutionSchema, ExecutionListQuerySchema, ExecutionListSchema, ExecutionParamsSchema, ExecutionSchema, ProblemSchema,
+  SandgateError, WaitQuerySchema, isTerminal, ref,
+} from '@sandgate/contracts';
+import { isStreamId } from '@sandgate/state';
+import type { GatewayDeps } from '../deps.ts';
+import { ExecutionService } from '../execution-service.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { toProblem } from '../plugins/errors.ts';
+import { presentExecution } from '../present.ts';
+import { SseWriter } from '../sse.ts';
+
+export interface ExecutionRouteOptions {
+  deps: GatewayDeps;
+  /** SSE heartbeat interval; default 15 s, under common proxy idle timeouts. */
+  heartbeatMs?: number;
+}
+
+export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> = async (app, { deps, heartbeatMs = 15_000 }) => {
+  const { config, executions, signer } = deps;
+  const service = new ExecutionService(deps);
+  const present = (r: Parameters<typeof presentExecution>[0]) => presentExecution(r, config.publicUrl, signer);
+  const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
+  // Room for the largest code after JSON escaping, plus inline files.
+  const bodyLimit = config.maxCodeBytes * 6 + Math.ceil(Math.min(config.maxUploadBytes, 10 << 20) * 1.4) + 65_536;
+
+  app.post('/', {
+    bodyLimit,
+    schema: {
+      tags: ['executions'],
+      summary: 'Run code. 202 with the queued execution, or with ?wait=<s> 200 with its result once it ends within the wait',
+      body: ref(CreateExecutionSchema), querystring: WaitQuerySchema,
+      response: { 200: ref(ExecutionSchema), 202: ref(ExecutionSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema), 429: ref(ProblemSchema), ...errors },
+    },
+  }, async (req, reply) => {
+    let rec = await service.create(tenantOf(req), req.body);
+    if (req.query.wait) rec = await service.wait(rec, req.query.wait);
+    const body = present(rec);
+    return reply.status(isTerminal(rec.state) ? 200 : 202).header('location', body.links.self).send(body);
+  });
+
+  app.get('/', {
+    schema: { tags: ['executions'], summary: 'List recent executions', querystring: ExecutionListQuerySchema, response: { 200: ref(ExecutionListSchema), ...errors } },
+  }, async (req) => {
+    const { session_id, state, limit = 50 } = req.query;
+    const list = await executions.list(tenantOf(req), { ...(session_id ? { sessionId: session_id } : {}), ...(state ? { state } : {}), limit });
+    return { executions: list.map(present) };
+  });
+
+  app.get('/:id', {
+    schema: {
+      tags: ['executions'], summary: 'Get an execution (and its result once it has ended); ?wait=<s> blocks until it ends',
+      params: ExecutionParamsSchema, querystring: WaitQuerySchema, response: { 200: ref(ExecutionSchema), ...errors },
+    },
+  }, async (req) => {
+    let rec = await executions.require(tenantOf(req), req.params.id);
+    if (req.query.wait) rec = await service.wait(rec, req.query.wait);
+    return present(rec);
+  });
+
+  app.post('/:id/cancel', {
+    schema: {
+      tags: ['executions'], summary: 'Cancel an execution; answers with its state once it has ended (or after 10 s)',
+      params: ExecutionParamsSchema, response: { 200: ref(ExecutionSchema), ...errors },
+    },
+  }, async (req) => present(await service.cancel(await executions.require(tenantOf(req), req.params.id))));
+
+  app.get('/:id/events', {
+    schema: {
+      tags: ['executions'],
+      summary: 'Server-Sent Events: phase, stdout, stderr, artifact, result. Resume with Last-Event-ID (or ?last_event_id=)',
+      params: ExecutionParamsSchema,
+      querystring: Type.Object({ last_event_id: Type.Optional(Type.String()) }),
+      produces: ['text/event-stream'],
+      response: { 200: Type.Unsafe({ type: 'string', description: 'text/event-stream' }), ...errors },
+    },
+  }, async (req, reply) => {
+    const rec = await executions.require(tenantOf(req), req.params.id);
+    const header = req.headers['last-event-id'];
+    const after = (Array.isArray(header) ? header[0] : header) ?? req.query.last_event_id ?? null;
+    if (after !== null && !isStreamId(after)) throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
+    reply.hijack();
+    const sse = new SseWriter(reply.raw, { 'x-request-id': String(req.id) }, { heartbeatMs, retryMs: 2000 });
+    try {
+      for await (const ev of deps.hub.subscribe(executions.eventsKey(rec.id), after, sse.closed)) {
+        await sse.send({ id: ev.id, event: ev.type, data: ev.data });
+      }
+    } catch (err) {
+      req.log.error({ err }, 'event stream failed');
+      await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
+    } finally {
+      sse.end();
+    }
+  });
+};

@@ -1,0 +1,104 @@
+import { Readable } from 'node:stream';
+import { Type } from '@sinclair/typebox';
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import {
+  FileListSchema, ProblemSchema, SandgateError, SessionParamsSchema, UploadJsonSchema, UploadResultSchema, ref, type FileEntry,
+} from '@sandgate/contracts';
+import { normalizeUserPath, removeInside, walkTree, writeFileInside } from '@sandgate/storage';
+import type { GatewayDeps } from '../deps.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { presentFile } from '../present.ts';
+
+const FilePathParams = Type.Object({ id: SessionParamsSchema.properties.id, '*': Type.String({ description: 'Path inside the session' }) });
+const OverwriteQuery = Type.Object({ overwrite: Type.Optional(Type.Boolean({ default: false })) });
+
+/** Session files: upload (multipart, raw PUT, JSON+base64), list, delete. Every byte is streamed to disk. */
+export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  const { config, sessions, workspaces, signer } = deps;
+  const owner = { uid: config.sandboxUid, gid: config.sandboxUid };
+  const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema) };
+
+  await app.register(multipart, {
+    // One byte over our own limit, so writeFileInside reports it (and removes the partial file) first.
+    limits: { fileSize: config.maxUploadBytes + 1, files: 32, fields: 16, fieldSize: 4096, parts: 64 },
+  });
+
+  const sessionDir = async (tenant: string, id: string) => {
+    const s = await sessions.require(tenant, id);
+    await sessions.touch(s);
+    return workspaces.create(s.id);
+  };
+  const store = async (id: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream, overwrite: boolean): Promise<FileEntry> => {
+    const stat = await writeFileInside(dir, normalizeUserPath(path), source, { maxBytes: config.maxUploadBytes, overwrite, owner });
+    return presentFile(id, { path, size: stat.size, mtimeMs: stat.mtimeMs }, signer);
+  };
+
+  app.post('/:id/files', {
+    schema: {
+      tags: ['files'],
+      summary: 'Upload files: multipart/form-data (fields `path`, `overwrite` before the files) or JSON with base64 content',
+      params: SessionParamsSchema, querystring: OverwriteQuery,
+      consumes: ['multipart/form-data', 'application/json'],
+      body: { content: { 'application/json': { schema: ref(UploadJsonSchema) } } } as never,
+      response: { 201: ref(UploadResultSchema), ...errors },
+    },
+  }, async (req, reply) => {
+    const dir = await sessionDir(tenantOf(req), req.params.id);
+    const files: FileEntry[] = [];
+    if (!req.isMultipart()) {
+      const body = req.body as { path: string; content_base64: string; overwrite?: boolean };
+      const bytes = Buffer.from(body.content_base64, 'base64');
+      files.push(await store(req.params.id, dir, body.path, Readable.from([bytes]), body.overwrite ?? req.query.overwrite ?? false));
+      return reply.status(201).send({ files });
+    }
+    const fields: Record<string, string> = {};
+    for await (const part of req.parts()) {
+      if (part.type === 'field') { fields[part.fieldname] = String(part.value); continue; }
+      const path = files.length === 0 && fields.path ? fields.path : part.filename;
+      if (!path) { part.file.resume(); throw new SandgateError('invalid_path', 'a file part needs a filename or a preceding `path` field'); }
+      const overwrite = fields.overwrite === undefined ? (req.query.overwrite ?? false) : /^(true|1|yes)$/i.test(fields.overwrite);
+      files.push(await store(req.params.id, dir, path, part.file, overwrite));
+    }
+    if (files.length === 0) throw new SandgateError('bad_request', 'the multipart body has no file part');
+    return reply.status(201).send({ files });
+  });
+
+  // Raw uploads get the body as a stream, whatever its content type.
+  await app.register(async (instance) => {
+    const raw = instance.withTypeProvider<TypeBoxTypeProvider>();
+    raw.removeAllContentTypeParsers();
+    raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+    raw.put('/:id/files/*', {
+      schema: {
+        tags: ['files'], summary: 'Upload one file with the raw request body (streamed)',
+        params: FilePathParams, querystring: OverwriteQuery, response: { 201: ref(UploadResultSchema), ...errors },
+      },
+    }, async (req, reply) => {
+      const length = Number(req.headers['content-length'] ?? NaN);
+      if (length > config.maxUploadBytes) {
+        reply.header('connection', 'close');
+        throw new SandgateError('payload_too_large', `the body is ${length} bytes; the limit is ${config.maxUploadBytes} bytes`);
+      }
+      const dir = await sessionDir(tenantOf(req), req.params.id);
+      const file = await store(req.params.id, dir, req.params['*'], req.raw, req.query.overwrite ?? false);
+      return reply.status(201).send({ files: [file] });
+    });
+  });
+
+  app.get('/:id/files', {
+    schema: { tags: ['files'], summary: 'List the files of a session', params: SessionParamsSchema, response: { 200: ref(FileListSchema), ...errors } },
+  }, async (req) => {
+    const dir = await sessionDir(tenantOf(req), req.params.id);
+    const { entries, truncated } = await walkTree(dir);
+    return { files: entries.map((e) => presentFile(req.params.id, e, signer)), truncated };
+  });
+
+  app.delete('/:id/files/*', {
+    schema: { tags: ['files'], summary: 'Delete a file or directory of a session', params: FilePathParams, response: { 204: Type.Null(), ...errors } },
+  }, async (req, reply) => {
+    const dir = await sessionDir(tenantOf(req), req.params.id);
+    await removeInside(dir, normalizeUserPath(req.params['*']));
+    return reply.status(204).send(null);
+  });
+};

@@ -1,0 +1,46 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { CreateSessionSchema, ProblemSchema, SessionListSchema, SessionParamsSchema, SessionSchema, ref } from '@sandgate/contracts';
+import type { GatewayDeps } from '../deps.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { presentSession } from '../present.ts';
+
+export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  const { sessions, workspaces, executions, config } = deps;
+  const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
+
+  app.post('/', {
+    schema: {
+      tags: ['sessions'], summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
+      body: Type.Optional(ref(CreateSessionSchema)),
+      response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), ...errors },
+    },
+  }, async (req, reply) => {
+    const s = await sessions.create(tenantOf(req), {
+      ttlSeconds: req.body?.ttl_seconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions, metadata: req.body?.metadata ?? {},
+    });
+    await workspaces.create(s.id);
+    return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(presentSession(s));
+  });
+
+  app.get('/', {
+    schema: { tags: ['sessions'], summary: 'List live sessions', response: { 200: ref(SessionListSchema), ...errors } },
+  }, async (req) => ({ sessions: (await sessions.list(tenantOf(req))).map(presentSession) }));
+
+  app.get('/:id', {
+    schema: { tags: ['sessions'], summary: 'Get a session', params: SessionParamsSchema, response: { 200: ref(SessionSchema), ...errors } },
+  }, async (req) => presentSession(await sessions.require(tenantOf(req), req.params.id)));
+
+  app.delete('/:id', {
+    schema: {
+      tags: ['sessions'], summary: 'Delete a session and its files; a running execution is cancelled',
+      params: SessionParamsSchema, response: { 204: Type.Null(), ...errors },
+    },
+  }, async (req, reply) => {
+    const s = await sessions.require(tenantOf(req), req.params.id);
+    if (s.currentExecutionId) await executions.requestCancel(s.currentExecutionId);
+    await sessions.delete(s, true);
+    await workspaces.remove(s.id);
+    return reply.status(204).send(null);
+  });
+};

@@ -1,0 +1,39 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { LANGUAGES, SandgateError, ref, HealthSchema, ProblemSchema, RuntimeListSchema } from '@sandgate/contracts';
+import type { GatewayDeps } from '../deps.ts';
+
+const VERSIONS: Record<string, string> = { python: '3.11', javascript: 'node 18', bash: '5.2' };
+
+/** Liveness, readiness (Redis and at least one live worker) and what this deployment runs. */
+export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  const { config } = deps;
+  app.get('/healthz', {
+    config: { public: true },
+    schema: { tags: ['system'], summary: 'Liveness: the process answers', response: { 200: ref(HealthSchema) } },
+  }, async () => ({ status: 'ok' }));
+
+  app.get('/readyz', {
+    config: { public: true },
+    schema: {
+      tags: ['system'], summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
+      response: { 200: ref(HealthSchema), 503: ref(ProblemSchema) },
+    },
+  }, async () => {
+    const redis = await deps.redis.ping().then(() => 'ok', (e: Error) => `unreachable: ${e.message}`);
+    const workers = redis === 'ok' ? await deps.workers.alive(15_000) : 0;
+    if (redis !== 'ok' || workers === 0) {
+      throw new SandgateError('not_ready', `redis: ${redis}; live workers: ${workers}`);
+    }
+    return { status: 'ready', checks: { redis, workers: String(workers) } };
+  });
+
+  app.get('/v1/runtimes', {
+    schema: { tags: ['system'], summary: 'Languages and limits of this deployment', response: { 200: ref(RuntimeListSchema) } },
+  }, async () => ({
+    runtimes: LANGUAGES.map((language) => ({ language, version: VERSIONS[language]!, image: config.image, sandbox_runtime: config.runtime })),
+    limits: {
+      max_code_bytes: config.maxCodeBytes, max_upload_bytes: config.maxUploadBytes, max_output_bytes: config.maxOutputBytes,
+      max_timeout_ms: config.execTimeoutMs, memory_mb: config.memoryMb, cpus: config.cpus,
+    },
+  }));
+};

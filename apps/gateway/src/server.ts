@@ -1,0 +1,33 @@
+import type { Logger } from 'pino';
+import { isLoopback, type Config } from '@sandgate/state';
+import { buildApp, type AppOptions } from './app.ts';
+import { createGatewayDeps } from './deps.ts';
+
+export interface RunningGateway {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Listens. With no API keys sandgate is open (one tenant, no auth), so it refuses to listen
+ * anywhere but loopback in that mode.
+ */
+export async function startGateway(config: Config, log: Logger, options: AppOptions = {}): Promise<RunningGateway> {
+  const open = Object.keys(config.apiKeys).length === 0;
+  if (open && !isLoopback(config.host)) {
+    throw new Error(
+      `refusing to listen on ${config.host} without authentication: set SANDGATE_API_KEYS (key:tenant,...) or SANDGATE_HOST=127.0.0.1`,
+    );
+  }
+  if (open) log.warn('no SANDGATE_API_KEYS set: running open as a single tenant, listening on loopback only');
+  const deps = await createGatewayDeps(config, log);
+  const app = await buildApp(deps, options);
+  const url = await app.listen({ host: config.host, port: config.port });
+  return {
+    url,
+    async close() {
+      await app.close();
+      await deps.close();
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import { startGateway } from '@sandgate/gateway';
+import { createBackend, startWorker } from '@sandgate/worker';
+import { ConfigError, createLogger, createRedis, keys, loadConfig, signingKey } from '@sandgate/state';
+import { Workspaces } from '@sandgate/storage';
+
+/** `npm start`: gateway and worker in one process, for a single machine. */
+async function main() {
+  const config = loadConfig();
+  const log = createLogger(config, 'sandgate');
+  const workspaces = new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
+  const redis = createRedis(config.redisUrl, 'sandgate-boot');
+  const key = await signingKey(redis, keys(config.redisPrefix), config.signingKey);
+  redis.disconnect();
+  const backend = createBackend(config, log, workspaces, key);
+  await backend.check();
+  const worker = await startWorker({ config, log, backend, workspaces });
+  const gateway = await startGateway(config, log);
+  log.info({ url: gateway.url, docs: `${gateway.url}/docs` }, 'sandgate is serving');
+  const stop = async (signal: string) => {
+    log.info({ signal }, 'stopping');
+    await gateway.close();
+    await worker.close();
+    await backend.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? err.message : err instanceof Error ? err.message : err);
+  process.exit(1);
+});

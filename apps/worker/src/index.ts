@@ -1,0 +1,2 @@
+export { startWorker, type RunningWorker, type WorkerOptions } from './worker.ts';
+export { createBackend } from './backend.ts';

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Worker, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
+import type { ExecutionBackend } from '@sandgate/backends';
+import {
+  EventWriter, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, platformResult, withScripts, type Config,
+} from '@sandgate/state';
+import type { Workspaces } from '@sandgate/storage';
+
+export interface WorkerOptions {
+  config: Config;
+  log: Logger;
+  backend: ExecutionBackend;
+  workspaces: Workspaces;
+  /** How often the worker stamps its heartbeat; default 5 s (/readyz looks back 15 s). */
+  heartbeatMs?: number;
+}
+
+export interface RunningWorker {
+  readonly id: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A BullMQ worker that runs executions through a backend. It keeps nothing another worker could
+ * not rebuild: each run it holds carries a lease in Redis; when a worker dies, any other worker's
+ * reaper ends the run as `error`/`worker_lost` once the lease lapses and sweeps its sandbox away.
+ */
+export async function startWorker({ config, log, backend, workspaces, heartbeatMs = 5000 }: WorkerOptions): Promise<RunningWorker> {
+  const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const k = keys(config.redisPrefix);
+  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-worker'));
+  const subscriber = createRedis(config.redisUrl, 'sandgate-worker-cancel');
+  const sessions = new SessionStore(redis, k);
+  const executions = new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds });
+  const registry = new WorkerRegistry(redis, k);
+  const inFlight = new Map<string, AbortController>();
+  const wlog = log.child({ worker: id });
+
+  await subscriber.subscribe(k.cancelChannel());
+  subscriber.on('message', (_channel: string, executionId: string) => inFlight.get(executionId)?.abort());
+
+  const run = async (job: ExecutionJob): Promise<void> => {
+    const jlog = wlog.child({ executionId: job.execution_id, sessionId: job.session_id });
+    const ac = new AbortController();
+    inFlight.set(job.execution_id, ac);
+    try {
+      if (await executions.cancelRequested(job.execution_id)) ac.abort();
+      if (!(await executions.markRunning(job.execution_id, id, config.leaseMs))) {
+        jlog.info('execution no longer queued (cancelled or reaped); skipping');
+        return;
+      }
+      const lease = setInterval(() => {
+        executions.renewLease(job.execution_id, id, config.leaseMs).catch((err: unknown) => jlog.warn({ err }, 'lease renewal failed'));
+      }, Math.floor(config.leaseMs / 3));
+      const events = new EventWriter(redis, k.events(job.execution_id));
+      let result: ExecutionResult;
+      try {
+        jlog.info({ language: job.language }, 'execution started');
+        result = await backend.execute(job, events, ac.signal);
+      } catch (err) {
+        jlog.error({ err }, 'execution failed in the platform');
+        const reason = err instanceof SandgateError && err.code === 'backend_unavailable' ? 'backend_unavailable' : undefined;
+        result = platformResult('error', reason, err instanceof SandgateError ? err.message : 'the sandbox backend failed; see the worker log');
+      } finally {
+        clearInterval(lease);
+      }
+      await events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written'));
+      await executions.finalize({ id: job.execution_id, session_id: job.session_id }, result, ['running']);
+      jlog.info({ state: result.state, exitCode: result.exit_code, ms: result.duration_ms }, 'execution finished');
+    } finally {
+      inFlight.delete(job.execution_id);
+    }
+  };
+
+  const worker = new Worker<ExecutionJob>(config.queueName, async (job: Job<ExecutionJob>) => run(job.data), {
+    connection: createRedis(config.redisUrl, 'sandgate-worker-queue'),
+    prefix: `${config.redisPrefix}:q`,
+    concurrency: config.workerConcurrency,
+    // Lost runs are ended by our own lease reaper; a stalled job that comes back is skipped by markRunning.
+    maxStalledCount: 1,
+  });
+  worker.on('error', (err) => wlog.error({ err }, 'queue error'));
+  worker.on('failed', (job, err) => wlog.error({ err, jobId: job?.id }, 'job failed'));
+
+  /** Ends runs whose worker died, then removes every sandbox no live run owns, then expired sessions. */
+  const housekeeping = async () => {
+    for (const lost of await executions.lost()) {
+      const rec = await executions.get(lost);
+      if (!rec) continue;
+      const ended = await executions.finalize(rec, platformResult('error', 'worker_lost', 'the worker running this execution stopped'), ['running']);
+      if (ended) wlog.warn({ executionId: lost }, 'execution ended: its worker was lost');
+    }
+    const live = await executions.live();
+    for (const idInFlight of inFlight.keys()) live.add(idInFlight);
+    const { removed } = await backend.sweep(live);
+    if (removed.length > 0) wlog.info({ removed }, 'removed orphaned sandboxes');
+    for (const s of await sessions.expired()) {
+      if (s.tenant === null) await sessions.forget(s.id);
+      else if (!(await sessions.delete({ id: s.id, tenant: s.tenant }, false))) continue;
+      await workspaces.remove(s.id);
+      wlog.info({ sessionId: s.id }, 'expired session removed');
+    }
+  };
+  let housekeepingRun: Promise<void> = Promise.resolve();
+  const tick = () => {
+    housekeepingRun = housekeeping().catch((err: unknown) => wlog.error({ err }, 'housekeeping failed'));
+  };
+  const beat = () => void registry.beat(id).catch((err: unknown) => wlog.warn({ err }, 'heartbeat failed'));
+  beat();
+  tick();
+  const timers = [setInterval(beat, heartbeatMs), setInterval(tick, config.sweepIntervalMs)];
+  await worker.waitUntilReady();
+  wlog.info({ concurrency: config.workerConcurrency, backend: backend.name }, 'worker ready');
+
+  return {
+    id,
+    async close() {
+      timers.forEach(clearInterval);
+      await worker.close();
+      await housekeepingRun;
+      await registry.leave(id).catch(() => {});
+      subscriber.disconnect();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

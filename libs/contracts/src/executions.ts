@@ -1,0 +1,143 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { ExecutionIdSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
+import { InlineFileSchema } from './files.ts';
+
+export const LANGUAGES = ['python', 'javascript', 'bash'] as const;
+export type Language = (typeof LANGUAGES)[number];
+export const LanguageSchema = Type.String({
+  description: `Language of \`code\`. This deployment's list is at GET /v1/runtimes (${LANGUAGES.join(', ')}).`,
+  examples: ['python'],
+});
+
+export const TERMINAL_STATES = ['completed', 'failed', 'timeout', 'cancelled', 'error'] as const;
+export type TerminalState = (typeof TERMINAL_STATES)[number];
+export const ExecutionStateSchema = Type.Union([
+  Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed'),
+  Type.Literal('timeout'), Type.Literal('cancelled'), Type.Literal('error'),
+]);
+export type ExecutionState = Static<typeof ExecutionStateSchema>;
+export const isTerminal = (s: string): s is TerminalState => (TERMINAL_STATES as readonly string[]).includes(s);
+
+export const PHASES = ['queued', 'starting', 'running', 'harvesting', 'done'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export const REASONS = ['oom', 'timeout', 'cancelled', 'worker_lost', 'backend_unavailable', 'output_limit'] as const;
+export type Reason = (typeof REASONS)[number];
+
+export const LimitsSchema = Type.Object(
+  {
+    memory_mb: Type.Optional(Type.Integer({ minimum: 16, description: 'Memory limit; capped by SANDGATE_MEMORY_LIMIT.' })),
+    cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'CPU limit; capped by SANDGATE_CPU_LIMIT.' })),
+  },
+  { $id: 'Limits', title: 'Limits', additionalProperties: false },
+);
+export type Limits = Static<typeof LimitsSchema>;
+
+export const ArtifactSchema = Type.Object(
+  {
+    path: Type.String({ description: 'Path relative to the session root.' }),
+    filename: Type.String(),
+    size_bytes: Type.Integer(),
+    mime_type: Type.String(),
+    sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+    download_url: Type.String(),
+  },
+  { $id: 'Artifact', title: 'Artifact' },
+);
+export type Artifact = Static<typeof ArtifactSchema>;
+
+export const ExecutionResultSchema = Type.Object(
+  {
+    state: Type.Union(TERMINAL_STATES.map((s) => Type.Literal(s))),
+    exit_code: Type.Integer({ description: '-1 when the run was killed on timeout or never ran.' }),
+    stdout: Type.String(),
+    stderr: Type.String(),
+    stdout_truncated: Type.Boolean(),
+    stderr_truncated: Type.Boolean(),
+    artifacts: Type.Array(ref(ArtifactSchema)),
+    duration_ms: Type.Integer(),
+    reason: Type.Optional(Type.Union(REASONS.map((r) => Type.Literal(r)))),
+    message: Type.Optional(Type.String({ description: 'Why the platform ended the run, for people.' })),
+  },
+  { $id: 'ExecutionResult', title: 'ExecutionResult' },
+);
+export type ExecutionResult = Static<typeof ExecutionResultSchema>;
+
+export const ExecutionSchema = Type.Object(
+  {
+    id: ExecutionIdSchema,
+    session_id: SessionIdSchema,
+    language: Type.String(),
+    state: ExecutionStateSchema,
+    created_at: TimestampSchema,
+    started_at: Type.Union([TimestampSchema, Type.Null()]),
+    finished_at: Type.Union([TimestampSchema, Type.Null()]),
+    timeout_ms: Type.Integer(),
+    result: Type.Union([ref(ExecutionResultSchema), Type.Null()]),
+    links: Type.Object({ self: Type.String(), events: Type.String(), cancel: Type.String(), session: Type.String() }),
+  },
+  { $id: 'Execution', title: 'Execution' },
+);
+export type Execution = Static<typeof ExecutionSchema>;
+
+export const ExecutionListSchema = Type.Object(
+  { executions: Type.Array(ref(ExecutionSchema)) },
+  { $id: 'ExecutionList', title: 'ExecutionList' },
+);
+export type ExecutionList = Static<typeof ExecutionListSchema>;
+
+export const EnvNameSchema = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' });
+
+export const CreateExecutionSchema = Type.Object(
+  {
+    session_id: Type.Optional(SessionIdSchema),
+    language: LanguageSchema,
+    code: Type.String({ description: 'Source to run; at most SANDGATE_MAX_CODE_BYTES bytes (UTF-8).' }),
+    timeout_ms: Type.Optional(Type.Integer({ minimum: 100, description: 'Wall-clock limit; capped by SANDGATE_EXEC_TIMEOUT_S.' })),
+    limits: Type.Optional(ref(LimitsSchema)),
+    env: Type.Optional(
+      Type.Record(Type.String(), Type.String({ maxLength: 32_768 }), {
+        maxProperties: 64,
+        description: 'Environment variables for the code. Names must match ^[A-Za-z_][A-Za-z0-9_]*$.',
+      }),
+    ),
+    stdin: Type.Optional(Type.String({ description: 'Sent to the program on standard input.' })),
+    files: Type.Optional(
+      Type.Array(ref(InlineFileSchema), { maxItems: 32, description: 'Files written into the session before the code runs.' }),
+    ),
+  },
+  { $id: 'CreateExecution', title: 'CreateExecution', additionalProperties: false },
+);
+export type CreateExecution = Static<typeof CreateExecutionSchema>;
+
+export const WaitQuerySchema = Type.Object({
+  wait: Type.Optional(
+    Type.Number({ minimum: 0, maximum: 300, description: 'Seconds to block for the result; on expiry the 202 is returned.' }),
+  ),
+});
+
+export const ExecutionListQuerySchema = Type.Object({
+  session_id: Type.Optional(SessionIdSchema),
+  state: Type.Optional(ExecutionStateSchema),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+});
+
+export const ExecutionParamsSchema = Type.Object({ id: ExecutionIdSchema });
+
+/** The job a worker receives from the queue. Files are already in the session directory. */
+export const ExecutionJobSchema = Type.Object(
+  {
+    execution_id: ExecutionIdSchema,
+    tenant: Type.String(),
+    session_id: SessionIdSchema,
+    language: Type.Union(LANGUAGES.map((l) => Type.Literal(l))),
+    code: Type.String(),
+    timeout_ms: Type.Integer(),
+    memory_mb: Type.Integer(),
+    cpus: Type.Number(),
+    env: Type.Record(Type.String(), Type.String()),
+    stdin: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'ExecutionJob', title: 'ExecutionJob' },
+);
+export type ExecutionJob = Static<typeof ExecutionJobSchema>;

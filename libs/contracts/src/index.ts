@@ -1,0 +1,24 @@
+export * from './errors.ts';
+export * from './common.ts';
+export * from './sessions.ts';
+export * from './files.ts';
+export * from './executions.ts';
+export * from './events.ts';
+export * from './system.ts';
+
+import { ProblemSchema } from './errors.ts';
+import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
+import { FileEntrySchema, FileListSchema, UploadResultSchema, UploadJsonSchema, InlineFileSchema } from './files.ts';
+import {
+  ArtifactSchema, ExecutionResultSchema, ExecutionSchema, ExecutionListSchema, CreateExecutionSchema, LimitsSchema,
+} from './executions.ts';
+import { PhaseEventSchema, OutputEventSchema, ArtifactEventSchema, ResultEventSchema } from './events.ts';
+import { RuntimeSchema, RuntimeListSchema, HealthSchema } from './system.ts';
+
+/** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
+export const SHARED_SCHEMAS = [
+  ProblemSchema, ArtifactSchema, LimitsSchema, ExecutionResultSchema, ExecutionSchema, ExecutionListSchema,
+  CreateExecutionSchema, SessionSchema, SessionListSchema, CreateSessionSchema, FileEntrySchema, FileListSchema,
+  UploadResultSchema, UploadJsonSchema, InlineFileSchema, PhaseEventSchema, OutputEventSchema, ArtifactEventSchema,
+  ResultEventSchema, RuntimeSchema, RuntimeListSchema, HealthSchema,
+];

@@ -1,0 +1,43 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { SessionIdSchema, TimestampSchema, ref } from './common.ts';
+
+export const SessionStateSchema = Type.Union([Type.Literal('idle'), Type.Literal('busy')]);
+
+export const SessionSchema = Type.Object(
+  {
+    id: SessionIdSchema,
+    state: SessionStateSchema,
+    created_at: TimestampSchema,
+    last_used_at: TimestampSchema,
+    expires_at: Type.String({ format: 'date-time', description: 'When the session expires if left idle.' }),
+    ttl_seconds: Type.Integer({ description: 'Idle time-to-live; every use pushes expires_at forward.' }),
+    current_execution_id: Type.Union([Type.String(), Type.Null()]),
+    metadata: Type.Record(Type.String(), Type.String()),
+  },
+  { $id: 'Session', title: 'Session' },
+);
+export type Session = Static<typeof SessionSchema>;
+
+export const CreateSessionSchema = Type.Object(
+  {
+    ttl_seconds: Type.Optional(
+      Type.Integer({ minimum: 60, maximum: 7 * 86_400, description: 'Idle TTL; defaults to SANDGATE_SESSION_TTL_M.' }),
+    ),
+    metadata: Type.Optional(
+      Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), {
+        maxProperties: 16,
+        description: 'Free-form labels kept with the session.',
+      }),
+    ),
+  },
+  { $id: 'CreateSession', title: 'CreateSession', additionalProperties: false },
+);
+export type CreateSession = Static<typeof CreateSessionSchema>;
+
+export const SessionListSchema = Type.Object(
+  { sessions: Type.Array(ref(SessionSchema)) },
+  { $id: 'SessionList', title: 'SessionList' },
+);
+export type SessionList = Static<typeof SessionListSchema>;
+
+export const SessionParamsSchema = Type.Object({ id: SessionIdSchema });

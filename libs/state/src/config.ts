@@ -1,0 +1,135 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+/**
+ * The one schema of sandgate's configuration, read once from the environment at start-up.
+ * Every process (gateway, worker, standalone) reads the same variables; each uses what it needs.
+ */
+export const ConfigSchema = Type.Object({
+  redisUrl: Type.String({ pattern: '^rediss?://' }),
+  redisPrefix: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,32}$' }),
+  queueName: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
+  backend: Type.Literal('docker'),
+  image: Type.String({ minLength: 1 }),
+  runtime: Type.Union([Type.Literal('runc'), Type.Literal('runsc')]),
+  memoryMb: Type.Integer({ minimum: 16 }),
+  cpus: Type.Number({ exclusiveMinimum: 0, maximum: 64 }),
+  pidsLimit: Type.Integer({ minimum: 8 }),
+  execTimeoutMs: Type.Integer({ minimum: 1000 }),
+  sessionTtlSeconds: Type.Integer({ minimum: 60 }),
+  maxSessions: Type.Integer({ minimum: 1 }),
+  maxUploadBytes: Type.Integer({ minimum: 1 }),
+  maxArtifactReadBytes: Type.Integer({ minimum: 1 }),
+  maxOutputBytes: Type.Integer({ minimum: 1024 }),
+  maxCodeBytes: Type.Integer({ minimum: 1 }),
+  dataDir: Type.String({ pattern: '^/' }),
+  host: Type.String({ minLength: 1 }),
+  port: Type.Integer({ minimum: 0, maximum: 65535 }),
+  publicUrl: Type.String({ pattern: '^https?://[^/]+(/.*[^/])?$' }),
+  logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+  apiKeys: Type.Record(Type.String(), Type.String()),
+  signingKey: Type.Union([Type.String({ minLength: 32 }), Type.Null()]),
+  downloadUrlTtlSeconds: Type.Integer({ minimum: 60 }),
+  retentionSeconds: Type.Integer({ minimum: 60 }),
+  workerConcurrency: Type.Integer({ minimum: 1, maximum: 256 }),
+  sandboxUid: Type.Integer({ minimum: 1 }),
+  leaseMs: Type.Integer({ minimum: 1000 }),
+  sweepIntervalMs: Type.Integer({ minimum: 1000 }),
+});
+export type Config = Static<typeof ConfigSchema>;
+
+type Env = Record<string, string | undefined>;
+type Parse = (raw: string) => unknown;
+
+const int: Parse = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN);
+const num: Parse = (raw) => (raw.trim() === '' ? NaN : Number(raw));
+const str: Parse = (raw) => raw;
+const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1000, kib: 1024, m: 1 << 20, mb: 1e6, mib: 1 << 20, g: 1 << 30, gb: 1e9, gib: 1 << 30 };
+/** '512m', '50MB', '100 KiB', '1048576' → bytes. */
+export const parseBytes = (raw: string): number => {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw);
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  return m && unit !== undefined ? Math.round(Number(m[1]) * unit) : NaN;
+};
+/** 'key1:tenantA,key2:tenantB' → { key1: 'tenantA', ... }. */
+export const parseApiKeys = (raw: string): Record<string, string> | string => {
+  const keys: Record<string, string> = {};
+  for (const item of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const i = item.lastIndexOf(':');
+    const key = item.slice(0, i);
+    const tenant = item.slice(i + 1);
+    if (i <= 0 || !/^[A-Za-z0-9_-]{1,64}$/.test(tenant)) return `"${item.slice(0, 4)}…" is not key:tenant`;
+    if (key.length < 16) return `a key for tenant "${tenant}" is shorter than 16 characters`;
+    keys[key] = tenant;
+  }
+  return keys;
+};
+
+/** variable → [config field, parser, default]. */
+const VARS: Record<string, [keyof Config, Parse, string | null]> = {
+  REDIS_URL: ['redisUrl', str, 'redis://127.0.0.1:6379'],
+  SANDGATE_REDIS_PREFIX: ['redisPrefix', str, 'sandgate'],
+  SANDGATE_QUEUE: ['queueName', str, 'executions'],
+  SANDGATE_BACKEND: ['backend', str, 'docker'],
+  SANDGATE_IMAGE: ['image', str, 'sandgate/runtime:1'],
+  SANDGATE_RUNTIME: ['runtime', str, 'runc'],
+  SANDGATE_MEMORY_LIMIT: ['memoryMb', (r) => Math.floor(parseBytes(r) / (1 << 20)), '512m'],
+  SANDGATE_CPU_LIMIT: ['cpus', num, '1.0'],
+  SANDGATE_PIDS_LIMIT: ['pidsLimit', int, '128'],
+  SANDGATE_EXEC_TIMEOUT_S: ['execTimeoutMs', (r) => Math.round(Number(num(r)) * 1000), '60'],
+  SANDGATE_SESSION_TTL_M: ['sessionTtlSeconds', (r) => Math.round(Number(num(r)) * 60), '30'],
+  SANDGATE_MAX_SESSIONS: ['maxSessions', int, '20'],
+  SANDGATE_MAX_UPLOAD_BYTES: ['maxUploadBytes', parseBytes, '50MB'],
+  SANDGATE_MAX_ARTIFACT_READ_BYTES: ['maxArtifactReadBytes', parseBytes, '10MB'],
+  SANDGATE_MAX_OUTPUT_BYTES: ['maxOutputBytes', parseBytes, '100KB'],
+  SANDGATE_MAX_CODE_BYTES: ['maxCodeBytes', parseBytes, '100KB'],
+  SANDGATE_DATA_DIR: ['dataDir', str, '/var/lib/sandgate'],
+  SANDGATE_HOST: ['host', str, '127.0.0.1'],
+  SANDGATE_PORT: ['port', int, '8080'],
+  SANDGATE_PUBLIC_URL: ['publicUrl', str, null],
+  SANDGATE_LOG_LEVEL: ['logLevel', str, 'info'],
+  SANDGATE_API_KEYS: ['apiKeys', parseApiKeys, ''],
+  SANDGATE_SIGNING_KEY: ['signingKey', str, null],
+  SANDGATE_DOWNLOAD_URL_TTL_S: ['downloadUrlTtlSeconds', int, '3600'],
+  SANDGATE_RETENTION_S: ['retentionSeconds', int, '86400'],
+  SANDGATE_WORKER_CONCURRENCY: ['workerConcurrency', int, '2'],
+  SANDGATE_SANDBOX_UID: ['sandboxUid', int, '1000'],
+  SANDGATE_LEASE_MS: ['leaseMs', int, '10000'],
+  SANDGATE_SWEEP_INTERVAL_S: ['sweepIntervalMs', (r) => Math.round(Number(num(r)) * 1000), '30'],
+};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and validates the configuration; throws one ConfigError naming every bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, [field, parse, dflt]] of Object.entries(VARS)) {
+    const raw = env[name] ?? dflt;
+    if (raw === null) { out[field] = null; continue; }
+    const value = parse(raw);
+    if (typeof value === 'string' && parse === parseApiKeys) { problems.push(`${name}: ${value}`); continue; }
+    if (typeof value === 'number' && !Number.isFinite(value)) { problems.push(`${name}: "${raw}" is not a valid number or size`); continue; }
+    out[field] = value;
+  }
+  out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;
+  if (problems.length === 0) {
+    for (const e of Value.Errors(ConfigSchema, out)) {
+      const name = Object.keys(VARS).find((k) => `/${VARS[k]![0]}` === e.path) ?? e.path;
+      problems.push(`${name}: ${e.message} (got ${JSON.stringify(e.value)})`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out as Config;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+export const isLoopback = (host: string) => LOOPBACK.has(host) || host.startsWith('127.');
+
+/** The tenant every request belongs to when no API keys are configured (development mode). */
+export const OPEN_TENANT = 'default';

@@ -1,0 +1,148 @@
+import type { Redis } from 'ioredis';
+import type { EventType } from '@sandgate/contracts';
+import { compareStreamIds } from './stream-ids.ts';
+
+/** One event as stored in an execution's stream; `data` is JSON text, sent to SSE clients as is. */
+export interface StoredEvent {
+  id: string;
+  type: EventType;
+  data: string;
+}
+
+type Entry = { cursor: string; subs: Set<(ev: StoredEvent) => void> };
+type Logger = { warn(obj: object, msg: string): void };
+
+export function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {
+  let type = '';
+  let data = '';
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] === 'type') type = fields[i + 1]!;
+    else if (fields[i] === 'data') data = fields[i + 1]!;
+  }
+  return { id, type: type as EventType, data };
+}
+
+/**
+ * Fans the event streams of many executions out to many subscribers over ONE blocking Redis
+ * connection per process: a single multi-key XREAD, restarted (CLIENT UNBLOCK) when the set of
+ * watched streams changes. Subscribers replay what they missed with XRANGE, then follow live.
+ */
+export class EventHub {
+  private readonly streams = new Map<string, Entry>();
+  private readerId: number | null = null;
+  private blocked = false;
+  private idle: (() => void) | null = null;
+  private closed = false;
+  private readonly loopDone: Promise<void>;
+
+  constructor(
+    private readonly reader: Redis,
+    private readonly control: Redis,
+    private readonly log: Logger,
+  ) {
+    reader.on('ready', () => void reader.client('ID').then((id) => { this.readerId = Number(id); }).catch(() => {}));
+    this.loopDone = this.loop();
+  }
+
+  /**
+   * Events of the stream at `key` after `after` (exclusive; null = from the start), in order, each
+   * exactly once, ending after the `result` event or when `signal` aborts.
+   */
+  async *subscribe(key: string, after: string | null, signal: AbortSignal): AsyncGenerator<StoredEvent> {
+    const queue: StoredEvent[] = [];
+    let wake: (() => void) | null = null;
+    const push = (ev: StoredEvent) => { queue.push(ev); wake?.(); };
+    let last = after ?? '0-0';
+    let entry = this.streams.get(key);
+    // What the hub already handed out is ≤ entry.cursor; this subscriber reads (last, cursor] itself.
+    const replayTo = entry ? entry.cursor : null;
+    if (!entry) {
+      entry = { cursor: last, subs: new Set() };
+      this.streams.set(key, entry);
+      this.kick();
+    }
+    entry.subs.add(push);
+    const onAbort = () => wake?.();
+    signal.addEventListener('abort', onAbort);
+    try {
+      if (replayTo && compareStreamIds(replayTo, last) > 0) {
+        for await (const ev of this.range(key, last, replayTo)) {
+          last = ev.id;
+          yield ev;
+          if (ev.type === 'result') return;
+        }
+      }
+      while (!signal.aborted && !this.closed) {
+        const ev = queue.shift();
+        if (!ev) { await new Promise<void>((r) => { wake = r; }); wake = null; continue; }
+        if (compareStreamIds(ev.id, last) <= 0) continue;
+        last = ev.id;
+        yield ev;
+        if (ev.type === 'result') return;
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      entry.subs.delete(push);
+      if (entry.subs.size === 0 && this.streams.get(key) === entry) {
+        this.streams.delete(key);
+        this.kick();
+      }
+    }
+  }
+
+  /** Entries in (after, until], paged. */
+  private async *range(key: string, after: string, until: string): AsyncGenerator<StoredEvent> {
+    let from = after;
+    for (;;) {
+      const page = (await this.control.xrange(key, `(${from}`, until, 'COUNT', 1000)) as [string, string[]][];
+      for (const raw of page) yield toStoredEvent(raw);
+      if (page.length < 1000) return;
+      from = page[page.length - 1]![0];
+    }
+  }
+
+  /** Makes the reader loop notice a changed set of streams. */
+  private kick(): void {
+    if (this.idle) { this.idle(); this.idle = null; return; }
+    if (this.blocked && this.readerId !== null) {
+      this.control.client('UNBLOCK', this.readerId).catch((err: unknown) => this.log.warn({ err }, 'CLIENT UNBLOCK failed'));
+    }
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.closed) {
+      if (this.streams.size === 0) { await new Promise<void>((r) => { this.idle = r; }); continue; }
+      const keys = [...this.streams.keys()];
+      const ids = keys.map((k) => this.streams.get(k)!.cursor);
+      let res: [string, [string, string[]][]][] | null;
+      this.blocked = true;
+      try {
+        res = (await this.reader.xread('COUNT', 1000, 'BLOCK', 10_000, 'STREAMS', ...keys, ...ids)) as typeof res;
+      } catch (err) {
+        if (this.closed) return;
+        this.log.warn({ err }, 'event stream read failed; retrying');
+        await new Promise((r) => setTimeout(r, 250));
+        continue;
+      } finally {
+        this.blocked = false;
+      }
+      for (const [key, entries] of res ?? []) {
+        const entry = this.streams.get(key);
+        if (!entry) continue;
+        for (const raw of entries) {
+          const ev = toStoredEvent(raw);
+          entry.cursor = ev.id;
+          for (const push of entry.subs) push(ev);
+        }
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.kick();
+    this.idle?.();
+    this.reader.disconnect();
+    await this.loopDone.catch(() => {});
+  }
+}

@@ -1,0 +1,58 @@
+import type { Redis } from 'ioredis';
+import type { Artifact, Phase } from '@sandgate/contracts';
+
+/**
+ * Appends one execution's events to its Redis stream. Output is coalesced (up to `maxChunk`
+ * bytes or `lingerMs`) so a program printing one byte at a time costs a few writes, not one each;
+ * any other event flushes pending output first, so the stream keeps the order things happened in.
+ */
+export class EventWriter {
+  private pending: { type: 'stdout' | 'stderr'; text: string } | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private writes: Promise<unknown> = Promise.resolve();
+  private failed: unknown = null;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly key: string,
+    private readonly opts: { lingerMs?: number; maxChunk?: number } = {},
+  ) {}
+
+  phase(phase: Phase): void { this.append('phase', { phase, at: new Date().toISOString() }); }
+  artifact(artifact: Artifact): void { this.append('artifact', { artifact }); }
+  stdout(text: string): void { this.output('stdout', text); }
+  stderr(text: string): void { this.output('stderr', text); }
+
+  private output(type: 'stdout' | 'stderr', text: string): void {
+    if (this.pending && this.pending.type !== type) this.flushOutput();
+    if (this.pending) this.pending.text += text;
+    else this.pending = { type, text };
+    if (this.pending.text.length >= (this.opts.maxChunk ?? 16_384)) this.flushOutput();
+    else this.timer ??= setTimeout(() => this.flushOutput(), this.opts.lingerMs ?? 20);
+  }
+
+  private flushOutput(): void {
+    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    const p = this.pending;
+    this.pending = null;
+    if (p) this.write(p.type, JSON.stringify({ text: p.text }));
+  }
+
+  private append(type: string, data: unknown): void {
+    this.flushOutput();
+    this.write(type, JSON.stringify(data));
+  }
+
+  private write(type: string, data: string): void {
+    // ioredis sends commands of one connection in order, so no need to wait between them.
+    const w = this.redis.xadd(this.key, '*', 'type', type, 'data', data).catch((err: unknown) => { this.failed ??= err; });
+    this.writes = Promise.all([this.writes, w]);
+  }
+
+  /** Writes everything still pending; rejects if any write failed. */
+  async flush(): Promise<void> {
+    this.flushOutput();
+    await this.writes;
+    if (this.failed) throw this.failed;
+  }
+}

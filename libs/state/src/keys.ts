@@ -1,0 +1,21 @@
+/** Every Redis key sandgate uses, in one place. `p` is the configured prefix. */
+export const keys = (p: string) => ({
+  session: (id: string) => `${p}:session:${id}`,
+  sessionLock: (id: string) => `${p}:session:${id}:lock`,
+  sessionExecutions: (id: string) => `${p}:session:${id}:executions`,
+  tenantSessions: (tenant: string) => `${p}:tenant:${tenant}:sessions`,
+  tenantExecutions: (tenant: string) => `${p}:tenant:${tenant}:executions`,
+  /** All sessions by expiry time (ms), for the janitor. */
+  sessionExpiry: () => `${p}:sessions:expiry`,
+  execution: (id: string) => `${p}:execution:${id}`,
+  events: (id: string) => `${p}:execution:${id}:events`,
+  lease: (id: string) => `${p}:execution:${id}:lease`,
+  cancelFlag: (id: string) => `${p}:execution:${id}:cancel`,
+  /** Ids of executions in state running, for the reaper. */
+  running: () => `${p}:running`,
+  /** Worker id → last heartbeat (ms). */
+  workers: () => `${p}:workers`,
+  signingKey: () => `${p}:signing-key`,
+  cancelChannel: () => `${p}:cancel`,
+});
+export type Keys = ReturnType<typeof keys>;

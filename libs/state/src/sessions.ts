@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import { SandgateError } from '@sandgate/contracts';
+import type { Keys } from './keys.ts';
+import type { ScriptRedis } from './scripts.ts';
+
+export interface SessionRecord {
+  id: string;
+  tenant: string;
+  createdAt: number;
+  lastUsedAt: number;
+  expiresAt: number;
+  ttlSeconds: number;
+  metadata: Record<string, string>;
+  /** The execution holding the session's lock, if any. */
+  currentExecutionId: string | null;
+}
+
+export const newSessionId = () => `sess_${randomBytes(6).toString('hex')}`;
+
+/** Session records, their per-tenant index and their busy lock, in Redis. */
+export class SessionStore {
+  constructor(private readonly redis: ScriptRedis, private readonly k: Keys) {}
+
+  /** Creates a session, enforcing the tenant's limit of live sessions atomically. */
+  async create(tenant: string, opts: { ttlSeconds: number; maxSessions: number; metadata?: Record<string, string> }) {
+    const id = newSessionId();
+    const now = Date.now();
+    const ok = await this.redis.sgCreateSession(
+      this.k.session(id), this.k.tenantSessions(tenant), this.k.sessionExpiry(),
+      id, tenant, now, opts.ttlSeconds, opts.maxSessions, JSON.stringify(opts.metadata ?? {}),
+    );
+    if (ok !== 1) {
+      throw new SandgateError('max_sessions', `tenant already has ${opts.maxSessions} live sessions; delete one or wait for one to expire`);
+    }
+    return (await this.get(tenant, id))!;
+  }
+
+  /** The session if it exists, is live and belongs to `tenant`; null otherwise (never tells tenants apart). */
+  async get(tenant: string, id: string): Promise<SessionRecord | null> {
+    const [[, h], [, score], [, lock]] = (await this.redis
+      .multi().hgetall(this.k.session(id)).zscore(this.k.sessionExpiry(), id).get(this.k.sessionLock(id)).exec()) as [
+      [unknown, Record<string, string>], [unknown, string | null], [unknown, string | null],
+    ];
+    if (!h.tenant || h.tenant !== tenant || score === null) return null;
+    const expiresAt = Number(score);
+    if (expiresAt < Date.now() && lock === null) return null;
+    return {
+      id, tenant, expiresAt,
+      createdAt: Number(h.created_at), lastUsedAt: Number(h.last_used_at), ttlSeconds: Number(h.ttl),
+      metadata: JSON.parse(h.metadata ?? '{}') as Record<string, string>,
+      currentExecutionId: lock,
+    };
+  }
+
+  async require(tenant: string, id: string): Promise<SessionRecord> {
+    const s = await this.get(tenant, id);
+    if (!s) throw new SandgateError('session_not_found', `session ${id} does not exist or has expired`);
+    return s;
+  }
+
+  /** Pushes the idle expiry forward (called on every use: uploads, downloads, executions). */
+  async touch(s: SessionRecord): Promise<void> {
+    const now = Date.now();
+    const exp = now + s.ttlSeconds * 1000;
+    await this.redis.multi()
+      .hset(this.k.session(s.id), 'last_used_at', now)
+      .zadd(this.k.tenantSessions(s.tenant), exp, s.id)
+      .zadd(this.k.sessionExpiry(), exp, s.id)
+      .exec();
+  }
+
+  async list(tenant: string, limit = 200): Promise<SessionRecord[]> {
+    const ids = await this.redis.zrangebyscore(this.k.tenantSessions(tenant), Date.now(), '+inf', 'LIMIT', 0, limit);
+    const all = await Promise.all(ids.map((id) => this.get(tenant, id)));
+    return all.filter((s): s is SessionRecord => s !== null).sort((a, b) => b.createdAt - a.createdAt);
+  }
+
+  /** Deletes the record; `force` deletes it even while an execution holds the lock. Returns whether it was deleted. */
+  async delete(s: Pick<SessionRecord, 'id' | 'tenant'>, force: boolean): Promise<boolean> {
+    const r = await this.redis.sgExpireSession(
+      this.k.session(s.id), this.k.sessionLock(s.id), this.k.tenantSessions(s.tenant), this.k.sessionExpiry(),
+      s.id, Date.now(), force ? '1' : '0',
+    );
+    return r === 1;
+  }
+
+  /** Sessions whose idle TTL has passed, oldest first: the janitor deletes them and their files. */
+  async expired(limit = 100): Promise<{ id: string; tenant: string | null }[]> {
+    const ids = await this.redis.zrangebyscore(this.k.sessionExpiry(), '-inf', Date.now(), 'LIMIT', 0, limit);
+    const tenants = await Promise.all(ids.map((id) => this.redis.hget(this.k.session(id), 'tenant')));
+    return ids.map((id, i) => ({ id, tenant: tenants[i] ?? null }));
+  }
+
+  /** Removes an index entry whose record is already gone. */
+  async forget(id: string): Promise<void> {
+    await this.redis.zrem(this.k.sessionExpiry(), id);
+  }
+}

@@ -1,0 +1,106 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { buildApp, createGatewayDeps, type GatewayDeps } from '@sandgate/gateway';
+import { createBackend, startWorker, type RunningWorker } from '@sandgate/worker';
+import { createRedis, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
+import { Workspaces } from '@sandgate/storage';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as { port: number };
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+export interface Stack {
+  url: string;
+  config: Config;
+  env: Record<string, string>;
+  deps: GatewayDeps;
+  worker: RunningWorker | null;
+  /** JSON request with the stack's default API key (if any). */
+  api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  startWorker(): Promise<RunningWorker>;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  env?: Record<string, string>;
+  /** Start an in-process worker with the Docker backend. Default true. */
+  worker?: boolean;
+  /** Bearer key sent by `api()` by default. */
+  apiKey?: string;
+  heartbeatMs?: number;
+}
+
+/** A whole sandgate on loopback: real Redis (own key prefix), real HTTP, optionally a real worker on Docker. */
+export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs }: StackOptions = {}): Promise<Stack> {
+  const prefix = `sgtest${randomBytes(4).toString('hex')}`;
+  const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-test-'));
+  const port = await freePort();
+  const fullEnv: Record<string, string> = {
+    REDIS_URL, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_DATA_DIR: dataDir, SANDGATE_PORT: String(port),
+    SANDGATE_LOG_LEVEL: process.env.SANDGATE_TEST_LOG_LEVEL ?? 'silent', SANDGATE_SWEEP_INTERVAL_S: '2', SANDGATE_LEASE_MS: '3000',
+    ...env,
+  };
+  const config = loadConfig(fullEnv);
+  const log = pino({ level: config.logLevel });
+  const deps = await createGatewayDeps(config, log);
+  const app = await buildApp(deps, heartbeatMs ? { heartbeatMs } : {});
+  const url = await app.listen({ host: '127.0.0.1', port });
+  const workers: RunningWorker[] = [];
+  const stack: Stack = {
+    url, config, deps, env: fullEnv, worker: null,
+    async api(method, path, body, headers = {}) {
+      const h: Record<string, string> = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers };
+      if (body !== undefined) h['content-type'] ??= 'application/json';
+      const res = await fetch(url + path, { method, headers: h, ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}) });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try { parsed = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+      return { status: res.status, body: parsed, headers: res.headers };
+    },
+    async startWorker() {
+      const workspaces = new Workspaces({ dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
+      const backend = createBackend(config, log, workspaces, await signingKey(deps.redis, keys(prefix), config.signingKey));
+      const w = await startWorker({ config, log, backend, workspaces, heartbeatMs: 1000 });
+      workers.push(w);
+      stack.worker ??= w;
+      return w;
+    },
+    async close() {
+      await app.close();
+      for (const w of workers) await w.close();
+      const redis = createRedis(REDIS_URL, 'sandgate-test-cleanup');
+      for (let cursor = '0'; ;) {
+        const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        if (found.length) await redis.del(...found);
+        cursor = next;
+        if (cursor === '0') break;
+      }
+      redis.disconnect();
+      await deps.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  if (worker) await stack.startWorker();
+  return stack;
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
+export async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
