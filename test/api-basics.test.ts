@@ -11,7 +11,7 @@ test('sessions, validation and errors speak problem+json', async (t) => {
     assert.equal((await s.api('GET', '/healthz')).body.status, 'ok');
     const spec = await s.api('GET', '/openapi.json');
     assert.equal(spec.body.openapi, '3.1.0');
-    assert.ok(spec.body.paths['/v1/executions/']);
+    assert.ok(spec.body.paths['/v1/executions']);
     const ready = await s.api('GET', '/readyz');
     assert.equal(ready.status, 503, 'no worker is running, so not ready');
     assert.equal(ready.body.code, 'not_ready');

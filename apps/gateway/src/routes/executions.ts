@@ -26,7 +26,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
   // Room for the largest code after JSON escaping, plus inline files.
   const bodyLimit = config.maxCodeBytes * 6 + Math.ceil(Math.min(config.maxUploadBytes, 10 << 20) * 1.4) + 65_536;
 
-  app.post('/', {
+  app.post('', {
     bodyLimit,
     schema: {
       tags: ['executions'],
@@ -41,7 +41,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     return reply.status(isTerminal(rec.state) ? 200 : 202).header('location', body.links.self).send(body);
   });
 
-  app.get('/', {
+  app.get('', {
     schema: { tags: ['executions'], summary: 'List recent executions', querystring: ExecutionListQuerySchema, response: { 200: ref(ExecutionListSchema), ...errors } },
   }, async (req) => {
     const { session_id, state, limit = 50 } = req.query;

@@ -9,7 +9,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   const { sessions, workspaces, executions, config } = deps;
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
 
-  app.post('/', {
+  app.post('', {
     schema: {
       tags: ['sessions'], summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
       body: Type.Optional(ref(CreateSessionSchema)),
@@ -23,7 +23,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(presentSession(s));
   });
 
-  app.get('/', {
+  app.get('', {
     schema: { tags: ['sessions'], summary: 'List live sessions', response: { 200: ref(SessionListSchema), ...errors } },
   }, async (req) => ({ sessions: (await sessions.list(tenantOf(req))).map(presentSession) }));
 

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs every *.test.ts with Node's test runner against the real Redis and Docker engine that
+# scripts/setup.sh provides. Files run one at a time: many start containers, and the machine is small.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mapfile -t files < <(find apps libs test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
+if [ "${#files[@]}" -eq 0 ]; then echo "no test files found" >&2; exit 1; fi
+echo "==> ${#files[@]} test files"
+exec node --import tsx --test --test-concurrency=1 --test-timeout=600000 "$@" "${files[@]}"
