@@ -76,7 +76,7 @@ test('API keys map to tenants and refuse everything else', async (t) => {
   const keyB = 'b'.repeat(32);
   const s = await startStack({ worker: false, env: { SANDGATE_API_KEYS: `${keyA}:tenantA,${keyB}:tenantB` } });
   t.after(() => s.close());
-  const as = (key: string | null) => (key ? { authorization: `Bearer ${key}` } : {});
+  const as = (key: string | null): Record<string, string> => (key ? { authorization: `Bearer ${key}` } : {});
 
   const none = await s.api('GET', '/v1/sessions', undefined, as(null));
   assert.equal(none.status, 401);

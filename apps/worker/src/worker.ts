@@ -75,8 +75,9 @@ export async function startWorker({ config, log, backend, workspaces, heartbeatM
     }
   };
 
+  const queueConnection = createRedis(config.redisUrl, 'sandgate-worker-queue');
   const worker = new Worker<ExecutionJob>(config.queueName, async (job: Job<ExecutionJob>) => run(job.data), {
-    connection: createRedis(config.redisUrl, 'sandgate-worker-queue'),
+    connection: queueConnection,
     prefix: `${config.redisPrefix}:q`,
     concurrency: config.workerConcurrency,
     // Lost runs are ended by our own lease reaper; a stalled job that comes back is skipped by markRunning.
@@ -123,6 +124,7 @@ export async function startWorker({ config, log, backend, workspaces, heartbeatM
       await housekeepingRun;
       await registry.leave(id).catch(() => {});
       subscriber.disconnect();
+      queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
   };

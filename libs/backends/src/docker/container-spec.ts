@@ -1,0 +1,77 @@
+import type Dockerode from 'dockerode';
+import type { ExecutionJob, Language } from '@sandgate/contracts';
+import { ownershipLabels } from '../shared/labels.ts';
+
+/** Where the session's workspace appears inside the sandbox. */
+export const WORKDIR = '/mnt/data';
+
+/** The engine-facing settings a container spec needs beyond the job itself. */
+export interface SandboxSettings {
+  image: string;
+  runtime: string | undefined;
+  user: string;
+  pidsLimit: number;
+  tmpfsBytes: number;
+  nofile: number;
+}
+
+/** The program that runs `code`, passed as an argument so no shell ever parses it. */
+export function commandFor(language: Language, code: string): string[] {
+  switch (language) {
+    case 'python':
+      return ['python3', '-c', code];
+    case 'javascript':
+      return ['node', '-e', code];
+    case 'bash':
+      return ['bash', '-c', code];
+  }
+}
+
+/** The deterministic container name: a retried job finds its predecessor by it. */
+export const containerName = (executionId: string): string => `sandgate-${executionId}`;
+
+/** Create options for one execution's sandbox; see DESIGN.md "The sandbox" for each restriction. */
+export function containerSpec(job: ExecutionJob, workspaceDir: string, s: SandboxSettings): Dockerode.ContainerCreateOptions {
+  const withStdin = job.stdin !== null;
+  return {
+    name: containerName(job.execution_id),
+    Image: s.image,
+    Cmd: commandFor(job.language, job.code),
+    // Only the job's variables: the worker's own environment (Redis URL, keys) must never reach the sandbox.
+    Env: Object.entries(job.env).map(([k, v]) => `${k}=${v}`),
+    User: s.user,
+    WorkingDir: WORKDIR,
+    Labels: ownershipLabels(job),
+    Tty: false,
+    AttachStdout: true,
+    AttachStderr: true,
+    AttachStdin: withStdin,
+    OpenStdin: withStdin,
+    // The sandbox sees EOF once we close our side, instead of a stdin that never ends.
+    StdinOnce: withStdin,
+    NetworkDisabled: true,
+    HostConfig: {
+      NetworkMode: 'none',
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: true,
+      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${s.tmpfsBytes}` },
+      Memory: job.memory_mb * 1024 * 1024,
+      // Equal to Memory: no swap, so the limit is a real limit and a bomb ends in an OOM kill.
+      MemorySwap: job.memory_mb * 1024 * 1024,
+      NanoCpus: Math.round(job.cpus * 1e9),
+      PidsLimit: s.pidsLimit,
+      // No nproc ulimit: RLIMIT_NPROC counts every process of uid 1000 on the host, so concurrent
+      // sandboxes would starve each other. PidsLimit bounds each sandbox on its own.
+      Ulimits: [{ Name: 'nofile', Soft: s.nofile, Hard: s.nofile }],
+      // An init as PID 1 reaps orphaned children, whose zombies would otherwise count against PidsLimit.
+      Init: true,
+      // A bind Mount (unlike Binds) fails when the host path is missing instead of creating an empty
+      // root-owned directory: a data dir not shared with the Docker host shows up as an error.
+      Mounts: [{ Type: 'bind', Source: workspaceDir, Target: WORKDIR, ReadOnly: false }],
+      // We attach for the output; engine-side logs would put a 100 MB flood on disk for nothing.
+      LogConfig: { Type: 'none', Config: {} },
+      ...(s.runtime === undefined ? {} : { Runtime: s.runtime }),
+    },
+  };
+}

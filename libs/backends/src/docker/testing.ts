@@ -1,0 +1,104 @@
+// Test support for the Docker backend tests (not itself a test file): real engine, real image, temp data dirs.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import Dockerode from 'dockerode';
+import type { Artifact, ExecutionJob, ExecutionResult, Phase } from '@sandgate/contracts';
+import { Workspaces } from '@sandgate/storage';
+import type { EventSink } from '../backend.ts';
+import { DockerBackend, type DockerBackendOptions } from './docker-backend.ts';
+import { containerName } from './container-spec.ts';
+
+export const IMAGE = 'sandgate/runtime:1';
+export const docker = new Dockerode();
+export const SANDBOX_UID = 1000;
+
+export const artifactUrl = (sessionId: string, path: string): string => `http://files.test/files/${sessionId}/${path}`;
+
+/** Records every event a backend reports, in order. */
+export class RecordingSink implements EventSink {
+  readonly phases: Phase[] = [];
+  readonly stdoutChunks: string[] = [];
+  readonly stderrChunks: string[] = [];
+  readonly artifacts: Artifact[] = [];
+  constructor(private readonly onStdout: (text: string) => void = () => {}) {}
+  phase(phase: Phase): void { this.phases.push(phase); }
+  stdout(text: string): void { this.stdoutChunks.push(text); this.onStdout(text); }
+  stderr(text: string): void { this.stderrChunks.push(text); }
+  artifact(artifact: Artifact): void { this.artifacts.push(artifact); }
+}
+
+export interface Fixture {
+  backend: DockerBackend;
+  workspaces: Workspaces;
+  dataDir: string;
+  /** A job for this fixture's session; each call gets a fresh execution id. */
+  job(over?: Partial<ExecutionJob>): ExecutionJob;
+  /** Runs a job, removing its container afterwards should the test fail half-way. */
+  run(job: ExecutionJob, sink?: RecordingSink, signal?: AbortSignal): Promise<ExecutionResult>;
+}
+
+/** A backend over a fresh temp data dir and session, all removed when the test ends. */
+export async function fixture(t: TestContext, over: Partial<DockerBackendOptions> = {}): Promise<Fixture> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-backend-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const workspaces = new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID } });
+  const backend = new DockerBackend({ workspaces, artifactUrl, ...over });
+  t.after(() => backend.close());
+  const sessionId = `sess_${randomBytes(6).toString('hex')}`;
+  const job = (o: Partial<ExecutionJob> = {}): ExecutionJob => ({
+    execution_id: `exec_${randomBytes(8).toString('hex')}`, tenant: 'test', session_id: sessionId,
+    language: 'python', code: 'print(1)', timeout_ms: 30_000, memory_mb: 256, cpus: 1, env: {}, stdin: null, ...o,
+  });
+  const run = (j: ExecutionJob, sink = new RecordingSink(), signal = new AbortController().signal) => {
+    t.after(() => removeContainer(containerName(j.execution_id)));
+    return backend.execute(j, sink, signal);
+  };
+  return { backend, workspaces, dataDir, job, run };
+}
+
+export async function removeContainer(nameOrId: string): Promise<void> {
+  await docker.getContainer(nameOrId).remove({ force: true }).catch(() => {});
+}
+
+/** True when the engine has no container by that name or id. */
+export async function containerGone(nameOrId: string): Promise<boolean> {
+  return docker.getContainer(nameOrId).inspect().then(
+    () => false,
+    (err: { statusCode?: number }) => {
+      if (err.statusCode === 404) return true;
+      throw err;
+    },
+  );
+}
+
+/** The host's address on the default bridge, as a container on that bridge reaches it. */
+export async function bridgeGateway(): Promise<string> {
+  const config = ((await docker.getNetwork('bridge').inspect()).IPAM?.Config ?? []) as { Subnet?: string; Gateway?: string }[];
+  const v4 = config.find((c) => c.Subnet?.includes('.'));
+  if (v4?.Gateway) return v4.Gateway;
+  // Older engines leave Gateway empty for the default bridge; it is then the subnet's first address.
+  // (docker0 itself is hidden from os.networkInterfaces() while no container is attached to it.)
+  const [base] = (v4?.Subnet ?? '').split('/');
+  const octets = (base ?? '').split('.').map(Number);
+  if (octets.length !== 4 || octets.some((n) => !Number.isInteger(n))) throw new Error('cannot find the default bridge gateway');
+  octets[3] = (octets[3] ?? 0) + 1;
+  return octets.join('.');
+}
+
+/** Runs a plain container of the image with the engine's defaults (bridge network) and returns its exit code. */
+export async function runPlain(t: TestContext, cmd: string[]): Promise<number> {
+  const container = await docker.createContainer({ Image: IMAGE, Cmd: cmd, Labels: { 'org.sandgate.test': 'control' } });
+  t.after(() => removeContainer(container.id));
+  const exited = container.wait({ condition: 'next-exit' });
+  await container.start();
+  const { StatusCode } = (await exited) as { StatusCode: number };
+  return StatusCode;
+}
+
+export async function runtimes(): Promise<string[]> {
+  const info = (await docker.info()) as { Runtimes?: Record<string, unknown> };
+  return Object.keys(info.Runtimes ?? {});
+}

@@ -1,0 +1,7 @@
+export type { EventSink, ExecutionBackend } from './backend.ts';
+export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
+export { OutputCollector, DEFAULT_MAX_OUTPUT_BYTES } from './shared/output.ts';
+export { snapshot, collectArtifacts, MAX_ARTIFACTS, MAX_WALK_ENTRIES, type Snapshot, type CollectOptions } from './shared/artifacts.ts';
+export { buildResult, outcomeOf, type RunEnd, type RunLimits, type ResultParts, type CapturedOutput } from './shared/result.ts';
+export { LABELS, MANAGED_SELECTOR, ownershipLabels, executionOf, isOrphan, type LabelSource } from './shared/labels.ts';
+export { silentLogger, type BackendLogger } from './shared/logger.ts';

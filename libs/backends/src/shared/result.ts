@@ -1,0 +1,73 @@
+import type { Artifact, ExecutionResult } from '@sandgate/contracts';
+
+/** How a sandbox ended, as the engine saw it. */
+export interface RunEnd {
+  /** The program's exit status; -1 when it never started. */
+  exitCode: number;
+  /** The platform killed it at the wall-clock limit. */
+  timedOut: boolean;
+  /** The kernel killed something in it for exceeding the memory limit. */
+  oomKilled: boolean;
+  /** The caller cancelled it (before or during the run). */
+  cancelled: boolean;
+}
+
+/** The limits the messages quote, so a person reading the result knows which one was hit. */
+export interface RunLimits {
+  timeout_ms: number;
+  memory_mb: number;
+}
+
+type Outcome = Pick<ExecutionResult, 'state' | 'exit_code' | 'reason' | 'message'>;
+
+/**
+ * The outcome of a run. The platform's own reasons win over the exit status: a timeout or a cancel is
+ * reported as such even if the kill raced the program's own exit, and an OOM kill fails the run even when
+ * only a child died and the main program exited 0 (its output is then incomplete).
+ */
+export function outcomeOf(end: RunEnd, limits: RunLimits): Outcome {
+  if (end.timedOut) {
+    return { state: 'timeout', exit_code: -1, reason: 'timeout', message: `Killed after the ${limits.timeout_ms} ms time limit.` };
+  }
+  if (end.cancelled) {
+    return { state: 'cancelled', exit_code: end.exitCode, reason: 'cancelled', message: 'Cancelled before it finished.' };
+  }
+  if (end.oomKilled) {
+    return { state: 'failed', exit_code: end.exitCode, reason: 'oom', message: `Killed for exceeding the ${limits.memory_mb} MB memory limit.` };
+  }
+  return { state: end.exitCode === 0 ? 'completed' : 'failed', exit_code: end.exitCode };
+}
+
+/** What a result needs from one output stream (an OutputCollector fits). */
+export interface CapturedOutput {
+  readonly text: string;
+  readonly truncated: boolean;
+}
+
+export interface ResultParts {
+  end: RunEnd;
+  limits: RunLimits;
+  stdout: CapturedOutput;
+  stderr: CapturedOutput;
+  /** Files created or changed by the run; dropped unless the run completed. */
+  artifacts: Artifact[];
+  durationMs: number;
+}
+
+/** Assembles the one ExecutionResult every backend returns, from what it observed. */
+export function buildResult(parts: ResultParts): ExecutionResult {
+  const outcome = outcomeOf(parts.end, parts.limits);
+  const result: ExecutionResult = {
+    state: outcome.state,
+    exit_code: outcome.exit_code,
+    stdout: parts.stdout.text,
+    stderr: parts.stderr.text,
+    stdout_truncated: parts.stdout.truncated,
+    stderr_truncated: parts.stderr.truncated,
+    artifacts: outcome.state === 'completed' ? parts.artifacts : [],
+    duration_ms: Math.max(0, Math.round(parts.durationMs)),
+  };
+  if (outcome.reason !== undefined) result.reason = outcome.reason;
+  if (outcome.message !== undefined) result.message = outcome.message;
+  return result;
+}
