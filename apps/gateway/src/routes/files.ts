@@ -77,7 +77,6 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     }, async (req, reply) => {
       const length = Number(req.headers['content-length'] ?? NaN);
       if (length > config.maxUploadBytes) {
-        reply.header('connection', 'close');
         throw new SandgateError('payload_too_large', `the body is ${length} bytes; the limit is ${config.maxUploadBytes} bytes`);
       }
       const dir = await sessionDir(tenantOf(req), req.params.id);
