@@ -1,0 +1,89 @@
+import { constants } from 'node:fs';
+import { chmod, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SandgateError } from '@sandgate/contracts';
+import { errno, openRoot } from './fd-path.ts';
+import { removeDirAt } from './remove-tree.ts';
+import { walkTree } from './walk-tree.ts';
+import type { Owner } from './write-inside.ts';
+
+const SESSION_ID = /^sess_[0-9a-f]{12}$/;
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
+
+export interface WorkspacesOptions {
+  /** Root of sandgate's files (SANDGATE_DATA_DIR); sessions live in `${dataDir}/sessions/<id>`. */
+  dataDir: string;
+  /** Owner of each session directory: the sandbox user (uid 1000), so code can write to /mnt/data. Default: unchanged. */
+  owner?: Owner;
+}
+
+/** Session workspaces on the local filesystem, each bind-mounted as /mnt/data into its sandbox. */
+export class Workspaces {
+  readonly #dataDir: string;
+  readonly #sessionsDir: string;
+  readonly #owner: Owner | undefined;
+
+  constructor({ dataDir, owner }: WorkspacesOptions) {
+    this.#dataDir = dataDir;
+    this.#sessionsDir = join(dataDir, 'sessions');
+    this.#owner = owner;
+  }
+
+  /** The session's directory; the id is checked first because it becomes part of a host path. */
+  dir(sessionId: string): string {
+    if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
+      throw new SandgateError('invalid_path', 'session id must look like sess_<12 hex digits>');
+    }
+    return join(this.#sessionsDir, sessionId);
+  }
+
+  /** Creates the session directory (and its parents) if missing and returns it. */
+  async create(sessionId: string): Promise<string> {
+    const dir = this.dir(sessionId);
+    // 0711: the sandbox user may pass through to its own directory but not list anyone else's session.
+    await mkdir(this.#sessionsDir, { recursive: true, mode: 0o711 });
+    await chmod(this.#dataDir, 0o711);
+    await chmod(this.#sessionsDir, 0o711);
+    await mkdir(dir, 0o755).catch((e: unknown) => {
+      if (errno(e) !== 'EEXIST') throw e;
+    });
+    // Through an fd opened without following, so nothing planted at that name can redirect the chown.
+    const handle = await open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW).catch((e: unknown) => {
+      throw new SandgateError('invalid_path', `${dir} exists and is not a directory`, { cause: e });
+    });
+    try {
+      await handle.chmod(0o755);
+      if (this.#owner) await handle.chown(this.#owner.uid, this.#owner.gid);
+    } finally {
+      await handle.close();
+    }
+    return dir;
+  }
+
+  /** Deletes the session directory and everything in it; a missing one is not an error. */
+  async remove(sessionId: string): Promise<void> {
+    this.dir(sessionId);
+    let sessions: FileHandle;
+    try {
+      sessions = await openRoot(this.#sessionsDir);
+    } catch (e) {
+      if (errno(e) === 'ENOENT') return;
+      throw e;
+    }
+    try {
+      // The contents were written by the sandbox, so they are removed without following anything.
+      await removeDirAt(sessions, sessionId);
+    } finally {
+      await sessions.close();
+    }
+  }
+
+  /**
+   * Files and bytes as walkTree lists them: what clients can see, so symlinks, special and hard-linked files are not
+   * counted. A missing session directory is `file_not_found`.
+   */
+  async usage(sessionId: string): Promise<{ files: number; bytes: number }> {
+    const { entries } = await walkTree(this.dir(sessionId));
+    return { files: entries.length, bytes: entries.reduce((sum, e) => sum + e.size, 0) };
+  }
+}

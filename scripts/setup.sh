@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# Prepare this machine to run sandgate and its tests. Idempotent: a re-run on a
+# ready machine only checks, in a few seconds.
+#
+#   bash scripts/setup.sh          (also: npm run setup; run by npm run test:all)
+#
+# Expects Debian bookworm with Node 20. As root it installs what is missing:
+#   - Debian packages redis-server, docker.io, debootstrap (and runsc for
+#     gVisor when the mirror has it: optional, a warning if it can't be had);
+#   - starts Redis and the Docker engine when they don't answer;
+#   - registers gVisor with Docker as runtime "runsc" (--network=none);
+#   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;
+#   - builds the runtime image (images/runtime/build.sh; no registry needed).
+# As another user it says what is missing and how to get it, then fails.
+#
+# Environment: REDIS_URL (checked instead of the local default),
+# SANDGATE_RUNTIME=runsc (makes gVisor mandatory), SANDGATE_SKIP_RUNSC=1 (don't
+# try to install gVisor), SANDGATE_SKIP_IMAGE=1 (don't build the image), plus
+# what images/runtime/build.sh reads (SANDGATE_IMAGE, SANDGATE_BASE_IMAGE, ...).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 NEEDRESTART_MODE=a
+# dockerd and debootstrap live in sbin, which a non-root PATH often lacks.
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+DAEMON_JSON=/etc/docker/daemon.json
+DOCKERD_LOG=/var/log/dockerd.log
+T0=$SECONDS
+
+say()  { printf '==> %s\n' "$*"; }
+warn() { printf 'warning: %s\n' "$*" >&2; }
+die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+is_root=0
+[[ $(id -u) == 0 ]] && is_root=1
+has_systemd=0
+[[ -d /run/systemd/system ]] && have systemctl && has_systemd=1
+problems=()   # what a non-root user must fix, with the command that fixes it
+
+# --- Node ---------------------------------------------------------------------
+have node || die "Node.js is not installed; sandgate needs Node >= 20.18 (https://nodejs.org or nodesource)"
+have npm || die "npm is not installed (it comes with Node.js)"
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 18) ? 0 : 1)' \
+  || warn "Node $(node -v) is older than the v20.18 that package.json asks for"
+
+# --- Debian packages ------------------------------------------------------------
+missing=()
+{ have redis-server && have redis-cli; } || missing+=(redis-server)
+{ have docker && have dockerd; } || missing+=(docker.io)
+if [[ -z ${SANDGATE_BASE_IMAGE:-} ]]; then
+  have debootstrap || missing+=(debootstrap)
+  [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
+fi
+# Docker loads its AppArmor profile when the kernel has AppArmor enabled; that
+# needs apparmor_parser (docker.io only recommends it).
+if [[ " ${missing[*]} " == *" docker.io "* && $(cat /sys/module/apparmor/parameters/enabled 2>/dev/null) == Y ]] \
+   && ! have apparmor_parser; then
+  missing+=(apparmor)
+fi
+
+runsc_wanted=0
+if ! have runsc && [[ ${SANDGATE_SKIP_RUNSC:-0} != 1 ]]; then runsc_wanted=1; fi
+runsc_required=0
+[[ ${SANDGATE_RUNTIME:-runc} == runsc ]] && runsc_required=1
+
+apt_updated=0
+apt_update() {
+  ((apt_updated)) && return 0
+  say "apt-get update"
+  apt-get update -qq </dev/null || die "apt-get update failed"
+  apt_updated=1
+}
+apt_install() {
+  apt-get install -y -qq --no-install-recommends "$@" </dev/null
+}
+runsc_candidate() {   # does apt know a runsc package?
+  local c
+  c="$(apt-cache policy runsc 2>/dev/null | awk '/Candidate:/ { print $2 }')"
+  [[ -n $c && $c != "(none)" ]]
+}
+
+if ((${#missing[@]})); then
+  if ((is_root)); then
+    apt_update
+    say "installing ${missing[*]}"
+    apt_install "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+  else
+    problems+=("missing Debian packages: ${missing[*]}  ->  sudo apt-get install -y ${missing[*]}")
+  fi
+fi
+
+if ((runsc_wanted)); then
+  if ((is_root)); then
+    # Refresh the package lists for runsc only when there are none (fresh machine).
+    if ! runsc_candidate && ! ((apt_updated)) && ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then
+      apt_update
+    fi
+    if runsc_candidate; then
+      say "installing runsc (gVisor)"
+      if ! apt_install runsc && ! { apt_update && apt_install runsc; }; then
+        warn "could not install runsc; containers will run with runc only"
+      fi
+    else
+      warn "no runsc package in the configured apt sources; containers will run with runc only (gVisor: https://gvisor.dev/docs/user_guide/install/)"
+    fi
+  else
+    warn "runsc (gVisor) is not installed; optional: sudo apt-get install -y runsc"
+  fi
+fi
+if ((runsc_required)) && ! have runsc; then
+  if ((is_root)); then die "SANDGATE_RUNTIME=runsc but runsc could not be installed"; fi
+  problems+=("SANDGATE_RUNTIME=runsc but runsc is missing  ->  sudo apt-get install -y runsc")
+fi
+
+# --- Redis ----------------------------------------------------------------------
+redis_ok() {
+  have redis-cli || return 1
+  [[ "$(timeout 5 redis-cli ${REDIS_URL:+-u "$REDIS_URL"} ping 2>/dev/null)" == PONG ]]
+}
+if have redis-server && ! redis_ok; then
+  redis_port=6379
+  if [[ -n ${REDIS_URL:-} ]]; then
+    [[ $REDIS_URL =~ ^rediss?://([^@/]*@)?(localhost|127\.0\.0\.1|\[::1\])(:([0-9]+))?(/.*)?$ ]] \
+      || die "REDIS_URL=$REDIS_URL does not answer PING, and it is not a local server this script could start"
+    redis_port="${BASH_REMATCH[4]:-6379}"
+  fi
+  if ((has_systemd && is_root)) && [[ $redis_port == 6379 ]]; then
+    say "starting Redis (systemctl start redis-server)"
+    systemctl start redis-server || true
+  fi
+  if ! redis_ok; then
+    if ((is_root)); then redis_log=/var/log/redis-sandgate.log; else redis_log="${TMPDIR:-/tmp}/redis-sandgate-$(id -u).log"; fi
+    say "starting Redis on port $redis_port (redis-server --daemonize yes; log $redis_log)"
+    # No persistence: sandgate's tests and a dev box don't need it, and it
+    # keeps dump.rdb out of the working directory.
+    (cd / && redis-server --daemonize yes --port "$redis_port" --save '' --appendonly no \
+        --logfile "$redis_log" </dev/null) || die "redis-server failed to start (see $redis_log)"
+  fi
+  for _ in $(seq 50); do redis_ok && break; sleep 0.2; done
+  redis_ok || die "Redis does not answer PING after starting it; last lines of ${redis_log:-its log}:
+$(tail -n 20 "${redis_log:-/dev/null}" 2>/dev/null)"
+fi
+if have redis-server; then say "Redis answers PING${REDIS_URL:+ at $REDIS_URL}"; fi
+
+# --- gVisor runtime in /etc/docker/daemon.json ------------------------------------
+daemon_json_has_runsc() {
+  [[ -s $DAEMON_JSON ]] || return 1
+  node -e '
+    const cfg = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    process.exit(cfg && cfg.runtimes && cfg.runtimes.runsc ? 0 : 1);' "$DAEMON_JSON"
+}
+if have runsc; then
+  if daemon_json_has_runsc; then
+    :
+  elif ((is_root)); then
+    say "registering gVisor as Docker runtime runsc in $DAEMON_JSON"
+    mkdir -p "$(dirname "$DAEMON_JSON")"
+    node - "$DAEMON_JSON" "$(command -v runsc)" <<'JS' || die "could not update $DAEMON_JSON (is it valid JSON?)"
+const fs = require("fs");
+const [file, runscPath] = process.argv.slice(2);
+let cfg = {};
+if (fs.existsSync(file) && fs.readFileSync(file, "utf8").trim() !== "") {
+  cfg = JSON.parse(fs.readFileSync(file, "utf8"));
+}
+cfg.runtimes = cfg.runtimes || {};
+if (!cfg.runtimes.runsc) {
+  cfg.runtimes.runsc = { path: runscPath, runtimeArgs: ["--network=none"] };
+  fs.writeFileSync(file + ".sandgate-tmp", JSON.stringify(cfg, null, 2) + "\n");
+  fs.renameSync(file + ".sandgate-tmp", file);
+}
+JS
+  else
+    warn "gVisor is installed but not registered with Docker; optional: add {\"runtimes\": {\"runsc\": {\"path\": \"$(command -v runsc)\", \"runtimeArgs\": [\"--network=none\"]}}} to $DAEMON_JSON and reload dockerd"
+  fi
+fi
+
+# --- Docker engine ------------------------------------------------------------------
+docker_ok() { timeout 20 docker info >/dev/null 2>&1; }
+if have docker && ! docker_ok; then
+  if ((is_root)); then
+    if ((has_systemd)); then
+      say "starting Docker (systemctl start docker)"
+      systemctl start docker || true
+    elif have pgrep && pgrep -x dockerd >/dev/null; then
+      say "dockerd is running but not answering yet; waiting"
+    else
+      say "starting dockerd (log $DOCKERD_LOG)"
+      (setsid dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &)
+    fi
+    for _ in $(seq 60); do docker_ok && break; sleep 1; done
+    docker_ok || die "the Docker engine did not answer within 60 s; last lines of $DOCKERD_LOG:
+$(tail -n 30 "$DOCKERD_LOG" 2>/dev/null)"
+  else
+    err="$(timeout 20 docker info 2>&1 >/dev/null | tail -n 1 || true)"
+    if [[ $err == *"permission denied"* ]]; then
+      problems+=("this user may not use the Docker socket  ->  sudo usermod -aG docker $(id -un)  (then log in again)")
+    else
+      problems+=("the Docker engine does not answer ($err)  ->  sudo systemctl start docker, or as root: dockerd &")
+    fi
+  fi
+fi
+
+if ((${#problems[@]})); then
+  printf 'error: this machine is not ready for sandgate, and fixing it needs root:\n' >&2
+  printf '  - %s\n' "${problems[@]}" >&2
+  printf 'Run the commands above (or run this script as root), then run it again.\n' >&2
+  exit 1
+fi
+
+docker_runtimes() { docker info --format '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}' 2>/dev/null; }
+if have runsc && daemon_json_has_runsc && [[ " $(docker_runtimes) " != *" runsc "* ]]; then
+  if ((is_root)); then
+    say "reloading the Docker engine so it picks up runtime runsc"
+    if ((has_systemd)); then
+      systemctl reload docker || true
+    elif [[ -s /var/run/docker.pid ]]; then
+      kill -HUP "$(cat /var/run/docker.pid)" || true
+    elif have pgrep; then
+      kill -HUP "$(pgrep -xo dockerd)" || true
+    fi
+    for _ in $(seq 20); do [[ " $(docker_runtimes) " == *" runsc "* ]] && break; sleep 0.5; done
+  fi
+  if [[ " $(docker_runtimes) " != *" runsc "* ]]; then
+    msg="Docker does not list runtime runsc although $DAEMON_JSON registers it (reload dockerd)"
+    ((runsc_required)) && die "$msg"
+    warn "$msg"
+  fi
+fi
+say "Docker $(docker version --format '{{.Server.Version}}' 2>/dev/null), runtimes: $(docker_runtimes)"
+
+# --- npm dependencies -------------------------------------------------------------
+if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-lock.json ]]; then
+  say "npm ci"
+  # Some registry mirrors lack other platforms' optional binaries (turbo, msgpackr-extract), which
+  # makes `npm ci` refuse the lockfile; `npm install` honours the same pinned versions and skips them.
+  if ! npm ci --no-audit --no-fund </dev/null; then
+    warn "npm ci refused the lockfile; installing the pinned versions with npm install"
+    npm install --no-audit --no-fund </dev/null
+  fi
+else
+  say "node_modules up to date"
+fi
+
+# --- runtime image ------------------------------------------------------------------
+if [[ ${SANDGATE_SKIP_IMAGE:-0} == 1 ]]; then
+  say "skipping the runtime image (SANDGATE_SKIP_IMAGE=1)"
+else
+  bash "$ROOT/images/runtime/build.sh"
+fi
+
+say "setup done in $((SECONDS - T0))s"
