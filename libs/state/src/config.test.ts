@@ -1,0 +1,49 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, loadConfig, parseBytes } from './config.ts';
+
+test('defaults need nothing else', () => {
+  const c = loadConfig({});
+  assert.equal(c.redisUrl, 'redis://127.0.0.1:6379');
+  assert.equal(c.memoryMb, 512);
+  assert.equal(c.maxOutputBytes, 100_000);
+  assert.equal(c.maxUploadBytes, 50_000_000);
+  assert.equal(c.execTimeoutMs, 60_000);
+  assert.equal(c.sessionTtlSeconds, 1800);
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.publicUrl, 'http://127.0.0.1:8080');
+  assert.deepEqual(c.apiKeys, {});
+});
+
+test('sizes, durations and keys are parsed', () => {
+  assert.equal(parseBytes('512m'), 512 << 20);
+  assert.equal(parseBytes('50MB'), 50_000_000);
+  assert.equal(parseBytes('100 KiB'), 102_400);
+  assert.ok(Number.isNaN(parseBytes('lots')));
+  const c = loadConfig({ SANDGATE_EXEC_TIMEOUT_S: '2.5', SANDGATE_API_KEYS: 'abcdefghijklmnop:acme, qrstuvwxyz012345:beta', SANDGATE_PUBLIC_URL: 'https://sg.example.test' });
+  assert.equal(c.execTimeoutMs, 2500);
+  assert.deepEqual(c.apiKeys, { abcdefghijklmnop: 'acme', qrstuvwxyz012345: 'beta' });
+  assert.equal(c.publicUrl, 'https://sg.example.test');
+});
+
+test('one error names every bad variable', () => {
+  let err: unknown;
+  try {
+    loadConfig({
+      SANDGATE_MEMORY_LIMIT: 'lots', SANDGATE_RUNTIME: 'kata', SANDGATE_PORT: '99999', SANDGATE_API_KEYS: 'short:acme',
+      SANDGATE_DATA_DIR: 'relative/dir', SANDGATE_BACKEND: 'nomad', SANDGATE_PUBLIC_URL: 'ftp://x/',
+    });
+  } catch (e) { err = e; }
+  assert.ok(err instanceof ConfigError);
+  const text = err.message;
+  for (const name of ['SANDGATE_MEMORY_LIMIT', 'SANDGATE_API_KEYS']) assert.match(text, new RegExp(name));
+  // Parse errors are reported first; the schema pass then names the rest.
+  let err2: unknown;
+  try {
+    loadConfig({ SANDGATE_RUNTIME: 'kata', SANDGATE_PORT: '99999', SANDGATE_DATA_DIR: 'relative/dir', SANDGATE_BACKEND: 'nomad', SANDGATE_PUBLIC_URL: 'ftp://x/' });
+  } catch (e) { err2 = e; }
+  assert.ok(err2 instanceof ConfigError);
+  for (const name of ['SANDGATE_RUNTIME', 'SANDGATE_PORT', 'SANDGATE_DATA_DIR', 'SANDGATE_BACKEND', 'SANDGATE_PUBLIC_URL']) {
+    assert.match(err2.message, new RegExp(name), `${name} in ${err2.message}`);
+  }
+});
