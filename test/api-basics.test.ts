@@ -12,6 +12,9 @@ test('sessions, validation and errors speak problem+json', async (t) => {
     const spec = await s.api('GET', '/openapi.json');
     assert.equal(spec.body.openapi, '3.1.0');
     assert.ok(spec.body.paths['/v1/executions']);
+    const docs = await fetch(`${s.url}/docs/`);
+    assert.equal(docs.status, 200);
+    assert.match(await docs.text(), /swagger/i);
     const ready = await s.api('GET', '/readyz');
     assert.equal(ready.status, 503, 'no worker is running, so not ready');
     assert.equal(ready.body.code, 'not_ready');
@@ -94,4 +97,12 @@ test('API keys map to tenants and refuse everything else', async (t) => {
   assert.deepEqual(listB.body.sessions, []);
   assert.equal((await s.api('DELETE', `/v1/sessions/${sa}`, undefined, as(keyB))).status, 404);
   assert.equal((await s.api('GET', `/v1/sessions/${sa}`, undefined, as(keyA))).status, 200, "B's delete did nothing");
+});
+
+test('without API keys the gateway refuses to listen beyond loopback', async () => {
+  const { startGateway } = await import('@sandgate/gateway');
+  const { loadConfig } = await import('@sandgate/state');
+  const { pino } = await import('pino');
+  const config = loadConfig({ SANDGATE_HOST: '0.0.0.0', SANDGATE_PORT: '0', SANDGATE_LOG_LEVEL: 'silent' });
+  await assert.rejects(startGateway(config, pino({ level: 'silent' })), /refusing to listen on 0\.0\.0\.0 without authentication: set SANDGATE_API_KEYS/);
 });

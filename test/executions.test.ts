@@ -2,11 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Dockerode from 'dockerode';
 import { startStack, until } from './harness.ts';
+import { readSse } from './sse-client.ts';
 
 const docker = new Dockerode();
 const CANARY = `canary-${process.pid}-${Date.now()}`;
-const containerOf = async (executionId: string) =>
-  (await docker.listContainers({ all: true, filters: { label: [`org.sandgate.execution=${executionId}`] } }))[0] ?? null;
+/** Docker sets a container's hostname to its short id: code that prints it names its own sandbox, pooled or not. */
+const PRINT_HOSTNAME = 'import socket\nprint(socket.gethostname(), flush=True)\n';
+const containerExists = (shortId: string) => docker.getContainer(shortId).inspect().then(() => true, () => false);
 
 test('executions through HTTP keep every sandbox rule', async (t) => {
   const key = 'k'.repeat(32);
@@ -25,6 +27,9 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
     assert.equal(js.body.result.stdout, '42\n');
     const sh = await run({ language: 'bash', code: 'read x; echo "got $x and $GREETING"', stdin: 'abc\n', env: { GREETING: 'hi' } });
     assert.equal(sh.body.result.stdout, 'got abc and hi\n');
+    const ready = await s.api('GET', '/readyz');
+    assert.equal(ready.status, 200, 'a worker is running, so ready');
+    assert.equal(ready.body.checks.workers, '1');
     const runtimes = await s.api('GET', '/v1/runtimes');
     assert.deepEqual(runtimes.body.runtimes.map((r: any) => r.language), ['python', 'javascript', 'bash']);
   });
@@ -39,13 +44,15 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
 
   await t.test('a while-True loop is killed at the timeout with exit_code -1', async () => {
     const started = Date.now();
-    const r = await run({ code: 'while True:\n    pass\n', timeout_ms: 2000 });
+    const r = await run({ code: `${PRINT_HOSTNAME}while True:\n    pass\n`, timeout_ms: 2000 });
     const elapsed = Date.now() - started;
     assert.equal(r.body.result.state, 'timeout');
     assert.equal(r.body.result.exit_code, -1);
     assert.equal(r.body.result.reason, 'timeout');
     assert.ok(elapsed < 2000 + 2000, `ended after ${elapsed} ms`);
-    assert.equal(await containerOf(r.body.id), null, 'its container is gone');
+    const sandbox = r.body.result.stdout.trim();
+    assert.match(sandbox, /^[0-9a-f]{12}$/);
+    await until('its container to be removed', async () => !(await containerExists(sandbox)), 10_000);
   });
 
   await t.test('a memory bomb ends as oom', async () => {
@@ -95,14 +102,19 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
   });
 
   await t.test('cancel kills a running execution and removes its container', async () => {
-    const created = await s.api('POST', '/v1/executions', { language: 'python', code: 'import time\nprint("started", flush=True)\ntime.sleep(60)\n' });
-    await until('the run to start', async () => (await s.api('GET', `/v1/executions/${created.body.id}`)).body.state === 'running');
-    await until('its container', () => containerOf(created.body.id));
+    const created = await s.api('POST', '/v1/executions', { language: 'python', code: `${PRINT_HOSTNAME}import time\ntime.sleep(60)\n` });
+    let sandbox = '';
+    await readSse(created.body.links.events, {
+      headers: { authorization: `Bearer ${key}` },
+      onEvent: (ev) => { if (ev.event === 'stdout') sandbox = JSON.parse(ev.data).text.trim(); return sandbox === ''; },
+    });
+    assert.equal(await containerExists(sandbox), true, 'running in its sandbox');
     const cancelled = await s.api('POST', `/v1/executions/${created.body.id}/cancel`);
     assert.equal(cancelled.status, 200);
     assert.equal(cancelled.body.state, 'cancelled');
     assert.equal(cancelled.body.result.reason, 'cancelled');
-    assert.equal(await containerOf(created.body.id), null);
+    // A pooled sandbox is killed at once and removed just after the result (off the hot path).
+    await until('its container to be removed', async () => !(await containerExists(sandbox)), 10_000);
     const again = await s.api('POST', `/v1/executions/${created.body.id}/cancel`);
     assert.equal(again.body.state, 'cancelled', 'cancelling twice is harmless');
     const listed = await s.api('GET', `/v1/executions?state=cancelled`);

@@ -3,9 +3,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import Dockerode from 'dockerode';
 import { pino } from 'pino';
 import { buildApp, createGatewayDeps, type GatewayDeps } from '@sandgate/gateway';
-import { createBackend, startWorker, type RunningWorker } from '@sandgate/worker';
+import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
+import type { ExecutionBackend } from '@sandgate/backends';
 import { createRedis, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 
@@ -56,6 +58,7 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
   const app = await buildApp(deps, heartbeatMs ? { heartbeatMs } : {});
   const url = await app.listen({ host: '127.0.0.1', port });
   const workers: RunningWorker[] = [];
+  const backends: ExecutionBackend[] = [];
   const stack: Stack = {
     url, config, deps, env: fullEnv, worker: null,
     async api(method, path, body, headers = {}) {
@@ -69,8 +72,10 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
     },
     async startWorker() {
       const workspaces = new Workspaces({ dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
-      const backend = createBackend(config, log, workspaces, await signingKey(deps.redis, keys(prefix), config.signingKey));
-      const w = await startWorker({ config, log, backend, workspaces, heartbeatMs: 1000 });
+      const id = newWorkerId();
+      const backend = createBackend(config, log, workspaces, await signingKey(deps.redis, keys(prefix), config.signingKey), id);
+      const w = await startWorker({ config, log, backend, workspaces, id, heartbeatMs: 1000 });
+      backends.push(backend);
       workers.push(w);
       stack.worker ??= w;
       return w;
@@ -78,6 +83,11 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
     async close() {
       await app.close();
       for (const w of workers) await w.close();
+      for (const b of backends) await b.close();
+      // Session sandboxes outlive workers by design; a test stack takes its whole deployment with it.
+      const docker = new Dockerode();
+      const mine = await docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${prefix}`] } });
+      await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
       const redis = createRedis(REDIS_URL, 'sandgate-test-cleanup');
       for (let cursor = '0'; ;) {
         const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);

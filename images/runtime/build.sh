@@ -3,7 +3,7 @@
 #
 #   bash images/runtime/build.sh            (from any directory)
 #
-# 1. If the image already exists and was built from this very Dockerfile
+# 1. If the image already exists and was built from this very Dockerfile and agent/
 #    (label org.sandgate.runtime.dockerfile-sha256), do nothing.
 # 2. Unless SANDGATE_BASE_IMAGE names another base (e.g. debian:bookworm-slim,
 #    pulled from a registry), make sure sandgate/base:bookworm exists: a
@@ -92,15 +92,16 @@ if command -v flock >/dev/null 2>&1 && { [[ -w $lockfile ]] || [[ ! -e $lockfile
   fi
 fi
 
-sha="$(sha256sum "$DOCKERFILE" | cut -d' ' -f1)"
+# The image depends on the Dockerfile and on what it COPYs (agent/): a change to either rebuilds it.
+sha="$(cd "$HERE" && { sha256sum Dockerfile; find agent -type f -name '*.py' | LC_ALL=C sort | xargs -r sha256sum; } | sha256sum | cut -d' ' -f1)"
 old_id="$(docker image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 if [[ -n $old_id && ${SANDGATE_FORCE_REBUILD:-0} != 1 ]]; then
   built_from="$(docker image inspect --format "{{ index .Config.Labels \"$SHA_LABEL\" }}" "$IMAGE" 2>/dev/null || true)"
   if [[ $built_from == "$sha" ]]; then
-    log "$IMAGE is up to date (Dockerfile sha256 ${sha:0:12})"
+    log "$IMAGE is up to date (Dockerfile + agent sha256 ${sha:0:12})"
     exit 0
   fi
-  log "$IMAGE exists but was built from another Dockerfile (${built_from:0:12} != ${sha:0:12}): rebuilding"
+  log "$IMAGE exists but was built from another Dockerfile or agent (${built_from:0:12} != ${sha:0:12}): rebuilding"
 fi
 
 # --- base image -----------------------------------------------------------

@@ -26,6 +26,10 @@ export class ExecutionService {
     const session: SessionRecord = body.session_id
       ? await this.d.sessions.require(tenant, body.session_id)
       : await this.d.sessions.create(tenant, { ttlSeconds: config.sessionTtlSeconds, maxSessions: config.maxSessions });
+    const sandbox = !body.session_id ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
+    if (sandbox === 'stateful' && job.language !== 'python') {
+      throw new SandgateError('unsupported_language', `session ${session.id} is stateful, which runs python only; use a process session for ${job.language}`);
+    }
     const id = newExecutionId();
     const meta = { id, tenant, session_id: session.id, language: job.language, created_at: Date.now(), timeout_ms: job.timeout_ms };
     await this.d.executions.start(meta);
@@ -36,16 +40,16 @@ export class ExecutionService {
           maxBytes: config.maxUploadBytes, overwrite: true, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
         });
       }
-      await this.d.queue.add('execute', { ...job, execution_id: id, tenant, session_id: session.id }, { jobId: id });
+      await this.d.queue.add('execute', { ...job, execution_id: id, tenant, session_id: session.id, sandbox, generation: session.generation }, { jobId: id });
     } catch (err) {
       const reason = err instanceof SandgateError ? undefined : 'backend_unavailable';
       await this.d.executions.finalize(meta, platformResult('error', reason, `could not queue the execution: ${(err as Error).message}`), ['queued']);
       throw err;
     }
-    return (await this.d.executions.get(id))!;
+    return { ...meta, state: 'queued', started_at: null, finished_at: null, result: null };
   }
 
-  private validate(body: CreateExecution): Omit<ExecutionJob, 'execution_id' | 'tenant' | 'session_id'> {
+  private validate(body: CreateExecution): Omit<ExecutionJob, 'execution_id' | 'tenant' | 'session_id' | 'sandbox' | 'generation'> {
     const { config } = this.d;
     if (!(LANGUAGES as readonly string[]).includes(body.language)) {
       throw new SandgateError('unsupported_language', `language "${body.language}" is not offered here; use one of: ${LANGUAGES.join(', ')} (GET /v1/runtimes)`);

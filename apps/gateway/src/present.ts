@@ -7,6 +7,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function presentSession(s: SessionRecord): Session {
   return {
     id: s.id,
+    mode: s.mode,
     state: s.currentExecutionId ? 'busy' : 'idle',
     created_at: iso(s.createdAt),
     last_used_at: iso(s.lastUsedAt),

@@ -1,5 +1,5 @@
 import { startGateway } from '@sandgate/gateway';
-import { createBackend, startWorker } from '@sandgate/worker';
+import { createBackend, newWorkerId, startWorker } from '@sandgate/worker';
 import { ConfigError, createLogger, createRedis, keys, loadConfig, signingKey } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 
@@ -11,9 +11,10 @@ async function main() {
   const redis = createRedis(config.redisUrl, 'sandgate-boot');
   const key = await signingKey(redis, keys(config.redisPrefix), config.signingKey);
   redis.disconnect();
-  const backend = createBackend(config, log, workspaces, key);
+  const id = newWorkerId();
+  const backend = createBackend(config, log, workspaces, key, id);
   await backend.check();
-  const worker = await startWorker({ config, log, backend, workspaces });
+  const worker = await startWorker({ config, log, backend, workspaces, id });
   const gateway = await startGateway(config, log);
   log.info({ url: gateway.url, docs: `${gateway.url}/docs` }, 'sandgate is serving');
   const stop = async (signal: string) => {

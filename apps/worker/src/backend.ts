@@ -4,7 +4,7 @@ import type { Config } from '@sandgate/state';
 import { UrlSigner, type Workspaces } from '@sandgate/storage';
 
 /** The backend the configuration names. */
-export function createBackend(config: Config, log: Logger, workspaces: Workspaces, signingKey: Buffer): ExecutionBackend {
+export function createBackend(config: Config, log: Logger, workspaces: Workspaces, signingKey: Buffer, instanceId: string): ExecutionBackend {
   const signer = new UrlSigner({ key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds });
   return new DockerBackend({
     image: config.image,
@@ -12,6 +12,10 @@ export function createBackend(config: Config, log: Logger, workspaces: Workspace
     workspaces,
     user: `${config.sandboxUid}:${config.sandboxUid}`,
     pidsLimit: config.pidsLimit,
+    deployment: config.redisPrefix,
+    instanceId,
+    poolSize: config.poolSize,
+    poolLimits: { memory_mb: config.memoryMb, cpus: config.cpus },
     maxOutputBytes: config.maxOutputBytes,
     artifactUrl: (sessionId, path) => signer.downloadUrl(sessionId, path),
     logger: log.child({ component: 'docker' }),

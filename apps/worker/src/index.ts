@@ -1,2 +1,2 @@
-export { startWorker, type RunningWorker, type WorkerOptions } from './worker.ts';
+export { WORKER_ALIVE_MS, newWorkerId, startWorker, type RunningWorker, type WorkerOptions } from './worker.ts';
 export { createBackend } from './backend.ts';

@@ -1,7 +1,7 @@
 import { ConfigError, createLogger, createRedis, keys, loadConfig, signingKey } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { createBackend } from './backend.ts';
-import { startWorker } from './worker.ts';
+import { newWorkerId, startWorker } from './worker.ts';
 
 /** `npm run start:worker`: one worker process; run as many as the engine can take. */
 async function main() {
@@ -11,9 +11,10 @@ async function main() {
   const redis = createRedis(config.redisUrl, 'sandgate-worker-boot');
   const key = await signingKey(redis, keys(config.redisPrefix), config.signingKey);
   redis.disconnect();
-  const backend = createBackend(config, log, workspaces, key);
+  const id = newWorkerId();
+  const backend = createBackend(config, log, workspaces, key, id);
   await backend.check();
-  const worker = await startWorker({ config, log, backend, workspaces });
+  const worker = await startWorker({ config, log, backend, workspaces, id });
   const stop = async (signal: string) => {
     log.info({ signal }, 'stopping: finishing running executions');
     await worker.close();

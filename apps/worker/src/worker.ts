@@ -14,9 +14,16 @@ export interface WorkerOptions {
   log: Logger;
   backend: ExecutionBackend;
   workspaces: Workspaces;
+  /** This worker's id (see newWorkerId); the backend labels its warm pool with it. */
+  id: string;
   /** How often the worker stamps its heartbeat; default 5 s (/readyz looks back 15 s). */
   heartbeatMs?: number;
 }
+
+/** Seen workers within this window count as alive: for /readyz and for keeping their warm pools. */
+export const WORKER_ALIVE_MS = 15_000;
+
+export const newWorkerId = () => `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 
 export interface RunningWorker {
   readonly id: string;
@@ -28,8 +35,7 @@ export interface RunningWorker {
  * not rebuild: each run it holds carries a lease in Redis; when a worker dies, any other worker's
  * reaper ends the run as `error`/`worker_lost` once the lease lapses and sweeps its sandbox away.
  */
-export async function startWorker({ config, log, backend, workspaces, heartbeatMs = 5000 }: WorkerOptions): Promise<RunningWorker> {
-  const id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+export async function startWorker({ config, log, backend, workspaces, id, heartbeatMs = 5000 }: WorkerOptions): Promise<RunningWorker> {
   const k = keys(config.redisPrefix);
   const redis = withScripts(createRedis(config.redisUrl, 'sandgate-worker'));
   const subscriber = createRedis(config.redisUrl, 'sandgate-worker-cancel');
@@ -96,7 +102,9 @@ export async function startWorker({ config, log, backend, workspaces, heartbeatM
     }
     const live = await executions.live();
     for (const idInFlight of inFlight.keys()) live.add(idInFlight);
-    const { removed } = await backend.sweep(live);
+    const workers = await registry.aliveIds(WORKER_ALIVE_MS);
+    workers.add(id);
+    const { removed } = await backend.sweep({ executions: live, sessions: await sessions.liveIds(), workers });
     if (removed.length > 0) wlog.info({ removed }, 'removed orphaned sandboxes');
     for (const s of await sessions.expired()) {
       if (s.tenant === null) await sessions.forget(s.id);

@@ -1,7 +1,12 @@
-export type { EventSink, ExecutionBackend } from './backend.ts';
+export type { EventSink, ExecutionBackend, LiveSet } from './backend.ts';
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
+export type { PoolStats } from './docker/warm-pool.ts';
+export type { SandboxLimits } from './docker/container-spec.ts';
 export { OutputCollector, DEFAULT_MAX_OUTPUT_BYTES } from './shared/output.ts';
 export { snapshot, collectArtifacts, MAX_ARTIFACTS, MAX_WALK_ENTRIES, type Snapshot, type CollectOptions } from './shared/artifacts.ts';
 export { buildResult, outcomeOf, type RunEnd, type RunLimits, type ResultParts, type CapturedOutput } from './shared/result.ts';
-export { LABELS, MANAGED_SELECTOR, ownershipLabels, executionOf, isOrphan, type LabelSource } from './shared/labels.ts';
+export {
+  LABELS, MANAGED_SELECTOR, DEFAULT_DEPLOYMENT, ownershipLabels, poolLabels, sessionLabels, executionOf, deploymentOf, kindOf, ownerOf, isOrphan,
+  type LabelSource, type SessionLabelSource, type SandboxKind,
+} from './shared/labels.ts';
 export { silentLogger, type BackendLogger } from './shared/logger.ts';

@@ -58,6 +58,10 @@ export const ExecutionResultSchema = Type.Object(
     duration_ms: Type.Integer(),
     reason: Type.Optional(Type.Union(REASONS.map((r) => Type.Literal(r)))),
     message: Type.Optional(Type.String({ description: 'Why the platform ended the run, for people.' })),
+    value: Type.Optional(Type.String({ description: 'Stateful sessions: repr() of the value of the last expression, if any.' })),
+    interpreter_restarted: Type.Optional(Type.Boolean({
+      description: 'Stateful sessions: the interpreter was (re)started for this run, so earlier state is gone.',
+    })),
   },
   { $id: 'ExecutionResult', title: 'ExecutionResult' },
 );
@@ -124,6 +128,14 @@ export const ExecutionListQuerySchema = Type.Object({
 
 export const ExecutionParamsSchema = Type.Object({ id: ExecutionIdSchema });
 
+/**
+ * Where a run happens: `oneshot` in a fresh sandbox (from the warm pool when one is ready) that is
+ * removed afterwards; `session` as a new process in the session's long-lived sandbox; `stateful` in
+ * the session's live Python interpreter, whose variables persist between runs.
+ */
+export const SandboxKindSchema = Type.Union([Type.Literal('oneshot'), Type.Literal('session'), Type.Literal('stateful')]);
+export type SandboxKind = Static<typeof SandboxKindSchema>;
+
 /** The job a worker receives from the queue. Files are already in the session directory. */
 export const ExecutionJobSchema = Type.Object(
   {
@@ -137,6 +149,9 @@ export const ExecutionJobSchema = Type.Object(
     cpus: Type.Number(),
     env: Type.Record(Type.String(), Type.String()),
     stdin: Type.Union([Type.String(), Type.Null()]),
+    sandbox: SandboxKindSchema,
+    /** Bumped by POST /v1/sessions/:id/restart: a session sandbox of an older generation is replaced. */
+    generation: Type.Integer({ minimum: 0 }),
   },
   { $id: 'ExecutionJob', title: 'ExecutionJob' },
 );

@@ -1,11 +1,18 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { SessionIdSchema, TimestampSchema, ref } from './common.ts';
 
+export const SessionModeSchema = Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
+  description: '`process` (default): every execution is a new process in the session sandbox. `stateful`: a live Python '
+    + 'interpreter keeps variables, imports and data between executions, like a notebook (python only).',
+});
+export type SessionMode = Static<typeof SessionModeSchema>;
+
 export const SessionStateSchema = Type.Union([Type.Literal('idle'), Type.Literal('busy')]);
 
 export const SessionSchema = Type.Object(
   {
     id: SessionIdSchema,
+    mode: SessionModeSchema,
     state: SessionStateSchema,
     created_at: TimestampSchema,
     last_used_at: TimestampSchema,
@@ -20,6 +27,7 @@ export type Session = Static<typeof SessionSchema>;
 
 export const CreateSessionSchema = Type.Object(
   {
+    mode: Type.Optional(SessionModeSchema),
     ttl_seconds: Type.Optional(
       Type.Integer({ minimum: 60, maximum: 7 * 86_400, description: 'Idle TTL; defaults to SANDGATE_SESSION_TTL_M.' }),
     ),

@@ -25,6 +25,11 @@ export class WorkerRegistry {
     await this.redis.zrem(this.k.workers(), workerId);
   }
 
+  /** Ids of the workers seen within `withinMs`. */
+  async aliveIds(withinMs: number): Promise<Set<string>> {
+    return new Set(await this.redis.zrangebyscore(this.k.workers(), Date.now() - withinMs, '+inf'));
+  }
+
   /** Workers seen within `withinMs`. */
   async alive(withinMs: number): Promise<number> {
     const since = Date.now() - withinMs;

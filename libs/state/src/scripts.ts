@@ -10,7 +10,8 @@ const SCRIPTS = {
     numberOfKeys: 3, // session, tenantSessions, sessionExpiry
     lua: `
       if redis.call('ZCOUNT', KEYS[2], ARGV[3], '+inf') >= tonumber(ARGV[5]) then return 0 end
-      redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'created_at', ARGV[3], 'last_used_at', ARGV[3], 'ttl', ARGV[4], 'metadata', ARGV[6])
+      redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'created_at', ARGV[3], 'last_used_at', ARGV[3], 'ttl', ARGV[4], 'metadata', ARGV[6],
+        'mode', ARGV[7], 'generation', 0)
       local exp = tonumber(ARGV[3]) + tonumber(ARGV[4]) * 1000
       redis.call('ZADD', KEYS[2], exp, ARGV[1])
       redis.call('ZADD', KEYS[3], exp, ARGV[1])

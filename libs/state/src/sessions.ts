@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { SandgateError } from '@sandgate/contracts';
+import { SandgateError, type SessionMode } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import type { ScriptRedis } from './scripts.ts';
 
 export interface SessionRecord {
   id: string;
   tenant: string;
+  mode: SessionMode;
+  /** Bumped by a restart: the session's sandbox of an older generation is replaced on next use. */
+  generation: number;
   createdAt: number;
   lastUsedAt: number;
   expiresAt: number;
@@ -22,12 +25,12 @@ export class SessionStore {
   constructor(private readonly redis: ScriptRedis, private readonly k: Keys) {}
 
   /** Creates a session, enforcing the tenant's limit of live sessions atomically. */
-  async create(tenant: string, opts: { ttlSeconds: number; maxSessions: number; metadata?: Record<string, string> }) {
+  async create(tenant: string, opts: { ttlSeconds: number; maxSessions: number; mode?: SessionMode; metadata?: Record<string, string> }) {
     const id = newSessionId();
     const now = Date.now();
     const ok = await this.redis.sgCreateSession(
       this.k.session(id), this.k.tenantSessions(tenant), this.k.sessionExpiry(),
-      id, tenant, now, opts.ttlSeconds, opts.maxSessions, JSON.stringify(opts.metadata ?? {}),
+      id, tenant, now, opts.ttlSeconds, opts.maxSessions, JSON.stringify(opts.metadata ?? {}), opts.mode ?? 'process',
     );
     if (ok !== 1) {
       throw new SandgateError('max_sessions', `tenant already has ${opts.maxSessions} live sessions; delete one or wait for one to expire`);
@@ -46,6 +49,8 @@ export class SessionStore {
     if (expiresAt < Date.now() && lock === null) return null;
     return {
       id, tenant, expiresAt,
+      mode: (h.mode ?? 'process') as SessionMode,
+      generation: Number(h.generation ?? 0),
       createdAt: Number(h.created_at), lastUsedAt: Number(h.last_used_at), ttlSeconds: Number(h.ttl),
       metadata: JSON.parse(h.metadata ?? '{}') as Record<string, string>,
       currentExecutionId: lock,
@@ -67,6 +72,20 @@ export class SessionStore {
       .zadd(this.k.tenantSessions(s.tenant), exp, s.id)
       .zadd(this.k.sessionExpiry(), exp, s.id)
       .exec();
+  }
+
+  /** Starts the session's sandbox afresh on its next execution (a stateful interpreter loses its state). */
+  async restart(s: SessionRecord): Promise<SessionRecord> {
+    await this.redis.hincrby(this.k.session(s.id), 'generation', 1);
+    return (await this.get(s.tenant, s.id)) ?? s;
+  }
+
+  /** Ids of every session that is live (not expired, or still running an execution), across tenants. */
+  async liveIds(): Promise<Set<string>> {
+    const live = await this.redis.zrangebyscore(this.k.sessionExpiry(), Date.now(), '+inf');
+    const expired = await this.redis.zrangebyscore(this.k.sessionExpiry(), '-inf', Date.now());
+    const locked = await Promise.all(expired.map((id) => this.redis.exists(this.k.sessionLock(id))));
+    return new Set([...live, ...expired.filter((_, i) => locked[i] === 1)]);
   }
 
   async list(tenant: string, limit = 200): Promise<SessionRecord[]> {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { CreateSessionSchema, ProblemSchema, SessionListSchema, SessionParamsSchema, SessionSchema, ref } from '@sandgate/contracts';
+import { CreateSessionSchema, ProblemSchema, SandgateError, SessionListSchema, SessionParamsSchema, SessionSchema, ref } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { presentSession } from '../present.ts';
@@ -18,6 +18,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   }, async (req, reply) => {
     const s = await sessions.create(tenantOf(req), {
       ttlSeconds: req.body?.ttl_seconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions, metadata: req.body?.metadata ?? {},
+      mode: req.body?.mode ?? 'process',
     });
     await workspaces.create(s.id);
     return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(presentSession(s));
@@ -30,6 +31,20 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   app.get('/:id', {
     schema: { tags: ['sessions'], summary: 'Get a session', params: SessionParamsSchema, response: { 200: ref(SessionSchema), ...errors } },
   }, async (req) => presentSession(await sessions.require(tenantOf(req), req.params.id)));
+
+  app.post('/:id/restart', {
+    schema: {
+      tags: ['sessions'],
+      summary: 'Restart the session sandbox: a stateful interpreter starts afresh on the next execution; files stay',
+      params: SessionParamsSchema, response: { 200: ref(SessionSchema), 409: ref(ProblemSchema), ...errors },
+    },
+  }, async (req) => {
+    const s = await sessions.require(tenantOf(req), req.params.id);
+    if (s.currentExecutionId) {
+      throw new SandgateError('session_busy', `session ${s.id} is running ${s.currentExecutionId}; cancel it or wait for it first`);
+    }
+    return presentSession(await sessions.restart(s));
+  });
 
   app.delete('/:id', {
     schema: {

@@ -2,6 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { LANGUAGES, SandgateError, ref, HealthSchema, ProblemSchema, RuntimeListSchema } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 
+/** A worker stamps its heartbeat every 5 s; one seen within this window is alive. */
+const WORKER_ALIVE_MS = 15_000;
+
 const VERSIONS: Record<string, string> = { python: '3.11', javascript: 'node 18', bash: '5.2' };
 
 /** Liveness, readiness (Redis and at least one live worker) and what this deployment runs. */
@@ -20,7 +23,7 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
     },
   }, async () => {
     const redis = await deps.redis.ping().then(() => 'ok', (e: Error) => `unreachable: ${e.message}`);
-    const workers = redis === 'ok' ? await deps.workers.alive(15_000) : 0;
+    const workers = redis === 'ok' ? await deps.workers.alive(WORKER_ALIVE_MS) : 0;
     if (redis !== 'ok' || workers === 0) {
       throw new SandgateError('not_ready', `redis: ${redis}; live workers: ${workers}`);
     }

@@ -6,9 +6,10 @@ import { commandFor, containerName, containerSpec, type SandboxSettings } from '
 const job: ExecutionJob = {
   execution_id: 'exec_0123456789abcdef', tenant: 'acme', session_id: 'sess_0123456789ab', language: 'python',
   code: 'print(1)', timeout_ms: 1000, memory_mb: 128, cpus: 0.5, env: { A: '1', B: 'two=2' }, stdin: null,
+  sandbox: 'oneshot', generation: 0,
 };
 const settings: SandboxSettings = {
-  image: 'img:1', runtime: undefined, user: '1000:1000', pidsLimit: 128, tmpfsBytes: 1024, nofile: 1024,
+  image: 'img:1', runtime: undefined, user: '1000:1000', pidsLimit: 128, tmpfsBytes: 1024, nofile: 1024, deployment: 'dep-a',
 };
 
 test('the code is an argument, never parsed by a shell', () => {
@@ -27,6 +28,8 @@ test('the spec locks the sandbox down and carries only the job env', () => {
   assert.equal(spec.NetworkDisabled, true);
   assert.equal(spec.OpenStdin, false);
   assert.equal(spec.Labels?.['org.sandgate.tenant'], 'acme');
+  assert.equal(spec.Labels?.['org.sandgate.deployment'], 'dep-a');
+  assert.equal(spec.Labels?.['org.sandgate.kind'], 'execution');
   const h = spec.HostConfig!;
   assert.equal(h.NetworkMode, 'none');
   assert.deepEqual(h.CapDrop, ['ALL']);

@@ -13,6 +13,14 @@ export interface SandboxSettings {
   pidsLimit: number;
   tmpfsBytes: number;
   nofile: number;
+  /** Put on every container as org.sandgate.deployment. */
+  deployment: string;
+}
+
+/** The resources one sandbox may use, as a job asks for them. */
+export interface SandboxLimits {
+  memory_mb: number;
+  cpus: number;
 }
 
 /** The program that runs `code`, passed as an argument so no shell ever parses it. */
@@ -41,7 +49,7 @@ export function containerSpec(job: ExecutionJob, workspaceDir: string, s: Sandbo
     Env: Object.entries(job.env).map(([k, v]) => `${k}=${v}`),
     User: s.user,
     WorkingDir: WORKDIR,
-    Labels: ownershipLabels(job),
+    Labels: ownershipLabels(job, s.deployment),
     Tty: false,
     AttachStdout: true,
     AttachStderr: true,
@@ -50,28 +58,40 @@ export function containerSpec(job: ExecutionJob, workspaceDir: string, s: Sandbo
     // The sandbox sees EOF once we close our side, instead of a stdin that never ends.
     StdinOnce: withStdin,
     NetworkDisabled: true,
-    HostConfig: {
-      NetworkMode: 'none',
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      ReadonlyRootfs: true,
-      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${s.tmpfsBytes}` },
-      Memory: job.memory_mb * 1024 * 1024,
-      // Equal to Memory: no swap, so the limit is a real limit and a bomb ends in an OOM kill.
-      MemorySwap: job.memory_mb * 1024 * 1024,
-      NanoCpus: Math.round(job.cpus * 1e9),
-      PidsLimit: s.pidsLimit,
-      // No nproc ulimit: RLIMIT_NPROC counts every process of uid 1000 on the host, so concurrent
-      // sandboxes would starve each other. PidsLimit bounds each sandbox on its own.
-      Ulimits: [{ Name: 'nofile', Soft: s.nofile, Hard: s.nofile }],
-      // An init as PID 1 reaps orphaned children, whose zombies would otherwise count against PidsLimit.
-      Init: true,
-      // A bind Mount (unlike Binds) fails when the host path is missing instead of creating an empty
-      // root-owned directory: a data dir not shared with the Docker host shows up as an error.
-      Mounts: [{ Type: 'bind', Source: workspaceDir, Target: WORKDIR, ReadOnly: false }],
-      // We attach for the output; engine-side logs would put a 100 MB flood on disk for nothing.
-      LogConfig: { Type: 'none', Config: {} },
-      ...(s.runtime === undefined ? {} : { Runtime: s.runtime }),
-    },
+    HostConfig: hostConfig(job, workspaceDir, s),
+  };
+}
+
+/** The locked-down host settings every sandbox shares, cold, pooled or per session. */
+export function hostConfig(limits: SandboxLimits, workspaceDir: string, s: SandboxSettings): Dockerode.HostConfig {
+  return {
+    NetworkMode: 'none',
+    CapDrop: ['ALL'],
+    SecurityOpt: ['no-new-privileges'],
+    ReadonlyRootfs: true,
+    Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${s.tmpfsBytes}` },
+    ...resources(limits),
+    PidsLimit: s.pidsLimit,
+    // No nproc ulimit: RLIMIT_NPROC counts every process of uid 1000 on the host, so concurrent
+    // sandboxes would starve each other. PidsLimit bounds each sandbox on its own.
+    Ulimits: [{ Name: 'nofile', Soft: s.nofile, Hard: s.nofile }],
+    // An init as PID 1 reaps orphaned children, whose zombies would otherwise count against PidsLimit.
+    Init: true,
+    // A bind Mount (unlike Binds) fails when the host path is missing instead of creating an empty
+    // root-owned directory: a data dir not shared with the Docker host shows up as an error.
+    Mounts: [{ Type: 'bind', Source: workspaceDir, Target: WORKDIR, ReadOnly: false }],
+    // We attach for the output; engine-side logs would put a 100 MB flood on disk for nothing.
+    LogConfig: { Type: 'none', Config: {} },
+    ...(s.runtime === undefined ? {} : { Runtime: s.runtime }),
+  };
+}
+
+/** Memory and CPU of a sandbox, as create and update take them. */
+export function resources(limits: SandboxLimits): { Memory: number; MemorySwap: number; NanoCpus: number } {
+  return {
+    Memory: limits.memory_mb * 1024 * 1024,
+    // Equal to Memory: no swap, so the limit is a real limit and a bomb ends in an OOM kill.
+    MemorySwap: limits.memory_mb * 1024 * 1024,
+    NanoCpus: Math.round(limits.cpus * 1e9),
   };
 }

@@ -1,9 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import { isSandgateError } from '@sandgate/contracts';
+import { Workspaces } from '@sandgate/storage';
 import { containerName } from './container-spec.ts';
-import { containerGone, fixture, RecordingSink, runtimes } from './testing.ts';
+import { DockerBackend } from './docker-backend.ts';
+import { artifactUrl, containerGone, docker, fixture, newSessionId, RecordingSink, runtimes, SANDBOX_UID } from './testing.ts';
 
 const hasRunsc = (await runtimes()).includes('runsc');
 
@@ -155,9 +161,36 @@ test('check passes against the real engine and image; close is idempotent', asyn
   await f.backend.close();
 });
 
-test('runs under gVisor with runtime runsc', { skip: hasRunsc ? false : 'the Docker engine has no runsc runtime (docker info)' }, async (t) => {
-  const f = await fixture(t, { runtime: 'runsc' });
-  const r = await f.run(f.job({ code: 'print(1)' }));
-  assert.equal(r.state, 'completed');
-  assert.equal(r.stdout, '1\n');
+test('by default a backend keeps two warm sandboxes of its deployment and instance; close removes them', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-backend-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const deployment = `test-${randomBytes(4).toString('hex')}`;
+  const backend = new DockerBackend({ workspaces: new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID } }), artifactUrl, deployment, instanceId: 'worker-default' });
+  t.after(() => backend.close());
+  await backend.poolReady();
+  const pool = () => docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${deployment}`] } });
+  const listed = await pool();
+  assert.equal(listed.length, 2);
+  for (const c of listed) {
+    assert.equal(c.Labels['org.sandgate.kind'], 'pool');
+    assert.equal(c.Labels['org.sandgate.instance'], 'worker-default');
+  }
+  assert.deepEqual(backend.poolStats(), { hits: 0, misses: 0, size: 2, ready: 2, starting: 0 });
+  await backend.close();
+  assert.deepEqual(await pool(), []);
+  assert.deepEqual(await readdir(join(dataDir, 'pool')), [], 'and their slot directories');
+});
+
+test('runs under gVisor with runtime runsc: cold, pooled, in a session and stateful', { skip: hasRunsc ? false : 'the Docker engine has no runsc runtime (docker info)' }, async (t) => {
+  const f = await fixture(t, { runtime: 'runsc', poolSize: 1, poolLimits: { memory_mb: 256, cpus: 1 } });
+  await f.backend.poolReady();
+  const pooled = await f.run(f.job({ code: 'print(1)' }));
+  assert.deepEqual([pooled.state, pooled.stdout, f.backend.poolStats().hits], ['completed', '1\n', 1]);
+  const cold = await f.run(f.job({ code: 'print(2)' }));
+  assert.deepEqual([cold.state, cold.stdout], ['completed', '2\n']);
+  const session = await f.run(f.job({ sandbox: 'session', code: 'import platform\nprint(platform.release())' }));
+  assert.equal(session.stdout, '4.4.0\n', 'the gVisor kernel');
+  const notebook = newSessionId();
+  await f.run(f.job({ sandbox: 'stateful', code: 'x = 20', session_id: notebook }));
+  assert.equal((await f.run(f.job({ sandbox: 'stateful', code: 'x + 1', session_id: notebook }))).value, '21');
 });

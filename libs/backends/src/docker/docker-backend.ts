@@ -1,15 +1,21 @@
+import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
-import type { Artifact, ExecutionJob, ExecutionResult } from '@sandgate/contracts';
+import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
-import type { EventSink, ExecutionBackend } from '../backend.ts';
-import { collectArtifacts, snapshot, type Snapshot } from '../shared/artifacts.ts';
-import { executionOf, isOrphan, MANAGED_SELECTOR } from '../shared/labels.ts';
+import type { EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
+import { DEFAULT_DEPLOYMENT } from '../shared/labels.ts';
 import { silentLogger, type BackendLogger } from '../shared/logger.ts';
-import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from '../shared/output.ts';
-import { buildResult, outcomeOf, type RunEnd } from '../shared/result.ts';
-import { containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
-import { engineError, imageMissing, isNotFound, statusOf } from './engine-errors.ts';
-import { runContainer } from './run-container.ts';
+import { DEFAULT_MAX_OUTPUT_BYTES } from '../shared/output.ts';
+import { buildResult } from '../shared/result.ts';
+import { runCold } from './cold-run.ts';
+import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
+import { engineError, imageMissing, isNotFound } from './engine-errors.ts';
+import { dataDirOf, parseUser, SlotDirs } from './pool-dirs.ts';
+import { runPooled } from './pooled-run.ts';
+import { runInSession } from './session-run.ts';
+import { SessionSandboxes } from './session-sandboxes.ts';
+import { sweepContainers } from './sweep.ts';
+import { WarmPool, type PoolStats } from './warm-pool.ts';
 
 export interface DockerBackendOptions {
   /** Engine client. Default: `new Dockerode()`, the local socket (or DOCKER_HOST). */
@@ -34,9 +40,34 @@ export interface DockerBackendOptions {
   artifactUrl: (sessionId: string, path: string) => string;
   /** pino-like logger. Default: silent. */
   logger?: BackendLogger;
+  /**
+   * Names this sandgate installation on the engine (label org.sandgate.deployment on every container). Sweep only
+   * ever touches containers of its own deployment, so two deployments or test stacks can share one engine.
+   * Default 'sandgate'.
+   */
+  deployment?: string;
+  /** This worker's id (label org.sandgate.instance on its warm-pool containers). Default: a random id. */
+  instanceId?: string;
+  /** Warm sandboxes kept ready for one-shot runs; 0 disables the pool. Default 2. */
+  poolSize?: number;
+  /**
+   * Memory and CPUs warm sandboxes are made with: pass the deployment's default limits. A run that asks for
+   * others still takes a warm sandbox, resized with `docker update` first. Default 512 MB, 1 CPU.
+   */
+  poolLimits?: SandboxLimits;
+  /** How long an interrupted session run may take to stop before its sandbox is killed. Default 2000 ms. */
+  interruptGraceMs?: number;
+  /** Sweep keeps containers younger than this: the live set it is given may predate them. Default 5000 ms. */
+  sweepGraceMs?: number;
 }
 
-/** Runs each execution in its own locked-down container on one Docker engine. */
+/** How long a new sandbox's agent may take to say `ready` (python start-up on a busy host). */
+const READY_TIMEOUT_MS = 30_000;
+
+/**
+ * Runs executions on one Docker engine: one-shots in a warm-pool sandbox when one is ready and in a fresh container
+ * otherwise; session runs in the session's long-lived sandbox, as a new process or in its live interpreter.
+ */
 export class DockerBackend implements ExecutionBackend {
   readonly name = 'docker';
   readonly #docker: Dockerode;
@@ -45,20 +76,37 @@ export class DockerBackend implements ExecutionBackend {
   readonly #maxOutputBytes: number;
   readonly #artifactUrl: (sessionId: string, path: string) => string;
   readonly #log: BackendLogger;
-  // Executions in flight here: sweep never removes them, whatever `live` the caller computed.
+  readonly #instanceId: string;
+  readonly #sweepGraceMs: number;
+  readonly #interruptGraceMs: number;
+  readonly #slots: SlotDirs;
+  readonly #pool: WarmPool;
+  readonly #sessions: SessionSandboxes;
+  // In flight here: sweep never removes their sandboxes, whatever `live` the caller computed.
   readonly #running = new Set<string>();
+  readonly #activeSessions = new Set<string>();
 
   constructor({
     docker = new Dockerode(), image = 'sandgate/runtime:1', runtime, workspaces, user = '1000:1000',
     pidsLimit = 128, tmpfsBytes = 64 * 1024 * 1024, maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES, nofile = 1024,
-    artifactUrl, logger = silentLogger,
+    artifactUrl, logger = silentLogger, deployment = DEFAULT_DEPLOYMENT, instanceId = `docker-${randomBytes(6).toString('hex')}`,
+    poolSize = 2, poolLimits = { memory_mb: 512, cpus: 1 }, interruptGraceMs = 2000, sweepGraceMs = 5000,
   }: DockerBackendOptions) {
     this.#docker = docker;
-    this.#settings = { image, runtime, user, pidsLimit, tmpfsBytes, nofile };
+    this.#settings = { image, runtime, user, pidsLimit, tmpfsBytes, nofile, deployment };
     this.#workspaces = workspaces;
     this.#maxOutputBytes = maxOutputBytes;
     this.#artifactUrl = artifactUrl;
     this.#log = logger;
+    this.#instanceId = instanceId;
+    this.#sweepGraceMs = sweepGraceMs;
+    this.#interruptGraceMs = interruptGraceMs;
+    this.#slots = new SlotDirs(dataDirOf(workspaces), parseUser(user));
+    this.#sessions = new SessionSandboxes(docker, this.#settings, logger, READY_TIMEOUT_MS);
+    this.#pool = new WarmPool({
+      docker, settings: this.#settings, slots: this.#slots, instanceId, size: poolSize, limits: poolLimits, log: logger,
+      readyTimeoutMs: READY_TIMEOUT_MS,
+    });
   }
 
   async execute(job: ExecutionJob, events: EventSink, signal: AbortSignal): Promise<ExecutionResult> {
@@ -73,53 +121,41 @@ export class DockerBackend implements ExecutionBackend {
   async #execute(job: ExecutionJob, events: EventSink, signal: AbortSignal): Promise<ExecutionResult> {
     // Idempotent: makes a missing workspace and gives it back to the sandbox user if it was not.
     const dir = await this.#workspaces.create(job.session_id);
-    const before = await snapshot(dir);
-    const stdout = new OutputCollector((text) => events.stdout(text), this.#maxOutputBytes);
-    const stderr = new OutputCollector((text) => events.stderr(text), this.#maxOutputBytes);
-    const finish = (end: RunEnd, durationMs: number, artifacts: Artifact[] = []): ExecutionResult =>
-      buildResult({ end, limits: job, stdout, stderr, artifacts, durationMs });
-    const neverRan: RunEnd = { exitCode: -1, timedOut: false, oomKilled: false, cancelled: true };
     events.phase('starting');
-    if (signal.aborted) return finish(neverRan, 0);
-    const container = await this.#create(job, dir);
-    try {
-      const run = await runContainer(
-        container,
-        { stdout: stdout.writable(), stderr: stderr.writable(), stdin: job.stdin },
-        { timeoutMs: job.timeout_ms, signal, onStarted: () => events.phase('running') },
-      ).catch((err: unknown) => { throw engineError(err, this.#settings.image); });
-      stdout.end();
-      stderr.end();
-      if (!run.started) return finish(run, 0);
-      events.phase('harvesting');
-      const result = finish(run, run.durationMs, await this.#harvest(job, dir, before, run, events));
-      this.#log.info({ executionId: job.execution_id, state: result.state, exitCode: result.exit_code, durationMs: result.duration_ms }, 'execution finished');
-      return result;
-    } finally {
-      await this.#remove(container, job.execution_id);
+    if (signal.aborted) {
+      const empty = { text: '', truncated: false };
+      return buildResult({ end: { exitCode: -1, timedOut: false, oomKilled: false, cancelled: true }, limits: job, stdout: empty, stderr: empty, artifacts: [], durationMs: 0 });
     }
+    const common = { maxOutputBytes: this.#maxOutputBytes, artifactUrl: this.#artifactUrl, log: this.#log };
+    if (job.sandbox === 'session' || job.sandbox === 'stateful') {
+      this.#activeSessions.add(job.session_id);
+      try {
+        return await runInSession({ ...common, sessions: this.#sessions, image: this.#settings.image, interruptGraceMs: this.#interruptGraceMs }, job, dir, events, signal);
+      } finally {
+        this.#activeSessions.delete(job.session_id);
+      }
+    }
+    const warm = this.#pool.take();
+    if (warm !== undefined) {
+      const result = await runPooled({ ...common, pool: this.#pool }, warm, job, dir, events, signal);
+      if (result !== undefined) return result;
+    }
+    return runCold({ ...common, docker: this.#docker, settings: this.#settings }, job, dir, events, signal);
   }
 
-  /** The artifacts of a completed run, each reported as an event too; a run that did not complete has none. */
-  async #harvest(job: ExecutionJob, dir: string, before: Snapshot, end: RunEnd, events: EventSink): Promise<Artifact[]> {
-    if (outcomeOf(end, job).state !== 'completed') return [];
-    const artifacts = await collectArtifacts(dir, before, { sessionId: job.session_id, artifactUrl: this.#artifactUrl });
-    for (const artifact of artifacts) events.artifact(artifact);
-    return artifacts;
-  }
-
-  /** Removes every managed container no live execution owns; answers with their execution ids. */
-  async sweep(live: ReadonlySet<string>): Promise<{ removed: string[] }> {
-    const keep = new Set([...live, ...this.#running]);
-    const containers = await this.#docker
-      .listContainers({ all: true, filters: { label: [MANAGED_SELECTOR] } })
-      .catch((err: unknown) => { throw engineError(err, this.#settings.image); });
-    const removed: string[] = [];
-    for (const info of containers) {
-      if (!isOrphan(info.Labels, keep)) continue;
-      await this.#remove(this.#docker.getContainer(info.Id), executionOf(info.Labels) ?? info.Id);
-      removed.push(executionOf(info.Labels) ?? info.Id);
-    }
+  /**
+   * Removes every container of this deployment that nothing in `live` owns, nor anything running here: executions,
+   * sessions, and this worker's own warm pool. Answers with the execution, session or worker each belonged to.
+   */
+  async sweep(live: LiveSet): Promise<{ removed: string[] }> {
+    const keep: LiveSet = {
+      executions: new Set([...live.executions, ...this.#running]),
+      sessions: new Set([...live.sessions, ...this.#activeSessions]),
+      workers: new Set([...live.workers, this.#instanceId]),
+    };
+    const scope = { docker: this.#docker, deployment: this.#settings.deployment, graceMs: this.#sweepGraceMs, slots: this.#slots, log: this.#log };
+    const removed = await sweepContainers(scope, keep).catch((err: unknown) => { throw engineError(err, this.#settings.image); });
+    this.#sessions.forget(keep.sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandboxes');
     return { removed };
   }
@@ -132,29 +168,24 @@ export class DockerBackend implements ExecutionBackend {
     });
   }
 
-  /** Holds no connection or timer of its own: safe to call at any time, any number of times. */
-  async close(): Promise<void> {}
-
-
-  async #create(job: ExecutionJob, dir: string): Promise<Dockerode.Container> {
-    const spec = containerSpec(job, dir, this.#settings);
-    try {
-      return await this.#docker.createContainer(spec);
-    } catch (err) {
-      if (statusOf(err) !== 409) throw engineError(err, this.#settings.image);
-    }
-    // The name is taken: a retry of this execution after its worker died. Its old sandbox goes.
-    this.#log.warn({ executionId: job.execution_id }, 'replacing a leftover sandbox of this execution');
-    await this.#remove(this.#docker.getContainer(containerName(job.execution_id)), job.execution_id);
-    return this.#docker.createContainer(spec).catch((err: unknown) => { throw engineError(err, this.#settings.image); });
+  /** Hits, misses and fill of the warm pool. */
+  poolStats(): PoolStats {
+    return this.#pool.stats();
   }
 
-  async #remove(container: Dockerode.Container, executionId: string): Promise<void> {
-    try {
-      await container.remove({ force: true });
-    } catch (err) {
-      // Already gone (a sweep or a concurrent remove got there first) is what we wanted.
-      if (!isNotFound(err)) this.#log.warn({ executionId, err }, 'could not remove sandbox; sweep will retry');
-    }
+  /** Resolves once the warm pool is full (at once when it is disabled or closed). For benchmarks and tests. */
+  poolReady(): Promise<void> {
+    return this.#pool.whenReady();
+  }
+
+  /** Resolves once the pool is full and none of its refills or removals is in flight. For benchmarks. */
+  poolSettled(): Promise<void> {
+    return this.#pool.whenSettled();
+  }
+
+  /** Stops refilling the pool, removes this instance's warm sandboxes and detaches from session sandboxes (which stay). */
+  async close(): Promise<void> {
+    this.#sessions.close();
+    await this.#pool.close();
   }
 }

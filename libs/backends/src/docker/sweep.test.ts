@@ -3,59 +3,90 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chown, open } from 'node:fs/promises';
+import { chown, mkdir, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { executionOf, MANAGED_SELECTOR, ownershipLabels } from '../shared/labels.ts';
-import { containerGone, docker, fixture, IMAGE, RecordingSink, removeContainer, SANDBOX_UID } from './testing.ts';
+import type { LiveSet } from '../backend.ts';
+import { ownershipLabels, poolLabels, sessionLabels } from '../shared/labels.ts';
+import { containerGone, docker, fixture, IMAGE, modeFixture, newSessionId, RecordingSink, removeContainer, RUN_MODES, SANDBOX_UID } from './testing.ts';
 
-async function labelled(t: TestContext, executionId: string): Promise<string> {
-  const labels = ownershipLabels({ execution_id: executionId, session_id: 'sess_000000000000', tenant: 'test' });
-  const c = await docker.createContainer({ Image: IMAGE, Cmd: ['sleep', '60'], Labels: labels });
+const id = (prefix: string): string => `${prefix}_${randomBytes(8).toString('hex')}`;
+const live = (over: Partial<LiveSet> = {}): LiveSet => ({ executions: new Set(), sessions: new Set(), workers: new Set(), ...over });
+
+async function labelled(t: TestContext, labels: Record<string, string>, mount?: string): Promise<string> {
+  const c = await docker.createContainer({
+    Image: IMAGE, Cmd: ['sleep', '60'], Labels: labels,
+    HostConfig: mount === undefined ? {} : { Mounts: [{ Type: 'bind', Source: mount, Target: '/mnt/data' }] },
+  });
   t.after(() => removeContainer(c.id));
   await c.start();
   return c.id;
 }
 
-/**
- * The engine is shared with other test suites: every other execution sandgate owns right now counts as
- * live, so a sweep here can only remove what this test means it to.
- */
-async function everyoneElse(except: string): Promise<string[]> {
-  const managed = await docker.listContainers({ all: true, filters: { label: [MANAGED_SELECTOR] } });
-  return managed.map((c) => executionOf(c.Labels)).filter((id): id is string => id !== undefined && id !== except);
-}
+const execution = (deployment: string, executionId: string) =>
+  ownershipLabels({ execution_id: executionId, session_id: 'sess_000000000000', tenant: 'test' }, deployment);
 
-test('sweep removes managed containers of executions that are not live and keeps the live ones', async (t) => {
+test('sweep removes execution containers no live execution owns, in its own deployment only', async (t) => {
   const f = await fixture(t);
-  const live = `exec_${randomBytes(8).toString('hex')}`;
-  const dead = `exec_${randomBytes(8).toString('hex')}`;
-  const liveId = await labelled(t, live);
-  const deadId = await labelled(t, dead);
+  const [keep, dead] = [id('exec'), id('exec')];
+  const keepId = await labelled(t, execution(f.deployment, keep));
+  const deadId = await labelled(t, execution(f.deployment, dead));
+  const otherDeployment = await labelled(t, execution(`${f.deployment}-other`, dead));
   const unmanaged = await docker.createContainer({ Image: IMAGE, Cmd: ['true'] });
   t.after(() => removeContainer(unmanaged.id));
-  const { removed } = await f.backend.sweep(new Set([live, ...(await everyoneElse(dead))]));
+  const { removed } = await f.backend.sweep(live({ executions: new Set([keep]) }));
   assert.deepEqual(removed, [dead]);
   assert.equal(await containerGone(deadId), true);
-  assert.equal(await containerGone(liveId), false);
+  assert.equal(await containerGone(keepId), false);
+  assert.equal(await containerGone(otherDeployment), false, 'another deployment on the same engine is never touched');
   assert.equal(await containerGone(unmanaged.id), false);
 });
 
-test('sweep never removes an execution running in this backend, even when the caller omits it', async (t) => {
+test('sweep keeps session sandboxes of live sessions and pool sandboxes of live workers', async (t) => {
   const f = await fixture(t);
-  const job = f.job({ code: 'print("up", flush=True)\nopen("gate").readline()\nprint("survived")' });
-  // The program blocks on a FIFO the test holds open, so it is surely running while the sweep runs.
-  const gate = join(await f.workspaces.create(job.session_id), 'gate');
-  execFileSync('mkfifo', [gate]);
-  await chown(gate, SANDBOX_UID, SANDBOX_UID);
-  const writer = await open(gate, constants.O_RDWR); // O_RDWR: never blocks, and the sandbox's open finds a writer
-  t.after(() => writer.close());
-  let swept: Promise<{ removed: string[] }> | undefined;
-  const sink = new RecordingSink((text) => {
-    if (!text.includes('up')) return;
-    swept = everyoneElse(job.execution_id).then((others) => f.backend.sweep(new Set(others)));
-    void swept.then(() => writer.write('go\n'));
-  });
-  const r = await f.run(job, sink);
-  assert.equal(r.stdout, 'up\nsurvived\n', r.stderr);
-  assert.deepEqual((await swept)?.removed, []);
+  const [liveSession, deadSession] = [newSessionId(), newSessionId()];
+  const session = (s: string) => sessionLabels({ session_id: s, tenant: 'test', generation: 0 }, f.deployment, false);
+  const liveSessionId = await labelled(t, session(liveSession));
+  const deadSessionId = await labelled(t, session(deadSession));
+  const slot = join(f.dataDir, 'pool', 'abandoned0001');
+  await mkdir(slot, { recursive: true });
+  const liveWorkerId = await labelled(t, poolLabels(f.deployment, 'worker-live'));
+  const deadWorkerId = await labelled(t, poolLabels(f.deployment, 'worker-dead'), slot);
+  const ownPoolId = await labelled(t, poolLabels(f.deployment, f.instanceId));
+  const otherDeployment = await labelled(t, poolLabels(`${f.deployment}-other`, 'worker-dead'));
+
+  const { removed } = await f.backend.sweep(live({ sessions: new Set([liveSession]), workers: new Set(['worker-live']) }));
+  assert.deepEqual(removed.sort(), [deadSession, 'worker-dead'].sort());
+  assert.equal(await containerGone(deadSessionId), true);
+  assert.equal(await containerGone(deadWorkerId), true);
+  await assert.rejects(stat(slot), { code: 'ENOENT' }, 'the dead pool sandbox\'s slot directory goes with it');
+  for (const kept of [liveSessionId, liveWorkerId, ownPoolId, otherDeployment]) assert.equal(await containerGone(kept), false);
 });
+
+test('sweep keeps containers younger than its grace period', async (t) => {
+  const f = await fixture(t, { sweepGraceMs: 60_000 });
+  const young = await labelled(t, execution(f.deployment, id('exec')));
+  assert.deepEqual((await f.backend.sweep(live())).removed, []);
+  assert.equal(await containerGone(young), false);
+});
+
+for (const mode of RUN_MODES) {
+  test(`[${mode}] sweep never removes the sandbox of a run in progress here, even when the caller omits it`, async (t) => {
+    const f = await modeFixture(t, mode);
+    const job = f.job({ code: 'print("up", flush=True)\nopen("gate").readline()\nprint("survived")' });
+    // The program blocks on a FIFO the test holds open, so it is surely running while the sweep runs.
+    const gate = join(await f.workspaces.create(job.session_id), 'gate');
+    execFileSync('mkfifo', [gate]);
+    await chown(gate, SANDBOX_UID, SANDBOX_UID);
+    const writer = await open(gate, constants.O_RDWR); // O_RDWR: never blocks, and the sandbox's open finds a writer
+    t.after(() => writer.close());
+    let swept: Promise<{ removed: string[] }> | undefined;
+    const sink = new RecordingSink((text) => {
+      if (!text.includes('up')) return;
+      swept = f.backend.sweep(live());
+      void swept.then(() => writer.write('go\n'));
+    });
+    const r = await f.run(job, sink);
+    assert.equal(r.stdout, 'up\nsurvived\n', r.stderr);
+    assert.deepEqual((await swept)?.removed, []);
+  });
+}

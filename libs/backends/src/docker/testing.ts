@@ -9,6 +9,7 @@ import type { Artifact, ExecutionJob, ExecutionResult, Phase } from '@sandgate/c
 import { Workspaces } from '@sandgate/storage';
 import type { EventSink } from '../backend.ts';
 import { DockerBackend, type DockerBackendOptions } from './docker-backend.ts';
+import { sessionContainerName } from './agent-spec.ts';
 import { containerName } from './container-spec.ts';
 
 export const IMAGE = 'sandgate/runtime:1';
@@ -34,29 +35,75 @@ export interface Fixture {
   backend: DockerBackend;
   workspaces: Workspaces;
   dataDir: string;
+  /** This fixture's own deployment: its sweeps never touch another test's containers. */
+  deployment: string;
+  instanceId: string;
   /** A job for this fixture's session; each call gets a fresh execution id. */
   job(over?: Partial<ExecutionJob>): ExecutionJob;
-  /** Runs a job, removing its container afterwards should the test fail half-way. */
+  /** Runs a job, removing its containers (one-shot or session) afterwards should the test fail half-way. */
   run(job: ExecutionJob, sink?: RecordingSink, signal?: AbortSignal): Promise<ExecutionResult>;
 }
 
-/** A backend over a fresh temp data dir and session, all removed when the test ends. */
+export const newSessionId = (): string => `sess_${randomBytes(6).toString('hex')}`;
+
+/**
+ * A backend over a fresh temp data dir and session, all removed when the test ends. No warm pool unless asked for
+ * (poolSize), and no sweep grace, so a test sweeps exactly what it made.
+ */
 export async function fixture(t: TestContext, over: Partial<DockerBackendOptions> = {}): Promise<Fixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-backend-'));
-  t.after(() => rm(dataDir, { recursive: true, force: true }));
   const workspaces = new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID } });
-  const backend = new DockerBackend({ workspaces, artifactUrl, ...over });
-  t.after(() => backend.close());
-  const sessionId = `sess_${randomBytes(6).toString('hex')}`;
+  const deployment = `test-${randomBytes(4).toString('hex')}`;
+  const instanceId = `worker-${randomBytes(4).toString('hex')}`;
+  const backend = new DockerBackend({ workspaces, artifactUrl, deployment, instanceId, poolSize: 0, sweepGraceMs: 0, ...over });
+  t.after(async () => {
+    await backend.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const sessionId = newSessionId();
   const job = (o: Partial<ExecutionJob> = {}): ExecutionJob => ({
     execution_id: `exec_${randomBytes(8).toString('hex')}`, tenant: 'test', session_id: sessionId,
-    language: 'python', code: 'print(1)', timeout_ms: 30_000, memory_mb: 256, cpus: 1, env: {}, stdin: null, ...o,
+    language: 'python', code: 'print(1)', timeout_ms: 30_000, memory_mb: 256, cpus: 1, env: {}, stdin: null,
+    sandbox: 'oneshot', generation: 0, ...o,
   });
   const run = (j: ExecutionJob, sink = new RecordingSink(), signal = new AbortController().signal) => {
     t.after(() => removeContainer(containerName(j.execution_id)));
+    if (j.sandbox !== 'oneshot') t.after(() => removeContainer(sessionContainerName(j.session_id)));
     return backend.execute(j, sink, signal);
   };
-  return { backend, workspaces, dataDir, job, run };
+  return { backend, workspaces, dataDir, deployment, instanceId, job, run };
+}
+
+/** Where a test's runs happen: a fresh container each, a warm-pool sandbox each, or the session's long-lived one. */
+export type RunMode = 'cold' | 'pooled' | 'session';
+export const RUN_MODES: readonly RunMode[] = ['cold', 'pooled', 'session'];
+
+/**
+ * A fixture whose jobs run in `mode`. In `pooled` mode every run waits for a warm sandbox and fails the test if
+ * it did not get one, so a silent fall-back to a cold container cannot pass for the pooled path.
+ */
+export async function modeFixture(t: TestContext, mode: RunMode, over: Partial<DockerBackendOptions> = {}): Promise<Fixture> {
+  const f = await fixture(t, { poolSize: mode === 'pooled' ? 1 : 0, ...over });
+  const sandbox = mode === 'session' ? 'session' : 'oneshot';
+  const job = (o: Partial<ExecutionJob> = {}): ExecutionJob => f.job({ sandbox, ...o });
+  const run: Fixture['run'] = async (j, sink, signal) => {
+    if (mode !== 'pooled') return f.run(j, sink, signal);
+    await f.backend.poolReady();
+    const { hits } = f.backend.poolStats();
+    const result = await f.run(j, sink, signal);
+    if (f.backend.poolStats().hits !== hits + 1) throw new Error(`the run did not get a warm sandbox: ${JSON.stringify(f.backend.poolStats())}`);
+    return result;
+  };
+  return { ...f, job, run };
+}
+
+/** Polls `condition` until it holds, failing after `timeoutMs`: for states the engine reaches on its own time. */
+export async function until(what: string, condition: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 export async function removeContainer(nameOrId: string): Promise<void> {

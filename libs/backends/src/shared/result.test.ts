@@ -52,3 +52,14 @@ test('an OOM kill fails the run even when the program exited 0', () => {
     assert.match(o.message ?? '', /64 MB/);
   }
 });
+
+test('a sandbox lost mid-run fails with its message, even when its exit status was 0', () => {
+  for (const exitCode of [0, 1]) {
+    const o = outcomeOf(end({ exitCode, lost: 'the interpreter died' }), limits);
+    assert.equal(o.state, 'failed');
+    assert.equal(o.exit_code, exitCode);
+    assert.equal(o.reason, undefined);
+    assert.equal(o.message, 'the interpreter died');
+  }
+  assert.equal(outcomeOf(end({ lost: 'x', oomKilled: true }), limits).reason, 'oom', 'an OOM kill says why it died');
+});

@@ -10,6 +10,11 @@ export interface RunEnd {
   oomKilled: boolean;
   /** The caller cancelled it (before or during the run). */
   cancelled: boolean;
+  /**
+   * The sandbox ended mid-run without the program's exit being reported (a long-lived sandbox whose agent or
+   * interpreter died): why, for people. The run failed, whatever its exit status says.
+   */
+  lost?: string;
 }
 
 /** The limits the messages quote, so a person reading the result knows which one was hit. */
@@ -35,6 +40,7 @@ export function outcomeOf(end: RunEnd, limits: RunLimits): Outcome {
   if (end.oomKilled) {
     return { state: 'failed', exit_code: end.exitCode, reason: 'oom', message: `Killed for exceeding the ${limits.memory_mb} MB memory limit.` };
   }
+  if (end.lost !== undefined) return { state: 'failed', exit_code: end.exitCode, message: end.lost };
   return { state: end.exitCode === 0 ? 'completed' : 'failed', exit_code: end.exitCode };
 }
 

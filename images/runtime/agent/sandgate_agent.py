@@ -1,0 +1,159 @@
+"""sandgate agent: runs code on request inside a long-lived sandbox (warm pool or session).
+
+Protocol (JSON lines). In, on the container's stdin: {"op":"run", "id", "language", "code", "env",
+"stdin", "mode":"process"|"stateful", "cap"}, {"op":"interrupt"} and {"op":"ping","id"}. Out, on the
+agent's ORIGINAL fd 1 only:
+{"t":"ready"} once, then per run {"t":"started","id"} (the run was taken: anything after it may have
+run), {"t":"out","d"} and {"t":"err","d"} (at most cap+1 bytes of each stream), {"t":"exit","id","code",
+"value"?, "restarted"?, "oom"?}. "d" carries raw bytes, one code point per byte (latin-1), so output that is not
+UTF-8 or splits a character across reads crosses unchanged. Runs are taken one at a time, in order.
+A ping is answered at once, even during a run, with {"t":"pong","id"}: Docker starts relaying a new
+attach's output a moment after it has answered the attach, so a client pings until a pong comes back
+before it sends anything whose answer it must not miss.
+
+  python3 -u sandgate_agent.py [--prewarm=never|once|always]   (pre-started python for process mode)
+
+Anything a program prints lands on fd 1/2 of that program, which are pipes this agent reads and frames:
+nothing it writes, even with os.write(1, ...) from C, can forge or corrupt a frame.
+"""
+import ctypes
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+
+from sandgate_io import Pump
+from sandgate_process import ProcessRunner
+import sandgate_stateful
+
+
+class Protocol:
+    """The private protocol fd: whole frames, one writer at a time."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def send(self, frame):
+        data = (json.dumps(frame, separators=(",", ":")) + "\n").encode("ascii")
+        with self.lock:
+            view = memoryview(data)
+            while view:
+                try:
+                    view = view[os.write(self.fd, view):]
+                except InterruptedError:
+                    continue
+
+
+def harden():
+    # Not dumpable: a program of the same uid can then neither ptrace this agent nor open
+    # /proc/<agent>/fd/<protocol fd> to write frames of its own.
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+    # Harmless no-op handlers rather than SIG_IGN: handlers reset to default across exec, so programs
+    # we start still die of these signals, while a stray one sent to the agent does not end it.
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"):
+        signal.signal(getattr(signal, name), lambda *_: None)
+
+
+def oom_kills():
+    """The memory cgroup's OOM kill counter (v1 or v2), or None where the sandbox cannot read it."""
+    for path in ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+class Agent:
+    def __init__(self, prewarm):
+        harden()
+        self.base_env = dict(os.environ)
+        self.proto = Protocol(os.dup(1))
+        self.control = os.fdopen(os.dup(0), "rb", buffering=0)
+        # fd 0 becomes /dev/null and fd 1/2 pipes that the pump frames: code run in this process (stateful
+        # mode, C extensions included) can neither read control messages nor write to the protocol.
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        self.pump = Pump(self.proto)
+        self.pump.attach_std_fds()
+        # Set by an interrupt, cleared when the next run is queued: one that arrives before its run has
+        # started its program still stops it.
+        self.interrupted = threading.Event()
+        self.process = ProcessRunner(self.proto, self.base_env, self.interrupted, prewarm)
+        self.stateful = sandgate_stateful.Interpreter(self.pump, self.interrupted)
+        self.requests = queue.Queue()
+
+    def read_control(self):
+        for line in self.control:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(msg, dict):
+                continue
+            if msg.get("op") == "ping":
+                self.proto.send({"t": "pong", "id": msg.get("id") if isinstance(msg.get("id"), str) else None})
+            elif msg.get("op") == "interrupt":
+                self.interrupted.set()
+                self.process.interrupt()
+                self.stateful.interrupt()
+            elif msg.get("op") == "run":
+                self.interrupted.clear()
+                self.requests.put(msg)
+        self.requests.put(None)
+
+    def serve(self):
+        threading.Thread(target=self.read_control, daemon=True).start()
+        self.proto.send({"t": "ready"})
+        self.process.warm_up()
+        while True:
+            try:
+                msg = self.requests.get()
+                if msg is None:
+                    return
+                self.handle(msg)
+            except KeyboardInterrupt:
+                continue  # an interrupt that came just as a run ended: nothing left to stop
+
+    def handle(self, msg):
+        cap = msg.get("cap") if isinstance(msg.get("cap"), int) else 100_000
+        run_id = msg.get("id") if isinstance(msg.get("id"), str) else None
+        oom_before = oom_kills()
+        self.proto.send({"t": "started", "id": run_id})
+        try:
+            if msg.get("mode") == "stateful" and msg.get("language") == "python":
+                frame = self.stateful.run(msg, cap)
+            else:
+                frame = self.process.run(msg, cap)
+        except Exception as e:  # the agent's own failure (no threads or pids left, ...): the run still ends
+            self.proto.send({"t": "err", "d": "sandgate agent: the run failed: %s: %s\n" % (type(e).__name__, e)})
+            frame = {"code": 126}
+        oom_after = oom_kills()
+        if oom_before is not None and oom_after is not None and oom_after > oom_before:
+            frame["oom"] = True
+        frame["t"] = "exit"
+        frame["id"] = run_id
+        self.proto.send(frame)
+        self.process.warm_up()
+
+
+def prewarm_arg(argv):
+    for arg in argv:
+        if arg.startswith("--prewarm="):
+            return arg.split("=", 1)[1]
+    return "never"
+
+
+if __name__ == "__main__":
+    Agent(prewarm_arg(sys.argv[1:])).serve()

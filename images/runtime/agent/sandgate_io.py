@@ -1,0 +1,130 @@
+"""Output plumbing of the sandgate agent: pipes in, capped out/err frames out."""
+import os
+import selectors
+import threading
+
+READ_CHUNK = 65536
+# Reads after a run has ended: what is already in the pipes, but not forever from a process that escaped
+# its group and keeps writing.
+MAX_DRAIN_READS = 64
+
+
+class StreamCap:
+    """Frames one stream's bytes up to its cap. One byte past the cap is still sent, so the worker sees
+    that the stream was cut (its collector flags truncation); the rest is read and dropped here, so a
+    flood costs a local read instead of a trip through Docker."""
+
+    def __init__(self, kind, cap):
+        self.kind = kind
+        self.left = max(0, cap) + 1
+
+    def frame(self, data):
+        if self.left <= 0:
+            return None
+        data = data[: self.left]
+        self.left -= len(data)
+        return {"t": self.kind, "d": data.decode("latin-1")}
+
+
+def read_into(proto, fd, cap):
+    """Reads what one non-blocking pipe holds now. Returns False at end of file."""
+    try:
+        data = os.read(fd, READ_CHUNK)
+    except BlockingIOError:
+        return True
+    except InterruptedError:
+        return True
+    if not data:
+        return False
+    if cap is not None:
+        frame = cap.frame(data)
+        if frame is not None:
+            proto.send(frame)
+    return True
+
+
+def drain_available(proto, fd, cap):
+    """Reads a pipe until it is empty right now (or ended), within MAX_DRAIN_READS."""
+    for _ in range(MAX_DRAIN_READS):
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        if not data:
+            return
+        if cap is not None:
+            frame = cap.frame(data)
+            if frame is not None:
+                proto.send(frame)
+
+
+def drain_pipes(proto, caps, wake_r):
+    """Frames the pipes in `caps` ({fd: StreamCap}) until `wake_r` reaches end of file (the program has
+    exited), then what is left in them; closes them. A program that closes its output and lives on is
+    waited for; one whose leftovers keep the pipes open does not hold the run."""
+    sel = selectors.DefaultSelector()
+    for fd in caps:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    done = False
+    while not done:
+        for key, _ in sel.select():
+            if key.fd == wake_r:
+                done = True
+            elif not read_into(proto, key.fd, caps[key.fd]):
+                sel.unregister(key.fd)
+    for fd in caps:
+        drain_available(proto, fd, caps[fd])
+        os.close(fd)
+    sel.close()
+
+
+class Pump:
+    """The agent's own fd 1 and 2, as pipes framed by a thread: what code run inside the agent prints
+    (stateful mode) is framed while a run is active and dropped between runs."""
+
+    def __init__(self, proto):
+        self.proto = proto
+        self.lock = threading.Lock()
+        self.caps = None
+        self.writers = {}
+        self.readers = []
+
+    def attach_std_fds(self):
+        for target, kind in ((1, "out"), (2, "err")):
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.dup2(w, target)
+            self.writers[target] = w
+            self.readers.append((r, kind))
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def restore_std_fds(self):
+        """Points fd 1/2 back at the pipes, should earlier code have closed or redirected them."""
+        for target, w in self.writers.items():
+            os.dup2(w, target)
+
+    def begin(self, cap):
+        with self.lock:
+            self.caps = {r: StreamCap(kind, cap) for r, kind in self.readers}
+
+    def end(self):
+        """Frames everything written so far, then stops framing: called after the code has returned and
+        its streams were flushed, so every byte of the run goes out before its exit frame."""
+        with self.lock:
+            for r, _ in self.readers:
+                drain_available(self.proto, r, self._cap(r))
+            self.caps = None
+
+    def _cap(self, fd):
+        return None if self.caps is None else self.caps[fd]
+
+    def _loop(self):
+        sel = selectors.DefaultSelector()
+        for r, _ in self.readers:
+            sel.register(r, selectors.EVENT_READ)
+        while True:
+            for key, _ in sel.select():
+                with self.lock:
+                    read_into(self.proto, key.fd, self._cap(key.fd))

@@ -1,0 +1,85 @@
+import type Dockerode from 'dockerode';
+import type { Artifact, ExecutionJob, ExecutionResult } from '@sandgate/contracts';
+import type { EventSink } from '../backend.ts';
+import { collectArtifacts, snapshot } from '../shared/artifacts.ts';
+import { OutputCollector } from '../shared/output.ts';
+import { buildResult, outcomeOf, type RunEnd } from '../shared/result.ts';
+import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
+import type { ExitFrame } from './agent-frames.ts';
+
+/** One run in a sandbox that runs the agent (warm-pool or session sandbox). */
+export interface AgentRunSetup {
+  job: ExecutionJob;
+  events: EventSink;
+  signal: AbortSignal;
+  channel: AgentChannel;
+  /** The session directory on the host: the sandbox's /mnt/data. */
+  dir: string;
+  mode: 'process' | 'stateful';
+  /** How long an interrupted run may take to end before the sandbox is killed; 0 kills at once. */
+  interruptGraceMs: number;
+  maxOutputBytes: number;
+  artifactUrl: (sessionId: string, path: string) => string;
+  kill(): Promise<void>;
+  /** After the stream ended without an exit frame: how the sandbox ended, and what to tell the user. */
+  postMortem(): Promise<{ exitCode: number; oomKilled: boolean; message: string }>;
+}
+
+export type AgentOutcome =
+  /** The agent never took the run. `retryable`: the sandbox was gone, nothing stopped the run; try another. */
+  | { started: false; retryable: boolean; result: ExecutionResult }
+  | { started: true; result: ExecutionResult; exit: ExitFrame | undefined };
+
+/** Runs the job through the agent: output to the EventSink as it comes, artifacts from the before/after diff. */
+export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
+  const { job, events } = s;
+  const before = await snapshot(s.dir);
+  const stdout = new OutputCollector((text) => events.stdout(text), s.maxOutputBytes);
+  const stderr = new OutputCollector((text) => events.stderr(text), s.maxOutputBytes);
+  const end = await s.channel.run(
+    {
+      op: 'run', id: job.execution_id, language: job.language, code: job.code, env: job.env, stdin: job.stdin,
+      mode: s.mode, cap: s.maxOutputBytes,
+    },
+    { onStarted: () => events.phase('running'), stdout: (bytes) => stdout.write(bytes), stderr: (bytes) => stderr.write(bytes) },
+    { timeoutMs: job.timeout_ms, signal: s.signal, interruptGraceMs: s.interruptGraceMs, kill: () => s.kill() },
+  );
+  stdout.end();
+  stderr.end();
+  const finish = (runEnd: RunEnd, artifacts: Artifact[] = []): ExecutionResult =>
+    buildResult({ end: runEnd, limits: job, stdout, stderr, artifacts, durationMs: end.durationMs });
+  if (!end.started) {
+    const stopped = end.timedOut || end.cancelled;
+    return { started: false, retryable: !stopped, result: finish({ exitCode: -1, timedOut: end.timedOut, oomKilled: false, cancelled: !end.timedOut }) };
+  }
+  const runEnd = await describeEnd(end, s);
+  events.phase('harvesting');
+  let artifacts: Artifact[] = [];
+  if (outcomeOf(runEnd, job).state === 'completed') {
+    artifacts = await collectArtifacts(s.dir, before, { sessionId: job.session_id, artifactUrl: s.artifactUrl });
+    for (const artifact of artifacts) events.artifact(artifact);
+  }
+  return { started: true, result: finish(runEnd, artifacts), exit: end.exit };
+}
+
+async function describeEnd(end: AgentRunEnd, s: AgentRunSetup): Promise<RunEnd> {
+  const { timedOut, cancelled } = end;
+  if (end.exit !== undefined) return { exitCode: end.exit.code, timedOut, cancelled, oomKilled: end.exit.oom === true };
+  if (timedOut || cancelled) return { exitCode: -1, timedOut, cancelled, oomKilled: false };
+  const death = await s.postMortem();
+  return { exitCode: death.exitCode, timedOut, cancelled, oomKilled: death.oomKilled, lost: death.message };
+}
+
+/**
+ * How a sandbox ended that stopped mid-run. The attach stream can end a moment before the engine has recorded the
+ * exit, so the exit is waited for (briefly); one still running after that is in no known state and is killed.
+ */
+export async function deathOf(container: Dockerode.Container, kill: () => Promise<void>): Promise<{ exitCode: number; oomKilled: boolean }> {
+  const stopped = await Promise.race([
+    container.wait({ condition: 'not-running' }).then(() => true, () => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000).unref()),
+  ]);
+  if (!stopped) await kill().catch(() => {});
+  const state = await container.inspect().then((info) => info.State, () => undefined);
+  return { exitCode: state?.ExitCode ?? -1, oomKilled: state?.OOMKilled === true };
+}

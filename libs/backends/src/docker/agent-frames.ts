@@ -1,0 +1,128 @@
+import type { Language } from '@sandgate/contracts';
+
+/** What the agent sends, one JSON object per line (images/runtime/agent/sandgate_agent.py). */
+export type AgentFrame =
+  | { t: 'ready' }
+  | { t: 'pong'; id: string | null }
+  | { t: 'started'; id: string | null }
+  | { t: 'out' | 'err'; d: string }
+  | ExitFrame;
+
+export interface ExitFrame {
+  t: 'exit';
+  id: string | null;
+  /** The program's exit status; -1 when an interrupt killed it. */
+  code: number;
+  /** Stateful runs: repr() of the last expression's value. */
+  value?: string;
+  /** Stateful runs: the interpreter was fresh for this run. */
+  restarted?: boolean;
+  /** The sandbox's memory cgroup OOM-killed something during the run. */
+  oom?: boolean;
+}
+
+/** A run request; `id` comes back in the `started` and `exit` frames of that run only. */
+export interface RunRequest {
+  op: 'run';
+  id: string;
+  language: Language;
+  code: string;
+  env: Record<string, string>;
+  stdin: string | null;
+  mode: 'process' | 'stateful';
+  /** Bytes of each stream the agent sends; it reads and drops the rest (one byte more, to flag truncation). */
+  cap: number;
+}
+
+/** Stops the current run: kills its process group, or raises KeyboardInterrupt in the interpreter. */
+export const INTERRUPT = { op: 'interrupt' } as const;
+
+/** Answered at once with a `pong` of the same id: proves that this attach receives the agent's frames. */
+export interface Ping {
+  op: 'ping';
+  id: string;
+}
+
+export const encodeMessage = (message: RunRequest | Ping | typeof INTERRUPT): string => `${JSON.stringify(message)}\n`;
+
+/**
+ * A frame from one line, or undefined for anything else. The agent's stdout carries nothing but frames, but a
+ * stateful run's code shares the agent's process and could write there, so every field is checked.
+ */
+export function parseFrame(line: string): AgentFrame | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const f = value as Record<string, unknown>;
+  const id = typeof f.id === 'string' ? f.id : null;
+  switch (f.t) {
+    case 'ready':
+      return { t: 'ready' };
+    case 'pong':
+      return { t: 'pong', id };
+    case 'started':
+      return { t: 'started', id };
+    case 'out':
+    case 'err':
+      return typeof f.d === 'string' ? { t: f.t, d: f.d } : undefined;
+    case 'exit': {
+      if (typeof f.code !== 'number' || !Number.isInteger(f.code)) return undefined;
+      const exit: ExitFrame = { t: 'exit', id, code: f.code };
+      if (typeof f.value === 'string') exit.value = f.value;
+      if (typeof f.restarted === 'boolean') exit.restarted = f.restarted;
+      if (f.oom === true) exit.oom = true;
+      return exit;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Longest line kept; the agent frames at most 64 KiB of output per line (~400 KB escaped). */
+export const MAX_LINE_BYTES = 4 * 1024 * 1024;
+
+/** Splits the agent's stdout into lines and hands each frame on; an overlong line is dropped whole. */
+export class FrameDecoder {
+  readonly #onFrame: (frame: AgentFrame) => void;
+  readonly #maxLineBytes: number;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #discarding = false;
+
+  constructor(onFrame: (frame: AgentFrame) => void, maxLineBytes: number = MAX_LINE_BYTES) {
+    this.#onFrame = onFrame;
+    this.#maxLineBytes = maxLineBytes;
+  }
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    for (let nl = chunk.indexOf(10, start); nl >= 0; nl = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, nl);
+      start = nl + 1;
+      const line = this.#pending.length === 0 ? piece : Buffer.concat([...this.#pending, piece]);
+      const drop = this.#discarding || line.length > this.#maxLineBytes;
+      this.#pending = [];
+      this.#pendingBytes = 0;
+      this.#discarding = false;
+      if (drop) continue;
+      // Frames are ASCII JSON: latin1 decoding is exact and the cheapest.
+      const frame = parseFrame(line.toString('latin1'));
+      if (frame !== undefined) this.#onFrame(frame);
+    }
+    if (start >= chunk.length || this.#discarding) return;
+    const rest = chunk.subarray(start);
+    this.#pendingBytes += rest.length;
+    if (this.#pendingBytes > this.#maxLineBytes) {
+      this.#discarding = true;
+      this.#pending = [];
+      this.#pendingBytes = 0;
+    } else {
+      // Copied, so a short remainder does not keep a whole 64 KiB chunk alive.
+      this.#pending.push(Buffer.from(rest));
+    }
+  }
+}

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import { chown, open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { silentLogger } from '../shared/logger.ts';
+import { runCold } from './cold-run.ts';
+import { containerName } from './container-spec.ts';
+import { artifactUrl, containerGone, docker, fixture, IMAGE, RecordingSink, SANDBOX_UID } from './testing.ts';
+
+test('a cold run has a container of its own, labelled with its deployment and execution, removed afterwards', async (t) => {
+  const f = await fixture(t);
+  const job = f.job({ code: 'print("up", flush=True)\nopen("gate").readline()' });
+  const dir = await f.workspaces.create(job.session_id);
+  // The program waits on a FIFO until the test has looked at its container.
+  execFileSync('mkfifo', [join(dir, 'gate')]);
+  await chown(join(dir, 'gate'), SANDBOX_UID, SANDBOX_UID);
+  const gate = await open(join(dir, 'gate'), constants.O_RDWR);
+  t.after(() => gate.close());
+  let labels: Promise<Record<string, string>> | undefined;
+  const sink = new RecordingSink(() => {
+    labels = docker.getContainer(containerName(job.execution_id)).inspect().then((i) => i.Config.Labels);
+    void labels.finally(() => gate.write('go\n'));
+  });
+  const settings = { image: IMAGE, runtime: undefined, user: '1000:1000', pidsLimit: 64, tmpfsBytes: 8 << 20, nofile: 256, deployment: f.deployment };
+  const r = await runCold({ docker, settings, maxOutputBytes: 1000, artifactUrl, log: silentLogger }, job, dir, sink, new AbortController().signal);
+  assert.equal(r.state, 'completed', r.stderr);
+  const seen = await labels;
+  assert.deepEqual([seen?.['org.sandgate.kind'], seen?.['org.sandgate.deployment'], seen?.['org.sandgate.execution']], ['execution', f.deployment, job.execution_id]);
+  assert.equal(await containerGone(containerName(job.execution_id)), true);
+  assert.deepEqual(sink.phases, ['running', 'harvesting']);
+});

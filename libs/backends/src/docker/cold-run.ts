@@ -1,0 +1,74 @@
+import type Dockerode from 'dockerode';
+import type { Artifact, ExecutionJob, ExecutionResult } from '@sandgate/contracts';
+import type { EventSink } from '../backend.ts';
+import { collectArtifacts, snapshot } from '../shared/artifacts.ts';
+import type { BackendLogger } from '../shared/logger.ts';
+import { OutputCollector } from '../shared/output.ts';
+import { buildResult, outcomeOf } from '../shared/result.ts';
+import { containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
+import { engineError, isNotFound, statusOf } from './engine-errors.ts';
+import { runContainer } from './run-container.ts';
+
+export interface ColdRunContext {
+  docker: Dockerode;
+  settings: SandboxSettings;
+  maxOutputBytes: number;
+  artifactUrl: (sessionId: string, path: string) => string;
+  log: BackendLogger;
+}
+
+/**
+ * Runs a one-shot job in a container of its own, created for it with the code as its command and removed after:
+ * no agent in between, so a run without a warm sandbox costs what the engine costs.
+ */
+export async function runCold(ctx: ColdRunContext, job: ExecutionJob, dir: string, events: EventSink, signal: AbortSignal): Promise<ExecutionResult> {
+  const before = await snapshot(dir);
+  const stdout = new OutputCollector((text) => events.stdout(text), ctx.maxOutputBytes);
+  const stderr = new OutputCollector((text) => events.stderr(text), ctx.maxOutputBytes);
+  const container = await create(ctx, job, dir);
+  try {
+    const run = await runContainer(
+      container,
+      { stdout: stdout.writable(), stderr: stderr.writable(), stdin: job.stdin },
+      { timeoutMs: job.timeout_ms, signal, onStarted: () => events.phase('running') },
+    ).catch((err: unknown) => { throw engineError(err, ctx.settings.image); });
+    stdout.end();
+    stderr.end();
+    const finish = (durationMs: number, artifacts: Artifact[] = []): ExecutionResult =>
+      buildResult({ end: run, limits: job, stdout, stderr, artifacts, durationMs });
+    if (!run.started) return finish(0);
+    events.phase('harvesting');
+    let artifacts: Artifact[] = [];
+    if (outcomeOf(run, job).state === 'completed') {
+      artifacts = await collectArtifacts(dir, before, { sessionId: job.session_id, artifactUrl: ctx.artifactUrl });
+      for (const artifact of artifacts) events.artifact(artifact);
+    }
+    const result = finish(run.durationMs, artifacts);
+    ctx.log.info({ executionId: job.execution_id, sandbox: 'cold', state: result.state, exitCode: result.exit_code, durationMs: result.duration_ms }, 'execution finished');
+    return result;
+  } finally {
+    await remove(ctx, container, job.execution_id);
+  }
+}
+
+async function create(ctx: ColdRunContext, job: ExecutionJob, dir: string): Promise<Dockerode.Container> {
+  const spec = containerSpec(job, dir, ctx.settings);
+  try {
+    return await ctx.docker.createContainer(spec);
+  } catch (err) {
+    if (statusOf(err) !== 409) throw engineError(err, ctx.settings.image);
+  }
+  // The name is taken: a retry of this execution after its worker died. Its old sandbox goes.
+  ctx.log.warn({ executionId: job.execution_id }, 'replacing a leftover sandbox of this execution');
+  await remove(ctx, ctx.docker.getContainer(containerName(job.execution_id)), job.execution_id);
+  return ctx.docker.createContainer(spec).catch((err: unknown) => { throw engineError(err, ctx.settings.image); });
+}
+
+async function remove(ctx: ColdRunContext, container: Dockerode.Container, executionId: string): Promise<void> {
+  try {
+    await container.remove({ force: true });
+  } catch (err) {
+    // Already gone (a sweep or a concurrent remove got there first) is what we wanted.
+    if (!isNotFound(err)) ctx.log.warn({ executionId, err }, 'could not remove sandbox; sweep will retry');
+  }
+}

@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, chown, mkdir, readdir, rename, rmdir } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
+import type { Workspaces } from '@sandgate/storage';
+
+/** uid and gid the sandbox runs as: owner of every directory mounted at /mnt/data. */
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * SANDGATE_DATA_DIR, as the Workspaces know it: session directories are `<dataDir>/sessions/<id>`. Read back from
+ * `dir()` because Workspaces (libs/storage) does not expose it, and warm-pool directories must sit on the same
+ * filesystem as the sessions so that a rename can hand one to a session.
+ */
+export function dataDirOf(workspaces: Workspaces): string {
+  return dirname(dirname(workspaces.dir('sess_000000000000')));
+}
+
+/** Parses a `uid:gid` user spec; a bare uid means the same gid. */
+export function parseUser(user: string): Owner {
+  const [uid, gid = uid] = user.split(':').map(Number);
+  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error(`user must be uid[:gid], got ${user}`);
+  return { uid: uid!, gid: gid! };
+}
+
+/** The empty directories warm-pool sandboxes mount at /mnt/data until a run adopts one: `<dataDir>/pool/<slot>`. */
+export class SlotDirs {
+  readonly root: string;
+  readonly #owner: Owner;
+
+  constructor(dataDir: string, owner: Owner) {
+    this.root = join(dataDir, 'pool');
+    this.#owner = owner;
+  }
+
+  /** A new random slot id and its empty directory, owned by the sandbox user. */
+  async create(): Promise<{ slot: string; dir: string }> {
+    // 0711 like sessions/: a sandbox may pass through to its own directory but list no one else's.
+    await mkdir(this.root, { recursive: true, mode: 0o711 });
+    await chmod(this.root, 0o711);
+    const slot = randomBytes(6).toString('hex');
+    const dir = join(this.root, slot);
+    await mkdir(dir, 0o755);
+    await chown(dir, this.#owner.uid, this.#owner.gid);
+    return { slot, dir };
+  }
+
+  /**
+   * Removes a slot directory that no run adopted. Only ever rmdir: such a directory held no user code's files,
+   * and one that did is not followed into. A directory that is gone (adopted, or removed already) is fine.
+   */
+  async remove(dir: string): Promise<void> {
+    if (!this.owns(dir)) return;
+    await rmdir(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+
+  /** Whether `dir` is a slot directory of this pool root (sweep learns slot paths from the engine). */
+  owns(dir: string): boolean {
+    const rel = relative(this.root, dir);
+    return rel !== '' && !rel.startsWith('..') && !rel.includes(sep);
+  }
+}
+
+/**
+ * Hands a warm sandbox's directory to a session: every entry of the session directory moves into the slot
+ * directory, then the slot directory is renamed over the (now empty) session directory. The sandbox's bind mount
+ * follows the directory, not its name, so the sandbox sees the session's files at /mnt/data and the host path is
+ * the session's again. Renames only: nothing is copied or followed, so symlinks the sandbox made stay inert.
+ * On failure the entries moved so far are put back.
+ */
+export async function adoptWorkspace(sessionDir: string, slotDir: string): Promise<void> {
+  const moved: string[] = [];
+  try {
+    for (const name of await readdir(sessionDir)) {
+      await rename(join(sessionDir, name), join(slotDir, name));
+      moved.push(name);
+    }
+    await rename(slotDir, sessionDir);
+  } catch (err) {
+    for (const name of moved) await rename(join(slotDir, name), join(sessionDir, name)).catch(() => {});
+    throw err;
+  }
+}

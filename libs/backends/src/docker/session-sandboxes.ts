@@ -1,0 +1,182 @@
+import type Dockerode from 'dockerode';
+import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
+import { deploymentOf, LABELS, sessionLabels } from '../shared/labels.ts';
+import type { BackendLogger } from '../shared/logger.ts';
+import { AgentChannel } from './agent-channel.ts';
+import { agentSpec, sessionContainerName } from './agent-spec.ts';
+import { AttachCache } from './attach-cache.ts';
+import { resources, type SandboxSettings } from './container-spec.ts';
+import { isNotFound, statusOf } from './engine-errors.ts';
+
+/** A session's sandbox, attached for one run; give it back with release(). */
+export interface SessionSandbox {
+  sessionId: string;
+  /** The engine's id of the container (its name can be reused by a replacement). */
+  id: string;
+  container: Dockerode.Container;
+  channel: AgentChannel;
+  /** It took the place of an earlier sandbox of this session: its first interpreter is a restart. */
+  replaces: boolean;
+}
+
+/** Sessions whose sandbox this worker has seen, to tell a sandbox removed behind its back from a first use. */
+const MAX_REMEMBERED = 10_000;
+/** A running agent answers a ping in well under a millisecond; this much covers a very busy host. */
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/**
+ * Finds, makes and replaces sessions' long-lived sandboxes. Stateless across workers: a session's sandbox is found
+ * by its deterministic name, whichever worker made it; the caller runs one execution per session at a time.
+ */
+export class SessionSandboxes {
+  readonly #docker: Dockerode;
+  readonly #settings: SandboxSettings;
+  readonly #log: BackendLogger;
+  readonly #readyTimeoutMs: number;
+  readonly #seen = new Set<string>();
+  readonly #attached = new AttachCache();
+
+  constructor(docker: Dockerode, settings: SandboxSettings, log: BackendLogger, readyTimeoutMs: number) {
+    this.#docker = docker;
+    this.#settings = settings;
+    this.#log = log;
+    this.#readyTimeoutMs = readyTimeoutMs;
+  }
+
+  /**
+   * The session's running sandbox, attached, with the job's memory and CPUs. A missing one is made; one that is
+   * stopped, of an older generation, or whose limits cannot be changed is replaced (the files are on the host).
+   */
+  async acquire(job: ExecutionJob, dir: string): Promise<SessionSandbox> {
+    const sessionId = job.session_id;
+    const container = this.#docker.getContainer(sessionContainerName(sessionId));
+    const kept = this.#attached.take(sessionId);
+    // Both at once: attaching costs a round trip as long as inspecting, and a live sandbox is the common case.
+    const [info, attached] = await Promise.all([
+      container.inspect().catch((err: unknown) => { if (isNotFound(err)) return undefined; throw err; }),
+      kept === undefined ? AgentChannel.attach(container).catch(() => undefined) : undefined,
+    ]);
+    let channel = attached ?? kept?.channel;
+    let replaces = this.#seen.has(sessionId);
+    if (info !== undefined) {
+      const labels = info.Config.Labels ?? {};
+      if (deploymentOf(labels) !== this.#settings.deployment || labels[LABELS.session] !== sessionId) {
+        channel?.close();
+        throw new SandgateError('backend_unavailable', `container ${info.Name} belongs to another sandgate deployment`);
+      }
+      if (kept !== undefined && kept.containerId !== info.Id) {
+        // The kept attach is to a sandbox another worker has replaced since.
+        kept.channel.close();
+        channel = await AgentChannel.attach(container).catch(() => undefined);
+      }
+      // An attach kept from an earlier run has answered its handshake already.
+      const verified = channel !== undefined && channel === kept?.channel;
+      if (channel !== undefined && info.State.Running && !info.State.Paused && Number(labels[LABELS.generation]) >= job.generation
+        && await this.#fit(container, info, job) && (verified || await this.#answers(channel))) {
+        this.#remember(sessionId);
+        return { sessionId, id: info.Id, container, channel, replaces: labels[LABELS.replaces] === 'true' };
+      }
+      this.#log.info({ sessionId, running: info.State.Running, generation: labels[LABELS.generation] }, 'replacing session sandbox');
+      replaces = true;
+      await this.remove(container);
+    }
+    channel?.close();
+    return this.#create(job, dir, replaces);
+  }
+
+  /** Done with a run: its attach is kept for the session's next run, unless the sandbox ended. */
+  release(sandbox: SessionSandbox): void {
+    this.#attached.put(sandbox.sessionId, sandbox.id, sandbox.channel);
+  }
+
+  /** Kills a sandbox whose run could not be ended otherwise; it stays, stopped, so the next run knows to restart. */
+  async kill(container: Dockerode.Container): Promise<void> {
+    await container.kill({ signal: 'SIGKILL' }).catch((err: unknown) => {
+      if (!isNotFound(err) && statusOf(err) !== 409) throw err;
+    });
+  }
+
+  async remove(container: Dockerode.Container): Promise<void> {
+    await container.remove({ force: true }).catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
+  }
+
+  /** Forgets sessions that are gone (and closes their kept attaches), so what this worker remembers stays small. */
+  forget(live: ReadonlySet<string>): void {
+    for (const id of this.#seen) if (!live.has(id)) this.#seen.delete(id);
+    this.#attached.retain(live);
+  }
+
+  /** Closes every kept attach; the sandboxes themselves live on for any worker to use. */
+  close(): void {
+    this.#attached.close();
+  }
+
+  /** Whether the agent of a running sandbox answers on this attach; one that does not is in no state to run code. */
+  async #answers(channel: AgentChannel): Promise<boolean> {
+    try {
+      await channel.handshake(HANDSHAKE_TIMEOUT_MS);
+      return true;
+    } catch (err) {
+      this.#log.warn({ err }, 'session sandbox does not answer; replacing it');
+      return false;
+    }
+  }
+
+  /** Gives a running sandbox the job's memory and CPUs, in place, keeping its state; false when it cannot. */
+  async #fit(container: Dockerode.Container, info: Dockerode.ContainerInspectInfo, job: ExecutionJob): Promise<boolean> {
+    const want = resources(job);
+    if (info.HostConfig.Memory === want.Memory && info.HostConfig.NanoCpus === want.NanoCpus) return true;
+    try {
+      await container.update(want);
+      return true;
+    } catch (err) {
+      this.#log.warn({ sessionId: job.session_id, err }, 'could not change the session sandbox limits; replacing it');
+      return false;
+    }
+  }
+
+  async #create(job: ExecutionJob, dir: string, replaces: boolean): Promise<SessionSandbox> {
+    const spec = agentSpec({
+      name: sessionContainerName(job.session_id),
+      labels: sessionLabels(job, this.#settings.deployment, replaces),
+      limits: job,
+      workspaceDir: dir,
+      // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
+      prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
+    }, this.#settings);
+    let container: Dockerode.Container;
+    try {
+      container = await this.#docker.createContainer(spec);
+    } catch (err) {
+      // 409: the name is still taken (a removal in progress, or a sandbox made since we looked): it goes.
+      if (statusOf(err) !== 409) throw err;
+      await this.remove(this.#docker.getContainer(spec.name!));
+      container = await this.#docker.createContainer(spec);
+    }
+    try {
+      const channel = await AgentChannel.attach(container);
+      try {
+        await container.start();
+        await channel.handshake(this.#readyTimeoutMs);
+      } catch (err) {
+        channel.close();
+        throw err;
+      }
+      this.#remember(job.session_id);
+      return { sessionId: job.session_id, id: container.id, container, channel, replaces };
+    } catch (err) {
+      await this.remove(container).catch(() => {});
+      throw err;
+    }
+  }
+
+  #remember(sessionId: string): void {
+    if (this.#seen.size >= MAX_REMEMBERED && !this.#seen.has(sessionId)) {
+      const oldest = this.#seen.values().next().value;
+      if (oldest !== undefined) this.#seen.delete(oldest);
+    }
+    this.#seen.add(sessionId);
+  }
+}

@@ -1,0 +1,47 @@
+import type Dockerode from 'dockerode';
+import type { LiveSet } from '../backend.ts';
+import { isOrphan, kindOf, MANAGED_SELECTOR, ownerOf } from '../shared/labels.ts';
+import type { BackendLogger } from '../shared/logger.ts';
+import { WORKDIR } from './container-spec.ts';
+import { isNotFound } from './engine-errors.ts';
+import type { SlotDirs } from './pool-dirs.ts';
+
+export interface SweepScope {
+  docker: Dockerode;
+  deployment: string;
+  /** Containers younger than this are kept: the live set the caller computed may predate them. */
+  graceMs: number;
+  slots: SlotDirs;
+  log: BackendLogger;
+}
+
+/**
+ * Removes every container of this deployment that nothing in `live` owns (see isOrphan), and the slot directories
+ * of the warm-pool ones. Answers with what each removed container belonged to: its execution, session or worker.
+ */
+export async function sweepContainers(scope: SweepScope, live: LiveSet): Promise<string[]> {
+  const { docker, deployment, graceMs, log } = scope;
+  const newest = Date.now() / 1000 - graceMs / 1000;
+  const containers = await docker.listContainers({ all: true, filters: { label: [MANAGED_SELECTOR] } });
+  const removed: string[] = [];
+  for (const info of containers) {
+    if (!isOrphan(info.Labels, live, deployment) || info.Created > newest) continue;
+    try {
+      await docker.getContainer(info.Id).remove({ force: true });
+    } catch (err) {
+      // Already gone (a concurrent sweep or the run itself got there first) is what we wanted.
+      if (!isNotFound(err)) log.warn({ container: info.Id, err }, 'could not remove orphaned sandbox; the next sweep will retry');
+      continue;
+    }
+    removed.push(ownerOf(info.Labels) ?? info.Id);
+    if (kindOf(info.Labels) === 'pool') await removeSlot(scope, info);
+  }
+  return removed;
+}
+
+/** A pool container's slot directory, learnt from its mount; a slot a run adopted is gone already. */
+async function removeSlot(scope: SweepScope, info: Dockerode.ContainerInfo): Promise<void> {
+  const source = info.Mounts.find((m) => m.Destination === WORKDIR)?.Source;
+  if (source === undefined || !scope.slots.owns(source)) return;
+  await scope.slots.remove(source).catch((err: unknown) => scope.log.warn({ dir: source, err }, 'could not remove slot directory'));
+}

@@ -1,0 +1,235 @@
+import type Dockerode from 'dockerode';
+import { poolLabels } from '../shared/labels.ts';
+import type { BackendLogger } from '../shared/logger.ts';
+import { AgentChannel } from './agent-channel.ts';
+import { agentSpec } from './agent-spec.ts';
+import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
+import { isNotFound } from './engine-errors.ts';
+import type { SlotDirs } from './pool-dirs.ts';
+
+/** A started sandbox whose agent has answered on its attach, waiting for the one run it will ever do. */
+export interface PooledSandbox {
+  readonly name: string;
+  readonly container: Dockerode.Container;
+  readonly channel: AgentChannel;
+  /** Host directory mounted at /mnt/data: empty until a run adopts it. */
+  readonly slotDir: string;
+  readonly limits: SandboxLimits;
+}
+
+export interface PoolStats {
+  /** One-shot runs that got a warm sandbox. */
+  hits: number;
+  /** One-shot runs that went cold: pool empty, disabled, or the warm sandbox could not be used. */
+  misses: number;
+  /** Sandboxes the pool keeps ready. */
+  size: number;
+  ready: number;
+  starting: number;
+}
+
+export interface WarmPoolOptions {
+  docker: Dockerode;
+  settings: SandboxSettings;
+  slots: SlotDirs;
+  instanceId: string;
+  size: number;
+  /** Memory and CPUs pooled sandboxes are made with, until retarget() changes them. */
+  limits: SandboxLimits;
+  log: BackendLogger;
+  readyTimeoutMs: number;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+/**
+ * Keeps `size` sandboxes started and ready, refilling one at a time in the background (so refills compete as
+ * little as possible with the runs they serve). Each sandbox is handed out once, then removed by `release`.
+ */
+export class WarmPool {
+  readonly #o: WarmPoolOptions;
+  readonly #idle: PooledSandbox[] = [];
+  readonly #tasks = new Set<Promise<unknown>>();
+  #limits: SandboxLimits;
+  #readyWaiters: (() => void)[] = [];
+  #starting = 0;
+  #hits = 0;
+  #misses = 0;
+  #failures = 0;
+  #retry: NodeJS.Timeout | undefined;
+  #closed = false;
+  #disabled = false;
+
+  constructor(options: WarmPoolOptions) {
+    this.#o = options;
+    this.#limits = options.limits;
+    this.#fill();
+  }
+
+  /** A ready sandbox, never handed out before, or undefined (counted as a miss) when none is ready. */
+  take(): PooledSandbox | undefined {
+    let taken = this.#idle.shift();
+    while (taken !== undefined && taken.channel.closed) {
+      this.release(taken);
+      taken = this.#idle.shift();
+    }
+    if (taken === undefined) this.#misses++;
+    else this.#hits++;
+    // No refill here: it would compete for the CPU with the very run it serves. release() refills.
+    return taken;
+  }
+
+  /**
+   * Sandboxes made from now on get these limits: the pool follows what one-shot runs ask for, so a deployment whose
+   * runs all ask for the same non-default limits stops paying a resize (or, where the runtime cannot resize, a miss).
+   */
+  retarget(limits: SandboxLimits): void {
+    this.#limits = { memory_mb: limits.memory_mb, cpus: limits.cpus };
+  }
+
+  /** A taken sandbox turned out unusable and the run went cold: it counts as a miss. */
+  recordFallback(): void {
+    this.#hits--;
+    this.#misses++;
+  }
+
+  /** Removes a sandbox (taken or not) and its slot directory, in the background; close() waits for it. */
+  release(sandbox: PooledSandbox): void {
+    sandbox.channel.close();
+    this.#discard(sandbox.name, sandbox.container, sandbox.slotDir);
+  }
+
+  /** Stops refilling for good, e.g. when slot directories cannot be renamed into sessions. */
+  disable(reason: string): void {
+    if (this.#disabled) return;
+    this.#disabled = true;
+    this.#o.log.error({ reason }, 'warm pool disabled; one-shot runs go cold');
+    this.#drain();
+  }
+
+  stats(): PoolStats {
+    return { hits: this.#hits, misses: this.#misses, size: this.#o.size, ready: this.#idle.length, starting: this.#starting };
+  }
+
+  /** Resolves once `size` sandboxes are ready (at once for size 0), or the pool is closed or disabled. */
+  whenReady(): Promise<void> {
+    if (this.#satisfied()) return Promise.resolve();
+    return new Promise((resolve) => this.#readyWaiters.push(resolve));
+  }
+
+  /** Resolves once the pool is ready and no refill or removal is in flight: nothing of it competes for the CPU. */
+  async whenSettled(): Promise<void> {
+    for (;;) {
+      await this.whenReady();
+      if (this.#tasks.size === 0) return;
+      await Promise.allSettled([...this.#tasks]);
+    }
+  }
+
+  /** Stops refilling, removes every sandbox not handed out, and waits for every removal. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    this.#drain();
+    while (this.#tasks.size > 0) await Promise.allSettled([...this.#tasks]);
+  }
+
+  #fill(): void {
+    if (this.#closed || this.#disabled || this.#retry !== undefined || this.#starting > 0) return;
+    if (this.#idle.length >= this.#o.size) return;
+    this.#starting++;
+    this.#track(this.#create().then(
+      () => {
+        this.#failures = 0;
+        this.#starting--;
+        this.#notify();
+        this.#fill();
+      },
+      (err: unknown) => {
+        this.#starting--;
+        this.#failures++;
+        const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** this.#failures);
+        this.#o.log.warn({ err, retryInMs: backoff }, 'could not start a pooled sandbox');
+        this.#retry = setTimeout(() => {
+          this.#retry = undefined;
+          this.#fill();
+        }, backoff);
+        this.#retry.unref();
+      },
+    ));
+  }
+
+  async #create(): Promise<void> {
+    const { docker, settings, slots, instanceId } = this.#o;
+    const limits = this.#limits;
+    const { slot, dir } = await slots.create();
+    const name = `sandgate-p-${slot}`;
+    let container: Dockerode.Container;
+    let channel: AgentChannel;
+    try {
+      container = await docker.createContainer(agentSpec({
+        name, labels: poolLabels(settings.deployment, instanceId), limits, workspaceDir: dir, prewarm: 'once',
+      }, settings));
+    } catch (err) {
+      await slots.remove(dir).catch(() => {});
+      throw err;
+    }
+    try {
+      channel = await AgentChannel.attach(container);
+    } catch (err) {
+      this.#discard(name, container, dir);
+      throw err;
+    }
+    const sandbox: PooledSandbox = { name, container, channel, slotDir: dir, limits };
+    try {
+      if (!this.#closed) await container.start();
+      if (!this.#closed) await channel.handshake(this.#o.readyTimeoutMs);
+    } catch (err) {
+      this.release(sandbox);
+      throw err;
+    }
+    if (this.#closed || this.#disabled) return this.release(sandbox);
+    this.#idle.push(sandbox);
+    void channel.ended.then(() => this.#lost(sandbox));
+  }
+
+  /** An idle sandbox whose stream ended (killed from outside, or its agent died) is replaced. */
+  #lost(sandbox: PooledSandbox): void {
+    const at = this.#idle.indexOf(sandbox);
+    if (at < 0) return;
+    this.#idle.splice(at, 1);
+    this.release(sandbox);
+    this.#fill();
+  }
+
+  #drain(): void {
+    for (const sandbox of this.#idle.splice(0)) this.release(sandbox);
+    this.#notify();
+  }
+
+  #satisfied(): boolean {
+    return this.#closed || this.#disabled || this.#idle.length >= this.#o.size;
+  }
+
+  #notify(): void {
+    if (!this.#satisfied()) return;
+    for (const resolve of this.#readyWaiters.splice(0)) resolve();
+  }
+
+  /** Removes a sandbox, then refills: one piece of background work after another, never both at once. */
+  #discard(name: string, container: Dockerode.Container, slotDir: string): void {
+    this.#track((async () => {
+      await container.remove({ force: true }).catch((err: unknown) => {
+        if (!isNotFound(err)) this.#o.log.warn({ container: name, err }, 'could not remove pooled sandbox; sweep will retry');
+      });
+      // A slot a run adopted is a session directory now, and its old path is gone: nothing to do then.
+      await this.#o.slots.remove(slotDir).catch((err: unknown) => this.#o.log.warn({ dir: slotDir, err }, 'could not remove slot directory'));
+      this.#fill();
+    })());
+  }
+
+  #track(task: Promise<unknown>): void {
+    this.#tasks.add(task);
+    void task.finally(() => this.#tasks.delete(task)).catch(() => {});
+  }
+}

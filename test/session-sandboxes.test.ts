@@ -1,0 +1,109 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import Dockerode from 'dockerode';
+import { startStack } from './harness.ts';
+
+const docker = new Dockerode();
+const sessionContainers = (sessionId: string) =>
+  docker.listContainers({ all: true, filters: { label: [`org.sandgate.session=${sessionId}`, 'org.sandgate.kind=session'] } });
+
+test('stateful sessions keep a live interpreter, like a notebook', async (t) => {
+  const s = await startStack();
+  t.after(() => s.close());
+  const session = async () => {
+    const r = await s.api('POST', '/v1/sessions', { mode: 'stateful' });
+    assert.equal(r.status, 201);
+    assert.equal(r.body.mode, 'stateful');
+    return r.body.id as string;
+  };
+  const sid = await session();
+  const run = async (code: string, extra: object = {}, id = sid) =>
+    (await s.api('POST', '/v1/executions?wait=60', { session_id: id, language: 'python', code, ...extra })).body;
+
+  await t.test('variables persist and the last expression is returned', async () => {
+    const first = await run('x = 41');
+    assert.equal(first.result.state, 'completed', first.result.stderr);
+    assert.equal(first.result.interpreter_restarted ?? false, false, 'first use is not a restart');
+    const second = await run('x + 1');
+    assert.equal(second.result.value, '42');
+  });
+
+  await t.test('a DataFrame loaded in one call is used in the next', async () => {
+    await s.api('PUT', `/v1/sessions/${sid}/files/sales.csv`, 'region,amount\nnorth,10\nsouth,32\n', { 'content-type': 'text/csv' });
+    assert.equal((await run("import pandas as pd\ndf = pd.read_csv('sales.csv')")).result.state, 'completed');
+    const total = await run("print(df['amount'].sum())");
+    assert.equal(total.result.stdout, '42\n');
+  });
+
+  await t.test('a cell that runs past its timeout is interrupted and the session lives on', async () => {
+    const slow = await run('while True:\n    pass\n', { timeout_ms: 1500 });
+    assert.equal(slow.result.state, 'timeout');
+    assert.equal(slow.result.exit_code, -1);
+    const after = await run('x');
+    assert.equal(after.result.value, '41', 'state survived the interrupt');
+  });
+
+  await t.test('an interpreter that dies is reported, and the next call gets a fresh one', async () => {
+    const died = await run('import os\nos._exit(1)');
+    assert.notEqual(died.result.state, 'completed');
+    const fresh = await run('print("alive")');
+    assert.equal(fresh.result.stdout, 'alive\n');
+    assert.equal(fresh.result.interpreter_restarted, true);
+    const gone = await run('x');
+    assert.match(gone.result.stderr, /NameError/);
+  });
+
+  await t.test('two sessions never share state', async () => {
+    const other = await session();
+    await run('secret = "mine"');
+    const r = await run('secret', {}, other);
+    assert.match(r.result.stderr, /NameError/);
+  });
+
+  await t.test('plt.show() turns figures into PNG artifacts', async () => {
+    const r = await run('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.show()');
+    assert.equal(r.result.state, 'completed', r.result.stderr);
+    const pngs = r.result.artifacts.filter((a: { mime_type: string }) => a.mime_type === 'image/png');
+    assert.equal(pngs.length, 1);
+    const bytes = Buffer.from(await (await fetch(pngs[0].download_url)).arrayBuffer());
+    assert.equal(bytes.subarray(1, 4).toString(), 'PNG');
+  });
+
+  await t.test('restart resets the interpreter; files stay', async () => {
+    await run('y = 1');
+    const restarted = await s.api('POST', `/v1/sessions/${sid}/restart`);
+    assert.equal(restarted.status, 200);
+    const r = await run("import os\nprint(os.path.exists('sales.csv'))\ny");
+    assert.equal(r.result.stdout, 'True\n');
+    assert.match(r.result.stderr, /NameError/);
+    assert.equal(r.result.interpreter_restarted, true);
+  });
+
+  await t.test('stateful sessions run python only', async () => {
+    const r = await s.api('POST', '/v1/executions', { session_id: sid, language: 'bash', code: 'echo hi' });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.code, 'unsupported_language');
+  });
+});
+
+test('a session sandbox removed behind sandgate\'s back is recreated with the files intact', async (t) => {
+  const s = await startStack();
+  t.after(() => s.close());
+  const sid = (await s.api('POST', '/v1/sessions', {})).body.id as string;
+  const run = async (code: string) => (await s.api('POST', '/v1/executions?wait=60', { session_id: sid, language: 'python', code })).body;
+  const first = await run("open('keep.txt', 'w').write('kept')\nimport os\nprint(os.getpid())");
+  assert.equal(first.result.state, 'completed', first.result.stderr);
+  const [container] = await sessionContainers(sid);
+  assert.ok(container, 'the session has a long-lived sandbox');
+  const reused = await run('print(1)');
+  assert.equal(reused.result.stdout, '1\n');
+  assert.equal((await sessionContainers(sid))[0]!.Id, container.Id, 'reused, not recreated');
+
+  await docker.getContainer(container.Id).remove({ force: true });
+  const after = await run("print(open('keep.txt').read())");
+  assert.equal(after.result.state, 'completed', after.result.stderr);
+  assert.equal(after.result.stdout, 'kept\n');
+  assert.notEqual((await sessionContainers(sid))[0]!.Id, container.Id);
+
+  assert.equal((await s.api('DELETE', `/v1/sessions/${sid}`)).status, 204);
+});
