@@ -37,6 +37,14 @@ test('sessions, validation and errors speak problem+json', async (t) => {
     assert.match(gone.headers.get('content-type') ?? '', /^application\/problem\+json/);
   });
 
+  await t.test('a POST without a body creates a default session', async () => {
+    const r = await fetch(`${s.url}/v1/sessions`, { method: 'POST' });
+    assert.equal(r.status, 201);
+    const body = (await r.json()) as { id: string; mode: string };
+    assert.equal(body.mode, 'process');
+    await s.api('DELETE', `/v1/sessions/${body.id}`);
+  });
+
   await t.test('max_sessions is enforced per tenant', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await s.api('POST', '/v1/sessions', {})).body.id);

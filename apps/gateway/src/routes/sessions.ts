@@ -10,9 +10,11 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
 
   app.post('', {
+    // `curl -X POST .../v1/sessions` sends no body at all: treat it as `{}`.
+    preValidation: async (req) => { req.body ??= {}; },
     schema: {
       tags: ['sessions'], summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
-      body: Type.Optional(ref(CreateSessionSchema)),
+      body: ref(CreateSessionSchema),
       response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), ...errors },
     },
   }, async (req, reply) => {
