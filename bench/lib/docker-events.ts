@@ -1,0 +1,53 @@
+/** Docker's own event stream: when the engine created, started, saw die and destroyed each sandgate container. */
+import { docker } from './raw-docker.ts';
+
+export class DockerEventLog {
+  /** execution id → action → ms since epoch. */
+  readonly byExecution = new Map<string, Record<string, number>>();
+  /** Containers of `deployment` the engine created, by sandgate kind (execution, pool, session), since the last reset. */
+  created: Record<string, number> = {};
+  #stream: NodeJS.ReadableStream | null = null;
+
+  /** `deployment`: the stack's Redis prefix, which sandgate puts on its containers as org.sandgate.deployment. */
+  constructor(private readonly deployment: string | null = null) {}
+
+  async start(): Promise<void> {
+    const stream = (await docker.getEvents({
+      filters: { type: ['container'], label: ['org.sandgate.managed=true'], event: ['create', 'start', 'die', 'destroy'] },
+    })) as unknown as NodeJS.ReadableStream;
+    let buf = '';
+    stream.on('data', (chunk: Buffer) => {
+      buf += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) this.#record(line);
+      }
+    });
+    stream.on('error', () => {});
+    this.#stream = stream;
+  }
+
+  #record(line: string): void {
+    try {
+      const ev = JSON.parse(line) as { Action?: string; status?: string; timeNano?: number; Actor?: { Attributes?: Record<string, string> } };
+      const attrs = ev.Actor?.Attributes ?? {};
+      const exec = attrs['org.sandgate.execution'];
+      const action = ev.Action ?? ev.status;
+      if (action === 'create' && this.deployment !== null && attrs['org.sandgate.deployment'] === this.deployment) {
+        const kind = attrs['org.sandgate.kind'] ?? 'unknown';
+        this.created[kind] = (this.created[kind] ?? 0) + 1;
+      }
+      if (!exec || !action || !ev.timeNano) return;
+      const rec = this.byExecution.get(exec) ?? {};
+      rec[action] ??= ev.timeNano / 1e6;
+      this.byExecution.set(exec, rec);
+    } catch { /* not an event line */ }
+  }
+
+  stop(): void {
+    (this.#stream as unknown as { destroy?: () => void } | null)?.destroy?.();
+    this.#stream = null;
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Child-process entry for gateway-overhead: the real gateway and the real BullMQ worker in one process
+ * (as `npm start` runs them), with a backend that does nothing. What remains is sandgate's own path:
+ * HTTP, validation, Redis records, the queue, the worker's bookkeeping, the event stream and the wait.
+ */
+import type { EventSink, ExecutionBackend } from '@sandgate/backends';
+import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
+import { buildApp, createGatewayDeps } from '@sandgate/gateway';
+import { createLogger, loadConfig } from '@sandgate/state';
+import { Workspaces } from '@sandgate/storage';
+import { newWorkerId, startWorker } from '@sandgate/worker';
+
+/** Reports the phases and the output a `print(1)` would, and completes at once. */
+export const noopBackend: ExecutionBackend = {
+  name: 'noop',
+  async execute(_job: ExecutionJob, events: EventSink): Promise<ExecutionResult> {
+    events.phase('starting');
+    events.phase('running');
+    events.stdout('1\n');
+    events.phase('harvesting');
+    return {
+      state: 'completed', exit_code: 0, stdout: '1\n', stderr: '', stdout_truncated: false, stderr_truncated: false,
+      artifacts: [], duration_ms: 0,
+    };
+  },
+  // `unknown`: the sweep argument's type is being reworked (a Set of ids → a LiveSet); a no-op takes either.
+  async sweep(_live: unknown) { return { removed: [] }; },
+  async check() {},
+  async close() {},
+};
+
+/** BENCH_NOOP_ROLE=worker runs the no-op worker alone, beside a real gateway process (bench/profile.ts noop-split). */
+async function main() {
+  const workerOnly = process.env.BENCH_NOOP_ROLE === 'worker';
+  const config = loadConfig();
+  const log = createLogger(config, 'sandgate-noop');
+  const workspaces = new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
+  const deps = workerOnly ? null : await createGatewayDeps(config, log);
+  const app = deps ? await buildApp(deps) : null;
+  const worker = await startWorker({ config, log, backend: noopBackend, workspaces, id: newWorkerId() });
+  await app?.listen({ host: config.host, port: config.port });
+  const stop = async () => {
+    await app?.close();
+    await worker.close();
+    await deps?.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.stack : err);
+  process.exit(1);
+});

@@ -1,0 +1,188 @@
+/**
+ * Sandgate as real child processes on loopback: its own Redis key prefix, its own temp data dir, a free port.
+ * The bench process is only the client, so what it measures is what any HTTP client would see.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { freePort } from '../../test/harness.ts';
+import { hostname, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { cpuMsOf } from './proc.ts';
+import { docker } from './raw-docker.ts';
+import { request } from './http.ts';
+import { onCleanup } from './main.ts';
+import { sleep } from './stats.ts';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export const ENTRY = {
+  standalone: 'apps/standalone/src/main.ts',
+  gateway: 'apps/gateway/src/main.ts',
+  worker: 'apps/worker/src/main.ts',
+  /** Gateway + worker in one process with a backend that does nothing (bench/lib/noop-stack.ts). */
+  noop: 'bench/lib/noop-stack.ts',
+} as const;
+export type EntryName = keyof typeof ENTRY;
+
+/** One helper for tests and benches alike: a loopback port nothing listens on right now. */
+export { freePort };
+
+export interface Proc {
+  name: EntryName;
+  child: ChildProcess;
+  pid: number;
+  /** The last lines it printed, for error messages. */
+  tail(): string;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves with how it ended. */
+  stop(graceMs?: number): Promise<string>;
+}
+
+export interface Stack {
+  url: string;
+  prefix: string;
+  dataDir: string;
+  env: Record<string, string>;
+  procs: Proc[];
+  /** Session ids this run created (for the container safety net). */
+  sessions: Set<string>;
+  redis: Redis;
+  start(name: EntryName, nodeArgs?: string[]): Promise<Proc>;
+  waitReady(timeoutMs?: number): Promise<void>;
+  /** Stops every process (gateway first), removes what is left of the run; answers with how each process ended. */
+  close(): Promise<Record<string, string>>;
+}
+
+/** Waits for `exit` or `timeoutMs`; true when it exited. */
+function exitOf(child: ChildProcess, timeoutMs: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((r) => {
+    const t = setTimeout(() => r(false), timeoutMs);
+    child.once('exit', () => { clearTimeout(t); r(true); });
+  });
+}
+
+/**
+ * A stack of the given processes (e.g. ['standalone'] or ['gateway', 'worker']), ready when /readyz says so.
+ * `env` adds to or overrides sandgate's environment (SANDGATE_POOL_SIZE, SANDGATE_MAX_SESSIONS, ...).
+ */
+export async function startStack(names: EntryName[], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Stack> {
+  const prefix = `sgbench${randomBytes(4).toString('hex')}`;
+  const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-bench-'));
+  const port = await freePort();
+  const fullEnv: Record<string, string> = {
+    REDIS_URL, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_DATA_DIR: dataDir, SANDGATE_PORT: String(port),
+    SANDGATE_HOST: '127.0.0.1', SANDGATE_LOG_LEVEL: 'warn', ...env,
+  };
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 3, connectionName: 'sandgate-bench' });
+  let closing: Promise<Record<string, string>> | null = null;
+  const stack: Stack = {
+    url: `http://127.0.0.1:${port}`, prefix, dataDir, env: fullEnv, procs: [], sessions: new Set(), redis,
+    async start(name, nodeArgs = []) {
+      const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ENTRY[name]], {
+        cwd: ROOT,
+        // Only what sandgate reads plus what node needs; nothing of the bench's own knobs.
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...fullEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const lines: string[] = [];
+      const keep = (chunk: Buffer) => {
+        for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(l.slice(0, 500));
+        if (lines.length > 40) lines.splice(0, lines.length - 40);
+      };
+      child.stdout!.on('data', keep);
+      child.stderr!.on('data', keep);
+      if (child.pid === undefined) throw new Error(`could not start ${name}`);
+      const proc: Proc = {
+        name, child, pid: child.pid,
+        tail: () => lines.join('\n'),
+        async stop(graceMs = 15_000) {
+          if (child.exitCode !== null || child.signalCode !== null) return `already exited (${child.exitCode ?? child.signalCode})`;
+          child.kill('SIGTERM');
+          if (await exitOf(child, graceMs)) return `exited on SIGTERM (${child.exitCode ?? child.signalCode})`;
+          child.kill('SIGKILL');
+          await exitOf(child, 5000);
+          return `did not exit within ${graceMs} ms of SIGTERM; killed`;
+        },
+      };
+      stack.procs.push(proc);
+      return proc;
+    },
+    async waitReady(timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last = '';
+      while (Date.now() < deadline) {
+        for (const p of stack.procs) {
+          if (p.child.exitCode !== null) throw new Error(`${p.name} exited with ${p.child.exitCode} during start-up:\n${p.tail()}`);
+        }
+        try {
+          const res = await request('GET', `${stack.url}/readyz`);
+          if (res.status === 200) return;
+          last = res.text.slice(0, 300);
+        } catch (e) {
+          last = (e as Error).message;
+        }
+        await sleep(100);
+      }
+      throw new Error(`sandgate not ready after ${timeoutMs} ms (${last}):\n${stack.procs.map((p) => `[${p.name}] ${p.tail()}`).join('\n')}`);
+    },
+    close() {
+      closing ??= closeStack();
+      return closing;
+    },
+  };
+  const unregister = onCleanup(() => stack.close());
+  /** Gateway first (no new work), then workers, which finish their runs and drop their pools; then what is left. */
+  async function closeStack(): Promise<Record<string, string>> {
+    unregister();
+    const order = [...stack.procs].sort((a, b) => rank(a.name) - rank(b.name));
+    const ended: Record<string, string> = {};
+    for (const p of order) ended[p.name] = await p.stop();
+    await removeStackContainers(stack).catch(() => {});
+    await deleteKeys(redis, prefix).catch(() => {});
+    redis.disconnect();
+    await rm(dataDir, { recursive: true, force: true });
+    return ended;
+  }
+  try {
+    for (const n of names) await stack.start(n, nodeArgs);
+    await stack.waitReady();
+  } catch (e) {
+    await stack.close();
+    throw e;
+  }
+  return stack;
+}
+
+const rank = (n: EntryName) => (n === 'gateway' ? 0 : 1);
+
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  for (let cursor = '0'; ;) {
+    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    if (found.length) await redis.unlink(...found);
+    cursor = next;
+    if (cursor === '0') break;
+  }
+}
+
+/**
+ * The safety net after the workers stopped: any sandgate container that belongs to this run (one of its
+ * sessions, or a label naming one of its worker processes, like a warm pool's) and is still there.
+ * Never touches another run's containers: other people use this engine at the same time.
+ */
+async function removeStackContainers(stack: Stack): Promise<void> {
+  const workerIds = stack.procs.map((p) => `${hostname()}-${p.pid}-`);
+  const list = await docker.listContainers({ all: true, filters: { label: ['org.sandgate.managed=true'] } });
+  const ours = list.filter((c) => Object.values(c.Labels ?? {}).some((v) =>
+    stack.sessions.has(v) || v.includes(stack.prefix) || workerIds.some((w) => v.startsWith(w))));
+  await Promise.all(ours.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+}
+
+/** CPU time (user + system, ms) all of the stack's processes have used so far. */
+export async function stackCpuMs(stack: Stack): Promise<number> {
+  const each = await Promise.all(stack.procs.map((p) => cpuMsOf(p.pid).catch(() => 0)));
+  return each.reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,139 @@
+/**
+ * `npm run bench`: every bench in sequence, each in its own process (so one's memory or sockets never
+ * colour the next), their JSON lines passed through on stdout, then a summary table on stderr.
+ * raw-docker-cold runs first; its p50 and throughput are handed to the later benches (BENCH_RAW_COLD_*), which
+ * report them beside the raw runs they interleave with their own samples (their ratios use the latter).
+ * BENCH_ONLY=name,name runs a subset; BENCH_OUT=file also writes the JSON lines there.
+ */
+import { spawn } from 'node:child_process';
+import { appendFile, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { machine } from './lib/machine.ts';
+import { docker } from './lib/raw-docker.ts';
+import { ROOT } from './lib/stack.ts';
+
+const BENCHES: { file: string; figures: string[] }[] = [
+  { file: 'raw-docker-cold', figures: ['raw-docker-cold', 'raw-docker-cold-throughput'] },
+  { file: 'raw-docker-exec', figures: ['raw-docker-exec'] },
+  { file: 'http-oneshot-cold', figures: ['http-oneshot-cold'] },
+  { file: 'http-oneshot-pool', figures: ['http-oneshot-pool', 'http-oneshot-pool-throughput'] },
+  { file: 'http-stateful', figures: ['http-stateful'] },
+  { file: 'http-session', figures: ['http-session'] },
+  { file: 'gateway-overhead', figures: ['gateway-overhead', 'gateway-overhead-throughput'] },
+  { file: 'sse-fanout', figures: ['sse-fanout'] },
+  { file: 'memory-stdout-flood', figures: ['memory-stdout-flood'] },
+  { file: 'memory-upload', figures: ['memory-upload'] },
+];
+const BENCH_TIMEOUT_MS = 300_000;
+/** The bench running now (its own process group): Ctrl-C or SIGTERM here is passed on, so it cleans up. */
+let current: number | null = null;
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    interrupted = true;
+    if (current === null) process.exit(130);
+    try { process.kill(-current, signal); } catch { /* gone */ }
+  });
+}
+
+type Fig = Record<string, any>;
+
+function runOne(file: string, env: Record<string, string>): Promise<{ figures: Fig[]; exit: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join('bench', `${file}.ts`)], {
+      cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'], detached: true,
+    });
+    current = child.pid ?? null;
+    const figures: Fig[] = [];
+    let buf = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        process.stdout.write(`${line}\n`);
+        try { const f = JSON.parse(line) as Fig; if (typeof f.bench === 'string') figures.push(f); } catch { /* not a figure */ }
+      }
+    });
+    const timer = setTimeout(() => {
+      process.stderr.write(`run-all: ${file} still running after ${BENCH_TIMEOUT_MS} ms; stopping it\n`);
+      try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* gone */ }
+      // SIGTERM lets it clean up (bench/lib/main.ts); only if that hangs is the group killed outright.
+      setTimeout(() => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }, 60_000).unref();
+    }, BENCH_TIMEOUT_MS);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      current = null;
+      resolve({ figures, exit: signal ? `killed by ${signal}` : `exit ${code}` });
+    });
+  });
+}
+
+function keyFigure(f: Fig): string {
+  if (f.error) return `error: ${String(f.error).slice(0, 70)}`;
+  if (f.executions_per_s !== undefined) return `${f.executions_per_s}/s`;
+  if (f.accepted_per_s !== undefined) return `${f.accepted_per_s}/s accepted`;
+  if (f.subscribers !== undefined) return `${f.subscribers_complete}/${f.subscribers} complete`;
+  const growth = Object.keys(f).filter((k) => k.endsWith('_rss_growth_mb'));
+  if (growth.length) return growth.map((k) => `${k.replace('_rss_growth_mb', '')} +${f[k]} MB`).join(', ');
+  return '';
+}
+
+function table(figures: Fig[]): string {
+  const rows = [['bench', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'figure', 'ratio', 'target', 'pass']];
+  for (const f of figures) {
+    rows.push([f.bench, String(f.n ?? ''), String(f.p50_ms ?? '-'), String(f.p95_ms ?? '-'), String(f.p99_ms ?? '-'), keyFigure(f),
+      f.ratio === undefined ? '' : String(f.ratio), f.target ?? '', f.pass ? 'PASS' : 'MISS']);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r, j) => {
+    const line = r.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+    return j === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
+  }).join('\n');
+}
+
+async function main() {
+  const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const out = process.env.BENCH_OUT;
+  if (out) await writeFile(out, '');
+  const started = Date.now();
+  const info = await machine();
+  process.stderr.write(`sandgate bench — ${new Date(started).toISOString()}\n${Object.entries(info).map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n\n`);
+  if (out) await appendFile(out, `${JSON.stringify({ machine: info, started_at: new Date(started).toISOString() })}\n`);
+  const env: Record<string, string> = {};
+  const all: Fig[] = [];
+  for (const b of BENCHES) {
+    if (interrupted) break;
+    if (only.length && !only.some((o) => b.file === o || b.figures.includes(o))) continue;
+    const t0 = Date.now();
+    // Noise indicators: this machine is shared, and other people's containers compete for the same 2 cores.
+    const running = await docker.listContainers().then((l) => l.length, () => -1);
+    const context = { load1_before: Number(loadavg()[0]!.toFixed(2)), engine_containers_running_before: running };
+    process.stderr.write(`run-all: ${b.file} ... (load ${context.load1_before}, ${running} containers running on the engine)\n`);
+    const { figures, exit } = await runOne(b.file, env);
+    for (const name of b.figures) {
+      if (figures.some((f) => f.bench === name)) continue;
+      const missing = { bench: name, n: 0, error: `${b.file}.ts ended (${exit}) without this figure`, target: '', pass: false };
+      process.stdout.write(`${JSON.stringify(missing)}\n`);
+      figures.push(missing);
+    }
+    process.stderr.write(`run-all: ${b.file} done in ${((Date.now() - t0) / 1000).toFixed(1)} s (${exit})\n`);
+    const raw = figures.find((f) => f.bench === 'raw-docker-cold' && !f.error);
+    if (raw) env.BENCH_RAW_COLD_P50_MS = String(raw.p50_ms);
+    const rawT = figures.find((f) => f.bench === 'raw-docker-cold-throughput' && !f.error);
+    if (rawT) env.BENCH_RAW_COLD_PER_S = String(rawT.executions_per_s);
+    all.push(...figures);
+    if (out) for (const f of figures) await appendFile(out, `${JSON.stringify({ ...f, context })}\n`);
+  }
+  const loadEnd = (await machine()).loadavg;
+  if (interrupted) process.exitCode = 130;
+  process.stderr.write(`\n${table(all)}\n\n${all.filter((f) => f.pass).length}/${all.length} pass — ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end: ${loadEnd}\n`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.stack : err);
+  process.exit(1);
+});
