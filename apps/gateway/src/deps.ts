@@ -27,7 +27,7 @@ export const queuePrefix = (config: Config) => `${config.redisPrefix}:q`;
 export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
   const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway'));
   const reader = createRedis(config.redisUrl, 'sandgate-gateway-events');
-  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue');
+  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', { autoPipelining: false });
   const k = keys(config.redisPrefix);
   const hub = new EventHub(reader, redis, log);
   const queue = new Queue<ExecutionJob>(config.queueName, {

@@ -81,7 +81,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
     }
   };
 
-  const queueConnection = createRedis(config.redisUrl, 'sandgate-worker-queue');
+  const queueConnection = createRedis(config.redisUrl, 'sandgate-worker-queue', { autoPipelining: false });
   const worker = new Worker<ExecutionJob>(config.queueName, async (job: Job<ExecutionJob>) => run(job.data), {
     connection: queueConnection,
     prefix: `${config.redisPrefix}:q`,
