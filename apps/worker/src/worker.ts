@@ -94,13 +94,13 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
 
   /** Ends runs whose worker died, then removes every sandbox no live run owns, then expired sessions. */
   const housekeeping = async () => {
-    for (const lost of await executions.lost()) {
+    const { live, lost: lostRuns } = await executions.leases();
+    for (const lost of lostRuns) {
       const rec = await executions.get(lost);
       if (!rec) continue;
       const ended = await executions.finalize(rec, platformResult('error', 'worker_lost', 'the worker running this execution stopped'), ['running']);
       if (ended) wlog.warn({ executionId: lost }, 'execution ended: its worker was lost');
     }
-    const live = await executions.live();
     for (const idInFlight of inFlight.keys()) live.add(idInFlight);
     const workers = await registry.aliveIds(WORKER_ALIVE_MS);
     workers.add(id);

@@ -113,19 +113,11 @@ export class ExecutionStore {
     return r === 1;
   }
 
-  /** Runs marked running whose worker stopped renewing its lease. */
-  async lost(): Promise<string[]> {
-    const ids = await this.redis.smembers(this.k.running());
-    if (ids.length === 0) return [];
-    const alive = await Promise.all(ids.map((id) => this.redis.exists(this.k.lease(id))));
-    return ids.filter((_, i) => alive[i] === 0);
-  }
-
-  /** Ids of runs some worker holds a live lease on. */
-  async live(): Promise<Set<string>> {
+  /** Runs marked running, split by whether some worker still renews their lease (`live`) or stopped (`lost`). */
+  async leases(): Promise<{ live: Set<string>; lost: string[] }> {
     const ids = await this.redis.smembers(this.k.running());
     const alive = await Promise.all(ids.map((id) => this.redis.exists(this.k.lease(id))));
-    return new Set(ids.filter((_, i) => alive[i] === 1));
+    return { live: new Set(ids.filter((_, i) => alive[i] === 1)), lost: ids.filter((_, i) => alive[i] === 0) };
   }
 
   async requestCancel(id: string): Promise<void> {
