@@ -36,12 +36,15 @@ export interface LabelSource {
   tenant: string;
 }
 
+/** What every sandbox carries, whatever its kind: sweep finds and scopes its work by these alone. */
+function managed(deployment: string, kind: SandboxKind): Record<string, string> {
+  return { [LABELS.managed]: 'true', [LABELS.deployment]: deployment, [LABELS.kind]: kind };
+}
+
 /** Labels of a sandbox that runs one execution. */
 export function ownershipLabels(job: LabelSource, deployment: string = DEFAULT_DEPLOYMENT): Record<string, string> {
   return {
-    [LABELS.managed]: 'true',
-    [LABELS.deployment]: deployment,
-    [LABELS.kind]: 'execution',
+    ...managed(deployment, 'execution'),
     [LABELS.execution]: job.execution_id,
     [LABELS.session]: job.session_id,
     [LABELS.tenant]: job.tenant,
@@ -50,7 +53,7 @@ export function ownershipLabels(job: LabelSource, deployment: string = DEFAULT_D
 
 /** Labels of a warm-pool sandbox of one worker instance. */
 export function poolLabels(deployment: string, instanceId: string): Record<string, string> {
-  return { [LABELS.managed]: 'true', [LABELS.deployment]: deployment, [LABELS.kind]: 'pool', [LABELS.instance]: instanceId };
+  return { ...managed(deployment, 'pool'), [LABELS.instance]: instanceId };
 }
 
 export interface SessionLabelSource {
@@ -62,9 +65,7 @@ export interface SessionLabelSource {
 /** Labels of a session's long-lived sandbox; `replaces` when it takes the place of an earlier one. */
 export function sessionLabels(job: SessionLabelSource, deployment: string, replaces: boolean): Record<string, string> {
   return {
-    [LABELS.managed]: 'true',
-    [LABELS.deployment]: deployment,
-    [LABELS.kind]: 'session',
+    ...managed(deployment, 'session'),
     [LABELS.session]: job.session_id,
     [LABELS.tenant]: job.tenant,
     [LABELS.generation]: String(job.generation),
