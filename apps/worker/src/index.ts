@@ -1,2 +1,2 @@
-export { WORKER_ALIVE_MS, newWorkerId, startWorker, type RunningWorker, type WorkerOptions } from './worker.ts';
+export { newWorkerId, startWorker, type RunningWorker, type WorkerOptions } from './worker.ts';
 export { createBackend } from './backend.ts';

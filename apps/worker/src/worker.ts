@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  EventWriter, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, platformResult, withScripts, type Config,
+  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, platformResult, withScripts, type Config,
 } from '@sandgate/state';
 import type { Workspaces } from '@sandgate/storage';
 
@@ -19,9 +19,6 @@ export interface WorkerOptions {
   /** How often the worker stamps its heartbeat; default 5 s (/readyz looks back 15 s). */
   heartbeatMs?: number;
 }
-
-/** Seen workers within this window count as alive: for /readyz and for keeping their warm pools. */
-export const WORKER_ALIVE_MS = 15_000;
 
 export const newWorkerId = () => `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 

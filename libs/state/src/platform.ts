@@ -13,6 +13,12 @@ export async function signingKey(redis: Redis, k: Keys, configured: string | nul
   return Buffer.from(key!, 'hex');
 }
 
+/**
+ * A worker stamps its heartbeat every 5 s; one seen within this window is alive, for /readyz and for
+ * keeping its warm pool through sweeps.
+ */
+export const WORKER_ALIVE_MS = 15_000;
+
 /** Worker liveness, for /readyz: each worker stamps its id with the time every few seconds. */
 export class WorkerRegistry {
   constructor(private readonly redis: Redis, private readonly k: Keys) {}

@@ -1,9 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { LANGUAGES, SandgateError, ref, HealthSchema, ProblemSchema, RuntimeListSchema } from '@sandgate/contracts';
+import { WORKER_ALIVE_MS } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
-
-/** A worker stamps its heartbeat every 5 s; one seen within this window is alive. */
-const WORKER_ALIVE_MS = 15_000;
 
 const VERSIONS: Record<string, string> = { python: '3.11', javascript: 'node 18', bash: '5.2' };
 
