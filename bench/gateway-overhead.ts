@@ -21,8 +21,15 @@ const LATENCY = { bench: 'gateway-overhead', target: 'p50 <= 3 ms' };
 const THROUGHPUT = { bench: 'gateway-overhead-throughput', target: '>= 1000 executions/s accepted' };
 const BODY = { language: 'python', code: 'print(1)' };
 
+/**
+ * V8 needs about a thousand runs of this path before it has compiled it: measured one after another from a fresh
+ * process, CPU per execution falls from ~4.5 ms over the first 200 runs to ~2.2 ms after 600-1,000 and levels
+ * off below that. The figure is the steady state a running gateway serves, not the compiler warming up.
+ */
+const LATENCY_WARMUP = Math.max(WARMUP * 20, 1000);
+
 async function latency(stack: Stack): Promise<void> {
-  for (let i = 0; i < WARMUP * 20; i++) await runWait(stack, BODY, { wait: 5 });
+  for (let i = 0; i < LATENCY_WARMUP; i++) await runWait(stack, BODY, { wait: 5 });
   const lat: number[] = [];
   const segs: Record<string, number>[] = [];
   const cpu0 = await stackCpuMs(stack);
@@ -37,7 +44,7 @@ async function latency(stack: Stack): Promise<void> {
   const cpuMs = (await stackCpuMs(stack)) - cpu0;
   const s = summarize(lat);
   emit({
-    ...LATENCY, ...s, sandgate_cpu_ms_per_execution: round(cpuMs / lat.length), phases_p50_ms: medians(segs),
+    ...LATENCY, ...s, warmup_runs: LATENCY_WARMUP, sandgate_cpu_ms_per_execution: round(cpuMs / lat.length), phases_p50_ms: medians(segs),
     target: LATENCY.target, pass: s.p50_ms <= 3,
   });
 }

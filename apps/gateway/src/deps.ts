@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ExecutionJob } from '@sandgate/contracts';
 import {
-  EventHub, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, signingKey, withScripts,
+  EndedNotices, EventHub, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, signingKey, withScripts,
   type Config, type ScriptRedis,
 } from '@sandgate/state';
 import { UrlSigner, Workspaces } from '@sandgate/storage';
@@ -13,6 +13,7 @@ export interface GatewayDeps {
   log: Logger;
   redis: ScriptRedis;
   hub: EventHub;
+  notices: EndedNotices;
   queue: Queue<ExecutionJob>;
   sessions: SessionStore;
   executions: ExecutionStore;
@@ -26,10 +27,13 @@ export const queuePrefix = (config: Config) => `${config.redisPrefix}:q`;
 
 export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
   const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway'));
-  const reader = createRedis(config.redisUrl, 'sandgate-gateway-events');
+  // One blocking XREAD at a time: nothing to batch.
+  const reader = createRedis(config.redisUrl, 'sandgate-gateway-events', { autoPipelining: false });
   const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', { autoPipelining: false });
   const k = keys(config.redisPrefix);
   const hub = new EventHub(reader, redis, log);
+  const notices = new EndedNotices(createRedis(config.redisUrl, 'sandgate-gateway-notices', { autoPipelining: false }), k);
+  await notices.listen();
   const queue = new Queue<ExecutionJob>(config.queueName, {
     connection: queueConnection,
     prefix: queuePrefix(config),
@@ -45,13 +49,14 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
   return {
-    config, log, redis, hub, queue, signer,
+    config, log, redis, hub, notices, queue, signer,
     sessions: new SessionStore(redis, k),
-    executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
+    executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds, startOn: queueConnection }),
     workers: new WorkerRegistry(redis, k),
     workspaces: new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } }),
     async close() {
       await hub.close();
+      notices.close();
       await queue.close();
       queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());

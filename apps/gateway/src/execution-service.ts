@@ -2,7 +2,10 @@ import { Readable } from 'node:stream';
 import {
   LANGUAGES, SandgateError, isTerminal, type CreateExecution, type ExecutionJob, type Language,
 } from '@sandgate/contracts';
-import { newExecutionId, platformResult, type ExecutionRecord, type SessionRecord } from '@sandgate/state';
+import {
+  endedRecord, endingOf, newExecutionId, newSessionId, platformResult, type ExecutionMeta, type ExecutionRecord,
+  type NoticeWait, type StartOptions,
+} from '@sandgate/state';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
 
@@ -10,12 +13,17 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Inline files are decoded in memory, so they get a tighter bound than streamed uploads. */
 const MAX_INLINE_BYTES = 10 << 20;
 
+type InlineFile = { path: string; bytes: Buffer };
+
 /** Creating, waiting for and cancelling executions: the logic behind /v1/executions, free of HTTP. */
 export class ExecutionService {
   constructor(private readonly d: GatewayDeps) {}
 
-  /** Validates, takes the session's lock, writes inline files, enqueues. Returns the queued record. */
-  async create(tenant: string, body: CreateExecution): Promise<ExecutionRecord> {
+  /**
+   * Validates, takes the session's lock (creating the session for a one-shot), writes inline files, enqueues;
+   * with `waitSeconds`, waits up to that long for the run to end. Returns the record as it then is.
+   */
+  async create(tenant: string, body: CreateExecution, waitSeconds = 0): Promise<ExecutionRecord> {
     const { config } = this.d;
     const job = this.validate(body);
     const files = (body.files ?? []).map((f) => ({ path: normalizeUserPath(f.path), bytes: Buffer.from(f.content_base64, 'base64') }));
@@ -23,30 +31,80 @@ export class ExecutionService {
     if (inline > Math.min(MAX_INLINE_BYTES, config.maxUploadBytes)) {
       throw new SandgateError('payload_too_large', `inline files total ${inline} bytes; upload large files with POST /v1/sessions/{id}/files`);
     }
-    const session: SessionRecord = body.session_id
-      ? await this.d.sessions.require(tenant, body.session_id)
-      : await this.d.sessions.create(tenant, { ttlSeconds: config.sessionTtlSeconds, maxSessions: config.maxSessions });
-    const sandbox = !body.session_id ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
+    const session = body.session_id ? await this.d.sessions.require(tenant, body.session_id) : null;
+    const sandbox = !session ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
     if (sandbox === 'stateful' && job.language !== 'python') {
-      throw new SandgateError('unsupported_language', `session ${session.id} is stateful, which runs python only; use a process session for ${job.language}`);
+      throw new SandgateError('unsupported_language', `session ${session!.id} is stateful, which runs python only; use a process session for ${job.language}`);
     }
     const id = newExecutionId();
-    const meta = { id, tenant, session_id: session.id, language: job.language, created_at: Date.now(), timeout_ms: job.timeout_ms };
-    await this.d.executions.start(meta);
+    const sessionId = session?.id ?? newSessionId();
+    const meta = { id, tenant, session_id: sessionId, language: job.language, created_at: Date.now(), timeout_ms: job.timeout_ms };
+    const data: ExecutionJob = { ...job, execution_id: id, tenant, session_id: sessionId, sandbox, generation: session?.generation ?? 0 };
+    const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {
-      const dir = await this.d.workspaces.create(session.id);
+      const start = {
+        ...(session ? {} : { newSession: { ttlSeconds: config.sessionTtlSeconds, maxSessions: config.maxSessions } }),
+        ...(ending ? { notify: this.d.notices.channel } : {}),
+      };
+      if (files.length === 0) await this.startAndEnqueue(meta, start, data);
+      else await this.startWithFiles(meta, start, data, files);
+      const record: ExecutionRecord = { ...meta, state: 'queued', started_at: null, finished_at: null, result: null };
+      return ending ? await this.until(record, ending, Date.now() + waitSeconds * 1000) : record;
+    } finally {
+      ending?.cancel();
+    }
+  }
+
+  /** Waits for the notice of the run's end; reads the run when a notice may have been missed, and at the deadline. */
+  private async until(rec: ExecutionRecord, ending: NoticeWait, deadline: number): Promise<ExecutionRecord> {
+    for (;;) {
+      const notice = await ending.next(deadline);
+      if (typeof notice === 'object') return endedRecord(rec, notice);
+      const now = await this.d.executions.get(rec.id);
+      if (notice === 'timeout' || !now || isTerminal(now.state)) return now ?? rec;
+    }
+  }
+
+  /**
+   * The start and the enqueue go out back to back on the Queue's connection, so Redis runs them in that order
+   * within one round trip. When the start refuses (session busy, not found, max_sessions), the job is removed
+   * again; a worker that gets to it first finds no queued execution and skips it.
+   */
+  private async startAndEnqueue(meta: ExecutionMeta, start: StartOptions, data: ExecutionJob): Promise<void> {
+    const [started, queued] = await Promise.allSettled([this.d.executions.start(meta, start), this.enqueue(data)]);
+    if (started.status === 'rejected') {
+      if (queued.status === 'fulfilled') await this.d.queue.remove(meta.id).catch(() => 0);
+      throw started.reason;
+    }
+    if (queued.status === 'rejected') await this.failToQueue(meta, queued.reason);
+  }
+
+  /** Inline files are written once the session is ours (its lock taken), and before a worker can start the run. */
+  private async startWithFiles(meta: ExecutionMeta, start: StartOptions, data: ExecutionJob, files: InlineFile[]): Promise<void> {
+    const { config } = this.d;
+    await this.d.executions.start(meta, start);
+    try {
+      const dir = await this.d.workspaces.create(meta.session_id);
       for (const f of files) {
         await writeFileInside(dir, f.path, Readable.from([f.bytes]), {
           maxBytes: config.maxUploadBytes, overwrite: true, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
         });
       }
-      await this.d.queue.add('execute', { ...job, execution_id: id, tenant, session_id: session.id, sandbox, generation: session.generation }, { jobId: id });
+      await this.enqueue(data);
     } catch (err) {
-      const reason = err instanceof SandgateError ? undefined : 'backend_unavailable';
-      await this.d.executions.finalize(meta, platformResult('error', reason, `could not queue the execution: ${(err as Error).message}`), ['queued']);
-      throw err;
+      await this.failToQueue(meta, err);
     }
-    return { ...meta, state: 'queued', started_at: null, finished_at: null, result: null };
+  }
+
+  private enqueue(data: ExecutionJob) {
+    return this.d.queue.add('execute', data, { jobId: data.execution_id });
+  }
+
+  /** Ends a started run that could not be queued, then rethrows why. */
+  private async failToQueue(meta: ExecutionMeta, err: unknown): Promise<never> {
+    const reason = err instanceof SandgateError ? undefined : 'backend_unavailable';
+    await this.d.executions.finalize(meta, platformResult('error', reason, `could not queue the execution: ${(err as Error).message}`), ['queued']);
+    throw err;
   }
 
   private validate(body: CreateExecution): Omit<ExecutionJob, 'execution_id' | 'tenant' | 'session_id' | 'sandbox' | 'generation'> {
@@ -78,22 +136,25 @@ export class ExecutionService {
   async wait(rec: ExecutionRecord, seconds: number): Promise<ExecutionRecord> {
     if (isTerminal(rec.state) || seconds <= 0) return rec;
     const key = this.d.executions.eventsKey(rec.id);
-    // Take the stream's last id before re-reading the state: finalisation writes both at once,
-    // so either the state is already terminal or the result event comes after `last`.
-    const [newest] = (await this.d.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as [string, string[]][];
-    const now = await this.d.executions.get(rec.id);
+    // The stream's last id is read before the state (one connection, in order): finalisation writes both at
+    // once, so either the state is already terminal or the result event comes after `newest`.
+    const [[newest], now] = await Promise.all([
+      this.d.redis.xrevrange(key, '+', '-', 'COUNT', 1) as Promise<[string, string[]][]>,
+      this.d.executions.get(rec.id),
+    ]);
     if (!now || isTerminal(now.state)) return now ?? rec;
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), seconds * 1000);
     try {
       for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, ac.signal)) {
+        const ending = endingOf(ev);
+        if (ending) return endedRecord(now, ending);
         if (ev.type === 'result') break;
       }
     } finally {
       clearTimeout(timer);
-      ac.abort();
     }
-    return (await this.d.executions.get(rec.id)) ?? rec;
+    return (await this.d.executions.get(rec.id)) ?? now;
   }
 
   /**

@@ -34,7 +34,8 @@ export interface RunningWorker {
  */
 export async function startWorker({ config, log, backend, workspaces, id, heartbeatMs = 5000 }: WorkerOptions): Promise<RunningWorker> {
   const k = keys(config.redisPrefix);
-  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-worker'));
+  // A run's commands depend on each other's answers, so auto-pipelining would only add its own cost.
+  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-worker', { autoPipelining: false }));
   const subscriber = createRedis(config.redisUrl, 'sandgate-worker-cancel');
   const sessions = new SessionStore(redis, k);
   const executions = new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds });
@@ -50,11 +51,13 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
     const ac = new AbortController();
     inFlight.set(job.execution_id, ac);
     try {
-      if (await executions.cancelRequested(job.execution_id)) ac.abort();
-      if (!(await executions.markRunning(job.execution_id, id, config.leaseMs))) {
+      const started = await executions.markRunning(job.execution_id, id, config.leaseMs);
+      if (started === 'not_queued') {
         jlog.info('execution no longer queued (cancelled or reaped); skipping');
         return;
       }
+      // The cancel was published before this run was in `inFlight`: the backend sees it through the signal.
+      if (started === 'cancel_requested') ac.abort();
       const lease = setInterval(() => {
         executions.renewLease(job.execution_id, id, config.leaseMs).catch((err: unknown) => jlog.warn({ err }, 'lease renewal failed'));
       }, Math.floor(config.leaseMs / 3));
@@ -70,8 +73,11 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       } finally {
         clearInterval(lease);
       }
-      await events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written'));
-      await executions.finalize({ id: job.execution_id, session_id: job.session_id }, result, ['running']);
+      // What the backend reported and is not sent yet goes out with the result, in one step.
+      await Promise.all([
+        executions.finalize({ id: job.execution_id, session_id: job.session_id }, result, ['running'], events.takePending()),
+        events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
+      ]);
       jlog.info({ state: result.state, exitCode: result.exit_code, ms: result.duration_ms }, 'execution finished');
     } finally {
       inFlight.delete(job.execution_id);

@@ -7,19 +7,19 @@ export interface StoredEvent {
   id: string;
   type: EventType;
   data: string;
+  /** On a `result` entry: when the run started (null if it never did) and ended, in ms. Not part of the SSE event. */
+  times?: { startedAt: number | null; finishedAt: number };
 }
 
 type Entry = { cursor: string; subs: Set<(ev: StoredEvent) => void> };
 type Logger = { warn(obj: object, msg: string): void };
 
 export function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {
-  let type = '';
-  let data = '';
-  for (let i = 0; i < fields.length; i += 2) {
-    if (fields[i] === 'type') type = fields[i + 1]!;
-    else if (fields[i] === 'data') data = fields[i + 1]!;
-  }
-  return { id, type: type as EventType, data };
+  const f: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  const ev: StoredEvent = { id, type: (f.type ?? '') as EventType, data: f.data ?? '' };
+  if (f.finished_at) ev.times = { startedAt: f.started_at ? Number(f.started_at) : null, finishedAt: Number(f.finished_at) };
+  return ev;
 }
 
 /**
@@ -133,6 +133,9 @@ export class EventHub {
           const ev = toStoredEvent(raw);
           entry.cursor = ev.id;
           for (const push of entry.subs) push(ev);
+          // Nothing follows a result: stop reading the stream now rather than unblock the read when its
+          // subscribers leave. A later subscriber starts it afresh and finds the result straight away.
+          if (ev.type === 'result') this.streams.delete(key);
         }
       }
     }

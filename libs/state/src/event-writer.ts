@@ -1,19 +1,24 @@
-import type { Redis } from 'ioredis';
 import type { Artifact, Phase } from '@sandgate/contracts';
+import type { ScriptRedis } from './scripts.ts';
 
 /**
  * Appends one execution's events to its Redis stream. Output is coalesced (up to `maxChunk`
  * bytes or `lingerMs`) so a program printing one byte at a time costs a few writes, not one each;
  * any other event flushes pending output first, so the stream keeps the order things happened in.
+ * Events of one turn of the event loop go out as one command, so a blocked reader wakes once for them,
+ * and what is still unsent when the run ends is handed to finalisation (takePending) instead.
  */
 export class EventWriter {
   private pending: { type: 'stdout' | 'stderr'; text: string } | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** Events not sent yet, as type, data pairs. */
+  private unsent: string[] = [];
+  private sendScheduled = false;
   private writes: Promise<unknown> = Promise.resolve();
   private failed: unknown = null;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: ScriptRedis,
     private readonly key: string,
     private readonly opts: { lingerMs?: number; maxChunk?: number } = {},
   ) {}
@@ -44,14 +49,38 @@ export class EventWriter {
   }
 
   private write(type: string, data: string): void {
+    this.unsent.push(type, data);
+    if (this.sendScheduled) return;
+    this.sendScheduled = true;
+    setImmediate(() => this.send());
+  }
+
+  private send(): void {
+    this.sendScheduled = false;
+    if (this.unsent.length === 0) return;
+    const batch = this.unsent;
+    this.unsent = [];
     // ioredis sends commands of one connection in order, so no need to wait between them.
-    const w = this.redis.xadd(this.key, '*', 'type', type, 'data', data).catch((err: unknown) => { this.failed ??= err; });
+    const w = this.redis.sgAppendEvents(this.key, ...batch).catch((err: unknown) => { this.failed ??= err; });
     this.writes = Promise.all([this.writes, w]);
+  }
+
+  /**
+   * Takes the events not sent yet (output still lingering included), as type, data pairs, for
+   * ExecutionStore.finalize to write in the same step as the result. Send it on this writer's connection,
+   * after what this writer already sent.
+   */
+  takePending(): string[] {
+    this.flushOutput();
+    const batch = this.unsent;
+    this.unsent = [];
+    return batch;
   }
 
   /** Writes everything still pending; rejects if any write failed. */
   async flush(): Promise<void> {
     this.flushOutput();
+    this.send();
     await this.writes;
     if (this.failed) throw this.failed;
   }

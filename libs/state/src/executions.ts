@@ -1,10 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import {
   SandgateError, isTerminal, type ExecutionResult, type ExecutionState, type PhaseEvent, type ResultEvent,
   type TerminalState,
 } from '@sandgate/contracts';
+import type { StoredEvent } from './event-hub.ts';
 import type { Keys } from './keys.ts';
-import type { ScriptRedis } from './scripts.ts';
+import { randomHex } from './random-ids.ts';
+import { evalInOrder, type ScriptRedis } from './scripts.ts';
 
 export interface ExecutionMeta {
   id: string;
@@ -22,7 +24,14 @@ export interface ExecutionRecord extends ExecutionMeta {
   result: ExecutionResult | null;
 }
 
-export const newExecutionId = () => `exec_${randomBytes(8).toString('hex')}`;
+export interface StartOptions {
+  /** A session to create on the way, for a one-shot execution. */
+  newSession?: { ttlSeconds: number; maxSessions: number };
+  /** The channel of the EndedNotices that waits for this run; default: none. */
+  notify?: string;
+}
+
+export const newExecutionId = () => `exec_${randomHex(8)}`;
 
 const phase = (p: PhaseEvent['phase'], at = Date.now()) =>
   JSON.stringify({ phase: p, at: new Date(at).toISOString() } satisfies PhaseEvent);
@@ -32,21 +41,33 @@ export class ExecutionStore {
   constructor(
     private readonly redis: ScriptRedis,
     private readonly k: Keys,
-    private readonly opts: { retentionSeconds: number },
+    private readonly opts: {
+      retentionSeconds: number;
+      /**
+       * Where `start` goes out; default: `redis`. The gateway gives the connection its BullMQ Queue uses, so an
+       * enqueue sent right behind a start reaches Redis after it, in the same round trip.
+       */
+      startOn?: Redis;
+    },
   ) {}
 
   /**
-   * Records a queued execution and takes its session's lock, atomically. The lock outlives any
-   * sane queue wait; the worker or the reaper releases it when the run ends.
+   * Records a queued execution and takes its session's lock, atomically; with `newSession`, creates that
+   * session first, in the same step (a one-shot's). The lock outlives any sane queue wait; the worker or the
+   * reaper releases it when the run ends. With `notify`, the run's ending is published to that channel.
    */
-  async start(meta: ExecutionMeta): Promise<void> {
-    const r = await this.redis.sgStartExecution(
+  async start(meta: ExecutionMeta, { newSession, notify = '' }: StartOptions = {}): Promise<void> {
+    const r = await evalInOrder(this.opts.startOn ?? this.redis, 'sgStartExecution',
       this.k.session(meta.session_id), this.k.sessionLock(meta.session_id), this.k.execution(meta.id),
       this.k.tenantSessions(meta.tenant), this.k.sessionExpiry(), this.k.tenantExecutions(meta.tenant),
       this.k.sessionExecutions(meta.session_id), this.k.events(meta.id),
       meta.session_id, meta.tenant, meta.id, meta.created_at, JSON.stringify(meta), 24 * 3600 * 1000,
-      this.opts.retentionSeconds, phase('queued', meta.created_at),
+      this.opts.retentionSeconds, phase('queued', meta.created_at), notify,
+      ...(newSession ? [newSession.ttlSeconds, newSession.maxSessions] : []),
     );
+    if (r === 'max_sessions') {
+      throw new SandgateError('max_sessions', `tenant already has ${newSession!.maxSessions} live sessions; delete one or wait for one to expire`);
+    }
     if (r === 'not_found') throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
     if (r === 'busy') {
       throw new SandgateError('session_busy', `session ${meta.session_id} is running another execution; wait for it or cancel it`);
@@ -89,10 +110,15 @@ export class ExecutionStore {
     return out;
   }
 
-  /** queued → running, with the worker's lease. False when the run is no longer queued (cancelled, reaped). */
-  async markRunning(id: string, workerId: string, leaseMs: number): Promise<boolean> {
-    const r = await this.redis.sgMarkRunning(this.k.execution(id), this.k.lease(id), this.k.running(), id, Date.now(), workerId, leaseMs);
-    return r === 1;
+  /**
+   * queued → running, with the worker's lease. `not_queued` when the run is no longer queued (cancelled, reaped);
+   * `cancel_requested` when it is now running but a cancel came before the worker could listen for one.
+   */
+  async markRunning(id: string, workerId: string, leaseMs: number): Promise<'running' | 'cancel_requested' | 'not_queued'> {
+    const r = await this.redis.sgMarkRunning(
+      this.k.execution(id), this.k.lease(id), this.k.running(), this.k.cancelFlag(id), id, Date.now(), workerId, leaseMs,
+    );
+    return r === 2 ? 'cancel_requested' : r === 1 ? 'running' : 'not_queued';
   }
 
   async renewLease(id: string, workerId: string, leaseMs: number): Promise<void> {
@@ -102,13 +128,16 @@ export class ExecutionStore {
   /**
    * Ends a run: state, result, `done` and `result` events and the session lock, in one step.
    * Only from the given states, so concurrent finishers (worker, reaper, cancel) produce one result.
+   * `pending` are events of the run not written yet (EventWriter.takePending): they go in before `done`.
    */
-  async finalize(rec: Pick<ExecutionMeta, 'id' | 'session_id'>, result: ExecutionResult, from: ExecutionState[]): Promise<boolean> {
+  async finalize(
+    rec: Pick<ExecutionMeta, 'id' | 'session_id'>, result: ExecutionResult, from: ExecutionState[], pending: string[] = [],
+  ): Promise<boolean> {
     const now = Date.now();
     const r = await this.redis.sgFinalize(
       this.k.execution(rec.id), this.k.events(rec.id), this.k.sessionLock(rec.session_id), this.k.running(), this.k.lease(rec.id),
       rec.id, now, JSON.stringify(result), result.state, this.opts.retentionSeconds, from.join(','),
-      phase('done', now), JSON.stringify({ result } satisfies ResultEvent),
+      phase('done', now), JSON.stringify({ result } satisfies ResultEvent), ...pending,
     );
     return r === 1;
   }
@@ -123,10 +152,24 @@ export class ExecutionStore {
   async requestCancel(id: string): Promise<void> {
     await this.redis.multi().set(this.k.cancelFlag(id), '1', 'EX', this.opts.retentionSeconds).publish(this.k.cancelChannel(), id).exec();
   }
+}
 
-  async cancelRequested(id: string): Promise<boolean> {
-    return (await this.redis.exists(this.k.cancelFlag(id))) === 1;
-  }
+/** How a run ended, as its `result` event and the EndedNotices published at finalisation carry it. */
+export interface Ending {
+  result: ExecutionResult;
+  startedAt: number | null;
+  finishedAt: number;
+}
+
+/** The ending a `result` event stands for; null for an entry that does not carry its times. */
+export function endingOf(ev: StoredEvent): Ending | null {
+  if (ev.type !== 'result' || !ev.times) return null;
+  return { result: (JSON.parse(ev.data) as ResultEvent).result, ...ev.times };
+}
+
+/** The terminal record of a run, from the record as it was before and how it ended: no need to read it back. */
+export function endedRecord(rec: ExecutionRecord, { result, startedAt, finishedAt }: Ending): ExecutionRecord {
+  return { ...rec, state: result.state, started_at: startedAt, finished_at: finishedAt, result };
 }
 
 /** A result for a run that ended without the user's code finishing (never ran, lost, cancelled while queued). */

@@ -7,5 +7,6 @@ export * from './sessions.ts';
 export * from './executions.ts';
 export * from './event-hub.ts';
 export * from './event-writer.ts';
+export * from './ended-notices.ts';
 export * from './platform.ts';
 export * from './logger.ts';

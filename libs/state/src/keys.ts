@@ -17,5 +17,7 @@ export const keys = (p: string) => ({
   workers: () => `${p}:workers`,
   signingKey: () => `${p}:signing-key`,
   cancelChannel: () => `${p}:cancel`,
+  /** Where finalisation tells one gateway process that a run it waits for has ended (EndedNotices). */
+  endedChannel: (listener: string) => `${p}:ended:${listener}`,
 });
 export type Keys = ReturnType<typeof keys>;

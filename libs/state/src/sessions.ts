@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { SandgateError, type SessionMode } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
+import { randomHex } from './random-ids.ts';
 import type { ScriptRedis } from './scripts.ts';
 
 export interface SessionRecord {
@@ -18,7 +18,7 @@ export interface SessionRecord {
   currentExecutionId: string | null;
 }
 
-export const newSessionId = () => `sess_${randomBytes(6).toString('hex')}`;
+export const newSessionId = () => `sess_${randomHex(6)}`;
 
 /** Session records, their per-tenant index and their busy lock, in Redis. */
 export class SessionStore {

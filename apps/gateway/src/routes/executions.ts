@@ -35,8 +35,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       response: { 200: ref(ExecutionSchema), 202: ref(ExecutionSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema), 429: ref(ProblemSchema), ...errors },
     },
   }, async (req, reply) => {
-    let rec = await service.create(tenantOf(req), req.body);
-    if (req.query.wait) rec = await service.wait(rec, req.query.wait);
+    const rec = await service.create(tenantOf(req), req.body, req.query.wait);
     const body = present(rec);
     return reply.status(isTerminal(rec.state) ? 200 : 202).header('location', body.links.self).send(body);
   });

@@ -1,0 +1,100 @@
+import type { Redis } from 'ioredis';
+import type { ResultEvent } from '@sandgate/contracts';
+import type { Ending } from './executions.ts';
+import type { Keys } from './keys.ts';
+import { randomHex } from './random-ids.ts';
+
+/** What waiting for one run's ending gives: the ending, `missed` or `timeout`. */
+export type Notice = Ending | 'missed' | 'timeout';
+
+export interface NoticeWait {
+  /**
+   * The run's ending, once it is published; `missed` when notices may have been lost meanwhile (the connection
+   * was down: read the run, then wait again if it has not ended); `timeout` at `deadline` (ms since the epoch).
+   */
+  next(deadline: number): Promise<Notice>;
+  /** Stops listening for this run. */
+  cancel(): void;
+}
+
+interface Waiter {
+  ending: Ending | null;
+  missed: boolean;
+  wake: (() => void) | null;
+}
+
+/**
+ * Tells this process when a run it waits for ends, without a Redis command per wait: the process listens on a
+ * channel of its own, ExecutionStore.start stores that channel on the run, and finalisation publishes the ending
+ * there. Pub/sub drops what is published while the connection is down, so after a reconnect every waiter is told
+ * it may have missed its notice.
+ */
+export class EndedNotices {
+  readonly channel: string;
+  private readonly waiters = new Map<string, Waiter>();
+  private listening = false;
+
+  /** `sub` becomes a subscriber connection: give it nothing else to do. */
+  constructor(private readonly sub: Redis, k: Keys) {
+    this.channel = k.endedChannel(randomHex(8));
+    sub.on('message', (_channel: string, message: string) => this.deliver(message));
+    // ioredis subscribes again after a reconnect; once our own SUBSCRIBE is answered, nothing more can be lost.
+    sub.on('ready', () => {
+      if (!this.listening) return;
+      sub.subscribe(this.channel).then(() => this.missedAll(), () => this.missedAll());
+    });
+  }
+
+  async listen(): Promise<void> {
+    await this.sub.subscribe(this.channel);
+    this.listening = true;
+  }
+
+  /** Starts listening for the ending of run `id`: before the run can end, so its notice cannot come first. */
+  expect(id: string): NoticeWait {
+    const w: Waiter = { ending: null, missed: false, wake: null };
+    this.waiters.set(id, w);
+    return {
+      next: (deadline) => new Promise<Notice>((resolve) => {
+        let timer: NodeJS.Timeout | undefined;
+        const settle = () => {
+          clearTimeout(timer);
+          w.wake = null;
+          if (w.ending) resolve(w.ending);
+          else if (w.missed) { w.missed = false; resolve('missed'); } else resolve('timeout');
+        };
+        if (w.ending || w.missed) { settle(); return; }
+        timer = setTimeout(settle, Math.max(0, deadline - Date.now()));
+        w.wake = settle;
+      }),
+      cancel: () => { this.waiters.delete(id); },
+    };
+  }
+
+  /** A notice is `<id>\n<started_at or empty>\n<finished_at>\n<result event JSON>` (sgFinalize). */
+  private deliver(message: string): void {
+    const a = message.indexOf('\n');
+    const b = message.indexOf('\n', a + 1);
+    const c = message.indexOf('\n', b + 1);
+    const w = this.waiters.get(message.slice(0, a));
+    if (!w || c < 0) return;
+    const started = message.slice(a + 1, b);
+    w.ending = {
+      result: (JSON.parse(message.slice(c + 1)) as ResultEvent).result,
+      startedAt: started ? Number(started) : null,
+      finishedAt: Number(message.slice(b + 1, c)),
+    };
+    w.wake?.();
+  }
+
+  private missedAll(): void {
+    for (const w of this.waiters.values()) {
+      w.missed = true;
+      w.wake?.();
+    }
+  }
+
+  close(): void {
+    this.sub.disconnect();
+  }
+}
