@@ -15,6 +15,8 @@ export function createBackend(config: Config, log: Logger, workspaces: Workspace
     deployment: config.redisPrefix,
     instanceId,
     poolSize: config.poolSize,
+    poolMaxRuns: config.poolMaxRuns,
+    concurrency: config.workerConcurrency,
     poolLimits: { memory_mb: config.memoryMb, cpus: config.cpus },
     maxOutputBytes: config.maxOutputBytes,
     artifactUrl: (sessionId, path) => signer.downloadUrl(sessionId, path),

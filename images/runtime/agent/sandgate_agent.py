@@ -1,17 +1,19 @@
 """sandgate agent: runs code on request inside a long-lived sandbox (warm pool or session).
 
 Protocol (JSON lines). In, on the container's stdin: {"op":"run", "id", "language", "code", "env",
-"stdin", "mode":"process"|"stateful", "cap"}, {"op":"interrupt"} and {"op":"ping","id"}. Out, on the
-agent's ORIGINAL fd 1 only:
+"stdin", "mode":"process"|"stateful", "cap"}, {"op":"interrupt"}, {"op":"ping","id"} and
+{"op":"reset","id"}. Out, on the agent's ORIGINAL fd 1 only:
 {"t":"ready"} once, then per run {"t":"started","id"} (the run was taken: anything after it may have
 run), {"t":"out","d"} and {"t":"err","d"} (at most cap+1 bytes of each stream), {"t":"exit","id","code",
 "value"?, "restarted"?, "oom"?}. "d" carries raw bytes, one code point per byte (latin-1), so output that is not
-UTF-8 or splits a character across reads crosses unchanged. Runs are taken one at a time, in order.
+UTF-8 or splits a character across reads crosses unchanged. A reset (pool sandboxes, between two runs;
+see sandgate_reset.py) is answered with {"t":"reset","id","ok", "error"?}. Runs and resets are taken one
+at a time, in order.
 A ping is answered at once, even during a run, with {"t":"pong","id"}: Docker starts relaying a new
 attach's output a moment after it has answered the attach, so a client pings until a pong comes back
 before it sends anything whose answer it must not miss.
 
-  python3 -u sandgate_agent.py [--prewarm=never|once|always]   (pre-started python for process mode)
+  python3 -u sandgate_agent.py [--prewarm=never|fresh|always]   (pre-started python for process mode)
 
 Anything a program prints lands on fd 1/2 of that program, which are pipes this agent reads and frames:
 nothing it writes, even with os.write(1, ...) from C, can forge or corrupt a frame.
@@ -26,6 +28,7 @@ import threading
 
 from sandgate_io import Pump
 from sandgate_process import ProcessRunner
+import sandgate_reset
 import sandgate_stateful
 
 
@@ -111,6 +114,8 @@ class Agent:
             elif msg.get("op") == "run":
                 self.interrupted.clear()
                 self.requests.put(msg)
+            elif msg.get("op") == "reset":
+                self.requests.put(msg)
         self.requests.put(None)
 
     def serve(self):
@@ -127,6 +132,23 @@ class Agent:
                 continue  # an interrupt that came just as a run ended: nothing left to stop
 
     def handle(self, msg):
+        if msg.get("op") == "reset":
+            self.reset(msg)
+        else:
+            self.run(msg)
+        self.process.warm_up()
+
+    def reset(self, msg):
+        frame = {"t": "reset", "id": msg.get("id") if isinstance(msg.get("id"), str) else None, "ok": True}
+        try:
+            self.process.forget_zygote()
+            sandgate_reset.reset()
+            self.process.clean = True
+        except Exception as e:
+            frame.update(ok=False, error="%s: %s" % (type(e).__name__, e))
+        self.proto.send(frame)
+
+    def run(self, msg):
         cap = msg.get("cap") if isinstance(msg.get("cap"), int) else 100_000
         run_id = msg.get("id") if isinstance(msg.get("id"), str) else None
         oom_before = oom_kills()
@@ -145,7 +167,6 @@ class Agent:
         frame["t"] = "exit"
         frame["id"] = run_id
         self.proto.send(frame)
-        self.process.warm_up()
 
 
 def prewarm_arg(argv):

@@ -112,22 +112,29 @@ class ProcessRunner:
         self.proto = proto
         self.base_env = base_env
         self.interrupted = interrupted
-        self.prewarm = prewarm  # "never", "once" (single-use sandboxes) or "always"
+        # "never"; "fresh" (pool sandboxes: at start and after each reset, never in the wake of a run, whose
+        # leftovers could reach it); "always" (session sandboxes: after every run)
+        self.prewarm = prewarm
         self.lock = threading.Lock()
         self.child = None
         self.zygote = None
         self.killed = False
+        # No run has happened since the start or the last reset.
+        self.clean = True
 
     def warm_up(self):
         """Starts a zygote if this sandbox wants one and has none; failures just mean a cold start."""
-        if self.prewarm == "never" or self.zygote is not None:
+        if self.zygote is not None or self.prewarm == "never" or (self.prewarm == "fresh" and not self.clean):
             return
-        if self.prewarm == "once":
-            self.prewarm = "never"
         try:
             self.zygote = spawn_zygote(self.base_env)
         except (OSError, ValueError):
             self.zygote = None
+
+    def forget_zygote(self):
+        zygote, self.zygote = self.zygote, None
+        if zygote is not None:
+            zygote.discard()
 
     def interrupt(self):
         with self.lock:
@@ -136,6 +143,7 @@ class ProcessRunner:
                 kill_group(self.child.proc.pid)
 
     def run(self, msg, cap):
+        self.clean = False
         try:
             child = self._start(msg)
         except (OSError, ValueError, KeyError) as e:

@@ -176,6 +176,32 @@ export class AgentChannel {
     });
   }
 
+  /**
+   * Asks the agent to reset the sandbox between two runs (see Reset), and resolves once it says it has. Rejects when
+   * it reports a failure, the stream ends, or `timeoutMs` passes: the sandbox is then in no known state.
+   */
+  reset(timeoutMs: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const id = randomBytes(6).toString('hex');
+      const done = (err?: Error): void => {
+        clearTimeout(deadline);
+        this.#listener = undefined;
+        if (err) reject(err);
+        else resolve();
+      };
+      const deadline = setTimeout(() => done(new Error(`the sandbox agent did not finish its reset within ${timeoutMs} ms`)), delay(timeoutMs));
+      this.#listener = {
+        frame: (frame) => {
+          if (frame.t !== 'reset' || frame.id !== id) return;
+          done(frame.ok ? undefined : new Error(`the sandbox reset failed: ${frame.error ?? 'no reason given'}`));
+        },
+        closed: () => done(new Error('the sandbox ended during its reset')),
+      };
+      if (this.#closed) return this.#listener.closed();
+      this.#send(encodeMessage({ op: 'reset', id }));
+    });
+  }
+
   /** Detaches. The sandbox lives on (its stdin stays open: StdinOnce is false). */
   close(): void {
     this.#stream.destroy();

@@ -23,6 +23,11 @@ export interface AgentRunSetup {
   kill(): Promise<void>;
   /** After the stream ended without an exit frame: how the sandbox ended, and what to tell the user. */
   postMortem(): Promise<{ exitCode: number; oomKilled: boolean; message: string }>;
+  /**
+   * After a run that ended on its own, before its files are harvested: stops whatever it left running, so that the
+   * artifacts are the files as they will stay. Pool sandboxes reset here.
+   */
+  quiesce?(): Promise<void>;
 }
 
 export type AgentOutcome =
@@ -53,6 +58,7 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
     return { started: false, retryable: !stopped, result: finish({ exitCode: -1, timedOut: end.timedOut, oomKilled: false, cancelled: !end.timedOut }) };
   }
   const runEnd = await describeEnd(end, s);
+  if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
   events.phase('harvesting');
   let artifacts: Artifact[] = [];
   if (outcomeOf(runEnd, job).state === 'completed') {

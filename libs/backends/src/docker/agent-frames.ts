@@ -6,7 +6,8 @@ export type AgentFrame =
   | { t: 'pong'; id: string | null }
   | { t: 'started'; id: string | null }
   | { t: 'out' | 'err'; d: string }
-  | ExitFrame;
+  | ExitFrame
+  | ResetFrame;
 
 export interface ExitFrame {
   t: 'exit';
@@ -19,6 +20,14 @@ export interface ExitFrame {
   restarted?: boolean;
   /** The sandbox's memory cgroup OOM-killed something during the run. */
   oom?: boolean;
+}
+
+/** The answer to a reset: `ok` only when nothing of the earlier runs is left in the sandbox. */
+export interface ResetFrame {
+  t: 'reset';
+  id: string | null;
+  ok: boolean;
+  error?: string;
 }
 
 /** A run request; `id` comes back in the `started` and `exit` frames of that run only. */
@@ -43,7 +52,16 @@ export interface Ping {
   id: string;
 }
 
-export const encodeMessage = (message: RunRequest | Ping | typeof INTERRUPT): string => `${JSON.stringify(message)}\n`;
+/**
+ * Between two runs of a pool sandbox: kill every process but the agent, empty the writable scratch mounts, remove
+ * System V IPC objects (images/runtime/agent/sandgate_reset.py). Answered with a `reset` frame of the same id.
+ */
+export interface Reset {
+  op: 'reset';
+  id: string;
+}
+
+export const encodeMessage = (message: RunRequest | Ping | Reset | typeof INTERRUPT): string => `${JSON.stringify(message)}\n`;
 
 /**
  * A frame from one line, or undefined for anything else. The agent's stdout carries nothing but frames, but a
@@ -69,6 +87,12 @@ export function parseFrame(line: string): AgentFrame | undefined {
     case 'out':
     case 'err':
       return typeof f.d === 'string' ? { t: f.t, d: f.d } : undefined;
+    case 'reset': {
+      if (typeof f.ok !== 'boolean') return undefined;
+      const reset: ResetFrame = { t: 'reset', id, ok: f.ok };
+      if (typeof f.error === 'string') reset.error = f.error;
+      return reset;
+    }
     case 'exit': {
       if (typeof f.code !== 'number' || !Number.isInteger(f.code)) return undefined;
       const exit: ExitFrame = { t: 'exit', id, code: f.code };

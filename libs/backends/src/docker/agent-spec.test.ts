@@ -9,12 +9,12 @@ const settings: SandboxSettings = {
 
 test('an agent sandbox has the same lock-down as a one-execution sandbox, and keeps stdin open', () => {
   const limits = { memory_mb: 256, cpus: 0.5 };
-  const spec = agentSpec({ name: 'sandgate-p-1', labels: { a: 'b' }, limits, workspaceDir: '/data/pool/1', prewarm: 'once' }, settings);
+  const spec = agentSpec({ name: 'sandgate-p-1', labels: { a: 'b' }, limits, workspaceDir: '/data/pool/1', prewarm: 'fresh' }, settings);
   assert.deepEqual(spec.HostConfig, hostConfig(limits, '/data/pool/1', settings));
   assert.equal(spec.HostConfig?.Runtime, 'runsc');
   assert.equal(spec.HostConfig?.NetworkMode, 'none');
   assert.equal(spec.NetworkDisabled, true);
-  assert.deepEqual(spec.Cmd, ['python3', '-u', AGENT_PATH, '--prewarm=once']);
+  assert.deepEqual(spec.Cmd, ['python3', '-u', AGENT_PATH, '--prewarm=fresh']);
   assert.deepEqual(spec.Env, [], 'no variable of the worker, and none of any job');
   assert.equal(spec.User, '1000:1000');
   assert.equal(spec.OpenStdin, true);

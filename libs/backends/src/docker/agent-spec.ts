@@ -5,10 +5,11 @@ import { hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from '.
 export const AGENT_PATH = '/usr/lib/sandgate/agent/sandgate_agent.py';
 
 /**
- * Whether the agent keeps a python interpreter started ahead for process-mode runs: `once` for single-use pool
- * sandboxes, `always` for process sessions, `never` where runs happen in the agent itself (stateful).
+ * Whether the agent keeps a python interpreter started ahead for process-mode runs: `fresh` for pool sandboxes (at
+ * start and after each reset, never where a run's leftovers could reach it), `always` for process sessions (after
+ * every run), `never` where runs happen in the agent itself (stateful).
  */
-export type Prewarm = 'never' | 'once' | 'always';
+export type Prewarm = 'never' | 'fresh' | 'always';
 
 /** A session's long-lived sandbox: any worker on the host finds it by this name. */
 export const sessionContainerName = (sessionId: string): string => `sandgate-s-${sessionId}`;

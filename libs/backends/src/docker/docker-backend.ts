@@ -51,6 +51,15 @@ export interface DockerBackendOptions {
   /** Warm sandboxes kept ready for one-shot runs; 0 disables the pool. Default 2. */
   poolSize?: number;
   /**
+   * One-shot runs a pool sandbox may serve, for one tenant, with a reset between two (every process killed, the
+   * scratch mounts emptied, the session's files moved out); 1 makes every pool sandbox single-use. Default 100.
+   */
+  poolMaxRuns?: number;
+  /** How long a pool sandbox's reset may take before the sandbox is given up (killed and removed). Default 5000 ms. */
+  poolResetTimeoutMs?: number;
+  /** Runs this backend takes at once (the worker's concurrency): as many reset sandboxes are kept. Default 2. */
+  concurrency?: number;
+  /**
    * Memory and CPUs warm sandboxes are made with: pass the deployment's default limits. A run that asks for
    * others still takes a warm sandbox, resized with `docker update` first. Default 512 MB, 1 CPU.
    */
@@ -63,6 +72,8 @@ export interface DockerBackendOptions {
 
 /** How long a new sandbox's agent may take to say `ready` (python start-up on a busy host). */
 const READY_TIMEOUT_MS = 30_000;
+/** A reset pool sandbox waits this long for its tenant's next one-shot: long enough for a burst, not for a day. */
+const RECYCLED_IDLE_MS = 60_000;
 
 /**
  * Runs executions on one Docker engine: one-shots in a warm-pool sandbox when one is ready and in a fresh container
@@ -79,6 +90,7 @@ export class DockerBackend implements ExecutionBackend {
   readonly #instanceId: string;
   readonly #sweepGraceMs: number;
   readonly #interruptGraceMs: number;
+  readonly #resetTimeoutMs: number;
   readonly #slots: SlotDirs;
   readonly #pool: WarmPool;
   readonly #sessions: SessionSandboxes;
@@ -90,7 +102,7 @@ export class DockerBackend implements ExecutionBackend {
     docker = new Dockerode(), image = 'sandgate/runtime:1', runtime, workspaces, user = '1000:1000',
     pidsLimit = 128, tmpfsBytes = 64 * 1024 * 1024, maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES, nofile = 1024,
     artifactUrl, logger = silentLogger, deployment = DEFAULT_DEPLOYMENT, instanceId = `docker-${randomBytes(6).toString('hex')}`,
-    poolSize = 2, poolLimits = { memory_mb: 512, cpus: 1 }, interruptGraceMs = 2000, sweepGraceMs = 5000,
+    poolSize = 2, poolMaxRuns = 100, poolResetTimeoutMs = 5000, concurrency = 2, poolLimits = { memory_mb: 512, cpus: 1 }, interruptGraceMs = 2000, sweepGraceMs = 5000,
   }: DockerBackendOptions) {
     this.#docker = docker;
     this.#settings = { image, runtime, user, pidsLimit, tmpfsBytes, nofile, deployment };
@@ -101,11 +113,16 @@ export class DockerBackend implements ExecutionBackend {
     this.#instanceId = instanceId;
     this.#sweepGraceMs = sweepGraceMs;
     this.#interruptGraceMs = interruptGraceMs;
+    this.#resetTimeoutMs = poolResetTimeoutMs;
     this.#slots = new SlotDirs(dataDirOf(workspaces), parseUser(user));
     this.#sessions = new SessionSandboxes(docker, this.#settings, logger, READY_TIMEOUT_MS);
     this.#pool = new WarmPool({
       docker, settings: this.#settings, slots: this.#slots, instanceId, size: poolSize, limits: poolLimits, log: logger,
       readyTimeoutMs: READY_TIMEOUT_MS,
+      // gVisor lists no System V IPC objects (/proc/sysvipc), so a reset there could not prove them gone.
+      maxRuns: runtime === 'runsc' ? 1 : poolMaxRuns,
+      // Nothing to recycle without a pool: a reset sandbox is a pool sandbox that served.
+      maxRecycled: poolSize === 0 ? 0 : Math.max(poolSize, concurrency), recycledIdleMs: RECYCLED_IDLE_MS,
     });
   }
 
@@ -135,9 +152,9 @@ export class DockerBackend implements ExecutionBackend {
         this.#activeSessions.delete(job.session_id);
       }
     }
-    const warm = this.#pool.take();
+    const warm = this.#pool.take(job.tenant);
     if (warm !== undefined) {
-      const result = await runPooled({ ...common, pool: this.#pool }, warm, job, dir, events, signal);
+      const result = await runPooled({ ...common, pool: this.#pool, slots: this.#slots, resetTimeoutMs: this.#resetTimeoutMs }, warm, job, dir, events, signal);
       if (result !== undefined) return result;
     }
     return runCold({ ...common, docker: this.#docker, settings: this.#settings }, job, dir, events, signal);

@@ -85,3 +85,33 @@ export async function adoptWorkspace(sessionDir: string, slotDir: string): Promi
     throw err;
   }
 }
+
+/**
+ * The reverse of adoptWorkspace, for a sandbox going back to the pool once nothing runs in it (after its reset): the
+ * session's entries move out of the mounted directory into a new one, which takes the session's path, and the
+ * mounted directory, empty now, goes back to its slot path (free since the adoption, and the path the engine still
+ * reports for the mount). Renames only. On failure the session's path holds every entry again, in whichever of the
+ * two directories it could keep, and the sandbox must not be used again.
+ */
+export async function releaseWorkspace(sessionDir: string, slotDir: string, slots: SlotDirs): Promise<void> {
+  const { dir: fresh } = await slots.create();
+  try {
+    await moveEntries(sessionDir, fresh);
+    await rename(sessionDir, slotDir);
+  } catch (err) {
+    await moveEntries(fresh, sessionDir).catch(() => {});
+    await slots.remove(fresh).catch(() => {});
+    throw err;
+  }
+  try {
+    await rename(fresh, sessionDir);
+  } catch (err) {
+    // Something took the session's path in between (it holds nothing of ours): the old directory goes back.
+    await rename(slotDir, sessionDir).then(() => moveEntries(fresh, sessionDir)).catch(() => {});
+    throw err;
+  }
+}
+
+async function moveEntries(from: string, to: string): Promise<void> {
+  for (const name of await readdir(from)) await rename(join(from, name), join(to, name));
+}

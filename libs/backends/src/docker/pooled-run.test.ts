@@ -2,29 +2,93 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chown, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { containerGone, docker, fixture, newSessionId, RecordingSink, SANDBOX_UID } from './testing.ts';
+import { containerGone, docker, fixture, newSessionId, RecordingSink, SANDBOX_UID, until } from './testing.ts';
 
 /** The id of the container a run happened in, as the sandbox itself sees it (its cgroup). */
 const WHOAMI = 'import re\nprint(re.search(r"[0-9a-f]{64}", open("/proc/self/cgroup").read()).group(0))';
 
-test('the warm pool never hands the same sandbox to two executions, concurrent or sequential', async (t) => {
-  const f = await fixture(t, { poolSize: 3 });
+/**
+ * What a run can see of the sandbox it runs in: other processes, scratch mounts (all of /tmp: every python start
+ * seeds /tmp/matplotlib from the image), IPC objects, writable mounts.
+ */
+const PROBE = `
+import json, os, re
+me, agent = os.getpid(), os.getppid()
+procs = []
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and int(pid) not in (1, me, agent):
+        try:
+            procs.append(open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\\0", b" ").decode().strip())
+        except OSError:
+            pass
+sysv = {k: len(open("/proc/sysvipc/" + k).read().splitlines()) - 1 for k in ("shm", "msg", "sem")}
+mounts = [line.split()[1] for line in open("/proc/mounts")]
+print(json.dumps({
+    "container": re.search(r"[0-9a-f]{64}", open("/proc/self/cgroup").read()).group(0),
+    "procs": procs, "tmp": sorted(os.path.relpath(os.path.join(d, n), "/tmp") for d, ds, fs in os.walk("/tmp") for n in ds + fs), "shm": sorted(os.listdir("/dev/shm")),
+    "mqueue": sorted(os.listdir("/dev/mqueue")), "sysv": sysv, "data": sorted(os.listdir("/mnt/data")),
+    "writable": sorted(m for m in mounts if os.path.isdir(m) and os.access(m, os.W_OK)),
+}))
+`;
+
+interface Probe {
+  container: string;
+  procs: string[];
+  tmp: string[];
+  shm: string[];
+  mqueue: string[];
+  sysv: Record<'shm' | 'msg' | 'sem', number>;
+  data: string[];
+  writable: string[];
+}
+
+/** Leaves behind everything a run can: processes that escaped its group, scratch files, IPC objects. */
+const LEAVE_BEHIND = `
+set -e
+echo secret > /tmp/left-behind
+mkdir -p /tmp/locked/deep && touch /tmp/locked/deep/f && chmod 000 /tmp/locked/deep /tmp/locked
+echo secret > /dev/shm/left-behind
+ipcmk -M 4096 >/dev/null; ipcmk -Q >/dev/null; ipcmk -S 1 >/dev/null
+python3 -c 'import ctypes, os; assert ctypes.CDLL(None).mq_open(b"/left-behind", os.O_CREAT | os.O_RDWR, 0o600, None) >= 0'
+setsid sleep 1000 </dev/null >/dev/null 2>&1 &
+python3 -c '
+import os, signal, time
+r, w = os.pipe()
+if os.fork():
+    os.close(w); os.read(r, 1); os._exit(0)  # back once the daemon is up
+os.setsid()
+if os.fork():
+    os._exit(0)
+for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    signal.signal(s, signal.SIG_IGN)
+os.write(w, b"x")
+while True:
+    time.sleep(1)
+' </dev/null >/dev/null 2>&1
+echo out > made.txt
+python3 -c '${PROBE.replaceAll("'", "'\\''")}'
+`;
+
+const probeOf = (stdout: string): Probe => JSON.parse(stdout.trim().split('\n').at(-1)!) as Probe;
+
+test('the warm pool never hands one sandbox to two executions at once; a tenant\'s runs reuse them one after another', async (t) => {
+  const f = await fixture(t, { poolSize: 3, concurrency: 3 });
   await f.backend.poolReady();
-  const concurrent = await Promise.all([0, 1, 2].map(() => f.run(f.job({ code: WHOAMI, session_id: newSessionId() }))));
-  const sequential = [];
+  const concurrent = await Promise.all([0, 1, 2].map(() => f.run(f.job({ code: PROBE, session_id: newSessionId() }))));
+  const ids = concurrent.map((r) => probeOf(r.stdout).container);
+  assert.equal(new Set(ids).size, 3, 'three runs at once, three sandboxes');
   for (let i = 0; i < 3; i++) {
-    await f.backend.poolReady();
-    sequential.push(await f.run(f.job({ code: WHOAMI })));
+    const again = probeOf((await f.run(f.job({ code: PROBE, session_id: newSessionId() }))).stdout).container;
+    assert.ok(ids.includes(again), 'a later run of the tenant takes one of its reset sandboxes');
   }
-  const ids = [...concurrent, ...sequential].map((r) => r.stdout.trim());
-  assert.ok(ids.every((id) => /^[0-9a-f]{64}$/.test(id)), ids.join());
-  assert.equal(new Set(ids).size, 6, 'six runs, six sandboxes');
-  assert.deepEqual({ hits: f.backend.poolStats().hits, misses: f.backend.poolStats().misses }, { hits: 6, misses: 0 });
-  await f.backend.poolSettled();
-  for (const id of ids) assert.equal(await containerGone(id), true, 'each sandbox is removed after its one run');
+  await f.backend.poolReady();
+  const stranger = await f.run(f.job({ code: PROBE, tenant: 'someone-else', session_id: newSessionId() }));
+  assert.ok(!ids.includes(probeOf(stranger.stdout).container), 'another tenant never gets them');
+  const { hits, reused, misses } = f.backend.poolStats();
+  assert.deepEqual({ hits, reused, misses }, { hits: 7, reused: 3, misses: 0 });
 });
 
-test('a pooled sandbox carries no file or process from an earlier run, and sees only its own session\'s files', async (t) => {
+test('a reused sandbox carries no process, file or IPC object of the earlier run, and sees only its own session\'s files', async (t) => {
   const f = await fixture(t, { poolSize: 1 });
   const [first, second] = [newSessionId(), newSessionId()];
   for (const [session, file] of [[first, 'first.txt'], [second, 'second.txt']] as const) {
@@ -33,19 +97,70 @@ test('a pooled sandbox carries no file or process from an earlier run, and sees 
     await chown(join(dir, file), SANDBOX_UID, SANDBOX_UID);
   }
   await f.backend.poolReady();
-  const leave = await f.run(f.job({ session_id: first, language: 'bash', code: 'echo secret > /tmp/left-behind; ls; setsid sleep 1000 & nohup sleep 1001 >/dev/null 2>&1 & echo out > made.txt' }));
-  assert.equal(leave.stdout, 'first.txt\n', 'the first run sees its session\'s upload');
+  const fresh = probeOf((await f.run(f.job({ session_id: newSessionId(), code: PROBE }))).stdout);
+  const leave = await f.run(f.job({ session_id: first, language: 'bash', code: LEAVE_BEHIND }));
+  assert.equal(leave.state, 'completed', leave.stderr);
+  const before = probeOf(leave.stdout);
+  // The leftovers are really there, so their absence below means something.
+  assert.ok(before.procs.includes('sleep 1000') && before.procs.some((p) => p.startsWith('python3 -c')), before.procs.join('|'));
+  assert.equal(before.container, fresh.container);
+  assert.ok(before.tmp.includes('left-behind') && before.tmp.includes('locked'), before.tmp.join());
+  assert.deepEqual([before.shm, before.mqueue, before.sysv], [['left-behind'], ['left-behind'], { shm: 1, msg: 1, sem: 1 }]);
+  assert.deepEqual(before.data, ['first.txt', 'made.txt'], 'the first run sees its session\'s upload');
   assert.deepEqual(leave.artifacts.map((a) => a.path), ['made.txt']);
-  await f.backend.poolReady();
-  const look = await f.run(f.job({ session_id: second, language: 'bash', code: 'ls -A /tmp; ps -eo args= | grep -c "^sleep" ; ls -A /mnt/data' }));
+
+  const look = await f.run(f.job({ session_id: second, code: PROBE }));
   assert.equal(look.state, 'completed', look.stderr);
-  const [tmp, sleeps, data] = [look.stdout.split('\n')[0], look.stdout.split('\n')[1], look.stdout.split('\n').slice(2).join('\n')];
-  assert.doesNotMatch(tmp ?? '', /left-behind/);
-  assert.equal(sleeps, '0', 'no process of the earlier run');
-  assert.equal(data, 'second.txt\n');
-  assert.deepEqual((await readdir(f.workspaces.dir(first))).sort(), ['first.txt', 'made.txt'], 'the first run\'s files are in its session');
+  const after = probeOf(look.stdout);
+  assert.equal(after.container, before.container, 'the same sandbox, reset');
+  assert.deepEqual(after, {
+    container: before.container, procs: [], tmp: fresh.tmp, shm: [], mqueue: [], sysv: { shm: 0, msg: 0, sem: 0 }, data: ['second.txt'],
+    // Every writable place is one the reset empties or the host moves out: a new one would need a reset rule.
+    writable: ['/dev/mqueue', '/dev/shm', '/mnt/data', '/tmp'],
+  });
+  assert.deepEqual((await readdir(f.workspaces.dir(first))).sort(), ['first.txt', 'made.txt'], 'the first run\'s files stay in its session');
   assert.equal(await readFile(join(f.workspaces.dir(first), 'made.txt'), 'utf8'), 'out\n');
+  assert.deepEqual((await readdir(f.workspaces.dir(second))).sort(), ['second.txt']);
+  const { hits, reused } = f.backend.poolStats();
+  assert.deepEqual({ hits, reused }, { hits: 3, reused: 2 });
+});
+
+test('a pool sandbox serves at most poolMaxRuns runs, then is removed', async (t) => {
+  const f = await fixture(t, { poolSize: 1, poolMaxRuns: 2 });
+  await f.backend.poolReady();
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push(probeOf((await f.run(f.job({ code: PROBE, session_id: newSessionId() }))).stdout).container);
+  assert.equal(ids[0], ids[1]);
+  assert.notEqual(ids[2], ids[0]);
+  assert.equal(await containerGone(ids[0]!), true);
+});
+
+test('poolMaxRuns 1 makes every pool sandbox single-use', async (t) => {
+  const f = await fixture(t, { poolSize: 1, poolMaxRuns: 1 });
+  const ids = [];
+  for (let i = 0; i < 2; i++) {
+    await f.backend.poolReady();
+    ids.push(probeOf((await f.run(f.job({ code: PROBE, session_id: newSessionId() }))).stdout).container);
+  }
+  assert.notEqual(ids[0], ids[1]);
   assert.equal(f.backend.poolStats().hits, 2);
+  assert.equal(await containerGone(ids[0]!), true);
+});
+
+test('a sandbox whose reset does not finish in time is killed before the harvest and removed, never reused', async (t) => {
+  // 20,000 files in /tmp take the reset far longer than 5 ms to remove.
+  const f = await fixture(t, { poolSize: 1, poolResetTimeoutMs: 5 });
+  await f.backend.poolReady();
+  const heavy = await f.run(f.job({ code: `import os\nfor i in range(20000):\n    open("/tmp/f%d" % i, "w").close()\nopen("kept.txt", "w").write("k")\n${WHOAMI}` }));
+  assert.equal(heavy.state, 'completed', heavy.stderr);
+  assert.deepEqual(heavy.artifacts.map((a) => a.path), ['kept.txt'], 'the run itself is unaffected');
+  const first = heavy.stdout.trim();
+  await until('the sandbox is removed', () => containerGone(first));
+  await f.backend.poolReady();
+  const next = probeOf((await f.run(f.job({ code: PROBE, session_id: newSessionId() }))).stdout);
+  assert.notEqual(next.container, first);
+  assert.ok(!next.tmp.includes('f0'));
+  assert.equal(f.backend.poolStats().reused, 0);
 });
 
 test('an empty pool falls back to a cold container; a run is never refused', async (t) => {
@@ -63,7 +178,7 @@ test('pool size 0 runs everything cold and counts misses', async (t) => {
   const f = await fixture(t, { poolSize: 0 });
   await f.backend.poolReady();
   for (let i = 0; i < 2; i++) assert.equal((await f.run(f.job({ code: 'print(2)' }))).stdout, '2\n');
-  assert.deepEqual(f.backend.poolStats(), { hits: 0, misses: 2, size: 0, ready: 0, starting: 0 });
+  assert.deepEqual(f.backend.poolStats(), { hits: 0, reused: 0, misses: 2, size: 0, ready: 0, starting: 0, recycled: 0 });
 });
 
 test('a run that asks for other limits gets a warm sandbox resized to them, and the pool follows', async (t) => {

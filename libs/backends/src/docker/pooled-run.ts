@@ -3,22 +3,27 @@ import type { EventSink } from '../backend.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import { deathOf, runInAgent } from './agent-execution.ts';
 import { resources } from './container-spec.ts';
-import { adoptWorkspace } from './pool-dirs.ts';
+import { adoptWorkspace, releaseWorkspace, type SlotDirs } from './pool-dirs.ts';
 import type { PooledSandbox, WarmPool } from './warm-pool.ts';
 
 export interface PooledRunContext {
   pool: WarmPool;
+  slots: SlotDirs;
+  /** A reset takes milliseconds; one that takes longer is fighting something the run left, and loses the sandbox. */
+  resetTimeoutMs: number;
   maxOutputBytes: number;
   artifactUrl: (sessionId: string, path: string) => string;
   log: BackendLogger;
 }
 
 /**
- * Runs a one-shot job in a warm sandbox, which is removed afterwards like a cold one. Undefined when the sandbox
- * could not be used before the code started (the caller then goes cold; the files are in the session directory
- * either way).
+ * Runs a one-shot job in a warm sandbox. Afterwards the sandbox goes back to the pool if the run ended on its own
+ * and the agent then proved a reset, with the session's files moved out of it; otherwise it is removed like a cold
+ * one. Undefined when the sandbox could not be used before the code started (the caller then goes cold; the files
+ * are in the session directory either way).
  */
 export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob, dir: string, events: EventSink, signal: AbortSignal): Promise<ExecutionResult | undefined> {
+  let recycled = false;
   try {
     try {
       await prepare(ctx, sandbox, job, dir);
@@ -26,11 +31,14 @@ export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, j
       fallBack(ctx, job, err);
       return undefined;
     }
+    sandbox.runs++;
+    sandbox.tenant = job.tenant;
+    let reset = false;
     const { container } = sandbox;
     const kill = async (): Promise<void> => { await container.kill({ signal: 'SIGKILL' }); };
     const outcome = await runInAgent({
       job, events, signal, dir, channel: sandbox.channel, mode: 'process',
-      // A single-use sandbox has no state worth an interrupt: a timeout or cancel kills it, as a cold one.
+      // A one-shot has no state worth an interrupt: a timeout or cancel kills the sandbox, as a cold one.
       interruptGraceMs: 0,
       maxOutputBytes: ctx.maxOutputBytes,
       artifactUrl: ctx.artifactUrl,
@@ -39,20 +47,28 @@ export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, j
         const death = await deathOf(container, kill);
         return { ...death, message: `The sandbox stopped during this run (exit status ${death.exitCode}).` };
       },
+      quiesce: async () => {
+        if (!ctx.pool.reusable(sandbox)) return;
+        reset = await resetSandbox(ctx, sandbox, job);
+        // Whatever the run left behind must not write on while its files are harvested.
+        if (!reset) await kill().catch(() => {});
+      },
     });
     if (!outcome.started && outcome.retryable) {
       fallBack(ctx, job, new Error('the warm sandbox stopped before it took the run'));
       return undefined;
     }
-    ctx.log.info({ executionId: job.execution_id, sandbox: 'pool', state: outcome.result.state, durationMs: outcome.result.duration_ms }, 'execution finished');
+    if (reset) recycled = await handBack(ctx, sandbox, job, dir);
+    ctx.log.info({ executionId: job.execution_id, sandbox: 'pool', run: sandbox.runs, recycled, state: outcome.result.state, durationMs: outcome.result.duration_ms }, 'execution finished');
     return outcome.result;
   } finally {
-    ctx.pool.release(sandbox);
+    if (recycled) ctx.pool.recycle(sandbox);
+    else ctx.pool.release(sandbox);
   }
 }
 
 /**
- * Gives the sandbox the job's limits and the session's files. Limits other than the pool's are set with `docker
+ * Gives the sandbox the job's limits and the session's files. Limits other than the sandbox's are set with `docker
  * update` (gVisor cannot: the run then goes cold), and the pool makes its next sandboxes with them.
  */
 async function prepare(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob, dir: string): Promise<void> {
@@ -61,8 +77,30 @@ async function prepare(ctx: PooledRunContext, sandbox: PooledSandbox, job: Execu
   if (want.Memory !== has.Memory || want.NanoCpus !== has.NanoCpus) {
     ctx.pool.retarget(job);
     await sandbox.container.update(want);
+    sandbox.limits = { memory_mb: job.memory_mb, cpus: job.cpus };
   }
   await adoptWorkspace(dir, sandbox.slotDir);
+}
+
+async function resetSandbox(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob): Promise<boolean> {
+  try {
+    await sandbox.channel.reset(ctx.resetTimeoutMs);
+    return true;
+  } catch (err) {
+    ctx.log.warn({ executionId: job.execution_id, container: sandbox.name, err }, 'pool sandbox could not be reset; it is removed');
+    return false;
+  }
+}
+
+/** Moves the session's files out of the sandbox, which may then serve again; false if they could not all move. */
+async function handBack(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob, dir: string): Promise<boolean> {
+  try {
+    await releaseWorkspace(dir, sandbox.slotDir, ctx.slots);
+    return true;
+  } catch (err) {
+    ctx.log.warn({ executionId: job.execution_id, container: sandbox.name, err }, 'could not move the session out of a pool sandbox; it is removed');
+    return false;
+  }
 }
 
 function fallBack(ctx: PooledRunContext, job: ExecutionJob, err: unknown): void {

@@ -7,25 +7,34 @@ import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
 import { isNotFound } from './engine-errors.ts';
 import type { SlotDirs } from './pool-dirs.ts';
 
-/** A started sandbox whose agent has answered on its attach, waiting for the one run it will ever do. */
+/** A started sandbox whose agent has answered on its attach, waiting for a run. */
 export interface PooledSandbox {
   readonly name: string;
   readonly container: Dockerode.Container;
   readonly channel: AgentChannel;
-  /** Host directory mounted at /mnt/data: empty until a run adopts it. */
+  /** Host path of the directory mounted at /mnt/data: empty there between runs, a session's during one. */
   readonly slotDir: string;
-  readonly limits: SandboxLimits;
+  /** Its memory and CPUs: the pool's when made, a run's after `docker update`. */
+  limits: SandboxLimits;
+  /** Runs it has taken. */
+  runs: number;
+  /** The tenant of its runs, once it has had one: it never serves another. */
+  tenant: string | undefined;
 }
 
 export interface PoolStats {
   /** One-shot runs that got a warm sandbox. */
   hits: number;
+  /** ... of which got one that had served an earlier run of the same tenant and was reset since. */
+  reused: number;
   /** One-shot runs that went cold: pool empty, disabled, or the warm sandbox could not be used. */
   misses: number;
-  /** Sandboxes the pool keeps ready. */
+  /** Fresh sandboxes the pool keeps ready. */
   size: number;
   ready: number;
   starting: number;
+  /** Reset sandboxes waiting for another run of their tenant. */
+  recycled: number;
 }
 
 export interface WarmPoolOptions {
@@ -38,22 +47,39 @@ export interface WarmPoolOptions {
   limits: SandboxLimits;
   log: BackendLogger;
   readyTimeoutMs: number;
+  /** Runs one sandbox may serve, with a reset between two; 1 makes every sandbox single-use. */
+  maxRuns: number;
+  /** Reset sandboxes kept for their tenant's next run (the runs in flight at once is a good bound); 0 keeps none. */
+  maxRecycled: number;
+  /** How long a reset sandbox waits for its tenant's next run before it is removed. */
+  recycledIdleMs: number;
 }
 
 const MAX_BACKOFF_MS = 30_000;
 
+interface Recycled {
+  sandbox: PooledSandbox;
+  expiry: NodeJS.Timeout;
+}
+
 /**
- * Keeps `size` sandboxes started and ready, refilling one at a time in the background (so refills compete as
- * little as possible with the runs they serve). Each sandbox is handed out once, then removed by `release`.
+ * Keeps `size` fresh sandboxes started and ready, refilling one at a time in the background (so refills compete as
+ * little as possible with the runs they serve). A sandbox whose run ended cleanly and whose agent then proved a
+ * reset (see sandgate_reset.py) comes back through `recycle`, for the next run of the same tenant only, up to
+ * `maxRuns` runs; any other is removed by `release`. Reuse is what lets a burst of one-shots go faster than the
+ * engine can start containers.
  */
 export class WarmPool {
   readonly #o: WarmPoolOptions;
   readonly #idle: PooledSandbox[] = [];
+  // Oldest first.
+  readonly #recycled: Recycled[] = [];
   readonly #tasks = new Set<Promise<unknown>>();
   #limits: SandboxLimits;
   #readyWaiters: (() => void)[] = [];
   #starting = 0;
   #hits = 0;
+  #reused = 0;
   #misses = 0;
   #failures = 0;
   #retry: NodeJS.Timeout | undefined;
@@ -66,17 +92,34 @@ export class WarmPool {
     this.#fill();
   }
 
-  /** A ready sandbox, never handed out before, or undefined (counted as a miss) when none is ready. */
-  take(): PooledSandbox | undefined {
-    let taken = this.#idle.shift();
-    while (taken !== undefined && taken.channel.closed) {
-      this.release(taken);
-      taken = this.#idle.shift();
-    }
+  /**
+   * A ready sandbox for a run of `tenant`: the one of its own it used last, else a fresh one; undefined (a miss)
+   * when there is neither.
+   */
+  take(tenant: string): PooledSandbox | undefined {
+    const taken = this.#takeRecycled(tenant) ?? this.#takeFresh();
     if (taken === undefined) this.#misses++;
     else this.#hits++;
-    // No refill here: it would compete for the CPU with the very run it serves. release() refills.
+    // No refill here: it would compete for the CPU with the very run it serves. recycle() or release() refill.
     return taken;
+  }
+
+  /** Whether a sandbox that has just served a run may serve another, after a reset. */
+  reusable(sandbox: PooledSandbox): boolean {
+    return sandbox.runs < this.#o.maxRuns && this.#o.maxRecycled > 0 && !this.#closed && !this.#disabled && !sandbox.channel.closed;
+  }
+
+  /**
+   * Takes back a sandbox that was reset after its run, for the next run of the same tenant; the longest unused
+   * one is removed past `maxRecycled`.
+   */
+  recycle(sandbox: PooledSandbox): void {
+    if (!this.reusable(sandbox)) return this.release(sandbox);
+    const expiry = setTimeout(() => this.#expire(sandbox), this.#o.recycledIdleMs);
+    expiry.unref();
+    this.#recycled.push({ sandbox, expiry });
+    while (this.#recycled.length > this.#o.maxRecycled) this.#expire(this.#recycled[0]!.sandbox);
+    this.#fill();
   }
 
   /**
@@ -108,7 +151,10 @@ export class WarmPool {
   }
 
   stats(): PoolStats {
-    return { hits: this.#hits, misses: this.#misses, size: this.#o.size, ready: this.#idle.length, starting: this.#starting };
+    return {
+      hits: this.#hits, reused: this.#reused, misses: this.#misses, size: this.#o.size, ready: this.#idle.length,
+      starting: this.#starting, recycled: this.#recycled.length,
+    };
   }
 
   /** Resolves once `size` sandboxes are ready (at once for size 0), or the pool is closed or disabled. */
@@ -168,7 +214,7 @@ export class WarmPool {
     let channel: AgentChannel;
     try {
       container = await docker.createContainer(agentSpec({
-        name, labels: poolLabels(settings.deployment, instanceId), limits, workspaceDir: dir, prewarm: 'once',
+        name, labels: poolLabels(settings.deployment, instanceId), limits, workspaceDir: dir, prewarm: 'fresh',
       }, settings));
     } catch (err) {
       await slots.remove(dir).catch(() => {});
@@ -180,7 +226,7 @@ export class WarmPool {
       this.#discard(name, container, dir);
       throw err;
     }
-    const sandbox: PooledSandbox = { name, container, channel, slotDir: dir, limits };
+    const sandbox: PooledSandbox = { name, container, channel, slotDir: dir, limits, runs: 0, tenant: undefined };
     try {
       if (!this.#closed) await container.start();
       if (!this.#closed) await channel.handshake(this.#o.readyTimeoutMs);
@@ -193,17 +239,51 @@ export class WarmPool {
     void channel.ended.then(() => this.#lost(sandbox));
   }
 
-  /** An idle sandbox whose stream ended (killed from outside, or its agent died) is replaced. */
+  /** An idle sandbox whose stream ended (killed from outside, or its agent died) is removed, and replaced if fresh. */
   #lost(sandbox: PooledSandbox): void {
     const at = this.#idle.indexOf(sandbox);
-    if (at < 0) return;
+    if (at < 0) return this.#expire(sandbox);
     this.#idle.splice(at, 1);
     this.release(sandbox);
     this.#fill();
   }
 
+  #takeFresh(): PooledSandbox | undefined {
+    let taken = this.#idle.shift();
+    while (taken !== undefined && taken.channel.closed) {
+      this.release(taken);
+      taken = this.#idle.shift();
+    }
+    return taken;
+  }
+
+  #takeRecycled(tenant: string): PooledSandbox | undefined {
+    for (let i = this.#recycled.length - 1; i >= 0; i--) {
+      const { sandbox, expiry } = this.#recycled[i]!;
+      if (sandbox.tenant !== tenant) continue;
+      this.#recycled.splice(i, 1);
+      clearTimeout(expiry);
+      if (sandbox.channel.closed) {
+        this.release(sandbox);
+        continue;
+      }
+      this.#reused++;
+      return sandbox;
+    }
+    return undefined;
+  }
+
+  #expire(sandbox: PooledSandbox): void {
+    const at = this.#recycled.findIndex((r) => r.sandbox === sandbox);
+    if (at < 0) return;
+    clearTimeout(this.#recycled[at]!.expiry);
+    this.#recycled.splice(at, 1);
+    this.release(sandbox);
+  }
+
   #drain(): void {
     for (const sandbox of this.#idle.splice(0)) this.release(sandbox);
+    for (const { sandbox } of [...this.#recycled]) this.#expire(sandbox);
     this.#notify();
   }
 

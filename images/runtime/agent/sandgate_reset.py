@@ -1,0 +1,127 @@
+"""Reset of a pool sandbox between two one-shot runs: afterwards nothing of the earlier run is left in it.
+
+What a run as the sandbox user can leave behind, and how each goes:
+- processes (daemons, setsid, stopped ones): SIGKILL to every process but PID 1 (the root init) and this
+  agent, until /proc shows none. The agent is not dumpable, so no program could ptrace it or open its fds.
+- files: the root filesystem is read-only; the writable mounts are /mnt/data (the session's directory,
+  which the host moves out of the sandbox itself), and /tmp, /dev/shm and /dev/mqueue, emptied here.
+- System V shared memory, message queues and semaphores, which outlive their processes: removed.
+
+A reset that cannot prove all of that raises ResetError; the host then destroys the sandbox instead.
+"""
+import ctypes
+import os
+import signal
+import stat
+import time
+
+SCRATCH = ("/tmp", "/dev/shm", "/dev/mqueue")
+IPC_RMID = 0
+KILL_DEADLINE_S = 2.0
+
+
+class ResetError(Exception):
+    pass
+
+
+def reset():
+    kill_all_others()
+    for path in SCRATCH:
+        empty(path)
+    remove_sysv_ipc()
+
+
+def kill_all_others():
+    deadline = time.monotonic() + KILL_DEADLINE_S
+    while True:
+        try:
+            # Every process this uid may signal, except init and the caller; a fork racing with it is
+            # refused by the kernel (the parent has a fatal signal pending), so a loop cannot outrun it.
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        left = living_others()
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise ResetError("%d processes outlived SIGKILL: %s" % (len(left), left[:10]))
+        time.sleep(0.002)
+
+
+def living_others():
+    me = os.getpid()
+    left = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, me):
+            continue
+        if alive(int(name)):
+            left.append(int(name))
+    return left
+
+
+def alive(pid):
+    """True unless the process is gone or a zombie (a leader whose other threads all ended too)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            line = fh.read()
+        if line[line.rindex(b")") + 2:][:1] != b"Z":
+            return True
+        return len(os.listdir("/proc/%d/task" % pid)) > 1
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def empty(root):
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return
+    for name in names:
+        remove(os.path.join(root, name))
+    left = os.listdir(root)
+    if left:
+        raise ResetError("%s is not empty: %s" % (root, left[:10]))
+
+
+def remove(path):
+    # Iterative, deepest first: a deep tree cannot exhaust the recursion limit.
+    stack = [(path, False)]
+    while stack:
+        current, listed = stack.pop()
+        st = os.lstat(current)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(current)
+        elif listed:
+            os.rmdir(current)
+        else:
+            # The program may have left its directories unreadable or unwritable; they are still its own.
+            os.chmod(current, 0o700)
+            stack.append((current, True))
+            stack.extend((os.path.join(current, name), False) for name in os.listdir(current))
+
+
+def remove_sysv_ipc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    removers = {
+        "shm": lambda ident: libc.shmctl(ident, IPC_RMID, None),
+        "msg": lambda ident: libc.msgctl(ident, IPC_RMID, None),
+        "sem": lambda ident: libc.semctl(ident, 0, IPC_RMID),
+    }
+    for kind, rm in removers.items():
+        for ident in sysv_ids(kind):
+            # The creator keeps the right to remove, whatever owner IPC_SET gave the object since.
+            if rm(ident) != 0 and ctypes.get_errno() not in (22, 43):  # EINVAL, EIDRM: gone already
+                raise ResetError("cannot remove System V %s %d: errno %d" % (kind, ident, ctypes.get_errno()))
+        left = sysv_ids(kind)
+        if left:
+            raise ResetError("System V %s objects left: %s" % (kind, left[:10]))
+
+
+def sysv_ids(kind):
+    try:
+        with open("/proc/sysvipc/" + kind) as fh:
+            next(fh, None)  # the header
+            return [int(line.split()[1]) for line in fh if line.strip()]
+    except OSError as e:
+        # Objects that cannot be listed cannot be proved gone: the sandbox is not reused.
+        raise ResetError("cannot list System V %s objects: %s" % (kind, e))
