@@ -1,8 +1,13 @@
 import type { AgentChannel } from './agent-channel.ts';
 
-interface Entry {
+/** What is kept: the attach, the container it is to, and whatever else its user wants back with it. */
+export interface Attached {
   containerId: string;
   channel: AgentChannel;
+}
+
+interface Entry<K extends Attached> {
+  kept: K;
   idle: NodeJS.Timeout;
 }
 
@@ -10,8 +15,8 @@ interface Entry {
  * Attaches to session sandboxes kept open between runs, so the next run of a session on this worker costs neither
  * an attach nor a handshake. Bounded in number and in idle time: each one holds a connection to the engine.
  */
-export class AttachCache {
-  readonly #entries = new Map<string, Entry>();
+export class AttachCache<K extends Attached> {
+  readonly #entries = new Map<string, Entry<K>>();
   readonly #max: number;
   readonly #idleMs: number;
 
@@ -21,22 +26,22 @@ export class AttachCache {
   }
 
   /** The open attach kept for `key`, now the caller's to use and to give back with put(). */
-  take(key: string): { containerId: string; channel: AgentChannel } | undefined {
+  take(key: string): K | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
     this.#entries.delete(key);
     clearTimeout(entry.idle);
-    if (entry.channel.closed) return undefined;
-    return { containerId: entry.containerId, channel: entry.channel };
+    if (entry.kept.channel.closed) return undefined;
+    return entry.kept;
   }
 
   /** Keeps an attach that has answered a handshake; the least recently used one goes past the bound. */
-  put(key: string, containerId: string, channel: AgentChannel): void {
-    if (channel.closed) return;
+  put(key: string, kept: K): void {
+    if (kept.channel.closed) return;
     this.#evict(key);
     const idle = setTimeout(() => this.#evict(key), this.#idleMs);
     idle.unref();
-    this.#entries.set(key, { containerId, channel, idle });
+    this.#entries.set(key, { kept, idle });
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size <= this.#max) break;
       this.#evict(oldest);
@@ -61,6 +66,6 @@ export class AttachCache {
     if (entry === undefined) return;
     this.#entries.delete(key);
     clearTimeout(entry.idle);
-    entry.channel.close();
+    entry.kept.channel.close();
   }
 }

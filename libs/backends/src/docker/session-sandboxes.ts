@@ -5,7 +5,7 @@ import type { BackendLogger } from '../shared/logger.ts';
 import { AgentChannel } from './agent-channel.ts';
 import { agentSpec, sessionContainerName } from './agent-spec.ts';
 import { AttachCache } from './attach-cache.ts';
-import { resources, type SandboxSettings } from './container-spec.ts';
+import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 import { isNotFound, statusOf } from './engine-errors.ts';
 
 /** A session's sandbox, attached for one run; give it back with release(). */
@@ -17,7 +17,13 @@ export interface SessionSandbox {
   channel: AgentChannel;
   /** It took the place of an earlier sandbox of this session: its first interpreter is a restart. */
   replaces: boolean;
+  /** The session generation it was made for (POST /v1/sessions/:id/restart moves the session past it). */
+  generation: number;
+  /** Its memory and CPUs. */
+  limits: SandboxLimits;
 }
+
+type Kept = SessionSandbox & { containerId: string };
 
 /** Sessions whose sandbox this worker has seen, to tell a sandbox removed behind its back from a first use. */
 const MAX_REMEMBERED = 10_000;
@@ -34,7 +40,7 @@ export class SessionSandboxes {
   readonly #log: BackendLogger;
   readonly #readyTimeoutMs: number;
   readonly #seen = new Set<string>();
-  readonly #attached = new AttachCache();
+  readonly #attached = new AttachCache<Kept>();
 
   constructor(docker: Dockerode, settings: SandboxSettings, log: BackendLogger, readyTimeoutMs: number) {
     this.#docker = docker;
@@ -51,6 +57,11 @@ export class SessionSandboxes {
     const sessionId = job.session_id;
     const container = this.#docker.getContainer(sessionContainerName(sessionId));
     const kept = this.#attached.take(sessionId);
+    // An attach kept open since the session's last run proves its sandbox has been running all along (the stream
+    // ends with the container, and a replacement removes it first): no need to ask the engine.
+    if (kept !== undefined && kept.generation >= job.generation && kept.limits.memory_mb === job.memory_mb && kept.limits.cpus === job.cpus) {
+      return kept;
+    }
     // Both at once: attaching costs a round trip as long as inspecting, and a live sandbox is the common case.
     const [info, attached] = await Promise.all([
       container.inspect().catch((err: unknown) => { if (isNotFound(err)) return undefined; throw err; }),
@@ -74,7 +85,10 @@ export class SessionSandboxes {
       if (channel !== undefined && info.State.Running && !info.State.Paused && Number(labels[LABELS.generation]) >= job.generation
         && await this.#fit(container, info, job) && (verified || await this.#answers(channel))) {
         this.#remember(sessionId);
-        return { sessionId, id: info.Id, container, channel, replaces: labels[LABELS.replaces] === 'true' };
+        return {
+          sessionId, id: info.Id, container, channel, replaces: labels[LABELS.replaces] === 'true',
+          generation: Number(labels[LABELS.generation]), limits: { memory_mb: job.memory_mb, cpus: job.cpus },
+        };
       }
       this.#log.info({ sessionId, running: info.State.Running, generation: labels[LABELS.generation] }, 'replacing session sandbox');
       replaces = true;
@@ -86,7 +100,7 @@ export class SessionSandboxes {
 
   /** Done with a run: its attach is kept for the session's next run, unless the sandbox ended. */
   release(sandbox: SessionSandbox): void {
-    this.#attached.put(sandbox.sessionId, sandbox.id, sandbox.channel);
+    this.#attached.put(sandbox.sessionId, { ...sandbox, containerId: sandbox.id });
   }
 
   /** Kills a sandbox whose run could not be ended otherwise; it stays, stopped, so the next run knows to restart. */
@@ -165,7 +179,10 @@ export class SessionSandboxes {
         throw err;
       }
       this.#remember(job.session_id);
-      return { sessionId: job.session_id, id: container.id, container, channel, replaces };
+      return {
+        sessionId: job.session_id, id: container.id, container, channel, replaces, generation: job.generation,
+        limits: { memory_mb: job.memory_mb, cpus: job.cpus },
+      };
     } catch (err) {
       await this.remove(container).catch(() => {});
       throw err;
