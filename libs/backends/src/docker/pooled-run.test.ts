@@ -125,6 +125,20 @@ test('a reused sandbox carries no process, file or IPC object of the earlier run
   assert.deepEqual({ hits, reused }, { hits: 3, reused: 2 });
 });
 
+test('a fork bomb left running is gone before the sandbox serves again', async (t) => {
+  const f = await fixture(t, { poolSize: 1 });
+  await f.backend.poolReady();
+  const bomb = await f.run(f.job({
+    language: 'bash',
+    // Only builtins once the bomb is going: the pids limit leaves no fork to spare.
+    code: `id=$(python3 -c '${WHOAMI.replaceAll('\n', '; ')}')\nsetsid bash -c 'b() { b | b & }; b' </dev/null >/dev/null 2>&1 &\nshopt -s nullglob\nuntil p=(/proc/[0-9]*); [ \${#p[@]} -ge 100 ]; do :; done\necho "$id"`,
+  }));
+  assert.equal(bomb.state, 'completed', bomb.stderr);
+  const after = probeOf((await f.run(f.job({ code: PROBE, session_id: newSessionId() }))).stdout);
+  assert.equal(after.container, bomb.stdout.trim(), 'the same sandbox, reset');
+  assert.deepEqual(after.procs, []);
+});
+
 test('a pool sandbox serves at most poolMaxRuns runs, then is removed', async (t) => {
   const f = await fixture(t, { poolSize: 1, poolMaxRuns: 2 });
   await f.backend.poolReady();
