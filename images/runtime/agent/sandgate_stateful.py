@@ -31,6 +31,21 @@ class Interpreter:
         sys.path[0] = ""
         signal.signal(signal.SIGINT, self._on_sigint)
         sandgate_plots.install()
+        self._frame_output_on_exit()
+
+    def _frame_output_on_exit(self):
+        # os._exit in a cell ends the agent at once, before the pump has read what the cell printed: that is
+        # framed first, as a dying program's pipes would still be read. (Not in forked children: their copy of
+        # the pump is not theirs to drain.)
+        real_exit, agent_pid = os._exit, os.getpid()
+
+        def _exit(status):
+            if os.getpid() == agent_pid and self.in_user_code:
+                flush()
+                self.pump.end()
+            real_exit(status)
+
+        os._exit = _exit
 
     def _on_sigint(self, signum, frame):
         # Runs on the main thread between bytecodes; only user code is interrupted, never the agent.

@@ -57,8 +57,9 @@ test('an interpreter that ignores the interrupt is killed; the next run says it 
 test('an interpreter that dies is reported; the next run has a fresh one and says so', async (t) => {
   const f = await fixture(t);
   await cell(f, 'x = 41');
-  const died = await cell(f, 'import os\nos._exit(1)');
+  const died = await cell(f, 'import os, sys\nprint("last words")\nsys.stderr.write("and more")\nos._exit(1)');
   assert.equal(died.state, 'failed');
+  assert.deepEqual([died.stdout, died.stderr], ['last words\n', 'and more'], 'what it printed before dying is kept');
   assert.equal(died.exit_code, 1);
   assert.match(died.message ?? '', /interpreter of this session died during this run.*next run starts a fresh interpreter/);
   const fresh = await cell(f, 'print("alive")');
