@@ -7,7 +7,7 @@ import Dockerode from 'dockerode';
 import { pino } from 'pino';
 import { buildApp, createGatewayDeps, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
-import type { ExecutionBackend } from '@sandgate/backends';
+import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
 import { createRedis, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 
@@ -30,6 +30,8 @@ export interface Stack {
   /** JSON request with the stack's default API key (if any). */
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   startWorker(): Promise<RunningWorker>;
+  /** Resolves once every worker's warm pool is full, so that the next one-shot surely gets a pool sandbox. */
+  poolReady(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,9 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       workers.push(w);
       stack.worker ??= w;
       return w;
+    },
+    async poolReady() {
+      await Promise.all(backends.map((b) => (b instanceof DockerBackend ? b.poolReady() : undefined)));
     },
     async close() {
       await app.close();
