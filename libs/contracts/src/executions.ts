@@ -134,7 +134,6 @@ export const ExecutionParamsSchema = Type.Object({ id: ExecutionIdSchema });
  * the session's live Python interpreter, whose variables persist between runs.
  */
 export const SandboxKindSchema = Type.Union([Type.Literal('oneshot'), Type.Literal('session'), Type.Literal('stateful')]);
-export type SandboxKind = Static<typeof SandboxKindSchema>;
 
 /** The job a worker receives from the queue. Files are already in the session directory. */
 export const ExecutionJobSchema = Type.Object(

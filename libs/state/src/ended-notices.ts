@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { ResultEvent } from '@sandgate/contracts';
-import type { Ending } from './executions.ts';
+import { parseEnding, type Ending } from './executions.ts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 
@@ -78,12 +77,7 @@ export class EndedNotices {
     const c = message.indexOf('\n', b + 1);
     const w = this.waiters.get(message.slice(0, a));
     if (!w || c < 0) return;
-    const started = message.slice(a + 1, b);
-    w.ending = {
-      result: (JSON.parse(message.slice(c + 1)) as ResultEvent).result,
-      startedAt: started ? Number(started) : null,
-      finishedAt: Number(message.slice(b + 1, c)),
-    };
+    w.ending = parseEnding(message.slice(c + 1), message.slice(a + 1, b), message.slice(b + 1, c));
     w.wake?.();
   }
 

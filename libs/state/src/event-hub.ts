@@ -7,8 +7,11 @@ export interface StoredEvent {
   id: string;
   type: EventType;
   data: string;
-  /** On a `result` entry: when the run started (null if it never did) and ended, in ms. Not part of the SSE event. */
-  times?: { startedAt: number | null; finishedAt: number };
+  /**
+   * On a `result` entry: `started_at` (empty if the run never started) and `finished_at` as stored, in ms. Not part
+   * of the SSE event; see endingOf.
+   */
+  times?: { startedAt: string; finishedAt: string };
 }
 
 type Entry = { cursor: string; subs: Set<(ev: StoredEvent) => void> };
@@ -18,7 +21,7 @@ export function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {
   const f: Record<string, string> = {};
   for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
   const ev: StoredEvent = { id, type: (f.type ?? '') as EventType, data: f.data ?? '' };
-  if (f.finished_at) ev.times = { startedAt: f.started_at ? Number(f.started_at) : null, finishedAt: Number(f.finished_at) };
+  if (f.finished_at) ev.times = { startedAt: f.started_at ?? '', finishedAt: f.finished_at };
   return ev;
 }
 

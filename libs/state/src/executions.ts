@@ -7,6 +7,7 @@ import type { StoredEvent } from './event-hub.ts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import { evalInOrder, type ScriptRedis } from './scripts.ts';
+import { maxSessionsError } from './sessions.ts';
 
 export interface ExecutionMeta {
   id: string;
@@ -65,9 +66,7 @@ export class ExecutionStore {
       this.opts.retentionSeconds, phase('queued', meta.created_at), notify,
       ...(newSession ? [newSession.ttlSeconds, newSession.maxSessions] : []),
     );
-    if (r === 'max_sessions') {
-      throw new SandgateError('max_sessions', `tenant already has ${newSession!.maxSessions} live sessions; delete one or wait for one to expire`);
-    }
+    if (r === 'max_sessions') throw maxSessionsError(newSession!.maxSessions);
     if (r === 'not_found') throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
     if (r === 'busy') {
       throw new SandgateError('session_busy', `session ${meta.session_id} is running another execution; wait for it or cancel it`);
@@ -161,10 +160,15 @@ export interface Ending {
   finishedAt: number;
 }
 
+/** An ending from the three strings sgFinalize writes: the `result` event's JSON, started_at (empty: never), finished_at. */
+export function parseEnding(resultEvent: string, startedAt: string, finishedAt: string): Ending {
+  return { result: (JSON.parse(resultEvent) as ResultEvent).result, startedAt: startedAt ? Number(startedAt) : null, finishedAt: Number(finishedAt) };
+}
+
 /** The ending a `result` event stands for; null for an entry that does not carry its times. */
 export function endingOf(ev: StoredEvent): Ending | null {
   if (ev.type !== 'result' || !ev.times) return null;
-  return { result: (JSON.parse(ev.data) as ResultEvent).result, ...ev.times };
+  return parseEnding(ev.data, ev.times.startedAt, ev.times.finishedAt);
 }
 
 /** The terminal record of a run, from the record as it was before and how it ended: no need to read it back. */

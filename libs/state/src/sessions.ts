@@ -20,6 +20,10 @@ export interface SessionRecord {
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
 
+/** A tenant at its limit of live sessions, whether creating one or starting a one-shot (which creates one). */
+export const maxSessionsError = (max: number): SandgateError =>
+  new SandgateError('max_sessions', `tenant already has ${max} live sessions; delete one or wait for one to expire`);
+
 /** Session records, their per-tenant index and their busy lock, in Redis. */
 export class SessionStore {
   constructor(private readonly redis: ScriptRedis, private readonly k: Keys) {}
@@ -32,9 +36,7 @@ export class SessionStore {
       this.k.session(id), this.k.tenantSessions(tenant), this.k.sessionExpiry(),
       id, tenant, now, opts.ttlSeconds, opts.maxSessions, JSON.stringify(opts.metadata ?? {}), opts.mode ?? 'process',
     );
-    if (ok !== 1) {
-      throw new SandgateError('max_sessions', `tenant already has ${opts.maxSessions} live sessions; delete one or wait for one to expire`);
-    }
+    if (ok !== 1) throw maxSessionsError(opts.maxSessions);
     return (await this.get(tenant, id))!;
   }
 
@@ -76,14 +78,17 @@ export class SessionStore {
 
   /** Starts the session's sandbox afresh on its next execution (a stateful interpreter loses its state). */
   async restart(s: SessionRecord): Promise<SessionRecord> {
-    await this.redis.hincrby(this.k.session(s.id), 'generation', 1);
-    return (await this.get(s.tenant, s.id)) ?? s;
+    const generation = await this.redis.hincrby(this.k.session(s.id), 'generation', 1);
+    return { ...s, generation };
   }
 
   /** Ids of every session that is live (not expired, or still running an execution), across tenants. */
   async liveIds(): Promise<Set<string>> {
-    const live = await this.redis.zrangebyscore(this.k.sessionExpiry(), Date.now(), '+inf');
-    const expired = await this.redis.zrangebyscore(this.k.sessionExpiry(), '-inf', Date.now());
+    const now = Date.now();
+    const flat = await this.redis.zrange(this.k.sessionExpiry(), '0', '-1', 'WITHSCORES');
+    const live: string[] = [];
+    const expired: string[] = [];
+    for (let i = 0; i < flat.length; i += 2) (Number(flat[i + 1]) >= now ? live : expired).push(flat[i]!);
     const locked = await Promise.all(expired.map((id) => this.redis.exists(this.k.sessionLock(id))));
     return new Set([...live, ...expired.filter((_, i) => locked[i] === 1)]);
   }

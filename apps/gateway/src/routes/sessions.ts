@@ -19,8 +19,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     },
   }, async (req, reply) => {
     const s = await sessions.create(tenantOf(req), {
-      ttlSeconds: req.body?.ttl_seconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions, metadata: req.body?.metadata ?? {},
-      mode: req.body?.mode ?? 'process',
+      ttlSeconds: req.body.ttl_seconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions, metadata: req.body.metadata ?? {},
+      mode: req.body.mode,
     });
     await workspaces.create(s.id);
     return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(presentSession(s));
