@@ -1,7 +1,7 @@
 export type { EventSink, ExecutionBackend, LiveSet } from './backend.ts';
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
 export type { PoolStats } from './docker/warm-pool.ts';
-export type { SandboxLimits } from './docker/container-spec.ts';
+export { hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from './docker/container-spec.ts';
 export { OutputCollector, DEFAULT_MAX_OUTPUT_BYTES } from './shared/output.ts';
 export { snapshot, collectArtifacts, MAX_ARTIFACTS, MAX_WALK_ENTRIES, type Snapshot, type CollectOptions } from './shared/artifacts.ts';
 export { buildResult, outcomeOf, type RunEnd, type RunLimits, type ResultParts, type CapturedOutput } from './shared/result.ts';
