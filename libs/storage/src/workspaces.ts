@@ -1,13 +1,13 @@
 import { constants } from 'node:fs';
 import { chmod, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SandgateError } from '@sandgate/contracts';
+import { SandgateError, SESSION_ID_PATTERN } from '@sandgate/contracts';
 import { errno, openRoot } from './fd-path.ts';
 import { removeDirAt } from './remove-tree.ts';
 import { walkTree } from './walk-tree.ts';
 import type { Owner } from './write-inside.ts';
 
-const SESSION_ID = /^sess_[0-9a-f]{12}$/;
+const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 
 export interface WorkspacesOptions {
@@ -19,12 +19,13 @@ export interface WorkspacesOptions {
 
 /** Session workspaces on the local filesystem, each bind-mounted as /mnt/data into its sandbox. */
 export class Workspaces {
-  readonly #dataDir: string;
+  /** SANDGATE_DATA_DIR: what else lives beside the sessions (the warm pool's slot directories) goes under it. */
+  readonly dataDir: string;
   readonly #sessionsDir: string;
   readonly #owner: Owner | undefined;
 
   constructor({ dataDir, owner }: WorkspacesOptions) {
-    this.#dataDir = dataDir;
+    this.dataDir = dataDir;
     this.#sessionsDir = join(dataDir, 'sessions');
     this.#owner = owner;
   }
@@ -42,7 +43,7 @@ export class Workspaces {
     const dir = this.dir(sessionId);
     // 0711: the sandbox user may pass through to its own directory but not list anyone else's session.
     await mkdir(this.#sessionsDir, { recursive: true, mode: 0o711 });
-    await chmod(this.#dataDir, 0o711);
+    await chmod(this.dataDir, 0o711);
     await chmod(this.#sessionsDir, 0o711);
     await mkdir(dir, 0o755).catch((e: unknown) => {
       if (errno(e) !== 'EEXIST') throw e;
@@ -76,14 +77,5 @@ export class Workspaces {
     } finally {
       await sessions.close();
     }
-  }
-
-  /**
-   * Files and bytes as walkTree lists them: what clients can see, so symlinks, special and hard-linked files are not
-   * counted. A missing session directory is `file_not_found`.
-   */
-  async usage(sessionId: string): Promise<{ files: number; bytes: number }> {
-    const { entries } = await walkTree(this.dir(sessionId));
-    return { files: entries.length, bytes: entries.reduce((sum, e) => sum + e.size, 0) };
   }
 }

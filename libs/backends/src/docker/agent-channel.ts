@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { encodeMessage, FrameDecoder, INTERRUPT, type AgentFrame, type ExitFrame, type RunRequest } from './agent-frames.ts';
+import { timerDelay } from '../shared/timers.ts';
 import { AttachDemuxer } from './attach-demux.ts';
 
 export interface RunHandlers {
@@ -38,8 +39,6 @@ interface Listener {
   closed(): void;
 }
 
-/** Clamped: setTimeout fires at once for delays past 2^31-1 ms. */
-const delay = (ms: number): number => Math.min(Math.max(0, ms), 2 ** 31 - 1);
 const MAX_DIAGNOSTICS = 2048;
 
 /** One attach to a sandbox running the agent: requests go to its stdin, frames come from its stdout. */
@@ -109,7 +108,7 @@ export class AgentChannel {
         if (err) reject(err);
         else resolve();
       };
-      const deadline = setTimeout(() => done(new Error(`the sandbox agent did not answer within ${timeoutMs} ms`)), delay(timeoutMs));
+      const deadline = setTimeout(() => done(new Error(`the sandbox agent did not answer within ${timeoutMs} ms`)), timerDelay(timeoutMs));
       this.#listener = {
         frame: (frame) => { if (frame.t === 'pong' && frame.id !== null && sent.has(frame.id)) done(); },
         closed: () => done(new Error(`the sandbox agent ended: ${this.#diagnostics.trim() || 'no output'}`)),
@@ -147,7 +146,7 @@ export class AgentChannel {
         stopped = why;
         if (ctl.interruptGraceMs <= 0) return kill();
         this.#send(encodeMessage(INTERRUPT));
-        grace = setTimeout(kill, delay(ctl.interruptGraceMs));
+        grace = setTimeout(kill, timerDelay(ctl.interruptGraceMs));
       };
       const onAbort = (): void => stop('cancelled');
       this.#listener = {
@@ -168,7 +167,7 @@ export class AgentChannel {
         },
         closed: () => finish(undefined),
       };
-      const timer = setTimeout(() => stop('timeout'), delay(ctl.timeoutMs));
+      const timer = setTimeout(() => stop('timeout'), timerDelay(ctl.timeoutMs));
       ctl.signal.addEventListener('abort', onAbort, { once: true });
       if (this.#closed) return this.#listener.closed();
       this.#send(encodeMessage(request));
@@ -189,7 +188,7 @@ export class AgentChannel {
         if (err) reject(err);
         else resolve();
       };
-      const deadline = setTimeout(() => done(new Error(`the sandbox agent did not finish its reset within ${timeoutMs} ms`)), delay(timeoutMs));
+      const deadline = setTimeout(() => done(new Error(`the sandbox agent did not finish its reset within ${timeoutMs} ms`)), timerDelay(timeoutMs));
       this.#listener = {
         frame: (frame) => {
           if (frame.t !== 'reset' || frame.id !== id) return;

@@ -1,9 +1,9 @@
 import type Dockerode from 'dockerode';
 import type { Artifact, ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { collectArtifacts, snapshot } from '../shared/artifacts.ts';
+import { harvest, snapshot } from '../shared/artifacts.ts';
 import { OutputCollector } from '../shared/output.ts';
-import { buildResult, outcomeOf, type RunEnd } from '../shared/result.ts';
+import { buildResult, type RunEnd } from '../shared/result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
 import type { ExitFrame } from './agent-frames.ts';
 
@@ -59,12 +59,7 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   }
   const runEnd = await describeEnd(end, s);
   if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
-  events.phase('harvesting');
-  let artifacts: Artifact[] = [];
-  if (outcomeOf(runEnd, job).state === 'completed') {
-    artifacts = await collectArtifacts(s.dir, before, { sessionId: job.session_id, artifactUrl: s.artifactUrl });
-    for (const artifact of artifacts) events.artifact(artifact);
-  }
+  const artifacts = await harvest(runEnd, job, s.dir, before, events, s.artifactUrl);
   return { started: true, result: finish(runEnd, artifacts), exit: end.exit };
 }
 

@@ -1,8 +1,7 @@
 import type { AgentChannel } from './agent-channel.ts';
 
-/** What is kept: the attach, the container it is to, and whatever else its user wants back with it. */
+/** What is kept: the attach, and whatever else its user wants back with it. */
 export interface Attached {
-  containerId: string;
   channel: AgentChannel;
 }
 

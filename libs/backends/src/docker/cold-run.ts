@@ -1,12 +1,12 @@
 import type Dockerode from 'dockerode';
 import type { Artifact, ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { collectArtifacts, snapshot } from '../shared/artifacts.ts';
+import { harvest, snapshot } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import { OutputCollector } from '../shared/output.ts';
-import { buildResult, outcomeOf } from '../shared/result.ts';
+import { buildResult } from '../shared/result.ts';
 import { containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
-import { engineError, isNotFound, statusOf } from './engine-errors.ts';
+import { engineError, forceRemove, statusOf } from './engine-errors.ts';
 import { runContainer } from './run-container.ts';
 
 export interface ColdRunContext {
@@ -37,13 +37,7 @@ export async function runCold(ctx: ColdRunContext, job: ExecutionJob, dir: strin
     const finish = (durationMs: number, artifacts: Artifact[] = []): ExecutionResult =>
       buildResult({ end: run, limits: job, stdout, stderr, artifacts, durationMs });
     if (!run.started) return finish(0);
-    events.phase('harvesting');
-    let artifacts: Artifact[] = [];
-    if (outcomeOf(run, job).state === 'completed') {
-      artifacts = await collectArtifacts(dir, before, { sessionId: job.session_id, artifactUrl: ctx.artifactUrl });
-      for (const artifact of artifacts) events.artifact(artifact);
-    }
-    const result = finish(run.durationMs, artifacts);
+    const result = finish(run.durationMs, await harvest(run, job, dir, before, events, ctx.artifactUrl));
     ctx.log.info({ executionId: job.execution_id, sandbox: 'cold', state: result.state, exitCode: result.exit_code, durationMs: result.duration_ms }, 'execution finished');
     return result;
   } finally {
@@ -65,10 +59,5 @@ async function create(ctx: ColdRunContext, job: ExecutionJob, dir: string): Prom
 }
 
 async function remove(ctx: ColdRunContext, container: Dockerode.Container, executionId: string): Promise<void> {
-  try {
-    await container.remove({ force: true });
-  } catch (err) {
-    // Already gone (a sweep or a concurrent remove got there first) is what we wanted.
-    if (!isNotFound(err)) ctx.log.warn({ executionId, err }, 'could not remove sandbox; sweep will retry');
-  }
+  await forceRemove(container).catch((err: unknown) => ctx.log.warn({ executionId, err }, 'could not remove sandbox; sweep will retry'));
 }

@@ -10,7 +10,7 @@ import { buildResult } from '../shared/result.ts';
 import { runCold } from './cold-run.ts';
 import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
 import { engineError, imageMissing, isNotFound } from './engine-errors.ts';
-import { dataDirOf, parseUser, SlotDirs } from './pool-dirs.ts';
+import { parseUser, SlotDirs } from './pool-dirs.ts';
 import { runPooled } from './pooled-run.ts';
 import { runInSession } from './session-run.ts';
 import { SessionSandboxes } from './session-sandboxes.ts';
@@ -114,15 +114,15 @@ export class DockerBackend implements ExecutionBackend {
     this.#sweepGraceMs = sweepGraceMs;
     this.#interruptGraceMs = interruptGraceMs;
     this.#resetTimeoutMs = poolResetTimeoutMs;
-    this.#slots = new SlotDirs(dataDirOf(workspaces), parseUser(user));
+    // Beside the sessions, on their filesystem, so that a rename can hand a slot directory to a session.
+    this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user));
     this.#sessions = new SessionSandboxes(docker, this.#settings, logger, READY_TIMEOUT_MS);
     this.#pool = new WarmPool({
       docker, settings: this.#settings, slots: this.#slots, instanceId, size: poolSize, limits: poolLimits, log: logger,
       readyTimeoutMs: READY_TIMEOUT_MS,
       // gVisor lists no System V IPC objects (/proc/sysvipc), so a reset there could not prove them gone.
       maxRuns: runtime === 'runsc' ? 1 : poolMaxRuns,
-      // Nothing to recycle without a pool: a reset sandbox is a pool sandbox that served.
-      maxRecycled: poolSize === 0 ? 0 : Math.max(poolSize, concurrency), recycledIdleMs: RECYCLED_IDLE_MS,
+      maxRecycled: Math.max(poolSize, concurrency), recycledIdleMs: RECYCLED_IDLE_MS,
     });
   }
 
@@ -193,11 +193,6 @@ export class DockerBackend implements ExecutionBackend {
   /** Resolves once the warm pool is full (at once when it is disabled or closed). For benchmarks and tests. */
   poolReady(): Promise<void> {
     return this.#pool.whenReady();
-  }
-
-  /** Resolves once the pool is full and none of its refills or removals is in flight. For benchmarks. */
-  poolSettled(): Promise<void> {
-    return this.#pool.whenSettled();
   }
 
   /** Stops refilling the pool, removes this instance's warm sandboxes and detaches from session sandboxes (which stay). */

@@ -23,6 +23,13 @@ export const statusOf = (err: unknown): number | undefined => (err as ModemError
 /** True for an engine 404 (no such container/image): docker-modem labels every 404 "no such container". */
 export const isNotFound = (err: unknown): boolean => statusOf(err) === 404;
 
+/** Removes a container, running or not; one already gone (a sweep or another remove got there first) is fine. */
+export async function forceRemove(container: { remove(opts: { force: boolean }): Promise<unknown> }): Promise<void> {
+  await container.remove({ force: true }).catch((err: unknown) => {
+    if (!isNotFound(err)) throw err;
+  });
+}
+
 /**
  * Turns a failure of the engine into the platform error the worker reports as `backend_unavailable`:
  * the run could not happen, through no fault of the user's code.

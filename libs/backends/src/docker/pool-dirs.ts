@@ -1,22 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readdir, rename, rmdir } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
-import type { Workspaces } from '@sandgate/storage';
-
-/** uid and gid the sandbox runs as: owner of every directory mounted at /mnt/data. */
-export interface Owner {
-  uid: number;
-  gid: number;
-}
-
-/**
- * SANDGATE_DATA_DIR, as the Workspaces know it: session directories are `<dataDir>/sessions/<id>`. Read back from
- * `dir()` because Workspaces (libs/storage) does not expose it, and warm-pool directories must sit on the same
- * filesystem as the sessions so that a rename can hand one to a session.
- */
-export function dataDirOf(workspaces: Workspaces): string {
-  return dirname(dirname(workspaces.dir('sess_000000000000')));
-}
+import { join, relative, sep } from 'node:path';
+import type { Owner } from '@sandgate/storage';
 
 /** Parses a `uid:gid` user spec; a bare uid means the same gid. */
 export function parseUser(user: string): Owner {

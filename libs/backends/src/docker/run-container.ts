@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { RunEnd } from '../shared/result.ts';
+import { timerDelay } from '../shared/timers.ts';
 
 export interface RunIo {
   stdout: Writable;
@@ -49,8 +50,7 @@ export async function runContainer(container: Dockerode.Container, io: RunIo, ct
   const startedAt = performance.now();
   ctl.onStarted();
   const killer = new Killer(container);
-  // Clamped: setTimeout fires at once for delays past 2^31-1 ms.
-  const timer = setTimeout(() => killer.kill('timeout'), Math.min(ctl.timeoutMs, 2 ** 31 - 1));
+  const timer = setTimeout(() => killer.kill('timeout'), timerDelay(ctl.timeoutMs));
   const onAbort = (): void => killer.kill('cancelled');
   ctl.signal.addEventListener('abort', onAbort, { once: true });
   if (ctl.signal.aborted) onAbort();

@@ -6,7 +6,7 @@ import { AgentChannel } from './agent-channel.ts';
 import { agentSpec, sessionContainerName } from './agent-spec.ts';
 import { AttachCache } from './attach-cache.ts';
 import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
-import { isNotFound, statusOf } from './engine-errors.ts';
+import { forceRemove, isNotFound, statusOf } from './engine-errors.ts';
 
 /** A session's sandbox, attached for one run; give it back with release(). */
 export interface SessionSandbox {
@@ -23,8 +23,6 @@ export interface SessionSandbox {
   limits: SandboxLimits;
 }
 
-type Kept = SessionSandbox & { containerId: string };
-
 /** Sessions whose sandbox this worker has seen, to tell a sandbox removed behind its back from a first use. */
 const MAX_REMEMBERED = 10_000;
 /** A running agent answers a ping in well under a millisecond; this much covers a very busy host. */
@@ -40,7 +38,7 @@ export class SessionSandboxes {
   readonly #log: BackendLogger;
   readonly #readyTimeoutMs: number;
   readonly #seen = new Set<string>();
-  readonly #attached = new AttachCache<Kept>();
+  readonly #attached = new AttachCache<SessionSandbox>();
 
   constructor(docker: Dockerode, settings: SandboxSettings, log: BackendLogger, readyTimeoutMs: number) {
     this.#docker = docker;
@@ -75,7 +73,7 @@ export class SessionSandboxes {
         channel?.close();
         throw new SandgateError('backend_unavailable', `container ${info.Name} belongs to another sandgate deployment`);
       }
-      if (kept !== undefined && kept.containerId !== info.Id) {
+      if (kept !== undefined && kept.id !== info.Id) {
         // The kept attach is to a sandbox another worker has replaced since.
         kept.channel.close();
         channel = await AgentChannel.attach(container).catch(() => undefined);
@@ -92,7 +90,7 @@ export class SessionSandboxes {
       }
       this.#log.info({ sessionId, running: info.State.Running, generation: labels[LABELS.generation] }, 'replacing session sandbox');
       replaces = true;
-      await this.remove(container);
+      await forceRemove(container);
     }
     channel?.close();
     return this.#create(job, dir, replaces);
@@ -100,19 +98,13 @@ export class SessionSandboxes {
 
   /** Done with a run: its attach is kept for the session's next run, unless the sandbox ended. */
   release(sandbox: SessionSandbox): void {
-    this.#attached.put(sandbox.sessionId, { ...sandbox, containerId: sandbox.id });
+    this.#attached.put(sandbox.sessionId, sandbox);
   }
 
   /** Kills a sandbox whose run could not be ended otherwise; it stays, stopped, so the next run knows to restart. */
   async kill(container: Dockerode.Container): Promise<void> {
     await container.kill({ signal: 'SIGKILL' }).catch((err: unknown) => {
       if (!isNotFound(err) && statusOf(err) !== 409) throw err;
-    });
-  }
-
-  async remove(container: Dockerode.Container): Promise<void> {
-    await container.remove({ force: true }).catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
     });
   }
 
@@ -166,7 +158,7 @@ export class SessionSandboxes {
     } catch (err) {
       // 409: the name is still taken (a removal in progress, or a sandbox made since we looked): it goes.
       if (statusOf(err) !== 409) throw err;
-      await this.remove(this.#docker.getContainer(spec.name!));
+      await forceRemove(this.#docker.getContainer(spec.name!));
       container = await this.#docker.createContainer(spec);
     }
     try {
@@ -184,7 +176,7 @@ export class SessionSandboxes {
         limits: { memory_mb: job.memory_mb, cpus: job.cpus },
       };
     } catch (err) {
-      await this.remove(container).catch(() => {});
+      await forceRemove(container).catch(() => {});
       throw err;
     }
   }

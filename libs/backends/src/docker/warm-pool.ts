@@ -4,7 +4,7 @@ import type { BackendLogger } from '../shared/logger.ts';
 import { AgentChannel } from './agent-channel.ts';
 import { agentSpec } from './agent-spec.ts';
 import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
-import { isNotFound } from './engine-errors.ts';
+import { forceRemove } from './engine-errors.ts';
 import type { SlotDirs } from './pool-dirs.ts';
 
 /** A started sandbox whose agent has answered on its attach, waiting for a run. */
@@ -299,9 +299,7 @@ export class WarmPool {
   /** Removes a sandbox, then refills: one piece of background work after another, never both at once. */
   #discard(name: string, container: Dockerode.Container, slotDir: string): void {
     this.#track((async () => {
-      await container.remove({ force: true }).catch((err: unknown) => {
-        if (!isNotFound(err)) this.#o.log.warn({ container: name, err }, 'could not remove pooled sandbox; sweep will retry');
-      });
+      await forceRemove(container).catch((err: unknown) => this.#o.log.warn({ container: name, err }, 'could not remove pooled sandbox; sweep will retry'));
       // A slot a run adopted is a session directory now, and its old path is gone: nothing to do then.
       await this.#o.slots.remove(slotDir).catch((err: unknown) => this.#o.log.warn({ dir: slotDir, err }, 'could not remove slot directory'));
       this.#fill();

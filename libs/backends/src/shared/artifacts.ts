@@ -1,5 +1,7 @@
 import { basename } from 'node:path';
-import type { Artifact } from '@sandgate/contracts';
+import type { Artifact, ExecutionJob } from '@sandgate/contracts';
+import type { EventSink } from '../backend.ts';
+import { outcomeOf, type RunEnd } from './result.ts';
 import { mimeFor, sha256Inside, walkTree, type TreeEntry } from '@sandgate/storage';
 
 /** At most this many artifacts are reported per run; a run that writes more gets the first ones by path. */
@@ -57,5 +59,19 @@ export async function collectArtifacts(root: string, before: Snapshot, opts: Col
       download_url: artifactUrl(sessionId, entry.path),
     });
   }
+  return artifacts;
+}
+
+/**
+ * The `harvesting` step every kind of run ends with: the files a run that completed created or changed under `dir`,
+ * each reported as an artifact event as well. A run that did not complete leaves no artifacts.
+ */
+export async function harvest(
+  end: RunEnd, job: ExecutionJob, dir: string, before: Snapshot, events: EventSink, artifactUrl: CollectOptions['artifactUrl'],
+): Promise<Artifact[]> {
+  events.phase('harvesting');
+  if (outcomeOf(end, job).state !== 'completed') return [];
+  const artifacts = await collectArtifacts(dir, before, { sessionId: job.session_id, artifactUrl });
+  for (const artifact of artifacts) events.artifact(artifact);
   return artifacts;
 }
