@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 
-from sandgate_io import Pump
+from sandgate_io import Pump, write_all
 from sandgate_process import ProcessRunner
 import sandgate_reset
 import sandgate_stateful
@@ -42,12 +42,7 @@ class Protocol:
     def send(self, frame):
         data = (json.dumps(frame, separators=(",", ":")) + "\n").encode("ascii")
         with self.lock:
-            view = memoryview(data)
-            while view:
-                try:
-                    view = view[os.write(self.fd, view):]
-                except InterruptedError:
-                    continue
+            write_all(self.fd, data)
 
 
 def harden():

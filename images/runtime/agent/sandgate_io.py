@@ -3,6 +3,8 @@ import os
 import selectors
 import threading
 
+# Where the session's files are inside the sandbox: every program's working directory.
+WORKDIR = "/mnt/data"
 READ_CHUNK = 65536
 # Reads after a run has ended: what is already in the pipes, but not forever from a process that escaped
 # its group and keeps writing.
@@ -24,6 +26,12 @@ class StreamCap:
         data = data[: self.left]
         self.left -= len(data)
         return {"t": self.kind, "d": data.decode("latin-1")}
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def read_into(proto, fd, cap):

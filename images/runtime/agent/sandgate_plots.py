@@ -4,8 +4,9 @@ only when the user's code imports it: importing it here would cost every sandbox
 import os
 import sys
 
+from sandgate_io import WORKDIR
+
 PYPLOT = "matplotlib.pyplot"
-WORKDIR = "/mnt/data"
 _counter = [0]
 
 

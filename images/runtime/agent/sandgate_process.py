@@ -11,9 +11,8 @@ import signal
 import subprocess
 import threading
 
-from sandgate_io import StreamCap, drain_pipes
+from sandgate_io import WORKDIR, StreamCap, drain_pipes, write_all
 
-WORKDIR = "/mnt/data"
 COMMANDS = {"python": ["python3", "-c"], "javascript": ["node", "-e"], "bash": ["bash", "-c"]}
 # Variables Python reads only at start-up: a job that sets one gets a real new interpreter.
 STARTUP_VARS = ("PYTHON", "LC_", "LANG")
@@ -200,12 +199,6 @@ class ProcessRunner:
         full_env = dict(self.base_env)
         full_env.update(env)
         return Spawned(COMMANDS[msg["language"]] + [msg["code"]], full_env)
-
-
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def kill_group(pid):

@@ -3,7 +3,7 @@ import type { Stats } from 'node:fs';
 import { SandgateError } from '@sandgate/contracts';
 import { NOT_THERE, at, errno, openChildDir, openRoot } from './fd-path.ts';
 import { isServableFile } from './open-inside.ts';
-import { MAX_PATH_BYTES, segmentProblem } from './user-path.ts';
+import { MAX_PATH_BYTES, MAX_SEGMENTS, segmentProblem } from './user-path.ts';
 
 export interface TreeEntry { path: string; size: number; mtimeMs: number; ino: number; dev: number; ctimeMs: number }
 export interface WalkOptions {
@@ -30,7 +30,7 @@ interface Walk {
  * Lists the regular, single-linked files under root. Only names a client could address (see normalizeUserPath) are
  * listed, so every entry can be downloaded; everything else is skipped, and nothing is ever followed.
  */
-export async function walkTree(root: string, { maxEntries = 10_000, maxDepth = 32 }: WalkOptions = {}):
+export async function walkTree(root: string, { maxEntries = 10_000, maxDepth = MAX_SEGMENTS }: WalkOptions = {}):
   Promise<{ entries: TreeEntry[]; truncated: boolean }> {
   let dir: FileHandle;
   try {
