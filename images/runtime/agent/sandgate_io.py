@@ -34,6 +34,14 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
+def forward(proto, cap, data):
+    """Frames what was read, within the stream's cap; without a cap (no run active) it is dropped."""
+    if cap is not None:
+        frame = cap.frame(data)
+        if frame is not None:
+            proto.send(frame)
+
+
 def read_into(proto, fd, cap):
     """Reads what one non-blocking pipe holds now. Returns False at end of file."""
     try:
@@ -44,10 +52,7 @@ def read_into(proto, fd, cap):
         return True
     if not data:
         return False
-    if cap is not None:
-        frame = cap.frame(data)
-        if frame is not None:
-            proto.send(frame)
+    forward(proto, cap, data)
     return True
 
 
@@ -60,10 +65,7 @@ def drain_available(proto, fd, cap):
             return
         if not data:
             return
-        if cap is not None:
-            frame = cap.frame(data)
-            if frame is not None:
-                proto.send(frame)
+        forward(proto, cap, data)
 
 
 def drain_pipes(proto, caps, wake_r):
