@@ -14,7 +14,8 @@ import { runWait, segments, timelineOf } from './lib/api.ts';
 import { expectStatus, request } from './lib/http.ts';
 import { ACCEPT_CONNECTIONS, ACCEPT_N, N, WARMUP } from './lib/knobs.ts';
 import { fanOut, main } from './lib/main.ts';
-import { REDIS_URL, stackCpuMs, startStack, type Stack } from './lib/stack.ts';
+import { REDIS_URL } from '../test/redis-and-ports.ts';
+import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
 import { emit, emitError, medians, round, sleep, summarize } from './lib/stats.ts';
 
 const LATENCY = { bench: 'gateway-overhead', target: 'p50 <= 3 ms' };

@@ -10,7 +10,7 @@ import { MEMORY_RUNS } from './lib/knobs.ts';
 import { main } from './lib/main.ts';
 import { MEMORY_TARGET, emitMemory, measureMemory } from './lib/memory.ts';
 import { startStack, type Stack } from './lib/stack.ts';
-import { emitError } from './lib/stats.ts';
+import { emitError, percentile } from './lib/stats.ts';
 
 const BENCH = 'memory-upload';
 /** SANDGATE_MAX_UPLOAD_BYTES defaults to 50MB = 50,000,000 bytes: exactly the largest upload allowed. */
@@ -39,8 +39,7 @@ main(async () => {
     const r = await measureMemory(stack, MEMORY_RUNS, () => put(BYTES));
     const stops = await stack.close();
     stack = null;
-    const sorted = [...r.durations].sort((a, b) => a - b);
-    const median = sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN;
+    const median = percentile([...r.durations].sort((a, b) => a - b), 50);
     emitMemory(BENCH, MEMORY_TARGET, r, { upload_bytes: BYTES, upload_mb_per_s: Math.round(BYTES / 1e6 / (median / 1000)) }, stops);
   } catch (e) {
     emitError(BENCH, MEMORY_TARGET, e);

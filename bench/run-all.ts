@@ -128,7 +128,7 @@ async function main() {
     all.push(...figures);
     if (out) for (const f of figures) await appendFile(out, `${JSON.stringify({ ...f, context })}\n`);
   }
-  const loadEnd = (await machine()).loadavg;
+  const loadEnd = loadavg().map((l) => l.toFixed(2)).join(' ');
   if (interrupted) process.exitCode = 130;
   process.stderr.write(`\n${table(all)}\n\n${all.filter((f) => f.pass).length}/${all.length} pass — ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end: ${loadEnd}\n`);
 }

@@ -6,6 +6,7 @@
  */
 import { Agent, get } from 'node:http';
 import { createParser } from 'eventsource-parser';
+import { keys } from '@sandgate/state';
 import { expectStatus, request } from './lib/http.ts';
 import { SSE_SUBSCRIBERS } from './lib/knobs.ts';
 import { openFilesLimit } from './lib/proc.ts';
@@ -66,13 +67,12 @@ main(async () => {
     const gatewayLimit = await openFilesLimit(stack.procs[0]!.pid);
     const created = expectStatus(await request('POST', `${stack.url}/v1/executions`, { json: { language: 'python', code: CODE } }), [202], 'POST /v1/executions');
     const id: string = created.json.id;
-    stack.sessions.add(created.json.session_id);
     const t0 = Date.now();
     const subs = Array.from({ length: SSE_SUBSCRIBERS }, () => subscribe(`${stack!.url}/v1/executions/${id}/events`, agent));
     await within(90_000, 'the SSE streams', Promise.all(subs.map((s) => s.done)));
     const all = subs.map((s) => s.sub);
     // The truth: the stream as stored in Redis.
-    const stored = (await stack.redis.xrange(`${stack.prefix}:execution:${id}:events`, '-', '+')) as [string, string[]][];
+    const stored = (await stack.redis.xrange(keys(stack.prefix).events(id), '-', '+')) as [string, string[]][];
     const storedIds = stored.map(([sid]) => sid);
     const typeOf = (fields: string[]) => fields[fields.indexOf('type') + 1];
     const resultId = stored.find(([, f]) => typeOf(f) === 'result')?.[0];

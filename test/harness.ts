@@ -1,5 +1,4 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -8,18 +7,9 @@ import { pino } from 'pino';
 import { buildApp, createGatewayDeps, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
-import { createRedis, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
+import { keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
-
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as { port: number };
-  await new Promise((r) => srv.close(r));
-  return port;
-}
+import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 
 export interface Stack {
   url: string;
@@ -93,14 +83,7 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       const docker = new Dockerode();
       const mine = await docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${prefix}`] } });
       await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
-      const redis = createRedis(REDIS_URL, 'sandgate-test-cleanup');
-      for (let cursor = '0'; ;) {
-        const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        if (found.length) await redis.del(...found);
-        cursor = next;
-        if (cursor === '0') break;
-      }
-      redis.disconnect();
+      await deleteKeys(prefix);
       await deps.close();
       await rm(dataDir, { recursive: true, force: true });
     },

@@ -1,5 +1,6 @@
 /** Sandgate's API as the benches use it, plus the timestamps sandgate itself records for a run. */
 import type { Redis } from 'ioredis';
+import { keys } from '@sandgate/state';
 import { expectStatus, request, type Response } from './http.ts';
 import type { Stack } from './stack.ts';
 
@@ -20,9 +21,7 @@ export async function timed(method: string, url: string, json?: unknown): Promis
 }
 
 export async function createSession(stack: Stack, body: Record<string, unknown> = {}): Promise<any> {
-  const res = expectStatus(await request('POST', `${stack.url}/v1/sessions`, { json: body }), [201], 'POST /v1/sessions');
-  stack.sessions.add(res.json.id);
-  return res.json;
+  return expectStatus(await request('POST', `${stack.url}/v1/sessions`, { json: body }), [201], 'POST /v1/sessions').json;
 }
 
 export async function deleteSession(stack: Stack, id: string): Promise<void> {
@@ -37,7 +36,6 @@ export async function runWait(stack: Stack, body: Record<string, unknown>, { wai
   const t = await timed('POST', `${stack.url}/v1/executions?wait=${wait}`, body);
   expectStatus(t.res, [200], 'POST /v1/executions?wait');
   const exec = t.res.json;
-  if (exec?.session_id) stack.sessions.add(exec.session_id);
   const r = exec?.result;
   if (r?.state !== 'completed' || (expectStdout !== null && r.stdout !== expectStdout)) {
     throw new Error(`execution ${exec?.id} ended ${r?.state} (${r?.reason ?? ''} ${r?.message ?? ''}) stdout=${JSON.stringify(r?.stdout)} stderr=${JSON.stringify(String(r?.stderr ?? '').slice(0, 300))}`);
@@ -54,11 +52,12 @@ export interface Timeline {
 }
 
 export async function timelineOf(redis: Redis, prefix: string, id: string): Promise<Timeline | null> {
-  const h = await redis.hgetall(`${prefix}:execution:${id}`);
+  const k = keys(prefix);
+  const h = await redis.hgetall(k.execution(id));
   if (!h.meta) return null;
   const meta = JSON.parse(h.meta) as { created_at: number };
   const phases: Record<string, number> = {};
-  const entries = (await redis.xrange(`${prefix}:execution:${id}:events`, '-', '+')) as [string, string[]][];
+  const entries = (await redis.xrange(k.events(id), '-', '+')) as [string, string[]][];
   for (const [, fields] of entries) {
     const f: Record<string, string> = {};
     for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;

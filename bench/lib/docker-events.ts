@@ -1,4 +1,5 @@
 /** Docker's own event stream: when the engine created, started, saw die and destroyed each sandgate container. */
+import { LABELS, MANAGED_SELECTOR } from '@sandgate/backends';
 import { docker } from './raw-docker.ts';
 
 export class DockerEventLog {
@@ -13,7 +14,7 @@ export class DockerEventLog {
 
   async start(): Promise<void> {
     const stream = (await docker.getEvents({
-      filters: { type: ['container'], label: ['org.sandgate.managed=true'], event: ['create', 'start', 'die', 'destroy'] },
+      filters: { type: ['container'], label: [MANAGED_SELECTOR], event: ['create', 'start', 'die', 'destroy'] },
     })) as unknown as NodeJS.ReadableStream;
     let buf = '';
     stream.on('data', (chunk: Buffer) => {
@@ -33,10 +34,10 @@ export class DockerEventLog {
     try {
       const ev = JSON.parse(line) as { Action?: string; status?: string; timeNano?: number; Actor?: { Attributes?: Record<string, string> } };
       const attrs = ev.Actor?.Attributes ?? {};
-      const exec = attrs['org.sandgate.execution'];
+      const exec = attrs[LABELS.execution];
       const action = ev.Action ?? ev.status;
-      if (action === 'create' && this.deployment !== null && attrs['org.sandgate.deployment'] === this.deployment) {
-        const kind = attrs['org.sandgate.kind'] ?? 'unknown';
+      if (action === 'create' && this.deployment !== null && attrs[LABELS.deployment] === this.deployment) {
+        const kind = attrs[LABELS.kind] ?? 'unknown';
         this.created[kind] = (this.created[kind] ?? 0) + 1;
       }
       if (!exec || !action || !ev.timeNano) return;

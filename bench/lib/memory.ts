@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { memoryOf } from './proc.ts';
 import type { Stack } from './stack.ts';
-import { emit, round, summarize, type Figure } from './stats.ts';
+import { emit, round, sleep, summarize, type Figure } from './stats.ts';
 
 const LIMIT_MB = 50;
 
@@ -33,7 +33,7 @@ export async function measureMemory(stack: Stack, runs: number, scenario: () => 
         const m = await memoryOf(p.pid).catch(() => null);
         if (m) peak[p.name] = Math.max(peak[p.name]!, m.rssMb);
       }
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
     }
   })();
   const durations: number[] = [];

@@ -3,7 +3,7 @@
  * (as `npm start` runs them), with a backend that does nothing. What remains is sandgate's own path:
  * HTTP, validation, Redis records, the queue, the worker's bookkeeping, the event stream and the wait.
  */
-import type { EventSink, ExecutionBackend } from '@sandgate/backends';
+import type { EventSink, ExecutionBackend, LiveSet } from '@sandgate/backends';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import { buildApp, createGatewayDeps } from '@sandgate/gateway';
 import { createLogger, loadConfig } from '@sandgate/state';
@@ -23,8 +23,7 @@ export const noopBackend: ExecutionBackend = {
       artifacts: [], duration_ms: 0,
     };
   },
-  // `unknown`: the sweep argument's type is being reworked (a Set of ids → a LiveSet); a no-op takes either.
-  async sweep(_live: unknown) { return { removed: [] }; },
+  async sweep(_live: LiveSet) { return { removed: [] }; },
   async check() {},
   async close() {},
 };

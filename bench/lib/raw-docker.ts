@@ -1,7 +1,7 @@
 /**
  * The baseline: the same sandbox straight through the Docker API (dockerode), no gateway, queue or worker.
- * The create options mirror libs/backends/src/docker/container-spec.ts field for field, so the only
- * difference from a sandgate run is sandgate itself.
+ * The host settings are sandgate's own (`hostConfig` of @sandgate/backends), so the only difference from a
+ * sandgate run is sandgate itself.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import Dockerode from 'dockerode';
+import { hostConfig, WORKDIR, type SandboxSettings } from '@sandgate/backends';
 import { onCleanup } from './main.ts';
 
 export const IMAGE = process.env.SANDGATE_IMAGE ?? 'sandgate/runtime:1';
@@ -17,16 +18,21 @@ export const BENCH_LABEL = 'org.sandgate.bench';
 export const docker = new Dockerode();
 
 /** Sandgate's defaults (README "Configuration" and DockerBackend): 512m, 1 CPU, 128 pids, 64 MiB /tmp, nofile 1024. */
-const LIMITS = { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9, pidsLimit: 128, tmpfsBytes: 64 * 1024 * 1024, nofile: 1024 };
+const LIMITS = { memory_mb: 512, cpus: 1 };
+const SETTINGS: Omit<SandboxSettings, 'deployment'> = {
+  image: IMAGE, runtime: undefined, user: '1000:1000', pidsLimit: 128, tmpfsBytes: 64 * 1024 * 1024, nofile: 1024,
+};
 
 export function sandboxSpec(runId: string, workspaceDir: string, cmd: string[]): Dockerode.ContainerCreateOptions {
+  // The deployment only names the run here: hostConfig puts no label on the container, BENCH_LABEL does.
+  const settings: SandboxSettings = { ...SETTINGS, deployment: runId };
   return {
     name: `sgbench-${runId}-${randomBytes(4).toString('hex')}`,
-    Image: IMAGE,
+    Image: settings.image,
     Cmd: cmd,
     Env: [],
-    User: '1000:1000',
-    WorkingDir: '/mnt/data',
+    User: settings.user,
+    WorkingDir: WORKDIR,
     Labels: { [BENCH_LABEL]: runId },
     Tty: false,
     AttachStdout: true,
@@ -35,21 +41,7 @@ export function sandboxSpec(runId: string, workspaceDir: string, cmd: string[]):
     OpenStdin: false,
     StdinOnce: false,
     NetworkDisabled: true,
-    HostConfig: {
-      NetworkMode: 'none',
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      ReadonlyRootfs: true,
-      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${LIMITS.tmpfsBytes}` },
-      Memory: LIMITS.memoryBytes,
-      MemorySwap: LIMITS.memoryBytes,
-      NanoCpus: LIMITS.nanoCpus,
-      PidsLimit: LIMITS.pidsLimit,
-      Ulimits: [{ Name: 'nofile', Soft: LIMITS.nofile, Hard: LIMITS.nofile }],
-      Init: true,
-      Mounts: [{ Type: 'bind', Source: workspaceDir, Target: '/mnt/data', ReadOnly: false }],
-      LogConfig: { Type: 'none', Config: {} },
-    },
+    HostConfig: hostConfig(LIMITS, workspaceDir, settings),
   };
 }
 
@@ -133,7 +125,7 @@ export async function startIdleContainer(runId: string, workspaceDir: string): P
 /** One exec of `python3 -c print(1)`: create exec, start hijacked, wait for the stream's end, inspect the exit code. */
 export async function rawExec(c: Dockerode.Container): Promise<number> {
   const t0 = performance.now();
-  const exec = await c.exec({ Cmd: ['python3', '-c', 'print(1)'], AttachStdout: true, AttachStderr: true, User: '1000:1000', WorkingDir: '/mnt/data' });
+  const exec = await c.exec({ Cmd: ['python3', '-c', 'print(1)'], AttachStdout: true, AttachStderr: true, User: SETTINGS.user, WorkingDir: WORKDIR });
   const stream = await exec.start({ hijack: true, stdin: false });
   const out = collect();
   const err = collect();

@@ -5,19 +5,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { freePort } from '../../test/harness.ts';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { cpuMsOf } from './proc.ts';
+import { LABELS } from '@sandgate/backends';
+import { deleteKeys, freePort, REDIS_URL } from '../../test/redis-and-ports.ts';
+import { cpuMsOfAll } from './proc.ts';
 import { docker } from './raw-docker.ts';
 import { request } from './http.ts';
 import { onCleanup } from './main.ts';
 import { sleep } from './stats.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export const ENTRY = {
   standalone: 'apps/standalone/src/main.ts',
@@ -27,9 +27,6 @@ export const ENTRY = {
   noop: 'bench/lib/noop-stack.ts',
 } as const;
 export type EntryName = keyof typeof ENTRY;
-
-/** One helper for tests and benches alike: a loopback port nothing listens on right now. */
-export { freePort };
 
 export interface Proc {
   name: EntryName;
@@ -47,8 +44,6 @@ export interface Stack {
   dataDir: string;
   env: Record<string, string>;
   procs: Proc[];
-  /** Session ids this run created (for the container safety net). */
-  sessions: Set<string>;
   redis: Redis;
   start(name: EntryName, nodeArgs?: string[]): Promise<Proc>;
   waitReady(timeoutMs?: number): Promise<void>;
@@ -80,7 +75,7 @@ export async function startStack(names: EntryName[], env: Record<string, string>
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 3, connectionName: 'sandgate-bench' });
   let closing: Promise<Record<string, string>> | null = null;
   const stack: Stack = {
-    url: `http://127.0.0.1:${port}`, prefix, dataDir, env: fullEnv, procs: [], sessions: new Set(), redis,
+    url: `http://127.0.0.1:${port}`, prefix, dataDir, env: fullEnv, procs: [], redis,
     async start(name, nodeArgs = []) {
       const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ENTRY[name]], {
         cwd: ROOT,
@@ -142,7 +137,7 @@ export async function startStack(names: EntryName[], env: Record<string, string>
     const ended: Record<string, string> = {};
     for (const p of order) ended[p.name] = await p.stop();
     await removeStackContainers(stack).catch(() => {});
-    await deleteKeys(redis, prefix).catch(() => {});
+    await deleteKeys(prefix).catch(() => {});
     redis.disconnect();
     await rm(dataDir, { recursive: true, force: true });
     return ended;
@@ -159,30 +154,17 @@ export async function startStack(names: EntryName[], env: Record<string, string>
 
 const rank = (n: EntryName) => (n === 'gateway' ? 0 : 1);
 
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  for (let cursor = '0'; ;) {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    if (found.length) await redis.unlink(...found);
-    cursor = next;
-    if (cursor === '0') break;
-  }
-}
-
 /**
- * The safety net after the workers stopped: any sandgate container that belongs to this run (one of its
- * sessions, or a label naming one of its worker processes, like a warm pool's) and is still there.
+ * The safety net after the workers stopped: every sandgate container of this run's deployment (the Redis
+ * prefix, which sandgate puts on each sandbox as org.sandgate.deployment) that is still there.
  * Never touches another run's containers: other people use this engine at the same time.
  */
 async function removeStackContainers(stack: Stack): Promise<void> {
-  const workerIds = stack.procs.map((p) => `${hostname()}-${p.pid}-`);
-  const list = await docker.listContainers({ all: true, filters: { label: ['org.sandgate.managed=true'] } });
-  const ours = list.filter((c) => Object.values(c.Labels ?? {}).some((v) =>
-    stack.sessions.has(v) || v.includes(stack.prefix) || workerIds.some((w) => v.startsWith(w))));
-  await Promise.all(ours.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+  const list = await docker.listContainers({ all: true, filters: { label: [`${LABELS.deployment}=${stack.prefix}`] } });
+  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
 }
 
 /** CPU time (user + system, ms) all of the stack's processes have used so far. */
-export async function stackCpuMs(stack: Stack): Promise<number> {
-  const each = await Promise.all(stack.procs.map((p) => cpuMsOf(p.pid).catch(() => 0)));
-  return each.reduce((a, b) => a + b, 0);
+export function stackCpuMs(stack: Stack): Promise<number> {
+  return cpuMsOfAll(stack.procs.map((p) => p.pid));
 }
