@@ -11,6 +11,7 @@ import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { systemRoutes } from './routes/system.ts';
+import { serverTimeouts } from './timeouts.ts';
 
 export interface AppOptions {
   /** SSE heartbeat interval (ms); default 15 000. */
@@ -25,7 +26,9 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
     loggerInstance: deps.log,
     genReqId: () => `req_${Date.now().toString(36)}${(requestSeq++).toString(36)}`,
     bodyLimit: 1 << 20,
-    forceCloseConnections: true,
+    ...serverTimeouts(deps.config),
+    // Closing waits for requests in flight (server.ts bounds the wait by SANDGATE_SHUTDOWN_GRACE_S).
+    forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -50,6 +53,8 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   registerErrorHandling(app);
+  // SSE streams and long polls end first, so that closing does not wait for them.
+  app.addHook('preClose', async () => deps.drain());
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
 
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());

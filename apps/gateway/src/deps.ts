@@ -2,8 +2,8 @@ import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ExecutionJob } from '@sandgate/contracts';
 import {
-  EndedNotices, EventHub, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, signingKey, withScripts,
-  type Config, type ScriptRedis,
+  EndedNotices, EventHub, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, signingKey, watchOutages,
+  whenReady, withScripts, type Config, type ScriptRedis,
 } from '@sandgate/state';
 import { UrlSigner, Workspaces } from '@sandgate/storage';
 
@@ -20,16 +20,22 @@ export interface GatewayDeps {
   workers: WorkerRegistry;
   workspaces: Workspaces;
   signer: UrlSigner;
+  /** Aborted when the gateway starts to shut down: SSE streams and long polls end early (clients go elsewhere). */
+  readonly draining: AbortSignal;
+  drain(): void;
   close(): Promise<void>;
 }
 
 export const queuePrefix = (config: Config) => `${config.redisPrefix}:q`;
 
 export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
-  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway'));
+  // The connections requests use fail fast: while Redis is away a request gets 503 redis_unavailable at once.
+  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
   // One blocking XREAD at a time: nothing to batch.
   const reader = createRedis(config.redisUrl, 'sandgate-gateway-events', { autoPipelining: false });
-  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', { autoPipelining: false });
+  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', { autoPipelining: false, failFast: true });
+  const unwatch = watchOutages(redis, log);
+  await Promise.all([whenReady(redis), whenReady(queueConnection)]);
   const k = keys(config.redisPrefix);
   const hub = new EventHub(reader, redis, log);
   const notices = new EndedNotices(createRedis(config.redisUrl, 'sandgate-gateway-notices', { autoPipelining: false }), k);
@@ -48,13 +54,17 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     publicUrl: config.publicUrl,
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
+  const draining = new AbortController();
   return {
     config, log, redis, hub, notices, queue, signer,
+    draining: draining.signal,
+    drain: () => draining.abort(),
     sessions: new SessionStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds, startOn: queueConnection }),
     workers: new WorkerRegistry(redis, k),
     workspaces: new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } }),
     async close() {
+      unwatch();
       await hub.close();
       notices.close();
       await queue.close();

@@ -17,7 +17,12 @@ type InlineFile = { path: string; bytes: Buffer };
 
 /** Creating, waiting for and cancelling executions: the logic behind /v1/executions, free of HTTP. */
 export class ExecutionService {
-  constructor(private readonly d: GatewayDeps) {}
+  /** Settles when the gateway starts to shut down: a long poll then answers with the run as it is. */
+  private readonly drained: Promise<'timeout'>;
+
+  constructor(private readonly d: GatewayDeps) {
+    this.drained = new Promise((resolve) => d.draining.addEventListener('abort', () => resolve('timeout'), { once: true }));
+  }
 
   /**
    * Validates, takes the session's lock (creating the session for a one-shot), writes inline files, enqueues;
@@ -58,7 +63,7 @@ export class ExecutionService {
   /** Waits for the notice of the run's end; reads the run when a notice may have been missed, and at the deadline. */
   private async until(rec: ExecutionRecord, ending: NoticeWait, deadline: number): Promise<ExecutionRecord> {
     for (;;) {
-      const notice = await ending.next(deadline);
+      const notice = await Promise.race([ending.next(deadline), this.drained]);
       if (typeof notice === 'object') return endedRecord(rec, notice);
       const now = await this.d.executions.get(rec.id);
       if (notice === 'timeout' || !now || isTerminal(now.state)) return now ?? rec;
@@ -146,7 +151,7 @@ export class ExecutionService {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), seconds * 1000);
     try {
-      for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, ac.signal)) {
+      for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, AbortSignal.any([ac.signal, this.d.draining]))) {
         const ending = endingOf(ev);
         if (ending) return endedRecord(now, ending);
         if (ev.type === 'result') break;

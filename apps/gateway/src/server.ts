@@ -25,8 +25,17 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
   const url = await app.listen({ host: config.host, port: config.port });
   return {
     url,
+    /**
+     * Stops taking connections, ends SSE streams with a reconnect hint and long polls with the run as it is, waits
+     * for the other requests in flight up to SANDGATE_SHUTDOWN_GRACE_S, then closes what is left.
+     */
     async close() {
-      await app.close();
+      const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(force);
+      }
       await deps.close();
     },
   };

@@ -18,9 +18,9 @@ async function main() {
   const gateway = await startGateway(config, log);
   log.info({ url: gateway.url, docs: `${gateway.url}/docs` }, 'sandgate is serving');
   const stop = async (signal: string) => {
-    log.info({ signal }, 'stopping');
-    await gateway.close();
-    await worker.close();
+    log.info({ signal, grace_s: config.shutdownGraceMs / 1000 }, 'stopping: draining requests and finishing running executions');
+    // Both at once: the gateway stops taking runs while the worker finishes those it holds.
+    await Promise.all([gateway.close(), worker.close()]);
     await backend.close();
     process.exit(0);
   };

@@ -24,7 +24,22 @@ export const newWorkerId = () => `${hostname()}-${process.pid}-${randomBytes(3).
 
 export interface RunningWorker {
   readonly id: string;
-  close(): Promise<void>;
+  /**
+   * Stops taking runs and waits for those in flight; past `graceMs` (default SANDGATE_SHUTDOWN_GRACE_S) it stops them,
+   * and they end as `error` with reason `shutdown`. Queued runs stay queued for the other workers.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** The abort reason of runs stopped because their worker shuts down (a cancel aborts without one). */
+const SHUTDOWN = Symbol('shutdown');
+
+/** What a run stopped by its worker's shutdown reports: its output so far, and why it ended. */
+function shutdownResult(result: ExecutionResult, graceMs: number): ExecutionResult {
+  return {
+    ...result, state: 'error', reason: 'shutdown', artifacts: [],
+    message: `the worker shut down and the run did not finish within its grace period of ${graceMs / 1000} s`,
+  };
 }
 
 /**
@@ -41,6 +56,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   const executions = new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds });
   const registry = new WorkerRegistry(redis, k);
   const inFlight = new Map<string, AbortController>();
+  let graceUsed = config.shutdownGraceMs;
   const wlog = log.child({ worker: id });
 
   await subscriber.subscribe(k.cancelChannel());
@@ -73,6 +89,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       } finally {
         clearInterval(lease);
       }
+      if (ac.signal.reason === SHUTDOWN) result = shutdownResult(result, graceUsed);
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
         executions.finalize({ id: job.execution_id, session_id: job.session_id }, result, ['running'], events.takePending()),
@@ -129,9 +146,13 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
 
   return {
     id,
-    async close() {
+    async close(graceMs = config.shutdownGraceMs) {
+      graceUsed = graceMs;
       timers.forEach(clearInterval);
-      await worker.close();
+      const closing = worker.close();
+      const grace = setTimeout(() => { for (const ac of inFlight.values()) ac.abort(SHUTDOWN); }, graceMs);
+      await closing;
+      clearTimeout(grace);
       await housekeepingRun;
       await registry.leave(id).catch(() => {});
       subscriber.disconnect();

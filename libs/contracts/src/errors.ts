@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   internal: 500,
   backend_unavailable: 503,
   not_ready: 503,
+  redis_unavailable: 503,
+  insufficient_storage: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

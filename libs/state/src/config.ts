@@ -37,6 +37,12 @@ export const ConfigSchema = Type.Object({
   sandboxUid: Type.Integer({ minimum: 1 }),
   leaseMs: Type.Integer({ minimum: 1000 }),
   sweepIntervalMs: Type.Integer({ minimum: 1000 }),
+  operatorKeys: Type.Array(Type.String({ minLength: 16 })),
+  metricsPort: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Null()]),
+  metricsHost: Type.String({ minLength: 1 }),
+  requestTimeoutMs: Type.Integer({ minimum: 1000 }),
+  shutdownGraceMs: Type.Integer({ minimum: 0 }),
+  logFormat: Type.Union([Type.Literal('json'), Type.Literal('pretty'), Type.Null()]),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -67,6 +73,15 @@ export const parseApiKeys = (raw: string): Record<string, string> | string => {
   return keys;
 };
 
+/** 'k1,k2' → ['k1', 'k2']: bearer keys that may read the operator endpoints (/metrics, /v1/system/stats). */
+export const parseOperatorKeys = (raw: string): string[] | string => {
+  const keys = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  // The message never quotes a key: configuration errors are printed and logged.
+  const short = keys.findIndex((k) => k.length < 16);
+  return short < 0 ? keys : `operator key #${short + 1} is shorter than 16 characters`;
+};
+const seconds: Parse = (raw) => Math.round(Number(num(raw)) * 1000);
+
 /** variable → [config field, parser, default]. */
 const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   REDIS_URL: ['redisUrl', str, 'redis://127.0.0.1:6379'],
@@ -78,7 +93,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MEMORY_LIMIT: ['memoryMb', (r) => Math.floor(parseBytes(r) / (1 << 20)), '512m'],
   SANDGATE_CPU_LIMIT: ['cpus', num, '1.0'],
   SANDGATE_PIDS_LIMIT: ['pidsLimit', int, '128'],
-  SANDGATE_EXEC_TIMEOUT_S: ['execTimeoutMs', (r) => Math.round(Number(num(r)) * 1000), '60'],
+  SANDGATE_EXEC_TIMEOUT_S: ['execTimeoutMs', seconds, '60'],
   SANDGATE_SESSION_TTL_M: ['sessionTtlSeconds', (r) => Math.round(Number(num(r)) * 60), '30'],
   SANDGATE_MAX_SESSIONS: ['maxSessions', int, '20'],
   SANDGATE_MAX_UPLOAD_BYTES: ['maxUploadBytes', parseBytes, '50MB'],
@@ -99,7 +114,13 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_POOL_MAX_RUNS: ['poolMaxRuns', int, '100'],
   SANDGATE_SANDBOX_UID: ['sandboxUid', int, '1000'],
   SANDGATE_LEASE_MS: ['leaseMs', int, '10000'],
-  SANDGATE_SWEEP_INTERVAL_S: ['sweepIntervalMs', (r) => Math.round(Number(num(r)) * 1000), '30'],
+  SANDGATE_SWEEP_INTERVAL_S: ['sweepIntervalMs', seconds, '30'],
+  SANDGATE_OPERATOR_KEYS: ['operatorKeys', parseOperatorKeys, ''],
+  SANDGATE_METRICS_PORT: ['metricsPort', int, null],
+  SANDGATE_METRICS_HOST: ['metricsHost', str, '127.0.0.1'],
+  SANDGATE_REQUEST_TIMEOUT_S: ['requestTimeoutMs', seconds, '300'],
+  SANDGATE_SHUTDOWN_GRACE_S: ['shutdownGraceMs', seconds, '30'],
+  SANDGATE_LOG_FORMAT: ['logFormat', str, null],
 };
 
 export class ConfigError extends Error {
@@ -117,7 +138,10 @@ export function loadConfig(env: Env = process.env): Config {
     const raw = env[name] ?? dflt;
     if (raw === null) { out[field] = null; continue; }
     const value = parse(raw);
-    if (typeof value === 'string' && parse === parseApiKeys) { problems.push(`${name}: ${value}`); continue; }
+    if (typeof value === 'string' && (parse === parseApiKeys || parse === parseOperatorKeys)) {
+      problems.push(`${name}: ${value}`);
+      continue;
+    }
     if (typeof value === 'number' && !Number.isFinite(value)) { problems.push(`${name}: "${raw}" is not a valid number or size`); continue; }
     out[field] = value;
   }

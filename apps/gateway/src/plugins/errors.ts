@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, SandgateError, type ErrorCode, type Problem } from '@sandgate/contracts';
+import { isRedisUnavailable } from '@sandgate/state';
 
 const TITLES: Partial<Record<ErrorCode, string>> = {
   validation_failed: 'Request validation failed',
@@ -22,6 +23,8 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   if (p.code === 'unauthorized') reply.header('www-authenticate', 'Bearer realm="sandgate"');
   // The client may still be sending a body we refused: close the connection rather than read it all.
   if (p.code === 'payload_too_large') reply.header('connection', 'close');
+  // Redis reconnects within a second or two of coming back (ioredis retries every ≤ 2 s).
+  if (p.code === 'redis_unavailable') reply.header('retry-after', '1');
   return reply.status(p.status).type('application/problem+json').send(p);
 }
 
@@ -45,6 +48,10 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 /** Turns any error into problem+json: ours by code, Fastify's by table, anything else a 500 without internals. */
 export function toProblem(err: unknown, req: FastifyRequest): Problem {
   if (err instanceof SandgateError) return problem(err.code, err.message, req.url, err.extra as Partial<Problem>);
+  if (isRedisUnavailable(err)) return problem('redis_unavailable', 'Redis cannot be reached right now; retry shortly', req.url);
+  if ((err as NodeJS.ErrnoException).code === 'ENOSPC') {
+    return problem('insufficient_storage', 'the data directory is full; retry once space is freed', req.url);
+  }
   const e = err as FastifyError & { validation?: { instancePath: string; message?: string; params?: Record<string, unknown> }[] };
   if (e.validation) {
     const errors = e.validation.map((v) => ({
@@ -67,7 +74,8 @@ export function toProblem(err: unknown, req: FastifyRequest): Problem {
 export function registerErrorHandling(app: FastifyInstance<any, any, any, any, any>): void {
   app.setErrorHandler((err, req, reply) => {
     const p = toProblem(err, req);
-    if (p.status >= 500) req.log.error({ err }, 'request failed');
+    if (p.code === 'redis_unavailable') req.log.warn({ err: (err as Error).message }, 'request failed: Redis unavailable');
+    else if (p.status >= 500) req.log.error({ err }, 'request failed');
     else req.log.info({ code: p.code, detail: p.detail }, 'request rejected');
     return sendProblem(reply, p);
   });

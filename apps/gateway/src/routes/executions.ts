@@ -11,6 +11,10 @@ import { tenantOf } from '../plugins/auth.ts';
 import { toProblem } from '../plugins/errors.ts';
 import { presentExecution } from '../present.ts';
 import { SseWriter } from '../sse.ts';
+import { holdOpen } from '../timeouts.ts';
+
+/** How soon a client reconnects when this gateway ends its stream to shut down. */
+const RECONNECT_MS = 250;
 
 export interface ExecutionRouteOptions {
   deps: GatewayDeps;
@@ -35,6 +39,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       response: { 200: ref(ExecutionSchema), 202: ref(ExecutionSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema), 429: ref(ProblemSchema), ...errors },
     },
   }, async (req, reply) => {
+    holdOpen(req, (req.query.wait ?? 0) * 1000);
     const rec = await service.create(tenantOf(req), req.body, req.query.wait);
     const body = present(rec);
     return reply.status(isTerminal(rec.state) ? 200 : 202).header('location', body.links.self).send(body);
@@ -55,7 +60,10 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     },
   }, async (req) => {
     let rec = await executions.require(tenantOf(req), req.params.id);
-    if (req.query.wait) rec = await service.wait(rec, req.query.wait);
+    if (req.query.wait) {
+      holdOpen(req, req.query.wait * 1000);
+      rec = await service.wait(rec, req.query.wait);
+    }
     return present(rec);
   });
 
@@ -83,9 +91,11 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     reply.hijack();
     const sse = new SseWriter(reply.raw, { 'x-request-id': String(req.id) }, { heartbeatMs, retryMs: 2000 });
     try {
-      for await (const ev of deps.hub.subscribe(executions.eventsKey(rec.id), after, sse.closed)) {
+      for await (const ev of deps.hub.subscribe(executions.eventsKey(rec.id), after, AbortSignal.any([sse.closed, deps.draining]))) {
         await sse.send({ id: ev.id, event: ev.type, data: ev.data });
       }
+      // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
+      if (deps.draining.aborted) await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
     } catch (err) {
       req.log.error({ err }, 'event stream failed');
       await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
