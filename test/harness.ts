@@ -3,11 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
-import { pino } from 'pino';
 import { buildApp, createGatewayDeps, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
-import { keys, loadConfig, signingKey, type Config } from '@sandgate/state';
+import { createLogger, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 
@@ -45,7 +44,7 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
     ...env,
   };
   const config = loadConfig(fullEnv);
-  const log = pino({ level: config.logLevel });
+  const log = createLogger(config, 'sandgate-test', { tty: false });
   const deps = await createGatewayDeps(config, log);
   const app = await buildApp(deps, heartbeatMs ? { heartbeatMs } : {});
   const url = await app.listen({ host: '127.0.0.1', port });

@@ -10,6 +10,7 @@ import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
+import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
 import { serverTimeouts } from './timeouts.ts';
 
@@ -55,10 +56,14 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
   registerErrorHandling(app);
   // SSE streams and long polls end first, so that closing does not wait for them.
   app.addHook('preClose', async () => deps.drain());
-  await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
+  await app.register(authPlugin, { apiKeys: deps.config.apiKeys, operatorKeys: deps.config.operatorKeys });
+  app.addHook('onResponse', async (req, reply) => {
+    deps.metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+  });
 
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   await app.register(systemRoutes, { deps });
+  await app.register(operatorRoutes, { deps });
   await app.register(sessionRoutes, { prefix: '/v1/sessions', deps });
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });

@@ -6,6 +6,8 @@ import {
   whenReady, withScripts, type Config, type ScriptRedis,
 } from '@sandgate/state';
 import { UrlSigner, Workspaces } from '@sandgate/storage';
+import { GatewayMetrics } from './metrics.ts';
+import { SystemStatsReader } from './system-stats.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -20,6 +22,9 @@ export interface GatewayDeps {
   workers: WorkerRegistry;
   workspaces: Workspaces;
   signer: UrlSigner;
+  /** The deployment's numbers (/v1/system/stats) and this process's (/metrics). */
+  stats: SystemStatsReader;
+  metrics: GatewayMetrics;
   /** Aborted when the gateway starts to shut down: SSE streams and long polls end early (clients go elsewhere). */
   readonly draining: AbortSignal;
   drain(): void;
@@ -55,8 +60,11 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
   const draining = new AbortController();
+  const stats = new SystemStatsReader(redis, k, queue);
+  const metrics = new GatewayMetrics(stats, redis, k);
+  metrics.start();
   return {
-    config, log, redis, hub, notices, queue, signer,
+    config, log, redis, hub, notices, queue, signer, stats, metrics,
     draining: draining.signal,
     drain: () => draining.abort(),
     sessions: new SessionStore(redis, k),
@@ -64,6 +72,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     workers: new WorkerRegistry(redis, k),
     workspaces: new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } }),
     async close() {
+      await metrics.close();
       unwatch();
       await hub.close();
       notices.close();

@@ -2,9 +2,12 @@ import type { Logger } from 'pino';
 import { isLoopback, type Config } from '@sandgate/state';
 import { buildApp, type AppOptions } from './app.ts';
 import { createGatewayDeps } from './deps.ts';
+import { startMetricsServer } from './metrics-server.ts';
 
 export interface RunningGateway {
   url: string;
+  /** Where SANDGATE_METRICS_PORT serves /metrics, if set. */
+  metricsUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -23,13 +26,18 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
   const deps = await createGatewayDeps(config, log);
   const app = await buildApp(deps, options);
   const url = await app.listen({ host: config.host, port: config.port });
+  const metricsServer = config.metricsPort === null ? null
+    : await startMetricsServer(deps.metrics, config.metricsHost, config.metricsPort, log);
   return {
     url,
+    metricsUrl: metricsServer?.url ?? null,
     /**
      * Stops taking connections, ends SSE streams with a reconnect hint and long polls with the run as it is, waits
      * for the other requests in flight up to SANDGATE_SHUTDOWN_GRACE_S, then closes what is left.
      */
     async close() {
+      metricsServer?.server.close();
+      metricsServer?.server.closeAllConnections();
       const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs);
       try {
         await app.close();

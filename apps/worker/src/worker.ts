@@ -5,9 +5,11 @@ import type { Logger } from 'pino';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, platformResult, withScripts, type Config,
+  DeploymentStats, EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, platformResult,
+  withScripts, type Config,
 } from '@sandgate/state';
 import type { Workspaces } from '@sandgate/storage';
+import { WorkerStats } from './worker-stats.ts';
 
 export interface WorkerOptions {
   config: Config;
@@ -55,15 +57,20 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   const sessions = new SessionStore(redis, k);
   const executions = new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds });
   const registry = new WorkerRegistry(redis, k);
+  const deployment = new DeploymentStats(redis, k);
   const inFlight = new Map<string, AbortController>();
   let graceUsed = config.shutdownGraceMs;
   const wlog = log.child({ worker: id });
+  const stats = new WorkerStats({
+    id, backend, registry, stats: deployment, concurrency: config.workerConcurrency, running: () => inFlight.size, log: wlog,
+  });
 
   await subscriber.subscribe(k.cancelChannel());
   subscriber.on('message', (_channel: string, executionId: string) => inFlight.get(executionId)?.abort());
 
-  const run = async (job: ExecutionJob): Promise<void> => {
-    const jlog = wlog.child({ executionId: job.execution_id, sessionId: job.session_id });
+  const run = async (job: ExecutionJob, queuedAt: number): Promise<void> => {
+    // Every line about a run carries its ids and tenant, so `execution_id` finds them all across processes.
+    const jlog = wlog.child({ execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant });
     const ac = new AbortController();
     inFlight.set(job.execution_id, ac);
     try {
@@ -72,6 +79,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
         jlog.info('execution no longer queued (cancelled or reaped); skipping');
         return;
       }
+      deployment.queueWait(Date.now() - queuedAt).catch(() => {});
       // The cancel was published before this run was in `inFlight`: the backend sees it through the signal.
       if (started === 'cancel_requested') ac.abort();
       const lease = setInterval(() => {
@@ -81,10 +89,11 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       let result: ExecutionResult;
       try {
         jlog.info({ language: job.language }, 'execution started');
-        result = await backend.execute(job, events, ac.signal);
+        result = await backend.execute(job, events, ac.signal, jlog);
       } catch (err) {
         jlog.error({ err }, 'execution failed in the platform');
         const reason = err instanceof SandgateError && err.code === 'backend_unavailable' ? 'backend_unavailable' : undefined;
+        if (reason) stats.engineErrors++;
         result = platformResult('error', reason, err instanceof SandgateError ? err.message : 'the sandbox backend failed; see the worker log');
       } finally {
         clearInterval(lease);
@@ -92,7 +101,9 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       if (ac.signal.reason === SHUTDOWN) result = shutdownResult(result, graceUsed);
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
-        executions.finalize({ id: job.execution_id, session_id: job.session_id }, result, ['running'], events.takePending()),
+        executions.finalize(
+          { id: job.execution_id, session_id: job.session_id, language: job.language }, result, ['running'], events.takePending(),
+        ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
       jlog.info({ state: result.state, exitCode: result.exit_code, ms: result.duration_ms }, 'execution finished');
@@ -102,7 +113,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   };
 
   const queueConnection = createRedis(config.redisUrl, 'sandgate-worker-queue', { autoPipelining: false });
-  const worker = new Worker<ExecutionJob>(config.queueName, async (job: Job<ExecutionJob>) => run(job.data), {
+  const worker = new Worker<ExecutionJob>(config.queueName, async (job: Job<ExecutionJob>) => run(job.data, job.timestamp), {
     connection: queueConnection,
     prefix: `${config.redisPrefix}:q`,
     concurrency: config.workerConcurrency,
@@ -119,7 +130,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       const rec = await executions.get(lost);
       if (!rec) continue;
       const ended = await executions.finalize(rec, platformResult('error', 'worker_lost', 'the worker running this execution stopped'), ['running']);
-      if (ended) wlog.warn({ executionId: lost }, 'execution ended: its worker was lost');
+      if (ended) wlog.warn({ execution_id: lost, session_id: rec.session_id, tenant: rec.tenant }, 'execution ended: its worker was lost');
     }
     for (const idInFlight of inFlight.keys()) live.add(idInFlight);
     const workers = await registry.aliveIds(WORKER_ALIVE_MS);
@@ -135,9 +146,12 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   };
   let housekeepingRun: Promise<void> = Promise.resolve();
   const tick = () => {
-    housekeepingRun = housekeeping().catch((err: unknown) => wlog.error({ err }, 'housekeeping failed'));
+    housekeepingRun = housekeeping().catch((err: unknown) => {
+      if (err instanceof SandgateError && err.code === 'backend_unavailable') stats.engineErrors++;
+      wlog.error({ err }, 'housekeeping failed');
+    });
   };
-  const beat = () => void registry.beat(id).catch((err: unknown) => wlog.warn({ err }, 'heartbeat failed'));
+  const beat = () => void stats.beat().catch((err: unknown) => wlog.warn({ err }, 'heartbeat failed'));
   beat();
   tick();
   const timers = [setInterval(beat, heartbeatMs), setInterval(tick, config.sweepIntervalMs)];

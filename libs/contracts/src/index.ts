@@ -13,12 +13,12 @@ import {
   ArtifactSchema, ExecutionResultSchema, ExecutionSchema, ExecutionListSchema, CreateExecutionSchema, LimitsSchema,
 } from './executions.ts';
 import { PhaseEventSchema, OutputEventSchema, ArtifactEventSchema, ResultEventSchema } from './events.ts';
-import { RuntimeSchema, RuntimeListSchema, HealthSchema } from './system.ts';
+import { RuntimeSchema, RuntimeListSchema, HealthSchema, SystemStatsSchema } from './system.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
   ProblemSchema, ArtifactSchema, LimitsSchema, ExecutionResultSchema, ExecutionSchema, ExecutionListSchema,
   CreateExecutionSchema, SessionSchema, SessionListSchema, CreateSessionSchema, FileEntrySchema, FileListSchema,
   UploadResultSchema, UploadJsonSchema, InlineFileSchema, PhaseEventSchema, OutputEventSchema, ArtifactEventSchema,
-  ResultEventSchema, RuntimeSchema, RuntimeListSchema, HealthSchema,
+  ResultEventSchema, RuntimeSchema, RuntimeListSchema, HealthSchema, SystemStatsSchema,
 ];

@@ -8,6 +8,8 @@ import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import { evalInOrder, type ScriptRedis } from './scripts.ts';
 import { maxSessionsError } from './sessions.ts';
+import { DeploymentStats } from './deployment-stats.ts';
+import { countRedisError } from './redis.ts';
 
 export interface ExecutionMeta {
   id: string;
@@ -39,6 +41,8 @@ const phase = (p: PhaseEvent['phase'], at = Date.now()) =>
 
 /** Execution records and their one-way state machine: queued → running → a terminal state. */
 export class ExecutionStore {
+  private readonly stats: DeploymentStats;
+
   constructor(
     private readonly redis: ScriptRedis,
     private readonly k: Keys,
@@ -50,7 +54,9 @@ export class ExecutionStore {
        */
       startOn?: Redis;
     },
-  ) {}
+  ) {
+    this.stats = new DeploymentStats(redis, k);
+  }
 
   /**
    * Records a queued execution and takes its session's lock, atomically; with `newSession`, creates that
@@ -128,9 +134,10 @@ export class ExecutionStore {
    * Ends a run: state, result, `done` and `result` events and the session lock, in one step.
    * Only from the given states, so concurrent finishers (worker, reaper, cancel) produce one result.
    * `pending` are events of the run not written yet (EventWriter.takePending): they go in before `done`.
+   * The process that ends a run counts it in the deployment's stats (/metrics), after answering.
    */
   async finalize(
-    rec: Pick<ExecutionMeta, 'id' | 'session_id'>, result: ExecutionResult, from: ExecutionState[], pending: string[] = [],
+    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'language'>, result: ExecutionResult, from: ExecutionState[], pending: string[] = [],
   ): Promise<boolean> {
     const now = Date.now();
     const r = await this.redis.sgFinalize(
@@ -138,6 +145,8 @@ export class ExecutionStore {
       rec.id, now, JSON.stringify(result), result.state, this.opts.retentionSeconds, from.join(','),
       phase('done', now), JSON.stringify({ result } satisfies ResultEvent), ...pending,
     );
+    // Stats must never fail or slow down the ending itself; a lost increment shows as a Redis error.
+    if (r === 1) this.stats.ended(rec.language, result).catch(countRedisError);
     return r === 1;
   }
 

@@ -10,3 +10,4 @@ export * from './event-writer.ts';
 export * from './ended-notices.ts';
 export * from './platform.ts';
 export * from './logger.ts';
+export * from './deployment-stats.ts';

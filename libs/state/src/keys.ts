@@ -15,6 +15,13 @@ export const keys = (p: string) => ({
   running: () => `${p}:running`,
   /** Worker id → last heartbeat (ms). */
   workers: () => `${p}:workers`,
+  /** Worker id → its latest stats snapshot (JSON), published with its heartbeat. */
+  workerStats: () => `${p}:workers:stats`,
+  /** Gateway id → its latest stats snapshot (JSON): what only a gateway process knows, like its SSE subscribers. */
+  gatewayStats: () => `${p}:gateways:stats`,
+  /** Deployment-wide counters (DeploymentStats). */
+  statsCounters: () => `${p}:stats:counters`,
+  statsHistogram: (name: string) => `${p}:stats:histogram:${name}`,
   signingKey: () => `${p}:signing-key`,
   cancelChannel: () => `${p}:cancel`,
   /** Where finalisation tells one gateway process that a run it waits for has ended (EndedNotices). */

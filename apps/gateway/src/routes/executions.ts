@@ -1,10 +1,11 @@
 import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
   CreateExecutionSchema, ExecutionListQuerySchema, ExecutionListSchema, ExecutionParamsSchema, ExecutionSchema, ProblemSchema,
   SandgateError, WaitQuerySchema, isTerminal, ref,
 } from '@sandgate/contracts';
-import { isStreamId } from '@sandgate/state';
+import { isStreamId, type ExecutionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { ExecutionService } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -12,6 +13,16 @@ import { toProblem } from '../plugins/errors.ts';
 import { presentExecution } from '../present.ts';
 import { SseWriter } from '../sse.ts';
 import { holdOpen } from '../timeouts.ts';
+
+/**
+ * Binds a run's ids and tenant to every later log line of this request, the closing "request completed" one included
+ * (Fastify logs that through the reply's logger).
+ */
+function bindRun(req: FastifyRequest, reply: FastifyReply, rec: Pick<ExecutionRecord, 'id' | 'session_id' | 'tenant'>): void {
+  const log = req.log.child({ execution_id: rec.id, session_id: rec.session_id, tenant: rec.tenant });
+  req.log = log;
+  reply.log = log;
+}
 
 /** How soon a client reconnects when this gateway ends its stream to shut down. */
 const RECONNECT_MS = 250;
@@ -41,6 +52,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
   }, async (req, reply) => {
     holdOpen(req, (req.query.wait ?? 0) * 1000);
     const rec = await service.create(tenantOf(req), req.body, req.query.wait);
+    bindRun(req, reply, rec);
     const body = present(rec);
     return reply.status(isTerminal(rec.state) ? 200 : 202).header('location', body.links.self).send(body);
   });
@@ -58,8 +70,9 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       tags: ['executions'], summary: 'Get an execution (and its result once it has ended); ?wait=<s> blocks until it ends',
       params: ExecutionParamsSchema, querystring: WaitQuerySchema, response: { 200: ref(ExecutionSchema), ...errors },
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     let rec = await executions.require(tenantOf(req), req.params.id);
+    bindRun(req, reply, rec);
     if (req.query.wait) {
       holdOpen(req, req.query.wait * 1000);
       rec = await service.wait(rec, req.query.wait);
@@ -72,7 +85,11 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       tags: ['executions'], summary: 'Cancel an execution; answers with its state once it has ended (or after 10 s)',
       params: ExecutionParamsSchema, response: { 200: ref(ExecutionSchema), ...errors },
     },
-  }, async (req) => present(await service.cancel(await executions.require(tenantOf(req), req.params.id))));
+  }, async (req, reply) => {
+    const rec = await executions.require(tenantOf(req), req.params.id);
+    bindRun(req, reply, rec);
+    return present(await service.cancel(rec));
+  });
 
   app.get('/:id/events', {
     schema: {
@@ -85,11 +102,13 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     },
   }, async (req, reply) => {
     const rec = await executions.require(tenantOf(req), req.params.id);
+    bindRun(req, reply, rec);
     const header = req.headers['last-event-id'];
     const after = (Array.isArray(header) ? header[0] : header) ?? req.query.last_event_id ?? null;
     if (after !== null && !isStreamId(after)) throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
     reply.hijack();
     const sse = new SseWriter(reply.raw, { 'x-request-id': String(req.id) }, { heartbeatMs, retryMs: 2000 });
+    deps.metrics.sseOpened();
     try {
       for await (const ev of deps.hub.subscribe(executions.eventsKey(rec.id), after, AbortSignal.any([sse.closed, deps.draining]))) {
         await sse.send({ id: ev.id, event: ev.type, data: ev.data });
@@ -100,6 +119,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       req.log.error({ err }, 'event stream failed');
       await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
     } finally {
+      deps.metrics.sseClosed();
       sse.end();
     }
   });

@@ -88,6 +88,7 @@ async function resetSandbox(ctx: PooledRunContext, sandbox: PooledSandbox, job: 
     return true;
   } catch (err) {
     ctx.log.warn({ executionId: job.execution_id, container: sandbox.name, err }, 'pool sandbox could not be reset; it is removed');
+    ctx.pool.recordResetFailure();
     return false;
   }
 }
