@@ -5,7 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { SHARED_SCHEMAS } from '@sandgate/contracts';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
-import { registerErrorHandling } from './plugins/errors.ts';
+import { clientErrorHandler, registerErrorHandling } from './plugins/errors.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -30,6 +30,7 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
     ...serverTimeouts(deps.config),
     // Closing waits for requests in flight (server.ts bounds the wait by SANDGATE_SHUTDOWN_GRACE_S).
     forceCloseConnections: 'idle',
+    clientErrorHandler,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

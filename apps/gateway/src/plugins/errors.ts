@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, SandgateError, type ErrorCode, type Problem } from '@sandgate/contracts';
 import { isRedisUnavailable } from '@sandgate/state';
@@ -81,4 +83,23 @@ export function registerErrorHandling(app: FastifyInstance<any, any, any, any, a
   });
   app.setNotFoundHandler((req, reply) =>
     sendProblem(reply, problem('not_found', `no route for ${req.method} ${req.url.split('?')[0]}`, req.url)));
+}
+
+/**
+ * What Node's HTTP parser refuses before any route sees it (a request past its deadline, oversized headers, bytes that
+ * are no HTTP): answered as problem+json like everything else, then the connection is closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const code: ErrorCode = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout'
+    : err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : 'bad_request';
+  const detail = code === 'request_timeout' ? 'the request (headers and body) did not arrive in time'
+    : code === 'headers_too_large' ? 'the request headers are too large' : 'the bytes sent are not a valid HTTP request';
+  const body = JSON.stringify(problem(code, detail));
+  if (socket.writable) {
+    const status = ERROR_STATUS[code];
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
+      + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }
