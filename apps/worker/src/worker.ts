@@ -127,6 +127,11 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   const housekeeping = async () => {
     const { live, lost: lostRuns } = await executions.leases();
     for (const lost of lostRuns) {
+      // Ours, and alive: its lease lapsed while Redis was away (renewals failed), not because we stopped.
+      if (inFlight.has(lost)) {
+        await executions.renewLease(lost, id, config.leaseMs);
+        continue;
+      }
       const rec = await executions.get(lost);
       if (!rec) continue;
       const ended = await executions.finalize(rec, platformResult('error', 'worker_lost', 'the worker running this execution stopped'), ['running']);
