@@ -105,6 +105,8 @@ export interface OwnRedis {
   start(): Promise<void>;
   /** SIGTERM (Redis saves its AOF and exits) or SIGKILL; resolves once it has exited. */
   stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Sends a signal and returns at once (SIGSTOP: a Redis that hangs without closing its connections). */
+  signal(signal: NodeJS.Signals): void;
   close(): Promise<void>;
 }
 
@@ -134,7 +136,11 @@ export async function ownRedis(): Promise<OwnRedis> {
       p.kill(signal);
       await gone;
     },
+    signal(signal) {
+      proc?.kill(signal);
+    },
     async close() {
+      proc?.kill('SIGCONT');
       await r.stop('SIGKILL');
       await rm(dir, { recursive: true, force: true });
     },

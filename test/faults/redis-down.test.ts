@@ -1,0 +1,54 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { until } from '../harness.ts';
+import { api, newDeployment, ownRedis, startGatewayProc } from './processes.ts';
+
+const probes = [['POST', '/v1/sessions', {}], ['GET', '/v1/sessions'], ['POST', '/v1/executions', { language: 'python', code: 'print(1)' }]] as const;
+
+test('Redis unreachable: the gateway answers 503 redis_unavailable within a second, and recovers by itself', async (t) => {
+  const redis = await ownRedis();
+  t.after(() => redis.close());
+  const d = await newDeployment({ REDIS_URL: redis.url });
+  t.after(() => d.cleanup(redis.url));
+  const gateway = await startGatewayProc(d.env);
+  t.after(() => gateway.kill('SIGKILL'));
+  assert.equal((await api(gateway.url, 'POST', '/v1/sessions', {})).status, 201);
+
+  await t.test('Redis killed: refused connections answer at once', async () => {
+    await redis.stop('SIGKILL');
+    for (const [method, path, body] of probes) {
+      const r = await api(gateway.url, method, path, body);
+      assert.equal(r.status, 503, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.code, 'redis_unavailable');
+      assert.ok(r.ms < 1000, `${method} ${path} answered in ${r.ms} ms`);
+    }
+    const ready = await api(gateway.url, 'GET', '/readyz');
+    assert.equal(ready.status, 503);
+    assert.equal(ready.body.code, 'not_ready');
+    assert.equal((await api(gateway.url, 'GET', '/healthz')).status, 200, 'alive all the same');
+  });
+
+  await t.test('Redis back: the gateway serves again without a restart', async () => {
+    await redis.start();
+    const t0 = Date.now();
+    await until('a session create to succeed again', async () => (await api(gateway.url, 'POST', '/v1/sessions', {})).status === 201, 15_000);
+    t.diagnostic(`recovered ${Date.now() - t0} ms after Redis answered again`);
+  });
+
+  await t.test('Redis hung (SIGSTOP): commands time out and answer 503 within a second', async () => {
+    redis.signal('SIGSTOP');
+    try {
+      for (const [method, path, body] of probes) {
+        const r = await api(gateway.url, method, path, body);
+        assert.equal(r.status, 503, `${method} ${path}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.code, 'redis_unavailable');
+        assert.ok(r.ms < 1000, `${method} ${path} answered in ${r.ms} ms`);
+      }
+    } finally {
+      redis.signal('SIGCONT');
+    }
+    await until('the gateway to serve again', async () => (await api(gateway.url, 'GET', '/v1/sessions')).status === 200, 15_000);
+  });
+  assert.match(gateway.output(), /lost the connection to Redis/);
+  assert.match(gateway.output(), /connected to Redis again/);
+});
