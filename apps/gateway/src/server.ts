@@ -39,10 +39,13 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
       metricsServer?.server.close();
       metricsServer?.server.closeAllConnections();
       const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs);
+      // Node closes the connections idle when closing starts; these close those whose last response ends later.
+      const idle = setInterval(() => app.server.closeIdleConnections(), 100);
       try {
         await app.close();
       } finally {
         clearTimeout(force);
+        clearInterval(idle);
       }
       await deps.close();
     },
