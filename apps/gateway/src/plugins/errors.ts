@@ -23,8 +23,9 @@ export function problem(code: ErrorCode, detail: string, instance?: string, extr
 
 export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   if (p.code === 'unauthorized') reply.header('www-authenticate', 'Bearer realm="sandgate"');
-  // The client may still be sending a body we refused: close the connection rather than read it all.
-  if (p.code === 'payload_too_large') reply.header('connection', 'close');
+  // The client may still be sending a body we refused or stopped reading (a full disk): close the connection rather
+  // than read it all, or leave the rest to be parsed as the next request.
+  if (p.code === 'payload_too_large' || !reply.request.raw.complete) reply.header('connection', 'close');
   // Redis reconnects within a second or two of coming back (ioredis retries every ≤ 2 s).
   if (p.code === 'redis_unavailable') reply.header('retry-after', '1');
   return reply.status(p.status).type('application/problem+json').send(p);
