@@ -13,7 +13,7 @@ test('a worker SIGKILLed with 2 runs running and 20 queued: every run ends exact
   const first = await startWorkerProc(d.env);
   t.after(() => first.kill('SIGKILL'));
 
-  const long = [];
+  const long: string[] = [];
   for (let i = 0; i < 2; i++) long.push((await api(gateway.url, 'POST', '/v1/executions', { language: 'python', code: 'import time\ntime.sleep(120)' })).body.id as string);
   await until('both long runs to be running', async () =>
     (await Promise.all(long.map((id) => api(gateway.url, 'GET', `/v1/executions/${id}`)))).every((r) => r.body.state === 'running'), 60_000);
