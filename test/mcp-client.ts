@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { createParser } from 'eventsource-parser';
 import type { Stack } from './harness.ts';
 
 export interface McpClientOptions {
@@ -21,3 +22,39 @@ export async function mcpClient(stack: Stack, { apiKey, headers = {} }: McpClien
 /** A tool's structured result, typed loosely for assertions. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const structured = (r: unknown): any => (r as CallToolResult).structuredContent;
+
+export interface RawReply {
+  status: number;
+  headers: Headers;
+  /** JSON-RPC messages of the reply, from its SSE stream or JSON body. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  messages: { id?: unknown; method?: string; params?: any; result?: any; error?: any }[];
+  /** The body when it is neither: a problem+json object, or text. */
+  body: unknown;
+}
+
+/** One JSON-RPC POST to /mcp by hand, for what the SDK client does not let a test choose (ids, headers, order). */
+export async function rawMcp(url: string, message: unknown, headers: Record<string, string> = {}): Promise<RawReply> {
+  const res = await fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(message),
+  });
+  const text = await res.text();
+  const type = res.headers.get('content-type') ?? '';
+  const messages: RawReply['messages'] = [];
+  if (type.startsWith('text/event-stream')) {
+    const parser = createParser({ onEvent: (ev) => { if (ev.data) messages.push(JSON.parse(ev.data)); } });
+    parser.feed(text);
+  } else if (type.startsWith('application/json') && text) {
+    messages.push(...[JSON.parse(text)].flat());
+  }
+  let body: unknown = text;
+  try { body = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, headers: res.headers, messages, body };
+}
+
+export const initializeMessage = (id: number | string = 0) => ({
+  jsonrpc: '2.0', id, method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+});
