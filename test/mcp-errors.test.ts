@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startStack, until } from './harness.ts';
 import { mcpClient, structured } from './mcp-client.ts';
 
@@ -69,7 +69,7 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
     });
     const png = structured(chart).artifacts.find((a: { filename: string }) => a.filename === 'line.png');
     assert.ok(png.size_bytes > 2000, 'the chart is over the limit');
-    assert.equal(chart.content.filter((c) => c.type === 'image').length, 0, 'so it is listed but not sent as an image');
+    assert.equal((chart as CallToolResult).content.filter((c) => c.type === 'image').length, 0, 'so it is listed but not sent as an image');
   });
 
   await t.test('session_busy while a run holds the session; the run then completes', async () => {
