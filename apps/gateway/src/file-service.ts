@@ -15,8 +15,10 @@ export class FileService {
     return this.d.workspaces.create(s.id);
   }
 
-  /** Streams `source` into the session at `path` (a client path, validated here); an existing file needs `overwrite`. */
-  async store(sessionId: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream, overwrite: boolean): Promise<FileEntry> {
+  /** Streams `source` into the session at `path` (a client path, checked here); an existing file needs `overwrite`. */
+  async store(
+    sessionId: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream, overwrite: boolean,
+  ): Promise<FileEntry> {
     const { config, signer } = this.d;
     const stat = await writeFileInside(dir, normalizeUserPath(path), source, {
       maxBytes: config.maxUploadBytes, overwrite, owner: { uid: config.sandboxUid, gid: config.sandboxUid },

@@ -17,7 +17,8 @@ export class SessionService {
   async open(tenant: string, { mode, ttlSeconds, metadata }: OpenSession = {}): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     const s = await sessions.create(tenant, {
-      ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions, metadata: metadata ?? {}, mode,
+      ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions,
+      metadata: metadata ?? {}, mode,
     });
     await workspaces.create(s.id);
     return s;

@@ -156,9 +156,9 @@ export interface McpToolDefinition {
   annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
 }
 
-const RUN_NOTE = 'Returns exit_code, stdout, stderr and the artifacts (files created or changed; charts also come back as '
-  + 'images). One run at a time per session (session_busy otherwise). Progress notifications carry the phases and '
-  + 'output while it runs; cancelling the request cancels the run.';
+const RUN_NOTE = 'Returns exit_code, stdout, stderr and the artifacts (files created or changed; charts also come '
+  + 'back as images). One run at a time per session (session_busy otherwise). Progress notifications carry the '
+  + 'phases and output while it runs; cancelling the request cancels the run.';
 
 export const MCP_TOOLS = [
   {

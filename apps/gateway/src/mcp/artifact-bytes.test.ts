@@ -30,7 +30,8 @@ test('readSmallFile never follows a symlink or a hard link the sandbox planted',
   await symlink(join(base, 'secret.png'), join(dir, 'link.png'));
   await link(join(base, 'secret.png'), join(dir, 'hard.png'));
   for (const name of ['link.png', 'hard.png', 'missing.png']) {
-    await assert.rejects(readSmallFile(dir, name, 1000), (e) => e instanceof SandgateError && e.code === 'file_not_found', name);
+    const notFound = (e: unknown) => e instanceof SandgateError && e.code === 'file_not_found';
+    await assert.rejects(readSmallFile(dir, name, 1000), notFound, name);
   }
 });
 
@@ -42,7 +43,8 @@ test('artifactImages returns the images within the byte budget and skips what it
   await symlink(join(base, 'secret.png'), join(dir, 'evil.png'));
   const list = [
     { path: 'notes.txt', mime_type: 'text/plain' }, { path: 'evil.png', mime_type: 'image/png' },
-    { path: 'gone.png', mime_type: 'image/png' }, { path: 'a.png', mime_type: 'image/png' }, { path: 'b.png', mime_type: 'image/png' },
+    { path: 'gone.png', mime_type: 'image/png' }, { path: 'a.png', mime_type: 'image/png' },
+    { path: 'b.png', mime_type: 'image/png' },
   ];
   const one = await artifactImages(dir, list, PNG.length * 1.5);
   assert.deepEqual(one, [{ type: 'image', data: PNG.toString('base64'), mimeType: 'image/png' }]);

@@ -39,11 +39,13 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
   const runs = new RunTool(deps, new RunCancels(deps.redis, keys(config.redisPrefix), config.retentionSeconds));
   const tools = new McpTools(deps, runs);
   // Room for the largest upload_file (base64 in JSON) or code (JSON-escaped), whichever is larger.
-  const bodyLimit = Math.max(Math.ceil(Math.min(config.maxUploadBytes, MAX_INLINE_BYTES) * 4 / 3), config.maxCodeBytes * 6) + 65_536;
+  const upload = Math.ceil(Math.min(config.maxUploadBytes, MAX_INLINE_BYTES) * 4 / 3);
+  const bodyLimit = Math.max(upload, config.maxCodeBytes * 6) + 65_536;
 
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (!mayUse(req.headers.origin)) {
-      throw new SandgateError('forbidden', `Origin ${req.headers.origin} may not use /mcp; allowed: ${config.publicUrl}`);
+      const detail = `Origin ${req.headers.origin} may not use /mcp; allowed: ${config.publicUrl}`;
+      throw new SandgateError('forbidden', detail);
     }
   });
 
@@ -53,7 +55,9 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
     const echoed = typeof header === 'string' && MCP_SESSION.test(header) ? header : null;
     const mcpSession = echoed ?? (isInitializeRequest(req.body) ? `mcp_${randomUUID().replaceAll('-', '')}` : null);
     if (mcpSession) {
-      for (const m of messagesOf(req.body).filter(cancelled)) await runs.cancel({ tenant, mcpSession, requestId: m.params.requestId });
+      for (const m of messagesOf(req.body).filter(cancelled)) {
+        await runs.cancel({ tenant, mcpSession, requestId: m.params.requestId });
+      }
     }
 
     const done = new AbortController();
@@ -86,7 +90,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
       method, url: '/mcp', schema: { hide: true },
       handler: async (_req, reply) => {
         reply.header('allow', 'POST');
-        throw new SandgateError('method_not_allowed', `${method} /mcp is not offered: this MCP endpoint is stateless; POST JSON-RPC messages to it`);
+        throw new SandgateError('method_not_allowed',
+          `${method} /mcp is not offered: this MCP endpoint is stateless; POST JSON-RPC messages to it`);
       },
     });
   }

@@ -15,10 +15,14 @@ test('with API keys only the public URL\'s origin (and no Origin at all) may use
 
 test('in open mode loopback origins are allowed as well, on any port', () => {
   const may = originPolicy({ publicUrl: 'http://127.0.0.1:8080', open: true });
-  for (const origin of ['http://localhost:6274', 'https://localhost', 'http://127.0.0.1:5173', 'http://127.1.2.3', 'http://[::1]:3000']) {
+  const loopback = ['http://localhost:6274', 'https://localhost', 'http://127.0.0.1:5173', 'http://127.1.2.3',
+    'http://[::1]:3000'];
+  for (const origin of loopback) {
     assert.equal(may(origin), true, origin);
   }
-  for (const origin of ['http://localhost.evil.example', 'http://127.0.0.1.nip.io', 'file://localhost', 'http://10.0.0.1', 'null']) {
+  const others = ['http://localhost.evil.example', 'http://127.0.0.1.nip.io', 'file://localhost', 'http://10.0.0.1',
+    'null'];
+  for (const origin of others) {
     assert.equal(may(origin), false, origin);
   }
 });

@@ -8,15 +8,15 @@ export interface OriginPolicyOptions {
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
-const isLoopbackOrigin = (url: URL) =>
-  (url.protocol === 'http:' || url.protocol === 'https:') && (LOOPBACK_HOSTS.has(url.hostname) || /^127(\.\d{1,3}){3}$/.test(url.hostname));
+const isLoopbackOrigin = (url: URL) => (url.protocol === 'http:' || url.protocol === 'https:')
+  && (LOOPBACK_HOSTS.has(url.hostname) || /^127(\.\d{1,3}){3}$/.test(url.hostname));
 
 /**
  * Whether a request's `Origin` may use /mcp. The MCP specification requires an HTTP server to validate it, so that
  * a web page cannot drive a local server through DNS rebinding. A request without one (not from a browser) passes;
  * `null` and anything unlisted do not.
  */
-export function originPolicy({ publicUrl, open, extra = [] }: OriginPolicyOptions): (origin: string | undefined) => boolean {
+export function originPolicy({ publicUrl, open, extra = [] }: OriginPolicyOptions): (origin?: string) => boolean {
   const allowed = new Set([new URL(publicUrl).origin, ...extra.map((o) => new URL(o).origin)]);
   return (origin) => {
     if (origin === undefined) return true;

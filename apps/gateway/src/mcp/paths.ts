@@ -7,7 +7,9 @@ const ROOT = `${MCP_DATA_ROOT}/`;
 /** A path as an MCP client gives it (absolute under /mnt/data/, or relative to it) → the session-relative path. */
 export function sessionPath(p: string): string {
   const relative = p.startsWith(ROOT) ? p.slice(ROOT.length) : p;
-  if (relative.startsWith('/')) throw new SandgateError('invalid_path', `"${p}" is outside ${ROOT}; give a path under it or a relative one`);
+  if (relative.startsWith('/')) {
+    throw new SandgateError('invalid_path', `"${p}" is outside ${ROOT}; give a path under it or a relative one`);
+  }
   return normalizeUserPath(relative);
 }
 
@@ -21,7 +23,9 @@ export function checkSessionId(id: string): string {
 }
 
 /** A file of a session as the MCP tools list it. */
-export function mcpArtifact(signer: UrlSigner, sessionId: string, file: { path: string; size: number; mimeType?: string }): McpArtifact {
+export function mcpArtifact(
+  signer: UrlSigner, sessionId: string, file: { path: string; size: number; mimeType?: string },
+): McpArtifact {
   return {
     path: sandboxPath(file.path),
     filename: file.path.slice(file.path.lastIndexOf('/') + 1),

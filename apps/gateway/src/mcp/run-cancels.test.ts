@@ -19,7 +19,7 @@ test('RunCancels maps a call to its run, by tenant, MCP session and request id',
     assert.equal(await cancels.attach(call, 'exec_1'), false);
     assert.equal(await cancels.cancel({ ...call, tenant: 'b' }), null, 'another tenant');
     assert.equal(await cancels.cancel({ ...call, mcpSession: 'mcp_2' }), null, 'another MCP session');
-    assert.equal(await cancels.cancel({ ...call, requestId: '7' }), null, 'the string "7" is another request id than 7');
+    assert.equal(await cancels.cancel({ ...call, requestId: '7' }), null, 'the string "7" is another id than 7');
     assert.equal(await cancels.cancel(call), 'exec_1');
     assert.equal(await cancels.cancel(call), null, 'a second cancel has nothing left to cancel');
     await cancels.detach(call);

@@ -28,13 +28,15 @@ export class RunTool {
       if (call.ref) await this.cancels.detach(call.ref).catch(() => {});
     }
     if (!rec.result) {
-      throw new ToolFailure({ error: 'not_finished', message: `run ${rec.id} is still ${rec.state}; see GET /v1/executions/${rec.id}` });
+      const message = `run ${rec.id} is still ${rec.state}; see GET /v1/executions/${rec.id}`;
+      throw new ToolFailure({ error: 'not_finished', message });
     }
-    const images = await artifactImages(this.d.workspaces.dir(sessionId), rec.result.artifacts, this.d.config.maxArtifactReadBytes);
+    const dir = this.d.workspaces.dir(sessionId);
+    const images = await artifactImages(dir, rec.result.artifacts, this.d.config.maxArtifactReadBytes);
     return { result: this.present(rec), images };
   }
 
-  /** A client's notifications/cancelled: cancels the run of that call, wherever it runs, or the run it is about to start. */
+  /** A client's notifications/cancelled: cancels that call's run, wherever it runs, or the run it is to start. */
   async cancel(ref: CallRef): Promise<void> {
     const id = await this.cancels.cancel(ref);
     const rec = id ? await this.d.executions.get(id) : null;
@@ -56,11 +58,13 @@ export class RunTool {
     const r = rec.result!;
     // The contract's words for a timeout, after whatever the program printed.
     const timedOut = `Execution timed out after ${rec.timeout_ms / 1000} seconds`;
-    const stderr = r.state !== 'timeout' ? r.stderr : r.stderr === '' || r.stderr.endsWith('\n') ? `${r.stderr}${timedOut}` : `${r.stderr}\n${timedOut}`;
+    const sep = r.stderr === '' || r.stderr.endsWith('\n') ? '' : '\n';
+    const stderr = r.state === 'timeout' ? `${r.stderr}${sep}${timedOut}` : r.stderr;
     return {
       session_id: rec.session_id, run_id: rec.id, state: r.state, exit_code: r.exit_code,
       stdout: r.stdout, stderr, stdout_truncated: r.stdout_truncated, stderr_truncated: r.stderr_truncated,
-      artifacts: r.artifacts.map((a) => mcpArtifact(this.d.signer, rec.session_id, { path: a.path, size: a.size_bytes, mimeType: a.mime_type })),
+      artifacts: r.artifacts.map((a) =>
+        mcpArtifact(this.d.signer, rec.session_id, { path: a.path, size: a.size_bytes, mimeType: a.mime_type })),
       duration_ms: r.duration_ms,
       ...(r.value !== undefined ? { value: r.value } : {}),
       ...(r.message !== undefined ? { message: r.message } : {}),

@@ -3,10 +3,10 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { TObject } from '@sinclair/typebox';
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
-  LANGUAGES, MCP_TOOLS, SandgateError, type CreateSessionInput, type McpToolError, type McpToolName, type ReadArtifactInput,
-  type RunCodeInput, type SessionInput, type UploadFileInput,
+  LANGUAGES, MCP_TOOLS, SandgateError, type CreateSessionInput, type McpToolError, type McpToolName,
+  type ReadArtifactInput, type RunCodeInput, type SessionInput, type UploadFileInput,
 } from '@sandgate/contracts';
-import { mimeFor, walkTree } from '@sandgate/storage';
+import { walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
 import { MAX_INLINE_BYTES } from '../execution-service.ts';
 import { FileService } from '../file-service.ts';
@@ -30,7 +30,8 @@ export const TOOL_LIST: Tool[] = MCP_TOOLS.map(({ name, title, description, inpu
 export class McpTools {
   private readonly files: FileService;
   private readonly sessions: SessionService;
-  private readonly checks = new Map<string, TypeCheck<TObject>>(MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]));
+  private readonly checks = new Map<string, TypeCheck<TObject>>(
+    MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]));
   private readonly handlers: Record<McpToolName, Handler>;
 
   constructor(private readonly d: GatewayDeps, private readonly runs: RunTool) {
@@ -38,8 +39,10 @@ export class McpTools {
     this.sessions = new SessionService(d);
     this.handlers = {
       upload_file: (call, a: UploadFileInput) => this.upload(call, a),
-      run_python: (call, a: RunCodeInput) => this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, 'python', a.code)),
-      run_code: (call, a: RunCodeInput) => this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, a.language, a.code)),
+      run_python: (call, a: RunCodeInput) =>
+        this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, 'python', a.code)),
+      run_code: (call, a: RunCodeInput) =>
+        this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, a.language, a.code)),
       read_artifact: (call, a: ReadArtifactInput) => this.read(call, a),
       list_artifacts: (call, a: SessionInput) => this.list(call, a),
       close_session: async (call, a: SessionInput) => {
@@ -71,7 +74,9 @@ export class McpTools {
   }
 
   /** Works in the given session, or in a new process session that is closed again if the work fails. */
-  private async inSession(tenant: string, sessionId: string | undefined, work: (id: string) => Promise<ToolOutput>): Promise<ToolOutput> {
+  private async inSession(
+    tenant: string, sessionId: string | undefined, work: (id: string) => Promise<ToolOutput>,
+  ): Promise<ToolOutput> {
     if (sessionId !== undefined) return work(checkSessionId(sessionId));
     const s = await this.sessions.open(tenant, { mode: 'process' });
     try {
@@ -85,13 +90,15 @@ export class McpTools {
   private async upload(call: ToolCall, a: UploadFileInput): Promise<ToolOutput> {
     const path = sessionPath(a.filename);
     const encoded = a.content_base64.replace(/\s+/g, '');
-    if (!BASE64.test(encoded) || encoded.length % 4 === 1) throw new SandgateError('validation_failed', 'content_base64 is not valid base64');
+    if (!BASE64.test(encoded) || encoded.length % 4 === 1) {
+      throw new SandgateError('validation_failed', 'content_base64 is not valid base64');
+    }
     const bytes = Buffer.from(encoded, 'base64');
     // The whole file is in memory here (it came in a JSON body), so it gets the bound of inline files.
     const limit = Math.min(this.d.config.maxUploadBytes, MAX_INLINE_BYTES);
     if (bytes.length > limit) {
-      throw new SandgateError('payload_too_large',
-        `the file is ${bytes.length} bytes; the limit over MCP is ${limit} bytes (PUT /v1/sessions/{id}/files/{path} takes larger files)`);
+      throw new SandgateError('payload_too_large', `the file is ${bytes.length} bytes; the limit over MCP is ${limit} `
+        + 'bytes (PUT /v1/sessions/{id}/files/{path} takes larger files)');
     }
     return this.inSession(call.tenant, a.session_id, async (id) => {
       const dir = await this.files.sessionDir(call.tenant, id);
@@ -109,13 +116,17 @@ export class McpTools {
     const { filename, mime_type, download_url } = mcpArtifact(this.d.signer, sessionId, { path, size: 0 });
     if ('tooLarge' in file) {
       throw new ToolFailure({
-        error: 'artifact_too_large', message: `${filename} is ${size(file.tooLarge)}, exceeds ${size(max)} limit. Use download_url instead.`,
+        error: 'artifact_too_large',
+        message: `${filename} is ${size(file.tooLarge)}, exceeds ${size(max)} limit. Use download_url instead.`,
         size_bytes: file.tooLarge, download_url,
       });
     }
     const data = file.bytes.toString('base64');
     return {
-      result: { session_id: sessionId, path: sandboxPath(path), filename, mime_type, size_bytes: file.bytes.length, content_base64: data },
+      result: {
+        session_id: sessionId, path: sandboxPath(path), filename, mime_type, size_bytes: file.bytes.length,
+        content_base64: data,
+      },
       images: isImage(mime_type) ? [{ type: 'image', data, mimeType: mime_type }] : [],
     };
   }
@@ -123,7 +134,7 @@ export class McpTools {
   private async list(call: ToolCall, a: SessionInput): Promise<ToolOutput> {
     const sessionId = checkSessionId(a.session_id);
     const { entries, truncated } = await walkTree(await this.files.sessionDir(call.tenant, sessionId));
-    const artifacts = entries.map((e) => mcpArtifact(this.d.signer, sessionId, { path: e.path, size: e.size, mimeType: mimeFor(e.path) }));
+    const artifacts = entries.map((e) => mcpArtifact(this.d.signer, sessionId, { path: e.path, size: e.size }));
     return { result: { session_id: sessionId, artifacts, ...(truncated ? { truncated } : {}) } };
   }
 }
@@ -133,7 +144,8 @@ function argumentProblem(check: TypeCheck<TObject>, args: Record<string, unknown
   const first = check.Errors(args).First();
   if (!first) return null;
   if (first.path === '/language' && typeof args.language === 'string') {
-    return { error: 'unsupported_language', message: `language "${args.language}" is not offered here; use one of: ${LANGUAGES.join(', ')}` };
+    const message = `language "${args.language}" is not offered here; use one of: ${LANGUAGES.join(', ')}`;
+    return { error: 'unsupported_language', message };
   }
   return { error: 'validation_failed', message: `${first.path.slice(1) || 'arguments'}: ${first.message}` };
 }
