@@ -1,5 +1,7 @@
+import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 import type { Stack } from './harness.ts';
@@ -22,6 +24,27 @@ export async function mcpClient(stack: Stack, { apiKey, headers = {} }: McpClien
 /** A tool's structured result, typed loosely for assertions. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const structured = (r: unknown): any => (r as CallToolResult).structuredContent;
+
+/** Short ways to call a tool: the whole result, a success's object, or a failure's error object. */
+export function toolsOf(client: Client) {
+  const call = async (name: string, args: Record<string, unknown>, options?: RequestOptions) =>
+    (await client.callTool({ name, arguments: args }, undefined, options)) as CallToolResult;
+  return {
+    call,
+    async ok(name: string, args: Record<string, unknown>, options?: RequestOptions) {
+      const r = await call(name, args, options);
+      assert.equal(r.isError, undefined, `${name}: ${JSON.stringify(r.structuredContent)}`);
+      return structured(r);
+    },
+    async fail(name: string, args: Record<string, unknown>) {
+      const r = await call(name, args);
+      assert.equal(r.isError, true, `${name} should fail: ${JSON.stringify(r.structuredContent)}`);
+      return structured(r);
+    },
+  };
+}
+
+export const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 
 export interface RawReply {
   status: number;

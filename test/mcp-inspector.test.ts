@@ -18,12 +18,13 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
   const home = await mkdtemp(join(tmpdir(), 'sandgate-inspector-'));
   t.after(() => rm(home, { recursive: true, force: true }));
   const inspect = async (...args: string[]) => {
-    const { stdout } = await run(INSPECTOR, ['--cli', `${s.url}/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${KEY}`, ...args], {
-      env: { ...process.env, HOME: home }, timeout: 120_000,
-    });
+    const target = ['--cli', `${s.url}/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${KEY}`];
+    const env = { ...process.env, HOME: home };
+    const { stdout } = await run(INSPECTOR, [...target, ...args], { env, timeout: 120_000 });
     return JSON.parse(stdout) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
   };
 
+  // --strict exits non-zero (and so fails this test) on any tool-schema portability error.
   const listed = await inspect('--method', 'tools/list', '--strict');
   assert.deepEqual(listed.tools.map((x: { name: string }) => x.name).sort(),
     ['close_session', 'create_session', 'list_artifacts', 'read_artifact', 'run_code', 'run_python', 'upload_file']);

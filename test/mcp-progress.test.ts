@@ -4,14 +4,21 @@ import { pino } from 'pino';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { buildApp, createGatewayDeps } from '@sandgate/gateway';
 import { startStack, until, type Stack } from './harness.ts';
-import { initializeMessage, mcpClient, rawMcp, structured } from './mcp-client.ts';
+import { initializeMessage, mcpClient, rawMcp, toolsOf } from './mcp-client.ts';
 
 /** Python that prints `first`, then waits for a file named `go` before printing `second`. */
-const WAIT_FOR_GO = "import os, time\nprint('first', flush=True)\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\nprint('second')";
+const WAIT_FOR_GO = [
+  'import os, time', "print('first', flush=True)", "while not os.path.exists('go'):", '    time.sleep(0.05)',
+  "print('second')",
+].join('\n');
 const release = (s: Stack, session: string, headers: Record<string, string> = {}) =>
   fetch(`${s.url}/v1/sessions/${session}/files/go`, { method: 'PUT', body: '', headers });
-const runCall = (id: number, args: Record<string, unknown>) =>
-  ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'run_python', arguments: args } });
+const runCall = (id: number, args: Record<string, unknown>, meta?: Record<string, unknown>) => ({
+  jsonrpc: '2.0', id, method: 'tools/call',
+  params: { name: 'run_python', arguments: args, ...(meta ? { _meta: meta } : {}) },
+});
+const cancelCall = (requestId: number) =>
+  ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } });
 const lastRun = async (s: Stack, session: string, headers: Record<string, string> = {}) =>
   (await s.api('GET', `/v1/executions?session_id=${session}`, undefined, headers)).body.executions[0];
 
@@ -20,18 +27,19 @@ test('MCP progress notifications and cancellation', async (t) => {
   t.after(() => s.close());
   const { client } = await mcpClient(s);
   t.after(() => client.close());
-  const session = structured(await client.callTool({ name: 'create_session', arguments: {} })).session_id as string;
+  const { call, ok } = toolsOf(client);
+  const session = (await ok('create_session', {})).session_id as string;
 
   await t.test('a run sends its phases and output as progress while it is in flight', async () => {
     const seen: Progress[] = [];
-    const r = await client.callTool({ name: 'run_python', arguments: { session_id: session, code: WAIT_FOR_GO } }, undefined, {
+    const out = await ok('run_python', { session_id: session, code: WAIT_FOR_GO }, {
       onprogress: (p) => {
         seen.push(p);
         // The run is still waiting: only this output, sent while it is in flight, lets it finish.
         if (p.message === 'stdout: first\n') void release(s, session);
       },
     });
-    assert.equal(structured(r).stdout, 'first\nsecond\n');
+    assert.equal(out.stdout, 'first\nsecond\n');
     const messages = seen.map((p) => p.message);
     assert.ok(messages.indexOf('phase: running') < messages.indexOf('stdout: first\n'), messages.join(' | '));
     assert.ok(messages.includes('stdout: second\n'));
@@ -42,36 +50,34 @@ test('MCP progress notifications and cancellation', async (t) => {
   await t.test('without a progressToken no progress is sent; with one, before the result', async () => {
     const plain = await rawMcp(s.url, runCall(1, { session_id: session, code: 'print(1)' }));
     assert.deepEqual(plain.messages.map((m) => m.method ?? `result ${String(m.id)}`), ['result 1']);
-    const asked = await rawMcp(s.url, { ...runCall(2, { session_id: session, code: 'print(1)' }), params: {
-      name: 'run_python', arguments: { session_id: session, code: 'print(1)' }, _meta: { progressToken: 'tok' },
-    } });
+    const asked = await rawMcp(s.url, runCall(2, { session_id: session, code: 'print(1)' }, { progressToken: 'tok' }));
     const progress = asked.messages.filter((m) => m.method === 'notifications/progress');
     assert.ok(progress.length >= 3, JSON.stringify(asked.messages));
     assert.ok(progress.every((m) => m.params.progressToken === 'tok'));
     assert.equal(asked.messages.at(-1)!.id, 2);
   });
 
-  await t.test('cancelling the request (notifications/cancelled) cancels the run; the session is free again', async () => {
+  await t.test('cancelling the request (notifications/cancelled) cancels the run; the session is free', async () => {
     const ac = new AbortController();
-    const call = client.callTool({ name: 'run_python', arguments: { session_id: session, code: "import time\nprint('started', flush=True)\ntime.sleep(600)" } },
-      undefined, { signal: ac.signal, onprogress: (p) => { if (p.message === 'stdout: started\n') ac.abort('enough'); } });
-    await assert.rejects(call);
+    const code = "import time\nprint('started', flush=True)\ntime.sleep(600)";
+    const running = call('run_python', { session_id: session, code }, {
+      signal: ac.signal, onprogress: (p) => { if (p.message === 'stdout: started\n') ac.abort('enough'); },
+    });
+    await assert.rejects(running);
     const run = await until('the run to be cancelled', async () => {
       const r = await lastRun(s, session);
       return r.state === 'cancelled' ? r : null;
     });
     assert.equal(run.result.reason, 'cancelled');
     assert.equal((await s.api('GET', `/v1/sessions/${session}`)).body.state, 'idle');
-    const next = structured(await client.callTool({ name: 'run_python', arguments: { session_id: session, code: 'print(2)' } }));
-    assert.equal(next.stdout, '2\n');
+    assert.equal((await ok('run_python', { session_id: session, code: 'print(2)' })).stdout, '2\n');
   });
 
   await t.test('a cancel that arrives before its call still cancels the run the call starts', async () => {
     const init = await rawMcp(s.url, initializeMessage());
     const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
-    const cancel = await rawMcp(s.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 42 } }, headers);
-    assert.equal(cancel.status, 202);
-    const r = await rawMcp(s.url, runCall(42, { session_id: session, code: "import time\ntime.sleep(600)" }), headers);
+    assert.equal((await rawMcp(s.url, cancelCall(42), headers)).status, 202);
+    const r = await rawMcp(s.url, runCall(42, { session_id: session, code: 'import time\ntime.sleep(600)' }), headers);
     const out = r.messages.at(-1)!.result.structuredContent;
     assert.equal(out.state, 'cancelled');
     assert.equal(out.exit_code, -1);
@@ -89,31 +95,29 @@ test('MCP cancellation from another gateway replica, and never across tenants', 
   t.after(async () => { await replica.close(); await deps2.close(); });
 
   const a = { authorization: `Bearer ${KEY_A}` };
-  const init = await rawMcp(s.url, initializeMessage(), a);
-  const mcpSession = init.headers.get('mcp-session-id')!;
+  const mcpSession = (await rawMcp(s.url, initializeMessage(), a)).headers.get('mcp-session-id')!;
   const headersA = { ...a, 'mcp-session-id': mcpSession, 'mcp-protocol-version': '2025-06-18' };
-  const session = (await rawMcp(url2, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_session', arguments: {} } }, headersA))
-    .messages[0]!.result.structuredContent.session_id as string;
+  const open = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_session', arguments: {} } };
+  const session = (await rawMcp(url2, open, headersA)).messages[0]!.result.structuredContent.session_id as string;
+  const running = () => until('the run to start', async () => (await lastRun(s, session, a))?.state === 'running');
 
   await t.test('tenant B sending A\'s session id and request id cancels nothing', async () => {
-    const running = rawMcp(s.url, runCall(5, { session_id: session, code: WAIT_FOR_GO }), headersA);
-    await until('the run to start', async () => (await lastRun(s, session, a))?.state === 'running');
+    const call = rawMcp(s.url, runCall(5, { session_id: session, code: WAIT_FOR_GO }), headersA);
+    await running();
     const b = { authorization: `Bearer ${KEY_B}`, 'mcp-session-id': mcpSession };
-    const cancel = await rawMcp(url2, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5 } }, b);
-    assert.equal(cancel.status, 202);
+    assert.equal((await rawMcp(url2, cancelCall(5), b)).status, 202);
     assert.equal((await release(s, session, a)).status, 201);
-    const out = (await running).messages.at(-1)!.result.structuredContent;
+    const out = (await call).messages.at(-1)!.result.structuredContent;
     assert.equal(out.state, 'completed');
     assert.equal(out.stdout, 'first\nsecond\n');
   });
 
   await t.test('tenant A\'s cancel, sent to the other replica, cancels the run', async () => {
     await fetch(`${s.url}/v1/sessions/${session}/files/go`, { method: 'DELETE', headers: a });
-    const running = rawMcp(s.url, runCall(6, { session_id: session, code: WAIT_FOR_GO }), headersA);
-    await until('the run to start', async () => (await lastRun(s, session, a))?.state === 'running');
-    const cancel = await rawMcp(url2, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 6, reason: 'stop' } }, headersA);
-    assert.equal(cancel.status, 202);
-    const out = (await running).messages.at(-1)!.result.structuredContent;
+    const call = rawMcp(s.url, runCall(6, { session_id: session, code: WAIT_FOR_GO }), headersA);
+    await running();
+    assert.equal((await rawMcp(url2, cancelCall(6), headersA)).status, 202);
+    const out = (await call).messages.at(-1)!.result.structuredContent;
     assert.equal(out.state, 'cancelled');
     assert.equal((await lastRun(s, session, a)).result.reason, 'cancelled');
   });

@@ -1,14 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './harness.ts';
-import { initializeMessage, mcpClient, rawMcp, structured } from './mcp-client.ts';
+import { b64, initializeMessage, mcpClient, rawMcp, toolsOf } from './mcp-client.ts';
 
 const KEY_A = 'tenant-a-key-0123456789';
 const KEY_B = 'tenant-b-key-0123456789';
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+const env = { SANDGATE_API_KEYS: `${KEY_A}:tenantA,${KEY_B}:tenantB` };
 
 test('MCP over HTTP: API keys, Origin, stateless GET/DELETE, the session id header', async (t) => {
-  const s = await startStack({ worker: false, apiKey: KEY_A, env: { SANDGATE_API_KEYS: `${KEY_A}:tenantA,${KEY_B}:tenantB` } });
+  const s = await startStack({ worker: false, apiKey: KEY_A, env });
   t.after(() => s.close());
 
   await t.test('no key or a wrong key is 401 with a Bearer challenge', async () => {
@@ -33,7 +34,7 @@ test('MCP over HTTP: API keys, Origin, stateless GET/DELETE, the session id head
     await assert.rejects(mcpClient(s, { apiKey: KEY_A, headers: { origin: 'http://evil.example' } }), /403|forbidden/i);
   });
 
-  await t.test('initialize answers with an Mcp-Session-Id the SDK client then sends; tools work without it too', async () => {
+  await t.test('initialize answers with an Mcp-Session-Id the SDK client keeps; requests work without it', async () => {
     const r = await rawMcp(s.url, initializeMessage(), auth(KEY_A));
     assert.match(r.headers.get('mcp-session-id') ?? '', /^mcp_[0-9a-f]{32}$/);
     const { client, transport } = await mcpClient(s, { apiKey: KEY_A });
@@ -46,7 +47,7 @@ test('MCP over HTTP: API keys, Origin, stateless GET/DELETE, the session id head
     assert.equal(list.messages[0]!.result.tools.length, 7);
   });
 
-  await t.test('GET and DELETE /mcp are 405 (no standalone stream, no session to end); the SDK client accepts that', async () => {
+  await t.test('GET and DELETE /mcp are 405 (no stream, no session to end), as the SDK client expects', async () => {
     for (const method of ['GET', 'DELETE']) {
       const r = await fetch(`${s.url}/mcp`, { method, headers: { ...auth(KEY_A), accept: 'text/event-stream' } });
       assert.equal(r.status, 405, method);
@@ -80,30 +81,31 @@ test('MCP in open mode allows loopback origins, but not others', async (t) => {
 });
 
 test('MCP tenants: tenant B can neither see nor use tenant A\'s session', async (t) => {
-  const s = await startStack({ apiKey: KEY_A, env: { SANDGATE_API_KEYS: `${KEY_A}:tenantA,${KEY_B}:tenantB` } });
+  const s = await startStack({ apiKey: KEY_A, env });
   t.after(() => s.close());
-  const a = (await mcpClient(s, { apiKey: KEY_A })).client;
-  const b = (await mcpClient(s, { apiKey: KEY_B })).client;
-  t.after(() => Promise.all([a.close(), b.close()]));
+  const clientA = (await mcpClient(s, { apiKey: KEY_A })).client;
+  const clientB = (await mcpClient(s, { apiKey: KEY_B })).client;
+  t.after(() => Promise.all([clientA.close(), clientB.close()]));
+  const [a, b] = [toolsOf(clientA), toolsOf(clientB)];
 
-  const up = structured(await a.callTool({ name: 'upload_file', arguments: { filename: 'secret.txt', content_base64: Buffer.from('A only').toString('base64') } }));
-  const session = up.session_id as string;
+  const upload = await a.ok('upload_file', { filename: 'secret.txt', content_base64: b64('A only') });
+  const session = upload.session_id as string;
   const attempts: [string, Record<string, unknown>][] = [
-    ['list_artifacts', {}], ['read_artifact', { path: 'secret.txt' }], ['run_python', { code: "print(open('secret.txt').read())" }],
-    ['run_code', { language: 'bash', code: 'cat secret.txt' }], ['upload_file', { filename: 'secret.txt', content_base64: '', overwrite: true }],
-    ['close_session', {}],
+    ['list_artifacts', {}], ['read_artifact', { path: 'secret.txt' }],
+    ['run_python', { code: "print(open('secret.txt').read())" }],
+    ['run_code', { language: 'bash', code: 'cat secret.txt' }],
+    ['upload_file', { filename: 'secret.txt', content_base64: '', overwrite: true }], ['close_session', {}],
   ];
   for (const [name, args] of attempts) {
-    const r = await b.callTool({ name, arguments: { session_id: session, ...args } });
-    assert.equal(r.isError, true, name);
-    assert.equal(structured(r).error, 'session_not_found', name);
-    assert.equal(structured(r).message, `No active session with id ${session}`, 'worded exactly as for a session that does not exist');
+    const e = await b.fail(name, { session_id: session, ...args });
+    assert.equal(e.error, 'session_not_found', name);
+    assert.equal(e.message, `No active session with id ${session}`, 'worded as for a session that does not exist');
   }
   assert.equal((await s.api('GET', `/v1/sessions/${session}`, undefined, auth(KEY_B))).status, 404);
 
-  const read = structured(await a.callTool({ name: 'read_artifact', arguments: { session_id: session, path: 'secret.txt' } }));
-  assert.equal(Buffer.from(read.content_base64, 'base64').toString(), 'A only', 'A\'s file is untouched and A\'s session alive');
-  const own = structured(await b.callTool({ name: 'run_python', arguments: { code: 'import os; print(sorted(os.listdir(".")))' } }));
+  const read = await a.ok('read_artifact', { session_id: session, path: 'secret.txt' });
+  assert.equal(Buffer.from(read.content_base64, 'base64').toString(), 'A only', 'A\'s file and session are intact');
+  const own = await b.ok('run_python', { code: 'import os; print(sorted(os.listdir(".")))' });
   assert.equal(own.stdout, '[]\n', 'B\'s own session starts empty');
   assert.notEqual(own.session_id, session);
 });

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { CallToolResult, ImageContent } from '@modelcontextprotocol/sdk/types.js';
 import { startStack } from './harness.ts';
 import { ANALYSIS, CSV } from './marketing-fixture.ts';
-import { mcpClient, structured } from './mcp-client.ts';
+import { b64, mcpClient, structured, toolsOf } from './mcp-client.ts';
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const images = (r: unknown) => (r as CallToolResult).content.filter((c): c is ImageContent => c.type === 'image');
@@ -15,6 +15,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
   t.after(() => s.close());
   const { client } = await mcpClient(s);
   t.after(() => client.close());
+  const { call, ok, fail } = toolsOf(client);
 
   await t.test('tools/list shows the contract tools with JSON Schemas from libs/contracts', async () => {
     const { tools } = await client.listTools();
@@ -35,9 +36,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
 
   let session = '';
   await t.test('upload_file without a session_id creates one and saves under /mnt/data', async () => {
-    const r = await client.callTool({
-      name: 'upload_file', arguments: { filename: 'marketing.csv', content_base64: Buffer.from(CSV).toString('base64') },
-    });
+    const r = await call('upload_file', { filename: 'marketing.csv', content_base64: b64(CSV) });
     assert.equal(r.isError, undefined);
     session = structured(r).session_id;
     assert.match(session, /^sess_[0-9a-f]{12}$/);
@@ -50,7 +49,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
 
   let chart = { download_url: '', size_bytes: 0 };
   await t.test('run_python makes the chart and the PDF; the chart also comes back as an image', async () => {
-    const r = await client.callTool({ name: 'run_python', arguments: { session_id: session, code: ANALYSIS } });
+    const r = await call('run_python', { session_id: session, code: ANALYSIS });
     const out = structured(r);
     assert.equal(out.exit_code, 0, out.stderr);
     assert.equal(out.session_id, session);
@@ -60,7 +59,8 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
     assert.ok(out.duration_ms >= 0);
     const byPath = Object.fromEntries(out.artifacts.map((a: { path: string }) => [a.path, a]));
     assert.deepEqual(Object.keys(byPath).sort(), ['/mnt/data/cpa.png', '/mnt/data/report.pdf']);
-    assert.deepEqual(Object.keys(byPath['/mnt/data/cpa.png']).sort(), ['download_url', 'filename', 'mime_type', 'path', 'size_bytes']);
+    assert.deepEqual(Object.keys(byPath['/mnt/data/cpa.png']).sort(),
+      ['download_url', 'filename', 'mime_type', 'path', 'size_bytes']);
     assert.equal(byPath['/mnt/data/cpa.png'].filename, 'cpa.png');
     assert.equal(byPath['/mnt/data/report.pdf'].mime_type, 'application/pdf');
     chart = byPath['/mnt/data/cpa.png'];
@@ -73,7 +73,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
   });
 
   await t.test('read_artifact returns the PNG as base64 and as image content', async () => {
-    const r = await client.callTool({ name: 'read_artifact', arguments: { session_id: session, path: '/mnt/data/cpa.png' } });
+    const r = await call('read_artifact', { session_id: session, path: '/mnt/data/cpa.png' });
     const out = structured(r);
     assert.equal(out.path, '/mnt/data/cpa.png');
     assert.equal(out.filename, 'cpa.png');
@@ -84,14 +84,14 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
     assert.equal(sha256(bytes), sha256(Buffer.from(await (await fetch(chart.download_url)).arrayBuffer())));
     assert.equal(images(r)[0]!.data, out.content_base64);
 
-    const pdf = await client.callTool({ name: 'read_artifact', arguments: { session_id: session, path: 'report.pdf' } });
+    const pdf = await call('read_artifact', { session_id: session, path: 'report.pdf' });
     assert.equal(structured(pdf).path, '/mnt/data/report.pdf', 'a relative path is under /mnt/data');
     assert.equal(Buffer.from(structured(pdf).content_base64, 'base64').subarray(0, 5).toString(), '%PDF-');
     assert.equal(images(pdf).length, 0);
   });
 
   await t.test('list_artifacts lists every file in /mnt/data, the upload included', async () => {
-    const out = structured(await client.callTool({ name: 'list_artifacts', arguments: { session_id: session } }));
+    const out = await ok('list_artifacts', { session_id: session });
     assert.equal(out.session_id, session);
     assert.deepEqual(out.artifacts.map((a: { path: string }) => a.path),
       ['/mnt/data/cpa.png', '/mnt/data/marketing.csv', '/mnt/data/report.pdf']);
@@ -102,9 +102,8 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
   });
 
   await t.test('a broken script is a result, not a tool error: exit code, traceback, no artifacts', async () => {
-    const r = await client.callTool({
-      name: 'run_python', arguments: { session_id: session, code: "import pandas as pd\npd.read_csv('marketing.csv')['revenue']\n" },
-    });
+    const code = "import pandas as pd\npd.read_csv('marketing.csv')['revenue']\n";
+    const r = await call('run_python', { session_id: session, code });
     assert.equal(r.isError, undefined);
     const out = structured(r);
     assert.equal(out.state, 'failed');
@@ -115,13 +114,10 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
   });
 
   await t.test('close_session deletes the session; it is then unknown', async () => {
-    const r = await client.callTool({ name: 'close_session', arguments: { session_id: session } });
-    assert.deepEqual(structured(r), { session_id: session, status: 'closed' });
+    assert.deepEqual(await ok('close_session', { session_id: session }), { session_id: session, status: 'closed' });
     assert.equal((await s.api('GET', `/v1/sessions/${session}`)).status, 404);
     assert.equal((await fetch(chart.download_url)).status, 404, 'its files are gone');
-    const again = await client.callTool({ name: 'close_session', arguments: { session_id: session } });
-    assert.equal(again.isError, true);
-    assert.deepEqual(structured(again), {
+    assert.deepEqual(await fail('close_session', { session_id: session }), {
       error: 'session_not_found', message: `No active session with id ${session}`, session_id: session,
     });
   });
@@ -132,30 +128,30 @@ test('MCP stateful session and other languages', async (t) => {
   t.after(() => s.close());
   const { client } = await mcpClient(s);
   t.after(() => client.close());
+  const { ok, fail } = toolsOf(client);
 
   await t.test('create_session {mode: stateful}: x = 41, then x + 1 is "42"', async () => {
-    const created = structured(await client.callTool({ name: 'create_session', arguments: { mode: 'stateful' } }));
+    const created = await ok('create_session', { mode: 'stateful' });
+    const inSession = { session_id: created.session_id };
     assert.equal(created.mode, 'stateful');
     assert.match(created.session_id, /^sess_[0-9a-f]{12}$/);
     assert.ok(Date.parse(created.expires_at) > Date.now());
-    const first = structured(await client.callTool({ name: 'run_python', arguments: { session_id: created.session_id, code: 'x = 41' } }));
+    const first = await ok('run_python', { ...inSession, code: 'x = 41' });
     assert.equal(first.exit_code, 0, first.stderr);
-    const second = structured(await client.callTool({ name: 'run_python', arguments: { session_id: created.session_id, code: 'x + 1' } }));
+    const second = await ok('run_python', { ...inSession, code: 'x + 1' });
     assert.equal(second.value, '42');
     assert.equal(second.session_id, created.session_id);
 
-    const js = await client.callTool({ name: 'run_code', arguments: { session_id: created.session_id, language: 'javascript', code: '1' } });
-    assert.equal(js.isError, true);
-    assert.equal(structured(js).error, 'unsupported_language', 'a stateful session runs python only');
+    const js = await fail('run_code', { ...inSession, language: 'javascript', code: '1' });
+    assert.equal(js.error, 'unsupported_language', 'a stateful session runs python only');
   });
 
   await t.test('run_code runs javascript and bash; without a session_id it opens a process session', async () => {
-    const js = structured(await client.callTool({ name: 'run_code', arguments: { language: 'javascript', code: 'console.log(6 * 7)' } }));
+    const js = await ok('run_code', { language: 'javascript', code: 'console.log(6 * 7)' });
     assert.equal(js.stdout, '42\n');
     assert.equal((await s.api('GET', `/v1/sessions/${js.session_id}`)).body.mode, 'process');
-    const sh = structured(await client.callTool({
-      name: 'run_code', arguments: { session_id: js.session_id, language: 'bash', code: 'echo hi > note.txt; cat note.txt' },
-    }));
+    const code = 'echo hi > note.txt; cat note.txt';
+    const sh = await ok('run_code', { session_id: js.session_id, language: 'bash', code });
     assert.equal(sh.stdout, 'hi\n');
     assert.deepEqual(sh.artifacts.map((a: { path: string }) => a.path), ['/mnt/data/note.txt']);
   });
