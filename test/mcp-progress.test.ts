@@ -73,7 +73,7 @@ test('MCP progress notifications and cancellation', async (t) => {
     assert.equal((await ok('run_python', { session_id: session, code: 'print(2)' })).stdout, '2\n');
   });
 
-  await t.test('a cancel that arrives before its call still cancels the run the call starts', async () => {
+  await t.test('a cancel that comes before its call still cancels the run the call starts (16 per POST)', async () => {
     const init = await rawMcp(s.url, initializeMessage());
     const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
     assert.equal((await rawMcp(s.url, cancelCall(42), headers)).status, 202);
@@ -81,6 +81,12 @@ test('MCP progress notifications and cancellation', async (t) => {
     const out = r.messages.at(-1)!.result.structuredContent;
     assert.equal(out.state, 'cancelled');
     assert.equal(out.exit_code, -1);
+
+    // One POST acts on at most 16 cancels: the 17th of a batch is not honoured.
+    const batch = [...Array.from({ length: 16 }, (_, i) => cancelCall(100 + i)), cancelCall(43)];
+    assert.equal((await rawMcp(s.url, batch, headers)).status, 202);
+    const kept = await rawMcp(s.url, runCall(43, { session_id: session, code: 'print(43)' }), headers);
+    assert.equal(kept.messages.at(-1)!.result.structuredContent.stdout, '43\n');
   });
 });
 

@@ -20,6 +20,8 @@ export interface McpRouteOptions {
 }
 
 const MCP_SESSION = /^[\x21-\x7e]{1,128}$/;
+/** Cancels acted on per POST: a client cancels one call at a time; a batch of thousands is not honoured. */
+const MAX_CANCELS = 16;
 
 const messagesOf = (body: unknown): unknown[] => (Array.isArray(body) ? body : [body]);
 const cancelled = (m: unknown): m is { params: { requestId: string | number } } => {
@@ -55,7 +57,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
     const echoed = typeof header === 'string' && MCP_SESSION.test(header) ? header : null;
     const mcpSession = echoed ?? (isInitializeRequest(req.body) ? `mcp_${randomUUID().replaceAll('-', '')}` : null);
     if (mcpSession) {
-      for (const m of messagesOf(req.body).filter(cancelled)) {
+      for (const m of messagesOf(req.body).filter(cancelled).slice(0, MAX_CANCELS)) {
         await runs.cancel({ tenant, mcpSession, requestId: m.params.requestId });
       }
     }

@@ -34,7 +34,7 @@ export class McpTools {
     MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]));
   private readonly handlers: Record<McpToolName, Handler>;
 
-  constructor(private readonly d: GatewayDeps, private readonly runs: RunTool) {
+  constructor(private readonly d: GatewayDeps, runs: RunTool) {
     this.files = new FileService(d);
     this.sessions = new SessionService(d);
     this.handlers = {
