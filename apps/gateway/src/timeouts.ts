@@ -31,7 +31,10 @@ export function serverTimeouts(config: Pick<Config, 'requestTimeoutMs'>) {
   };
 }
 
-/** Keeps the connection of a request that will be silent for `waitMs` (a long poll) from the idle timeout. */
+/**
+ * Keeps the connection of a request that will be silent for `waitMs` (a long poll) from the idle timeout; `Infinity`
+ * for one silent until its run ends (an MCP tool call follows its run however long it waits in the queue).
+ */
 export function holdOpen(req: FastifyRequest, waitMs: number): void {
-  if (waitMs > 0) req.raw.socket.setTimeout(waitMs + IDLE_TIMEOUT_MS);
+  if (waitMs > 0) req.raw.socket.setTimeout(waitMs === Infinity ? 0 : waitMs + IDLE_TIMEOUT_MS);
 }
