@@ -1,17 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from './harness.ts';
-import { api, newDeployment, startGatewayProc, startWorkerProc } from './faults/processes.ts';
+import { api, startDeployment } from './faults/processes.ts';
 
 const lines = (out: string) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
 
 test('every log line of a run carries its execution_id, session_id and tenant, in the gateway and the worker', async (t) => {
-  const d = await newDeployment({ SANDGATE_POOL_SIZE: '1' });
-  t.after(() => d.cleanup());
-  const gateway = await startGatewayProc(d.env);
-  t.after(() => gateway.kill('SIGKILL'));
-  const worker = await startWorkerProc(d.env);
-  t.after(() => worker.kill('SIGKILL'));
+  const started = await startDeployment(t, { SANDGATE_POOL_SIZE: '1' });
+  const { gateway } = started;
+  const worker = started.worker!;
 
   const run = await api(gateway.url, 'POST', '/v1/executions?wait=60', { language: 'python', code: 'open("a.txt", "w").write("a")\nprint(1)' });
   assert.equal(run.body.state, 'completed');

@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, open, rm, statfs, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { api, newDeployment, startGatewayProc, startWorkerProc } from './processes.ts';
+import { api, startDeployment } from './processes.ts';
 
 const sha = (b: Buffer | Uint8Array) => createHash('sha256').update(b).digest('hex');
 
@@ -49,12 +49,7 @@ test('data disk full: uploads and runs fail with a clear code, existing files st
   const disk = await smallDisk();
   t.after(() => disk.unmount());
   // The free-space floor (SANDGATE_MIN_FREE_BYTES) is low enough for this small disk to start with.
-  const d = await newDeployment({ SANDGATE_DATA_DIR: disk.dir, SANDGATE_MIN_FREE_BYTES: '1MB' });
-  t.after(() => d.cleanup());
-  const gateway = await startGatewayProc(d.env);
-  t.after(() => gateway.kill('SIGKILL'));
-  const worker = await startWorkerProc(d.env);
-  t.after(() => worker.kill('SIGKILL'));
+  const { gateway } = await startDeployment(t, { SANDGATE_DATA_DIR: disk.dir, SANDGATE_MIN_FREE_BYTES: '1MB' });
 
   const session = (await api(gateway.url, 'POST', '/v1/sessions', {})).body.id as string;
   const kept = randomBytes(256 << 10);

@@ -3,19 +3,14 @@ import assert from 'node:assert/strict';
 import { loadConfig } from '@sandgate/state';
 import { until } from '../harness.ts';
 import { ownDockerd } from './own-dockerd.ts';
-import { api, newDeployment, startGatewayProc, startWorkerProc } from './processes.ts';
+import { api, startDeployment } from './processes.ts';
 
 test('Docker engine restarted mid-run: the run ends with a platform reason, the worker carries on, orphans are swept', async (t) => {
   const image = loadConfig({}).image;
   const engine = await ownDockerd(image);
   t.after(() => engine.close());
   t.diagnostic(`copied ${image} into the test's own engine in ${engine.loadMs} ms`);
-  const d = await newDeployment({ DOCKER_HOST: engine.host, SANDGATE_POOL_SIZE: '1' });
-  t.after(() => d.cleanup());
-  const gateway = await startGatewayProc(d.env);
-  t.after(() => gateway.kill('SIGKILL'));
-  const worker = await startWorkerProc(d.env);
-  t.after(() => worker.kill('SIGKILL'));
+  const { d, gateway } = await startDeployment(t, { DOCKER_HOST: engine.host, SANDGATE_POOL_SIZE: '1' });
   const ours = () => engine.docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${d.prefix}`] } });
 
   const session = (await api(gateway.url, 'POST', '/v1/sessions', {})).body.id as string;

@@ -1,17 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from '../harness.ts';
-import { api, newDeployment, startGatewayProc, startWorkerProc } from './processes.ts';
+import { api, startDeployment, startGatewayProc, startWorkerProc } from './processes.ts';
 
 const sleep = (s: number, out: string) => ({ language: 'python', code: `import time\ntime.sleep(${s})\nprint("${out}")` });
 
 test('SIGTERM drains: no new work is taken, in-flight runs finish within the grace period or end with a reason', async (t) => {
-  const d = await newDeployment({ SANDGATE_SHUTDOWN_GRACE_S: '6' });
-  t.after(() => d.cleanup());
-  const gateway = await startGatewayProc(d.env);
-  t.after(() => gateway.kill('SIGKILL'));
-  const worker = await startWorkerProc(d.env);
-  t.after(() => worker.kill('SIGKILL'));
+  const started = await startDeployment(t, { SANDGATE_SHUTDOWN_GRACE_S: '6' });
+  const { d, gateway } = started;
+  const worker = started.worker!;
 
   const short = (await api(gateway.url, 'POST', '/v1/executions', sleep(2, 'short'))).body.id as string;
   const long = (await api(gateway.url, 'POST', '/v1/executions', sleep(60, 'long'))).body.id as string;

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Dockerode from 'dockerode';
 import { deleteKeys, freePort, REDIS_URL } from '../redis-and-ports.ts';
@@ -85,6 +86,27 @@ export async function startWorkerProc(env: Record<string, string>): Promise<Proc
     return p.output().includes('"msg":"worker ready"');
   }, 60_000);
   return p;
+}
+
+export interface Started {
+  d: Deployment;
+  gateway: Proc & { url: string };
+  /** Null with `{ worker: false }`. */
+  worker: Proc | null;
+}
+
+/**
+ * A deployment on `env` with a gateway process and, unless `worker: false`, a worker process; after the test both
+ * are SIGKILLed (if still running) and the deployment's containers, keys and files removed.
+ */
+export async function startDeployment(t: TestContext, env: Record<string, string> = {}, { worker = true } = {}): Promise<Started> {
+  const d = await newDeployment(env);
+  t.after(() => d.cleanup());
+  const gateway = await startGatewayProc(d.env);
+  t.after(() => gateway.kill('SIGKILL'));
+  const w = worker ? await startWorkerProc(d.env) : null;
+  if (w) t.after(() => w.kill('SIGKILL'));
+  return { d, gateway, worker: w };
 }
 
 /** JSON request to a gateway; the body parsed when it is JSON. */

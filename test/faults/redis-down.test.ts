@@ -1,17 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from '../harness.ts';
-import { api, newDeployment, ownRedis, startGatewayProc } from './processes.ts';
+import { api, ownRedis, startDeployment } from './processes.ts';
 
 const probes = [['POST', '/v1/sessions', {}], ['GET', '/v1/sessions'], ['POST', '/v1/executions', { language: 'python', code: 'print(1)' }]] as const;
 
 test('Redis unreachable: the gateway answers 503 redis_unavailable within a second, and recovers by itself', async (t) => {
   const redis = await ownRedis();
   t.after(() => redis.close());
-  const d = await newDeployment({ REDIS_URL: redis.url });
-  t.after(() => d.cleanup(redis.url));
-  const gateway = await startGatewayProc(d.env);
-  t.after(() => gateway.kill('SIGKILL'));
+  const { gateway } = await startDeployment(t, { REDIS_URL: redis.url }, { worker: false });
   assert.equal((await api(gateway.url, 'POST', '/v1/sessions', {})).status, 201);
 
   await t.test('Redis killed: refused connections answer at once', async () => {

@@ -2,19 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Dockerode from 'dockerode';
 import { until } from '../harness.ts';
-import { api, newDeployment, ownRedis, startGatewayProc, startWorkerProc } from './processes.ts';
+import { api, ownRedis, startDeployment } from './processes.ts';
 
 const docker = new Dockerode();
 
 test('Redis restarted (AOF) with runs running and queued: they all run, results are kept, /readyz says not ready meanwhile', async (t) => {
   const redis = await ownRedis();
   t.after(() => redis.close());
-  const d = await newDeployment({ REDIS_URL: redis.url });
-  t.after(() => d.cleanup(redis.url));
-  const gateway = await startGatewayProc(d.env);
-  t.after(() => gateway.kill('SIGKILL'));
-  const worker = await startWorkerProc(d.env);
-  t.after(() => worker.kill('SIGKILL'));
+  const { d, gateway } = await startDeployment(t, { REDIS_URL: redis.url });
   await until('/readyz to be ready', async () => (await api(gateway.url, 'GET', '/readyz')).status === 200, 30_000);
 
   // Two runs that end while Redis is away, and four queued behind them (the worker runs two at a time).

@@ -3,15 +3,11 @@ import assert from 'node:assert/strict';
 import { createRedis } from '@sandgate/state';
 import { REDIS_URL } from '../redis-and-ports.ts';
 import { until } from '../harness.ts';
-import { api, newDeployment, startGatewayProc, startWorkerProc } from './processes.ts';
+import { api, startDeployment, startWorkerProc } from './processes.ts';
 
 test('a worker SIGKILLed with 2 runs running and 20 queued: every run ends exactly once, none is lost', async (t) => {
-  const d = await newDeployment({ SANDGATE_MAX_SESSIONS: '100' });
-  t.after(() => d.cleanup());
-  const gateway = await startGatewayProc(d.env);
-  t.after(() => gateway.kill('SIGKILL'));
-  const first = await startWorkerProc(d.env);
-  t.after(() => first.kill('SIGKILL'));
+  const { d, gateway, worker } = await startDeployment(t, { SANDGATE_MAX_SESSIONS: '100' });
+  const first = worker!;
 
   const long: string[] = [];
   for (let i = 0; i < 2; i++) long.push((await api(gateway.url, 'POST', '/v1/executions', { language: 'python', code: 'import time\ntime.sleep(120)' })).body.id as string);
