@@ -6,6 +6,7 @@ import { SHARED_SCHEMAS } from '@sandgate/contracts';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
+import { acceptEmptyJson } from './plugins/json-body.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -50,6 +51,7 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   registerErrorHandling(app);
+  acceptEmptyJson(app);
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
 
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
