@@ -5,7 +5,10 @@ import { startStack, until } from './harness.ts';
 test('before a worker takes them: refused runs leave no job, a queued run can be cancelled and is then skipped', async (t) => {
   const s = await startStack({ worker: false });
   t.after(() => s.close());
-  const queued = async () => (await s.deps.queue.getJobCounts('wait')).wait;
+  const queued = async () => {
+    const counts = await s.deps.queue.getJobCounts('wait', 'prioritized', 'delayed');
+    return counts.wait! + counts.prioritized! + counts.delayed!;
+  };
 
   const first = await s.api('POST', '/v1/executions', { language: 'python', code: 'print(1)' });
   assert.equal(first.status, 202);

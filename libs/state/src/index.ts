@@ -9,4 +9,6 @@ export * from './event-hub.ts';
 export * from './event-writer.ts';
 export * from './ended-notices.ts';
 export * from './platform.ts';
+export * from './tenant-limits.ts';
+export * from './time-index.ts';
 export * from './logger.ts';
