@@ -7,6 +7,7 @@ import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { acceptEmptyJson } from './plugins/json-body.ts';
+import { limitsPlugin } from './plugins/limits.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -53,6 +54,7 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
   registerErrorHandling(app);
   acceptEmptyJson(app);
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
+  await app.register(limitsPlugin, { deps });
 
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   await app.register(systemRoutes, { deps });

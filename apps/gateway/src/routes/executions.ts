@@ -28,6 +28,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
 
   app.post('', {
     bodyLimit,
+    config: { quota: 'runs' },
     schema: {
       tags: ['executions'],
       summary: 'Run code. 202 with the queued execution, or with ?wait=<s> 200 with its result once it ends within the wait',
