@@ -136,5 +136,5 @@ test('without API keys the gateway refuses to listen beyond loopback', async () 
   const { loadConfig } = await import('@sandgate/state');
   const { pino } = await import('pino');
   const config = loadConfig({ SANDGATE_HOST: '0.0.0.0', SANDGATE_PORT: '0', SANDGATE_LOG_LEVEL: 'silent' });
-  await assert.rejects(startGateway(config, pino({ level: 'silent' })), /refusing to listen on 0\.0\.0\.0 without authentication: set SANDGATE_API_KEYS/);
+  await assert.rejects(startGateway(config, pino({ level: 'silent' })), /refusing to listen on 0\.0\.0\.0 \(it resolves to 0\.0\.0\.0\) without authentication: set SANDGATE_API_KEYS/);
 });

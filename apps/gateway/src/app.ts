@@ -6,6 +6,7 @@ import { SHARED_SCHEMAS } from '@sandgate/contracts';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
+import { hostCheckPlugin } from './plugins/host-check.ts';
 import { acceptEmptyJson } from './plugins/json-body.ts';
 import { limitsPlugin } from './plugins/limits.ts';
 import { downloadRoutes } from './routes/downloads.ts';
@@ -53,6 +54,7 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
 
   registerErrorHandling(app);
   acceptEmptyJson(app);
+  await app.register(hostCheckPlugin, { config: deps.config });
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
   await app.register(limitsPlugin, { deps });
 

@@ -1,3 +1,4 @@
+import { isIPv4, isIPv6 } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { TenantOverridesSchema } from './tenant-limits.ts';
@@ -161,8 +162,12 @@ export function loadConfig(env: Env = process.env): Config {
   return out as Config;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-export const isLoopback = (host: string) => LOOPBACK.has(host) || host.startsWith('127.');
+/** An IP address of the loopback interface (127.0.0.0/8, ::1, or IPv4-mapped 127/8); names are not addresses. */
+export const isLoopbackAddress = (ip: string): boolean => {
+  const v4 = ip.toLowerCase().replace(/^::ffff:/, '');
+  if (isIPv4(v4)) return v4.startsWith('127.');
+  return isIPv6(ip) && (ip === '::1' || /^0{0,4}(:0{0,4}){6}:0{0,3}1$/.test(ip));
+};
 
 /** The tenant every request belongs to when no API keys are configured (development mode). */
 export const OPEN_TENANT = 'default';
