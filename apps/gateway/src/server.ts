@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import type { Logger } from 'pino';
-import { isLoopbackAddress, type Config } from '@sandgate/state';
+import { isLoopbackAddress, redisWarnings, type Config } from '@sandgate/state';
 import { buildApp, type AppOptions } from './app.ts';
 import { createGatewayDeps } from './deps.ts';
 
@@ -27,6 +27,7 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
     log.warn('no SANDGATE_API_KEYS set: running open as a single tenant, listening on loopback only');
   }
   const deps = await createGatewayDeps(config, log);
+  for (const warning of await redisWarnings(deps.redis)) log.warn(warning);
   const app = await buildApp(deps, options);
   const close = async () => {
     await app.close();

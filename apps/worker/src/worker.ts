@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import { SandgateError, type ExecutionResult, type QueuedExecution } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, limitsFor, platformResult, withScripts,
-  type Config,
+  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, limitsFor, platformResult, redisWarnings,
+  withScripts, type Config,
 } from '@sandgate/state';
 import type { Workspaces } from '@sandgate/storage';
 
@@ -46,6 +46,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   const registry = new WorkerRegistry(redis, k);
   const inFlight = new Map<string, AbortController>();
   const wlog = log.child({ worker: id });
+  for (const warning of await redisWarnings(redis)) wlog.warn(warning);
 
   await subscriber.subscribe(k.cancelChannel());
   subscriber.on('message', (_channel: string, executionId: string) => inFlight.get(executionId)?.abort());

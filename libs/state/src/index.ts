@@ -1,6 +1,7 @@
 export * from './config.ts';
 export * from './keys.ts';
 export * from './redis.ts';
+export * from './redis-check.ts';
 export * from './scripts.ts';
 export * from './stream-ids.ts';
 export * from './sessions.ts';
