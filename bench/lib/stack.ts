@@ -73,7 +73,8 @@ export async function startStack(names: EntryName[], env: Record<string, string>
     SANDGATE_HOST: '127.0.0.1', SANDGATE_LOG_LEVEL: 'warn',
     // One client plays every tenant at thousands of runs a second: limits far above that, so they are counted
     // (their cost is in the figures) but never refuse.
-    SANDGATE_RATE_LIMIT_PER_MIN: '1000000000', SANDGATE_TENANT_RUNS_PER_MIN: '1000000000', SANDGATE_TENANT_UPLOADS_PER_MIN: '1000000000',
+    SANDGATE_RATE_LIMIT_PER_MIN: '1000000000', SANDGATE_TENANT_RUNS_PER_MIN: '1000000000',
+    SANDGATE_TENANT_UPLOADS_PER_MIN: '1000000000',
     SANDGATE_TENANT_MAX_RUNNING: '1000000', SANDGATE_TENANT_MAX_QUEUED: '1000000000',
     ...env,
   };

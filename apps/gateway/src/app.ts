@@ -55,7 +55,8 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
     const response = route.schema?.response as Record<string, unknown> | undefined;
     if (response) {
       const problem = ref(ProblemSchema);
-      const guards = (route.config as { anyHost?: boolean } | undefined)?.anyHost ? { 429: problem } : { 403: problem, 421: problem, 429: problem };
+      const anyHost = (route.config as { anyHost?: boolean } | undefined)?.anyHost;
+      const guards = anyHost ? { 429: problem } : { 403: problem, 421: problem, 429: problem };
       route.schema!.response = { ...guards, ...response };
     }
   });

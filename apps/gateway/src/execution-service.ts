@@ -71,7 +71,9 @@ export class ExecutionService {
    * gave it in its tenant's queue. Whatever fails after the start ends the run, so nothing stays queued without a
    * job; a gateway that dies in between leaves a queued run that housekeeping ends (worker.ts).
    */
-  private async startAndEnqueue(meta: ExecutionMeta, data: ExecutionJob, start: StartOptions, files: InlineFile[]): Promise<void> {
+  private async startAndEnqueue(
+    meta: ExecutionMeta, data: ExecutionJob, start: StartOptions, files: InlineFile[],
+  ): Promise<void> {
     const { config } = this.d;
     const rank = await this.d.executions.start(meta, data, start);
     try {
@@ -84,7 +86,8 @@ export class ExecutionService {
         }
       }
       // BullMQ runs lower priorities first: a tenant's first queued run goes before another's hundredth.
-      await this.d.queue.add('execute', { execution_id: meta.id, tenant: meta.tenant }, { jobId: meta.id, priority: Math.min(rank, MAX_PRIORITY) });
+      const priority = Math.min(rank, MAX_PRIORITY);
+      await this.d.queue.add('execute', { execution_id: meta.id, tenant: meta.tenant }, { jobId: meta.id, priority });
     } catch (err) {
       await this.failToQueue(meta, err);
     }

@@ -1,7 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { SandgateError } from '@sandgate/contracts';
 
-const invalid = () => new SandgateError('invalid_cursor', 'the cursor is malformed or belongs to another list; start again without one');
+const invalid = () =>
+  new SandgateError('invalid_cursor', 'the cursor is malformed or belongs to another list; start again without one');
 
 /**
  * Opaque list cursors: a position in a list, signed together with the list's scope (tenant, endpoint, filters),

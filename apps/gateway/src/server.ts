@@ -10,7 +10,8 @@ export interface RunningGateway {
 }
 
 const refuse = (config: Config, where: string) => new Error(
-  `refusing to listen on ${config.host} (${where}) without authentication: set SANDGATE_API_KEYS (key:tenant,...) or SANDGATE_HOST=127.0.0.1`,
+  `refusing to listen on ${config.host} (${where}) without authentication: `
+  + 'set SANDGATE_API_KEYS (key:tenant,...) or SANDGATE_HOST=127.0.0.1',
 );
 
 /**
@@ -23,7 +24,9 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
   if (open) {
     const resolved = await lookup(config.host, { all: true }).catch(() => []);
     const outside = resolved.find((a) => !isLoopbackAddress(a.address));
-    if (resolved.length === 0 || outside) throw refuse(config, outside ? `it resolves to ${outside.address}` : 'it does not resolve');
+    if (resolved.length === 0 || outside) {
+      throw refuse(config, outside ? `it resolves to ${outside.address}` : 'it does not resolve');
+    }
     log.warn('no SANDGATE_API_KEYS set: running open as a single tenant, listening on loopback only');
   }
   const deps = await createGatewayDeps(config, log);

@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import { SandgateError, type ExecutionResult, type QueuedExecution } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, limitsFor, platformResult, redisWarnings,
-  withScripts, type Config,
+  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, limitsFor, platformResult,
+  redisWarnings, withScripts, type Config,
 } from '@sandgate/state';
 import type { Workspaces } from '@sandgate/storage';
 
@@ -84,7 +84,9 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       }
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
-        executions.finalize({ id: job.execution_id, session_id: job.session_id, tenant: job.tenant }, result, ['running'], events.takePending()),
+        executions.finalize(
+          { id: job.execution_id, session_id: job.session_id, tenant: job.tenant }, result, ['running'], events.takePending(),
+        ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
       jlog.info({ state: result.state, exitCode: result.exit_code, ms: result.duration_ms }, 'execution finished');
@@ -119,11 +121,16 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       const rec = await executions.get(stranded);
       if (!rec) continue;
       const result = platformResult('error', 'backend_unavailable', 'the execution was recorded but never queued; it did not run');
-      if (await executions.finalize(rec, result, ['queued'])) wlog.warn({ executionId: stranded }, 'execution ended: it was never queued');
+      if (await executions.finalize(rec, result, ['queued'])) {
+        wlog.warn({ executionId: stranded }, 'execution ended: it was never queued');
+      }
     }
   };
 
-  /** Ends runs whose worker died or that were never queued, removes every sandbox no live run owns, then expired sessions. */
+  /**
+   * Ends runs whose worker died or that were never queued,
+   * removes every sandbox no live run owns, then expired sessions.
+   */
   const housekeeping = async () => {
     await endStranded();
     const { live, lost: lostRuns } = await executions.leases();

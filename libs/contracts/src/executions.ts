@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ExecutionIdSchema, NextCursorSchema, PageQuerySchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
+import {
+  ExecutionIdSchema, NextCursorSchema, PageQuerySchema, SessionIdSchema, TimestampSchema, ref,
+} from './common.ts';
 import { InlineFileSchema } from './files.ts';
 
 export const LANGUAGES = ['python', 'javascript', 'bash'] as const;

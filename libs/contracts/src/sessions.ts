@@ -43,7 +43,10 @@ export const CreateSessionSchema = Type.Object(
 export type CreateSession = Static<typeof CreateSessionSchema>;
 
 export const SessionListSchema = Type.Object(
-  { sessions: Type.Array(ref(SessionSchema), { description: 'Live sessions, newest first.' }), next_cursor: NextCursorSchema },
+  {
+    sessions: Type.Array(ref(SessionSchema), { description: 'Live sessions, newest first.' }),
+    next_cursor: NextCursorSchema,
+  },
   { $id: 'SessionList', title: 'SessionList' },
 );
 export type SessionList = Static<typeof SessionListSchema>;

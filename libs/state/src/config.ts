@@ -81,7 +81,8 @@ export const parseApiKeys = (raw: string): Record<string, string> | string => {
 export const parseJsonObject = (raw: string): Record<string, unknown> | string => {
   try {
     const v: unknown = JSON.parse(raw);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Record<string, unknown> : 'is not a JSON object';
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'is not a JSON object';
+    return v as Record<string, unknown>;
   } catch (err) {
     return `is not JSON (${(err as Error).message})`;
   }
@@ -154,7 +155,8 @@ export function loadConfig(env: Env = process.env): Config {
   out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;
   if (problems.length === 0) {
     for (const e of Value.Errors(ConfigSchema, out)) {
-      const name = Object.keys(VARS).find((k) => e.path === `/${VARS[k]![0]}` || e.path.startsWith(`/${VARS[k]![0]}/`)) ?? e.path;
+      const field = (k: string) => `/${VARS[k]![0]}`;
+      const name = Object.keys(VARS).find((k) => e.path === field(k) || e.path.startsWith(`${field(k)}/`)) ?? e.path;
       problems.push(`${name}: ${e.message} (got ${JSON.stringify(e.value)})`);
     }
   }

@@ -74,16 +74,16 @@ export class ExecutionStore {
       k.sessionExpiry(), k.tenantExecutions(meta.tenant), k.sessionExecutions(meta.session_id), k.events(meta.id),
       k.tenantSessionList(meta.tenant), k.queued(), k.tenantQueued(meta.tenant), k.tenantRunning(meta.tenant),
       meta.session_id, meta.tenant, meta.id, meta.created_at, JSON.stringify(meta), 24 * 3600 * 1000,
-      this.opts.retentionSeconds, phase('queued', meta.created_at), notify, JSON.stringify(spec), maxInFlight, maxSessions,
+      this.opts.retentionSeconds, phase('queued', meta.created_at), notify, JSON.stringify(spec), maxInFlight,
+      maxSessions,
       oneshotTtlSeconds === undefined ? '0' : '1', oneshotTtlSeconds ?? 0, k.executionPrefix(),
     );
     if (typeof r === 'number') return r;
     if (r === 'max_sessions') throw maxSessionsError(maxSessions);
     if (r === 'not_found') throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
     if (r === 'quota') {
-      throw new SandgateError('quota_exceeded', `tenant already has ${maxInFlight} executions queued or running; wait for one to end`, {
-        extra: { retry_after: 1 },
-      });
+      const detail = `tenant already has ${maxInFlight} executions queued or running; wait for one to end`;
+      throw new SandgateError('quota_exceeded', detail, { extra: { retry_after: 1 } });
     }
     throw new SandgateError('session_busy', `session ${meta.session_id} is running another execution; wait for it or cancel it`);
   }
@@ -112,7 +112,9 @@ export class ExecutionStore {
   }
 
   /** A page of the tenant's executions (of one session, in one state), newest first, after `after`. */
-  async page(tenant: string, filter: { sessionId?: string; state?: string }, after: string | null, limit: number): Promise<Page<ExecutionRecord>> {
+  async page(
+    tenant: string, filter: { sessionId?: string; state?: string }, after: string | null, limit: number,
+  ): Promise<Page<ExecutionRecord>> {
     const index = filter.sessionId ? this.k.sessionExecutions(filter.sessionId) : this.k.tenantExecutions(tenant);
     return pageIndex(this.redis, index, after, limit, async (ids) => (await Promise.all(ids.map((id) => this.get(id))))
       .map((r) => (r && r.tenant === tenant && (!filter.state || r.state === filter.state) ? r : null)));
@@ -123,10 +125,13 @@ export class ExecutionStore {
    * `throttled`, and the run stays queued. `not_queued` when the run is no longer queued (cancelled, reaped);
    * `cancel_requested` when it is now running but a cancel came before the worker could listen for one.
    */
-  async markRunning(id: string, tenant: string, workerId: string, leaseMs: number, maxRunning: number): Promise<MarkRunning> {
+  async markRunning(
+    id: string, tenant: string, workerId: string, leaseMs: number, maxRunning: number,
+  ): Promise<MarkRunning> {
     const k = this.k;
     const [code, spec] = (await this.redis.sgMarkRunning(
-      k.execution(id), k.lease(id), k.running(), k.cancelFlag(id), k.queued(), k.tenantQueued(tenant), k.tenantRunning(tenant),
+      k.execution(id), k.lease(id), k.running(), k.cancelFlag(id), k.queued(), k.tenantQueued(tenant),
+      k.tenantRunning(tenant),
       id, Date.now(), workerId, leaseMs, maxRunning, k.executionPrefix(),
     )) as [number, string | undefined];
     if (code === 0) return { state: 'not_queued' };
@@ -149,13 +154,15 @@ export class ExecutionStore {
    * `pending` are events of the run not written yet (EventWriter.takePending): they go in before `done`.
    */
   async finalize(
-    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant'>, result: ExecutionResult, from: ExecutionState[], pending: string[] = [],
+    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant'>, result: ExecutionResult, from: ExecutionState[],
+    pending: string[] = [],
   ): Promise<boolean> {
     const now = Date.now();
     const k = this.k;
     const r = await this.redis.sgFinalize(
       k.execution(rec.id), k.events(rec.id), k.sessionLock(rec.session_id), k.running(), k.lease(rec.id), k.queued(),
-      k.tenantQueued(rec.tenant), k.tenantRunning(rec.tenant), rec.id, now, JSON.stringify(result), result.state, this.opts.retentionSeconds, from.join(','),
+      k.tenantQueued(rec.tenant), k.tenantRunning(rec.tenant),
+      rec.id, now, JSON.stringify(result), result.state, this.opts.retentionSeconds, from.join(','),
       phase('done', now), JSON.stringify({ result } satisfies ResultEvent), ...pending,
     );
     return r === 1;

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import { TIME_INDEX_LUA } from './time-index.ts';
 
-/** Lua shared by the scripts below: a new session under the tenant's limit (false when at the limit). */
+/** Lua: a new session under the tenant's limit (false when at the limit). */
 const CREATE_SESSION = `${TIME_INDEX_LUA}
-  local function createSession(key, tenantSessions, sessionList, expiry, id, tenant, now, ttl, maxSessions, metadata, mode)
+  local function createSession(key, tenantSessions, sessionList, expiry, id, tenant, now, ttl, maxSessions, metadata,
+      mode)
     if redis.call('ZCOUNT', tenantSessions, now, '+inf') >= tonumber(maxSessions) then return false end
     redis.call('HSET', key, 'tenant', tenant, 'created_at', now, 'last_used_at', now, 'ttl', ttl, 'metadata', metadata,
       'mode', mode, 'generation', 0)
@@ -46,8 +47,8 @@ const SCRIPTS = {
     numberOfKeys: 4, // session, tenantSessions, tenantSessionList, sessionExpiry
     // ARGV: sessionId, tenant, now, ttlS, maxSessions, metadata, mode
     lua: `${CREATE_SESSION}
-      return createSession(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
-        and 1 or 0`,
+      return createSession(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6],
+        ARGV[7]) and 1 or 0`,
   },
   sgStartExecution: {
     // session, sessionLock, execution, tenantSessions, sessionExpiry, tenantExecutions, sessionExecutions, events,
@@ -111,7 +112,8 @@ const SCRIPTS = {
     lua: `${PRUNE}
       if redis.call('HGET', KEYS[1], 'state') ~= 'queued' then return { 0 } end
       local maxRunning = tonumber(ARGV[5])
-      if maxRunning > 0 and redis.call('SCARD', KEYS[7]) >= maxRunning and prune(KEYS[7], true, ARGV[6], 'running') >= maxRunning then
+      if maxRunning > 0 and redis.call('SCARD', KEYS[7]) >= maxRunning
+        and prune(KEYS[7], true, ARGV[6], 'running') >= maxRunning then
         return { 3 }
       end
       redis.call('HSET', KEYS[1], 'state', 'running', 'started_at', ARGV[2])

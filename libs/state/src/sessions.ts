@@ -106,7 +106,8 @@ export class SessionStore {
 
   /** A page of the tenant's live sessions, newest first, starting after `after` (a position a previous page gave). */
   async page(tenant: string, after: string | null, limit: number): Promise<Page<SessionRecord>> {
-    return pageIndex(this.redis, this.k.tenantSessionList(tenant), after, limit, (ids) => Promise.all(ids.map((id) => this.get(tenant, id))));
+    const load = (ids: string[]) => Promise.all(ids.map((id) => this.get(tenant, id)));
+    return pageIndex(this.redis, this.k.tenantSessionList(tenant), after, limit, load);
   }
 
   /** Deletes the record; `force` deletes it even while an execution holds the lock. Returns whether it was deleted. */

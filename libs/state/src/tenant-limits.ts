@@ -13,7 +13,9 @@ export const TenantLimitsSchema = Type.Object({
 export type TenantLimits = Static<typeof TenantLimitsSchema>;
 
 /** SANDGATE_TENANT_LIMITS: `{ "<tenant>": { "max_running": 4, ... } }`, any subset of the fields per tenant. */
-export const TenantOverridesSchema = Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), Type.Partial(TenantLimitsSchema));
+export const TenantOverridesSchema = Type.Record(
+  Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), Type.Partial(TenantLimitsSchema),
+);
 export type TenantOverrides = Static<typeof TenantOverridesSchema>;
 
 interface LimitsConfig {
@@ -38,4 +40,5 @@ export function limitsFor(config: LimitsConfig, tenant: string): TenantLimits {
 }
 
 /** Runs a tenant may have queued or running at once: max_running + max_queued, or 0 (no limit) when either is. */
-export const maxInFlight = (l: TenantLimits) => (l.max_running > 0 && l.max_queued > 0 ? l.max_running + l.max_queued : 0);
+export const maxInFlight = (l: TenantLimits) =>
+  (l.max_running > 0 && l.max_queued > 0 ? l.max_running + l.max_queued : 0);

@@ -7,14 +7,14 @@ import type { Redis } from 'ioredis';
 
 export const indexMember = (at: number, id: string) => `${String(Math.floor(at)).padStart(13, '0')}:${id}`;
 const idOf = (member: string) => member.slice(member.indexOf(':') + 1);
-/** Whether a cursor position is a member this module could have written. */
-export const isIndexMember = (s: string) => /^\d{13}:[A-Za-z0-9_]{1,64}$/.test(s);
 
 /** Lua: ZADD of a member (KEYS[i], at, id) and the trim of members older than `old`, as functions scripts can call. */
 export const TIME_INDEX_LUA = `
   local function indexMember(at, id) return string.format('%013d', tonumber(at)) .. ':' .. id end
   local function indexAdd(key, at, id) redis.call('ZADD', key, 0, indexMember(at, id)) end
-  local function indexTrim(key, old) redis.call('ZREMRANGEBYLEX', key, '-', '(' .. string.format('%013d', tonumber(old))) end`;
+  local function indexTrim(key, old)
+    redis.call('ZREMRANGEBYLEX', key, '-', '(' .. string.format('%013d', tonumber(old)))
+  end`;
 
 export interface Page<T> {
   items: T[];
@@ -44,7 +44,8 @@ export async function pageIndex<T>(
       if (item === null || item === undefined) continue;
       items.push(item);
       if (items.length === limit) {
-        const more = i < members.length - 1 || (await redis.zrange(key, `(${members[i]}`, '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)).length > 0;
+        const more = i < members.length - 1
+          || (await redis.zrange(key, `(${members[i]}`, '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)).length > 0;
         return { items, next: more ? members[i]! : null };
       }
     }

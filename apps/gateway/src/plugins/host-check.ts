@@ -31,7 +31,8 @@ export function hostPolicy(config: Pick<Config, 'publicUrl' | 'allowedHosts'>): 
   const pub = new URL(config.publicUrl);
   const allowed = [
     `${pub.hostname.replace(/^\[(.*)\]$/, '$1')}:${pub.port || DEFAULT_PORT[pub.protocol]}`,
-    ...config.allowedHosts.map((h) => authority(h)).filter((a) => a !== null).map(([name, port]) => (port ? `${name}:${port}` : name)),
+    ...config.allowedHosts.map((h) => authority(h)).filter((a) => a !== null)
+      .map(([name, port]) => (port ? `${name}:${port}` : name)),
   ];
   return (host) => {
     const a = authority(host);
@@ -67,7 +68,8 @@ export const hostCheckPlugin = fp(async (app: FastifyInstance, { config }: { con
       if (u.protocol === 'http:' || u.protocol === 'https:') originHost = u.host;
     } catch { /* `null` and anything else that is no URL */ }
     if (originHost === null || !allowed(originHost)) {
-      throw new SandgateError('origin_not_allowed', `requests from the origin "${origin.slice(0, 100)}" are not allowed`);
+      throw new SandgateError('origin_not_allowed',
+        `requests from the origin "${origin.slice(0, 100)}" are not allowed`);
     }
   });
 });

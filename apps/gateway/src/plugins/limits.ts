@@ -12,7 +12,8 @@ declare module 'fastify' {
   }
 }
 
-type Check = (req: FastifyRequest) => Promise<{ isAllowed: boolean; isExceeded?: boolean; remaining?: number; ttlInSeconds?: number }>;
+type Check = (req: FastifyRequest) =>
+  Promise<{ isAllowed: boolean; isExceeded?: boolean; remaining?: number; ttlInSeconds?: number }>;
 
 interface Limiter {
   check: Check;
@@ -37,7 +38,8 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
     // One registration per limit, each in a context of its own, so each counts under a key space of its own.
     await app.register(async (scope) => {
       await scope.register(rateLimit, {
-        global: false, redis, nameSpace: `${config.redisPrefix}:rate:${name}:`, timeWindow: WINDOW_MS, keyGenerator: tenantOrAddress,
+        global: false, redis, nameSpace: `${config.redisPrefix}:rate:${name}:`, timeWindow: WINDOW_MS,
+        keyGenerator: tenantOrAddress,
         max: (req) => limitsFor(config, req.tenant ?? '')[field],
       });
       check = scope.createRateLimit();
@@ -50,12 +52,15 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
     uploads: await limiter('uploads', 'uploads_per_min', 'quota_exceeded', 'uploads'),
   };
 
-  const enforce = async (l: Limiter, limits: TenantLimits, req: FastifyRequest, reply: FastifyReply, headers: boolean) => {
+  const enforce = async (
+    l: Limiter, limits: TenantLimits, req: FastifyRequest, reply: FastifyReply, headers: boolean,
+  ) => {
     const max = limits[l.field];
     if (max === 0) return;
     const r = await l.check(req);
     if (headers && !r.isAllowed) {
-      reply.header('x-ratelimit-limit', max).header('x-ratelimit-remaining', r.remaining).header('x-ratelimit-reset', r.ttlInSeconds);
+      reply.header('x-ratelimit-limit', max).header('x-ratelimit-remaining', r.remaining)
+        .header('x-ratelimit-reset', r.ttlInSeconds);
     }
     if (r.isExceeded) {
       throw new SandgateError(l.code, `more than ${max} ${l.what} per minute; retry in ${r.ttlInSeconds} s`, {

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
-  CreateSessionSchema, PageQuerySchema, ProblemSchema, SandgateError, SessionListSchema, SessionParamsSchema, SessionSchema, ref,
+  CreateSessionSchema, PageQuerySchema, ProblemSchema, SandgateError, SessionListSchema, SessionParamsSchema, SessionSchema,
+  ref,
 } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -28,7 +29,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
 
   app.get('', {
     schema: {
-      tags: ['sessions'], summary: 'List live sessions, newest first, a page at a time (a one-shot\'s session is not live)',
+      tags: ['sessions'],
+      summary: 'List live sessions, newest first, a page at a time (a one-shot\'s session is not live)',
       querystring: PageQuerySchema, response: { 200: ref(SessionListSchema), ...errors },
     },
   }, async (req) => {
