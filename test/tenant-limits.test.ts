@@ -5,6 +5,7 @@ import type { EventSink, ExecutionBackend } from '@sandgate/backends';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import { buildApp, createGatewayDeps } from '@sandgate/gateway';
 import { startStack, until } from './harness.ts';
+import { mcpClient, toolsOf } from './mcp-client.ts';
 import { noopBackend } from './noop-backend.ts';
 
 const keyA = 'a'.repeat(32);
@@ -120,4 +121,22 @@ test('a tenant runs at most max_running at once; its other runs wait while other
     assert.equal(done.body.state, 'completed');
   }
   assert.equal(gated.most.get('tenantA'), 1);
+});
+
+test('runs and uploads through MCP count against the same per-minute quotas', async (t) => {
+  const s = await startStack({
+    worker: noopBackend,
+    env: { SANDGATE_API_KEYS: KEYS, SANDGATE_TENANT_RUNS_PER_MIN: '2', SANDGATE_TENANT_UPLOADS_PER_MIN: '1' },
+  });
+  t.after(() => s.close());
+  const { client } = await mcpClient(s, { apiKey: keyA });
+  t.after(() => client.close());
+  const tools = toolsOf(client);
+  const first = await tools.ok('run_python', { code: 'print(1)' });
+  assert.equal((await s.api('POST', '/v1/executions?wait=30', { ...run, session_id: first.session_id }, as(keyA))).status, 200);
+  const over = await tools.fail('run_python', { code: 'print(3)', session_id: first.session_id });
+  assert.equal(over.error, 'quota_exceeded', 'the third run in a minute, REST and MCP together');
+  await tools.ok('upload_file', { session_id: first.session_id, filename: 'a.txt', content_base64: 'eA==' });
+  const upload = await tools.fail('upload_file', { session_id: first.session_id, filename: 'b.txt', content_base64: 'eA==' });
+  assert.equal(upload.error, 'quota_exceeded');
 });

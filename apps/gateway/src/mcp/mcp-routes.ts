@@ -7,6 +7,7 @@ import { keys } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { MAX_INLINE_BYTES } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
+import type { Quota } from '../plugins/limits.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { originPolicy } from './origin.ts';
 import { RunCancels } from './run-cancels.ts';
@@ -63,7 +64,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
     }
 
     const done = new AbortController();
-    const server = buildMcpServer(tools, { tenant, mcpSession, closed: done.signal, log: req.log }, version);
+    const quota = (kind: Quota) => app.enforceQuota(req, kind);
+    const server = buildMcpServer(tools, { tenant, mcpSession, closed: done.signal, log: req.log, quota }, version);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     reply.raw.on('close', () => {
       done.abort();

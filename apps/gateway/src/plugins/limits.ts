@@ -5,10 +5,19 @@ import { SandgateError, type ErrorCode } from '@sandgate/contracts';
 import { limitsFor, type TenantLimits } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 
+export type Quota = 'runs' | 'uploads';
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The per-minute quota of the tenant a request counts against, besides its requests per minute. */
-    quota?: 'runs' | 'uploads';
+    quota?: Quota;
+  }
+  interface FastifyInstance {
+    /**
+     * Counts one run or upload of the request's tenant against its per-minute quota (quota_exceeded over it), for
+     * work that a route without `config.quota` does on the tenant's behalf (MCP tool calls).
+     */
+    enforceQuota(req: FastifyRequest, quota: Quota): Promise<void>;
   }
 }
 
@@ -52,13 +61,12 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
     uploads: await limiter('uploads', 'uploads_per_min', 'quota_exceeded', 'uploads'),
   };
 
-  const enforce = async (
-    l: Limiter, limits: TenantLimits, req: FastifyRequest, reply: FastifyReply, headers: boolean,
-  ) => {
+  /** Counts the request against `l`; with `reply`, says how much is left in X-RateLimit-* headers. */
+  const enforce = async (l: Limiter, limits: TenantLimits, req: FastifyRequest, reply?: FastifyReply) => {
     const max = limits[l.field];
     if (max === 0) return;
     const r = await l.check(req);
-    if (headers && !r.isAllowed) {
+    if (reply && !r.isAllowed) {
       reply.header('x-ratelimit-limit', max).header('x-ratelimit-remaining', r.remaining)
         .header('x-ratelimit-reset', r.ttlInSeconds);
     }
@@ -69,10 +77,12 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
     }
   };
 
+  app.decorate('enforceQuota', async (req: FastifyRequest, quota: Quota) => {
+    if (req.tenant) await enforce(quotas[quota], limitsFor(config, req.tenant), req);
+  });
   app.addHook('onRequest', async (req, reply) => {
-    const limits = limitsFor(config, req.tenant ?? '');
-    await enforce(requests, limits, req, reply, true);
+    await enforce(requests, limitsFor(config, req.tenant ?? ''), req, reply);
     const quota = req.routeOptions.config.quota;
-    if (quota && req.tenant) await enforce(quotas[quota], limits, req, reply, false);
+    if (quota) await app.enforceQuota(req, quota);
   });
 });
