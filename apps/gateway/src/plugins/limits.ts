@@ -81,8 +81,11 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
     if (req.tenant) await enforce(quotas[quota], limitsFor(config, req.tenant), req);
   });
   app.addHook('onRequest', async (req, reply) => {
-    await enforce(requests, limitsFor(config, req.tenant ?? ''), req, reply);
     const quota = req.routeOptions.config.quota;
-    if (quota) await app.enforceQuota(req, quota);
+    // Both counts go out together (one round trip on the auto-pipelined connection).
+    await Promise.all([
+      enforce(requests, limitsFor(config, req.tenant ?? ''), req, reply),
+      quota && app.enforceQuota(req, quota),
+    ]);
   });
 });
