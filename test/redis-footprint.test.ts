@@ -58,5 +58,5 @@ test('what finished runs leave in Redis: no code, env or stdin, no job, and a TT
   }
   const record = keys.find((k) => k.key === `execution:${runs[0]}`)!;
   assert.ok(record.ttl > 0 && record.ttl <= retention);
-  assert.ok(keys.some((k) => k.key === `session:${session}:executions`), 'the session has an index of its runs');
+  assert.ok(keys.some((k) => k.key === `session:${session}:execution-list`), 'the session has an index of its runs');
 });
