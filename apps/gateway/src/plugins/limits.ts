@@ -71,8 +71,10 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
         .header('x-ratelimit-reset', r.ttlInSeconds);
     }
     if (r.isExceeded) {
-      throw new SandgateError(l.code, `more than ${max} ${l.what} per minute; retry in ${r.ttlInSeconds} s`, {
-        extra: { retry_after: r.ttlInSeconds },
+      // At least a second: a window that ends within this one has 0 s left by the count, not by the clock.
+      const after = Math.max(1, r.ttlInSeconds ?? 1);
+      throw new SandgateError(l.code, `more than ${max} ${l.what} per minute; retry in ${after} s`, {
+        extra: { retry_after: after },
       });
     }
   };
