@@ -43,6 +43,9 @@ test('open mode answers only to its own host names and origins (DNS rebinding, c
     ['a null origin', { host: `127.0.0.1:${port}`, origin: 'null' }, 403, 'origin_not_allowed'],
     ['a loopback origin', { host: `127.0.0.1:${port}`, origin: 'http://localhost:3000' }, 200, null],
     ['the public origin', { host: `127.0.0.1:${port}`, origin: s.config.publicUrl }, 200, null],
+    ['an allowed host as origin', { host: `127.0.0.1:${port}`, origin: 'https://sandgate.internal' }, 200, null],
+    ['an allowed host:port as origin', { host: `127.0.0.1:${port}`, origin: 'http://10.1.2.3:9999' }, 200, null],
+    ['a lookalike origin', { host: `127.0.0.1:${port}`, origin: 'http://127.0.0.1.nip.io' }, 403, 'origin_not_allowed'],
   ];
   for (const [what, headers, status, code] of cases) {
     const r = await get(s.url, '/v1/sessions', headers);

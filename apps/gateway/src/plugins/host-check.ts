@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { SandgateError } from '@sandgate/contracts';
 import { isLoopbackAddress, type Config } from '@sandgate/state';
+import { allowedOrigins, originPolicy } from './origin-policy.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -24,7 +25,7 @@ function authority(raw: string): [string, string] | null {
 }
 
 /**
- * Which Host headers and Origins this gateway answers: loopback (any port), the public URL's host and port, and
+ * Which Host headers this gateway answers: loopback (any port), the public URL's host and port, and
  * SANDGATE_ALLOWED_HOSTS (`name` for any port, `name:port` for one).
  */
 export function hostPolicy(config: Pick<Config, 'publicUrl' | 'allowedHosts'>): (host: string) => boolean {
@@ -53,6 +54,7 @@ export const hostCheckPlugin = fp(async (app: FastifyInstance, { config }: { con
   const open = Object.keys(config.apiKeys).length === 0;
   if (!open && config.allowedHosts.length === 0) return;
   const allowed = hostPolicy(config);
+  const mayUse = originPolicy({ publicUrl: config.publicUrl, open, extra: allowedOrigins(config.allowedHosts) });
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.config.anyHost) return;
     const host = req.headers.host ?? '';
@@ -61,15 +63,9 @@ export const hostCheckPlugin = fp(async (app: FastifyInstance, { config }: { con
         + 'use its public URL, a loopback address, or a host listed in SANDGATE_ALLOWED_HOSTS');
     }
     const origin = req.headers.origin;
-    if (origin === undefined) return;
-    let originHost: string | null = null;
-    try {
-      const u = new URL(origin);
-      if (u.protocol === 'http:' || u.protocol === 'https:') originHost = u.host;
-    } catch { /* `null` and anything else that is no URL */ }
-    if (originHost === null || !allowed(originHost)) {
-      throw new SandgateError('origin_not_allowed',
-        `requests from the origin "${origin.slice(0, 100)}" are not allowed`);
+    if (!mayUse(origin)) {
+      const detail = `requests from the origin "${origin!.slice(0, 100)}" are not allowed`;
+      throw new SandgateError('origin_not_allowed', detail);
     }
   });
 });
