@@ -21,7 +21,7 @@ test('a worker SIGKILLed with 2 runs running and 20 queued: every run ends exact
   }
   const stats = await api(gateway.url, 'GET', '/v1/system/stats');
   assert.equal(stats.body.executions.running, 2);
-  assert.equal(stats.body.queue.waiting, 20, 'the worker is busy: the 20 wait in the queue');
+  assert.equal(stats.body.executions.queued, 20, 'the worker is busy: the 20 wait in the queue');
 
   first.kill('SIGKILL');
   await first.exited;
@@ -53,5 +53,5 @@ test('a worker SIGKILLed with 2 runs running and 20 queued: every run ends exact
     return s.executions.completed + s.executions.error === 22 ? s : null;
   }, 10_000);
   assert.deepEqual([after.executions.completed, after.executions.error], [20, 2]);
-  assert.equal(after.queue.waiting, 0);
+  assert.equal(after.executions.queued, 0);
 });

@@ -2,11 +2,14 @@ import Fastify from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { SHARED_SCHEMAS } from '@sandgate/contracts';
+import { ProblemSchema, SHARED_SCHEMAS, ref } from '@sandgate/contracts';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
 import { clientErrorHandler, registerErrorHandling } from './plugins/errors.ts';
+import { hostCheckPlugin } from './plugins/host-check.ts';
+import { acceptEmptyJson } from './plugins/json-body.ts';
+import { limitsPlugin } from './plugins/limits.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -53,13 +56,24 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) route.config = { ...(route.config as object), public: true };
+    // Any route may meet the request limit (429) and, unless it answers any host, the host check (421, 403).
+    const response = route.schema?.response as Record<string, unknown> | undefined;
+    if (response) {
+      const problem = ref(ProblemSchema);
+      const anyHost = (route.config as { anyHost?: boolean } | undefined)?.anyHost;
+      const guards = anyHost ? { 429: problem } : { 403: problem, 421: problem, 429: problem };
+      route.schema!.response = { ...guards, ...response };
+    }
   });
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   registerErrorHandling(app);
   // SSE streams and long polls end first, so that closing does not wait for them.
   app.addHook('preClose', async () => deps.drain());
+  acceptEmptyJson(app);
+  await app.register(hostCheckPlugin, { config: deps.config });
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys, operatorKeys: deps.config.operatorKeys });
+  await app.register(limitsPlugin, { deps });
   app.addHook('onResponse', async (req, reply) => {
     deps.metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
   });

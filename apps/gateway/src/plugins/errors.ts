@@ -26,8 +26,7 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   // The client may still be sending a body we refused or stopped reading (a full disk): close the connection rather
   // than read it all, or leave the rest to be parsed as the next request.
   if (p.code === 'payload_too_large' || !reply.request.raw.complete) reply.header('connection', 'close');
-  // Redis reconnects within a second or two of coming back (ioredis retries every ≤ 2 s).
-  if (p.code === 'redis_unavailable') reply.header('retry-after', '1');
+  if (p.retry_after !== undefined) reply.header('retry-after', p.retry_after);
   return reply.status(p.status).type('application/problem+json').send(p);
 }
 
@@ -51,7 +50,10 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 /** Turns any error into problem+json: ours by code, Fastify's by table, anything else a 500 without internals. */
 export function toProblem(err: unknown, req: FastifyRequest): Problem {
   if (err instanceof SandgateError) return problem(err.code, err.message, req.url, err.extra as Partial<Problem>);
-  if (isRedisUnavailable(err)) return problem('redis_unavailable', 'Redis cannot be reached right now; retry shortly', req.url);
+  if (isRedisUnavailable(err)) {
+    // Redis reconnects within a second or two of coming back (ioredis retries every ≤ 2 s).
+    return problem('redis_unavailable', 'Redis cannot be reached right now; retry shortly', req.url, { retry_after: 1 });
+  }
   if ((err as NodeJS.ErrnoException).code === 'ENOSPC') {
     return problem('insufficient_storage', 'the data directory is full; retry once space is freed', req.url);
   }
