@@ -23,6 +23,12 @@ test('Redis unreachable: the gateway answers 503 redis_unavailable within a seco
     assert.equal(ready.status, 503);
     assert.equal(ready.body.code, 'not_ready');
     assert.equal((await api(gateway.url, 'GET', '/healthz')).status, 200, 'alive all the same');
+    // The scrape still answers, with this gateway's own numbers, and says Redis is away.
+    const scrape = await fetch(`${gateway.url}/metrics`);
+    assert.equal(scrape.status, 200);
+    const text = await scrape.text();
+    assert.match(text, /^sandgate_redis_up 0$/m);
+    assert.match(text, /^# TYPE sandgate_http_request_duration_seconds histogram$/m);
   });
 
   await t.test('Redis back: the gateway serves again without a restart', async () => {

@@ -24,7 +24,6 @@ export class GatewayMetrics {
   readonly #http: Histogram<'method' | 'route' | 'status_code'>;
   readonly #deployment: DeploymentStats;
   #sse = 0;
-  #redisUp = 1;
   #sent = 0;
   #timer: NodeJS.Timeout | undefined;
 
@@ -74,17 +73,16 @@ export class GatewayMetrics {
 
   /** The deployment-wide series: each renders from the one reading of this scrape; none while Redis is away. */
   #registerDeployment(): void {
-    const add = (name: string, help: string, type: Kind, values: (v: DeploymentView) => Value[]) => {
+    const register = (name: string, help: string, type: Kind, values: (v: DeploymentView | null) => Value[]) => {
       this.registry.registerMetric({
         name, help, type,
-        get: async () => {
-          const view = await this.reader.read().then((v) => { this.#redisUp = 1; return v; }, () => { this.#redisUp = 0; return null; });
-          return { name, help, type, aggregator: 'sum', values: view ? values(view) : [] };
-        },
+        get: async () => ({ name, help, type, aggregator: 'sum', values: values(await this.reader.read().catch(() => null)) }),
       } as unknown as Metric);
     };
-    add('sandgate_redis_up', 'Whether this gateway could read the deployment\'s numbers from Redis at this scrape', 'gauge',
-      () => [{ value: this.#redisUp }]);
+    const add = (name: string, help: string, type: Kind, values: (v: DeploymentView) => Value[]) =>
+      register(name, help, type, (v) => (v ? values(v) : []));
+    register('sandgate_redis_up', 'Whether this gateway could read the deployment\'s numbers from Redis at this scrape',
+      'gauge', (v) => [{ value: v ? 1 : 0 }]);
     add('sandgate_queue_jobs', 'Queued jobs by BullMQ state', 'gauge',
       (v) => Object.entries(v.stats.queue).map(([state, value]) => ({ value, labels: { state } })));
     add('sandgate_queue_wait_seconds', 'Time from enqueue to a worker starting the run', 'histogram',

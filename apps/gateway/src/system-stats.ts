@@ -55,8 +55,11 @@ export class SystemStatsReader {
     // Workers that share an engine see the same session sandboxes: count each engine once.
     const perEngine = new Map<string, number>();
     for (const w of workers) perEngine.set(w.engine || w.id, Math.max(perEngine.get(w.engine || w.id) ?? 0, w.session_sandboxes));
-    const sse = Object.values(gateways).map((j) => JSON.parse(j) as { at: number; sse: number })
-      .filter((g) => g.at >= now - WORKER_ALIVE_MS).reduce((n, g) => n + g.sse, 0);
+    const beats = Object.entries(gateways).map(([id, j]) => ({ id, ...(JSON.parse(j) as { at: number; sse: number }) }));
+    const sse = beats.filter((g) => g.at >= now - WORKER_ALIVE_MS).reduce((n, g) => n + g.sse, 0);
+    // A gateway killed without a goodbye leaves its entry: gone after an hour, as a worker's does.
+    const gone = beats.filter((g) => g.at < now - 3_600_000).map((g) => g.id);
+    if (gone.length > 0) await this.redis.hdel(this.k.gatewayStats(), ...gone);
     const n = (c: string) => queue[c] ?? 0;
     const stats: SystemStats = {
       generated_at: new Date(now).toISOString(),

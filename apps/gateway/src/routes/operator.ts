@@ -12,7 +12,7 @@ const errors = { 401: ref(ProblemSchema), 403: ref(ProblemSchema), 503: ref(Prob
  */
 export const operatorRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   app.get('/metrics', {
-    config: { operator: true },
+    config: { operator: true, unmetered: true },
     schema: {
       tags: ['system'], summary: 'Prometheus metrics of this gateway and of the whole deployment (operator key)',
       produces: ['text/plain'],
