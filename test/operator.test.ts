@@ -16,7 +16,8 @@ function sample(text: string, series: string): number | undefined {
 
 test('operator endpoints: an operator key reads them, a tenant key is forbidden, no key is unauthorized', async (t) => {
   const s = await startStack({
-    worker: false, env: { SANDGATE_API_KEYS: `${TENANT_KEY}:acme`, SANDGATE_OPERATOR_KEYS: OPERATOR_KEY },
+    worker: false,
+    env: { SANDGATE_API_KEYS: `${TENANT_KEY}:acme`, SANDGATE_OPERATOR_KEYS: OPERATOR_KEY },
   });
   t.after(() => s.close());
   for (const path of ['/metrics', '/v1/system/stats']) {
@@ -55,11 +56,17 @@ test('/metrics and /v1/system/stats count a run, its pool hit, the worker and an
   t.after(() => ac.abort());
   assert.equal(follower.status, 200);
 
-  const stats = await until('the worker and gateway to publish their snapshots and the runs to be counted', async () => {
-    const r = await s.api('GET', '/v1/system/stats');
-    const b = r.body;
-    return b.workers.length === 1 && b.executions.completed === 1 && b.pool.hits >= 1 && b.sse_subscribers === 1 ? b : null;
-  }, 20_000);
+  const stats = await until(
+    'the worker and gateway to publish their snapshots and the runs to be counted',
+    async () => {
+      const r = await s.api('GET', '/v1/system/stats');
+      const b = r.body;
+      return b.workers.length === 1 && b.executions.completed === 1 && b.pool.hits >= 1 && b.sse_subscribers === 1
+        ? b
+        : null;
+    },
+    20_000,
+  );
   assert.equal(stats.executions.failed, 1);
   assert.equal(stats.workers[0].concurrency, s.config.workerConcurrency);
   assert.equal(stats.workers[0].id, s.worker!.id);
@@ -70,11 +77,23 @@ test('/metrics and /v1/system/stats count a run, its pool hit, the worker and an
   assert.match(metrics.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
   const text = await metrics.text();
   for (const name of [
-    'sandgate_http_request_duration_seconds', 'sandgate_queue_jobs', 'sandgate_queue_wait_seconds', 'sandgate_executions_total',
-    'sandgate_execution_duration_seconds', 'sandgate_pool_events_total', 'sandgate_pool_ready', 'sandgate_session_sandboxes',
-    'sandgate_live_sessions', 'sandgate_sse_subscribers', 'sandgate_workers_alive', 'sandgate_redis_errors_total',
-    'sandgate_engine_errors_total', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_seconds',
-  ]) assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name);
+    'sandgate_http_request_duration_seconds',
+    'sandgate_queue_jobs',
+    'sandgate_queue_wait_seconds',
+    'sandgate_executions_total',
+    'sandgate_execution_duration_seconds',
+    'sandgate_pool_events_total',
+    'sandgate_pool_ready',
+    'sandgate_session_sandboxes',
+    'sandgate_live_sessions',
+    'sandgate_sse_subscribers',
+    'sandgate_workers_alive',
+    'sandgate_redis_errors_total',
+    'sandgate_engine_errors_total',
+    'process_cpu_seconds_total',
+    'nodejs_eventloop_lag_seconds',
+  ])
+    assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name);
   assert.equal(sample(text, 'sandgate_executions_total{state="completed",reason=""}'), 1);
   assert.equal(sample(text, 'sandgate_executions_total{state="failed",reason=""}'), 1);
   assert.equal(sample(text, 'sandgate_workers_alive'), 1);
@@ -83,14 +102,21 @@ test('/metrics and /v1/system/stats count a run, its pool hit, the worker and an
   assert.ok((sample(text, 'sandgate_queue_wait_seconds_count') ?? 0) >= 2);
   assert.ok((sample(text, 'sandgate_pool_events_total{event="hit"}') ?? 0) >= 1);
   // Routes by pattern, never by raw URL: ids would make a series per run.
-  assert.match(text, /sandgate_http_request_duration_seconds_count\{method="POST",route="\/v1\/executions",status_code="200"\} 2/);
+  assert.match(
+    text,
+    /sandgate_http_request_duration_seconds_count\{method="POST",route="\/v1\/executions",status_code="200"\} 2/,
+  );
   assert.doesNotMatch(text, /route="\/v1\/executions\/exec_/);
 });
 
 test('SANDGATE_METRICS_PORT serves /metrics without a key on loopback, and nothing else', async (t) => {
   const s = await startStack({ worker: false, env: { SANDGATE_API_KEYS: `${TENANT_KEY}:acme` } });
   t.after(() => s.close());
-  const config = loadConfig({ ...s.env, SANDGATE_PORT: String(await freePort()), SANDGATE_METRICS_PORT: String(await freePort()) });
+  const config = loadConfig({
+    ...s.env,
+    SANDGATE_PORT: String(await freePort()),
+    SANDGATE_METRICS_PORT: String(await freePort()),
+  });
   const gateway = await startGateway(config, createLogger(config, 'metrics-port-test', { tty: false }));
   t.after(() => gateway.close());
   assert.ok(gateway.metricsUrl?.startsWith('http://127.0.0.1:'));

@@ -41,7 +41,13 @@ async function fill(dir: string): Promise<string> {
   }
   // The last blocks, one small write at a time.
   const g = await open(path, 'a');
-  try { for (;;) await g.write(Buffer.alloc(4096)); } catch { /* full */ } finally { await g.close().catch(() => {}); }
+  try {
+    for (;;) await g.write(Buffer.alloc(4096));
+  } catch {
+    /* full */
+  } finally {
+    await g.close().catch(() => {});
+  }
   return path;
 }
 
@@ -58,19 +64,27 @@ test('data disk full: uploads and runs fail with a clear code, existing files st
   const filler = await fill(disk.dir);
   assert.ok((await statfs(disk.dir)).bavail * (await statfs(disk.dir)).bsize < 64 << 10, 'the disk is full');
 
-  const upload = await fetch(`${gateway.url}/v1/sessions/${session}/files/new.bin`, { method: 'PUT', body: randomBytes(1 << 20) });
+  const upload = await fetch(`${gateway.url}/v1/sessions/${session}/files/new.bin`, {
+    method: 'PUT',
+    body: randomBytes(1 << 20),
+  });
   assert.equal(upload.status, 507);
-  const problem = await upload.json() as { code: string };
+  const problem = (await upload.json()) as { code: string };
   assert.equal(problem.code, 'insufficient_storage');
 
   const inline = await api(gateway.url, 'POST', '/v1/executions?wait=60', {
-    session_id: session, language: 'python', code: 'print(1)', files: [{ path: 'in.bin', content_base64: randomBytes(1 << 20).toString('base64') }],
+    session_id: session,
+    language: 'python',
+    code: 'print(1)',
+    files: [{ path: 'in.bin', content_base64: randomBytes(1 << 20).toString('base64') }],
   });
   assert.equal(inline.status, 507, JSON.stringify(inline.body));
   assert.equal(inline.body.code, 'insufficient_storage');
 
   const run = await api(gateway.url, 'POST', '/v1/executions?wait=60', {
-    session_id: session, language: 'python', code: 'open("out.bin", "wb").write(b"x" * 2**20)',
+    session_id: session,
+    language: 'python',
+    code: 'open("out.bin", "wb").write(b"x" * 2**20)',
   });
   if (run.status === 507) {
     // Refused up front by the data directory's free-space check.
@@ -81,15 +95,24 @@ test('data disk full: uploads and runs fail with a clear code, existing files st
   }
 
   const list = await api(gateway.url, 'GET', `/v1/sessions/${session}/files`);
-  assert.deepEqual(list.body.files.map((f: { path: string }) => f.path).filter((p: string) => p !== 'out.bin'), ['kept.bin'], 'no partial upload left');
+  assert.deepEqual(
+    list.body.files.map((f: { path: string }) => f.path).filter((p: string) => p !== 'out.bin'),
+    ['kept.bin'],
+    'no partial upload left',
+  );
   const download = Buffer.from(await (await fetch(`${gateway.url}/files/${session}/kept.bin`)).arrayBuffer());
   assert.equal(sha(download), sha(kept), 'the file from before is intact');
 
   await unlink(filler);
-  const again = await fetch(`${gateway.url}/v1/sessions/${session}/files/new.bin`, { method: 'PUT', body: randomBytes(1 << 20) });
+  const again = await fetch(`${gateway.url}/v1/sessions/${session}/files/new.bin`, {
+    method: 'PUT',
+    body: randomBytes(1 << 20),
+  });
   assert.equal(again.status, 201, 'uploads work again once there is space');
   const ok = await api(gateway.url, 'POST', '/v1/executions?wait=60', {
-    session_id: session, language: 'python', code: 'open("out.bin", "wb").write(b"x" * 2**20)\nprint("written")',
+    session_id: session,
+    language: 'python',
+    code: 'open("out.bin", "wb").write(b"x" * 2**20)\nprint("written")',
   });
   assert.deepEqual([ok.body.state, ok.body.result?.stdout], ['completed', 'written\n']);
 });

@@ -11,34 +11,72 @@ test('Docker engine restarted mid-run: the run ends with a platform reason, the 
   t.after(() => engine.close());
   t.diagnostic(`copied ${image} into the test's own engine in ${engine.loadMs} ms`);
   const { d, gateway } = await startDeployment(t, { DOCKER_HOST: engine.host, SANDGATE_POOL_SIZE: '1' });
-  const ours = () => engine.docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${d.prefix}`] } });
+  const ours = () =>
+    engine.docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${d.prefix}`] } });
 
   const session = (await api(gateway.url, 'POST', '/v1/sessions', {})).body.id as string;
-  const warm = await api(gateway.url, 'POST', '/v1/executions?wait=60', { session_id: session, language: 'python', code: 'print("session up")' });
+  const warm = await api(gateway.url, 'POST', '/v1/executions?wait=60', {
+    session_id: session,
+    language: 'python',
+    code: 'print("session up")',
+  });
   assert.equal(warm.body.result?.stdout, 'session up\n');
-  const run = (await api(gateway.url, 'POST', '/v1/executions', { language: 'python', code: 'import time\ntime.sleep(120)' })).body.id as string;
-  await until('the run to be running', async () => (await api(gateway.url, 'GET', `/v1/executions/${run}`)).body.state === 'running', 60_000);
+  const run = (
+    await api(gateway.url, 'POST', '/v1/executions', { language: 'python', code: 'import time\ntime.sleep(120)' })
+  ).body.id as string;
+  await until(
+    'the run to be running',
+    async () => (await api(gateway.url, 'GET', `/v1/executions/${run}`)).body.state === 'running',
+    60_000,
+  );
 
   await engine.stop();
-  const ended = await until('the run to end', async () => {
-    const r = await api(gateway.url, 'GET', `/v1/executions/${run}`);
-    return r.body.result ? r.body : null;
-  }, 60_000, 250);
+  const ended = await until(
+    'the run to end',
+    async () => {
+      const r = await api(gateway.url, 'GET', `/v1/executions/${run}`);
+      return r.body.result ? r.body : null;
+    },
+    60_000,
+    250,
+  );
   t.diagnostic(`ended as ${ended.state}/${ended.result.reason}: ${ended.result.message ?? ''}`);
   assert.equal(ended.state, 'error');
   assert.equal(ended.result.reason, 'backend_unavailable');
 
   await engine.start();
-  const next = await until('a one-shot to succeed on the restarted engine', async () => {
-    const r = await api(gateway.url, 'POST', '/v1/executions?wait=60', { language: 'python', code: 'print("back")' });
-    return r.body.result?.state === 'completed' ? r.body : null;
-  }, 90_000, 1000);
+  const next = await until(
+    'a one-shot to succeed on the restarted engine',
+    async () => {
+      const r = await api(gateway.url, 'POST', '/v1/executions?wait=60', { language: 'python', code: 'print("back")' });
+      return r.body.result?.state === 'completed' ? r.body : null;
+    },
+    90_000,
+    1000,
+  );
   assert.equal(next.result.stdout, 'back\n');
-  const again = await api(gateway.url, 'POST', '/v1/executions?wait=60', { session_id: session, language: 'python', code: 'print("session again")' });
-  assert.equal(again.body.result?.stdout, 'session again\n', 'the session sandbox stopped with the engine is started afresh');
-  await until('the stopped run\'s container to be swept', async () => (await ours()).every((c) => c.Labels['org.sandgate.execution'] !== run), 30_000);
+  const again = await api(gateway.url, 'POST', '/v1/executions?wait=60', {
+    session_id: session,
+    language: 'python',
+    code: 'print("session again")',
+  });
+  assert.equal(
+    again.body.result?.stdout,
+    'session again\n',
+    'the session sandbox stopped with the engine is started afresh',
+  );
+  await until(
+    "the stopped run's container to be swept",
+    async () => (await ours()).every((c) => c.Labels['org.sandgate.execution'] !== run),
+    30_000,
+  );
   const left = await ours();
   // `created` is a pool refill under way; `exited` or `dead` would be a sandbox the engine stopped and nobody removed.
-  assert.deepEqual(left.filter((c) => c.State === 'exited' || c.State === 'dead').map((c) => `${c.Labels['org.sandgate.kind']} ${c.State} ${c.Status}`), [],
-    'no stopped container of ours is left');
+  assert.deepEqual(
+    left
+      .filter((c) => c.State === 'exited' || c.State === 'dead')
+      .map((c) => `${c.Labels['org.sandgate.kind']} ${c.State} ${c.Status}`),
+    [],
+    'no stopped container of ours is left',
+  );
 });

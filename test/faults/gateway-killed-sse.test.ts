@@ -5,7 +5,12 @@ import { freePort } from '../redis-and-ports.ts';
 import { until } from '../harness.ts';
 import { api, newDeployment, startGatewayProc, startWorkerProc } from './processes.ts';
 
-interface Seen { ids: string[]; stdout: string; result: any; connections: number }
+interface Seen {
+  ids: string[];
+  stdout: string;
+  result: any;
+  connections: number;
+}
 
 /**
  * A client that follows one run's events as a browser tab would: on a dropped connection it reconnects to the next
@@ -19,12 +24,18 @@ async function follow(urls: string[], id: string, onFirst: () => void): Promise<
     try {
       const res = await fetch(`${url}/v1/executions/${id}/events`, { headers: last ? { 'last-event-id': last } : {} });
       seen.connections++;
-      const reader = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+      const reader = res
+        .body!.pipeThrough(new TextDecoderStream())
+        .pipeThrough(new EventSourceParserStream())
+        .getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
         seen.ids.push(value.id!);
-        if (value.event === 'stdout') { seen.stdout += JSON.parse(value.data).text; onFirst(); }
+        if (value.event === 'stdout') {
+          seen.stdout += JSON.parse(value.data).text;
+          onFirst();
+        }
         if (value.event === 'result') seen.result = JSON.parse(value.data).result;
       }
     } catch {
@@ -49,7 +60,12 @@ test('a gateway SIGKILLed while 50 clients tail SSE: they resume on a second gat
   let started = 0;
   const clients = Array.from({ length: 50 }, () => {
     let counted = false;
-    return follow([a.url, b.url], run.body.id, () => { if (!counted) { counted = true; started++; } });
+    return follow([a.url, b.url], run.body.id, () => {
+      if (!counted) {
+        counted = true;
+        started++;
+      }
+    });
   });
   await until('every client to have seen output', async () => started === 50, 60_000, 20);
   a.kill('SIGKILL');

@@ -30,19 +30,48 @@ export async function ownDockerd(image: string): Promise<OwnDockerd> {
   const socket = join(dir, 'docker.sock');
   await writeFile(join(dir, 'daemon.json'), '{}\n');
   const args = [
-    '--config-file', join(dir, 'daemon.json'), '--data-root', join(dir, 'root'), '--exec-root', join(dir, 'exec'),
-    '--pidfile', join(dir, 'docker.pid'), '-H', `unix://${socket}`, '--bridge', 'none', '--iptables=false',
-    '--ip6tables=false', '--ip-masq=false', '--cgroup-parent', `/sandgate-fault-${randomBytes(3).toString('hex')}`,
-    '--shutdown-timeout', '1',
+    '--config-file',
+    join(dir, 'daemon.json'),
+    '--data-root',
+    join(dir, 'root'),
+    '--exec-root',
+    join(dir, 'exec'),
+    '--pidfile',
+    join(dir, 'docker.pid'),
+    '-H',
+    `unix://${socket}`,
+    '--bridge',
+    'none',
+    '--iptables=false',
+    '--ip6tables=false',
+    '--ip-masq=false',
+    '--cgroup-parent',
+    `/sandgate-fault-${randomBytes(3).toString('hex')}`,
+    '--shutdown-timeout',
+    '1',
   ];
   const docker = new Dockerode({ socketPath: socket });
   let proc: ChildProcess | null = null;
   const d: OwnDockerd = {
-    host: `unix://${socket}`, docker, loadMs: 0,
+    host: `unix://${socket}`,
+    docker,
+    loadMs: 0,
     async start() {
-      proc = spawn('dockerd', args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, PATH: `${process.env.PATH}:/usr/sbin:/sbin` } });
+      proc = spawn('dockerd', args, {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, PATH: `${process.env.PATH}:/usr/sbin:/sbin` },
+      });
       proc.stderr!.resume();
-      await until('our dockerd to answer', () => docker.ping().then(() => true, () => false), 60_000, 200);
+      await until(
+        'our dockerd to answer',
+        () =>
+          docker.ping().then(
+            () => true,
+            () => false,
+          ),
+        60_000,
+        200,
+      );
     },
     async stop() {
       const p = proc;
@@ -55,16 +84,28 @@ export async function ownDockerd(image: string): Promise<OwnDockerd> {
       // Remove what is left while the engine runs, then stop it and its mounts, then its files.
       if (proc && proc.exitCode === null) {
         const all = await docker.listContainers({ all: true }).catch(() => []);
-        await Promise.all(all.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+        await Promise.all(
+          all.map((c) =>
+            docker
+              .getContainer(c.Id)
+              .remove({ force: true })
+              .catch(() => {}),
+          ),
+        );
       }
       await d.stop();
-      await promisify(execFile)('sh', ['-c', `grep -o ' ${dir}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l`]).catch(() => {});
+      await promisify(execFile)('sh', [
+        '-c',
+        `grep -o ' ${dir}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l`,
+      ]).catch(() => {});
       await rm(dir, { recursive: true, force: true });
     },
   };
   await d.start();
   const t0 = Date.now();
-  await promisify(execFile)('sh', ['-c', `docker save '${image}' | DOCKER_HOST='${d.host}' docker load -q`], { maxBuffer: 1 << 20 });
+  await promisify(execFile)('sh', ['-c', `docker save '${image}' | DOCKER_HOST='${d.host}' docker load -q`], {
+    maxBuffer: 1 << 20,
+  });
   d.loadMs = Date.now() - t0;
   return d;
 }

@@ -29,13 +29,26 @@ export interface Proc {
 /** Starts `node --import tsx <main>` with `env`; the test must end it (fault tests kill it, t.after stops the rest). */
 export function spawnProc(kind: keyof typeof MAINS, env: Record<string, string>): Proc {
   const child = spawn(process.execPath, ['--import', 'tsx', MAINS[kind]], {
-    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
   const exited = new Promise<number | string>((r) => child.once('exit', (code, signal) => r(code ?? signal ?? -1)));
-  return { child, output: () => out, exited, kill: (signal) => { if (child.exitCode === null && child.signalCode === null) child.kill(signal); } };
+  return {
+    child,
+    output: () => out,
+    exited,
+    kill: (signal) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    },
+  };
 }
 
 /** One sandgate deployment's settings: its own key prefix, data directory, port and Docker label. */
@@ -49,18 +62,38 @@ export interface Deployment {
 
 export async function newDeployment(env: Record<string, string> = {}): Promise<Deployment> {
   const prefix = `sgfault${randomBytes(4).toString('hex')}`;
-  const dataDir = env.SANDGATE_DATA_DIR ?? await mkdtemp(join(tmpdir(), 'sandgate-fault-'));
+  const dataDir = env.SANDGATE_DATA_DIR ?? (await mkdtemp(join(tmpdir(), 'sandgate-fault-')));
   const full: Record<string, string> = {
-    REDIS_URL, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_DATA_DIR: dataDir, SANDGATE_PORT: String(await freePort()),
-    SANDGATE_LOG_LEVEL: 'info', SANDGATE_LOG_FORMAT: 'json', SANDGATE_SWEEP_INTERVAL_S: '2', SANDGATE_LEASE_MS: '3000',
-    SANDGATE_POOL_SIZE: '0', ...env,
+    REDIS_URL,
+    SANDGATE_REDIS_PREFIX: prefix,
+    SANDGATE_DATA_DIR: dataDir,
+    SANDGATE_PORT: String(await freePort()),
+    SANDGATE_LOG_LEVEL: 'info',
+    SANDGATE_LOG_FORMAT: 'json',
+    SANDGATE_SWEEP_INTERVAL_S: '2',
+    SANDGATE_LEASE_MS: '3000',
+    SANDGATE_POOL_SIZE: '0',
+    ...env,
   };
   return {
-    env: full, prefix, dataDir,
+    env: full,
+    prefix,
+    dataDir,
     async cleanup(redisUrl = full.REDIS_URL!) {
-      const docker = new Dockerode(full.DOCKER_HOST ? { socketPath: full.DOCKER_HOST.replace(/^unix:\/\//, '') } : undefined);
-      const mine = await docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${prefix}`] } }).catch(() => []);
-      await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+      const docker = new Dockerode(
+        full.DOCKER_HOST ? { socketPath: full.DOCKER_HOST.replace(/^unix:\/\//, '') } : undefined,
+      );
+      const mine = await docker
+        .listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${prefix}`] } })
+        .catch(() => []);
+      await Promise.all(
+        mine.map((c) =>
+          docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => {}),
+        ),
+      );
       if (redisUrl === REDIS_URL) await deleteKeys(prefix);
       if (!env.SANDGATE_DATA_DIR) await rm(dataDir, { recursive: true, force: true });
     },
@@ -68,23 +101,37 @@ export async function newDeployment(env: Record<string, string> = {}): Promise<D
 }
 
 /** A gateway process on `env`'s port, once it answers /healthz. */
-export async function startGatewayProc(env: Record<string, string>, port = env.SANDGATE_PORT!): Promise<Proc & { url: string }> {
+export async function startGatewayProc(
+  env: Record<string, string>,
+  port = env.SANDGATE_PORT!,
+): Promise<Proc & { url: string }> {
   const p = spawnProc('gateway', { ...env, SANDGATE_PORT: port });
   const url = `http://127.0.0.1:${port}`;
-  await until(`the gateway on ${port} to answer`, async () => {
-    if (p.child.exitCode !== null) throw new Error(`the gateway exited: ${p.output()}`);
-    return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
-  }, 30_000);
+  await until(
+    `the gateway on ${port} to answer`,
+    async () => {
+      if (p.child.exitCode !== null) throw new Error(`the gateway exited: ${p.output()}`);
+      return fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+    },
+    30_000,
+  );
   return { ...p, url };
 }
 
 /** A worker process, once it has said it is ready. */
 export async function startWorkerProc(env: Record<string, string>): Promise<Proc> {
   const p = spawnProc('worker', env);
-  await until('the worker to be ready', async () => {
-    if (p.child.exitCode !== null) throw new Error(`the worker exited: ${p.output()}`);
-    return p.output().includes('"msg":"worker ready"');
-  }, 60_000);
+  await until(
+    'the worker to be ready',
+    async () => {
+      if (p.child.exitCode !== null) throw new Error(`the worker exited: ${p.output()}`);
+      return p.output().includes('"msg":"worker ready"');
+    },
+    60_000,
+  );
   return p;
 }
 
@@ -99,7 +146,11 @@ export interface Started {
  * A deployment on `env` with a gateway process and, unless `worker: false`, a worker process; after the test both
  * are SIGKILLed (if still running) and the deployment's containers, keys and files removed.
  */
-export async function startDeployment(t: TestContext, env: Record<string, string> = {}, { worker = true } = {}): Promise<Started> {
+export async function startDeployment(
+  t: TestContext,
+  env: Record<string, string> = {},
+  { worker = true } = {},
+): Promise<Started> {
   const d = await newDeployment(env);
   t.after(() => d.cleanup());
   const gateway = await startGatewayProc(d.env);
@@ -110,14 +161,24 @@ export async function startDeployment(t: TestContext, env: Record<string, string
 }
 
 /** JSON request to a gateway; the body parsed when it is JSON. */
-export async function api(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; ms: number }> {
+export async function api(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any; ms: number }> {
   const t0 = Date.now();
   const res = await fetch(url + path, {
-    method, ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+    method,
+    ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
   });
   const text = await res.text();
   let parsed: unknown = text;
-  try { parsed = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    /* not JSON */
+  }
   return { status: res.status, body: parsed, ms: Date.now() - t0 };
 }
 
@@ -136,19 +197,38 @@ export async function ownRedis(): Promise<OwnRedis> {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-redis-'));
   const port = await freePort();
   let proc: ChildProcess | null = null;
-  const ping = () => new Promise<boolean>((resolve) => {
-    const c = spawn('redis-cli', ['-p', String(port), 'ping'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    c.stdout.on('data', (b: Buffer) => { out += b.toString(); });
-    c.on('exit', () => resolve(out.trim() === 'PONG'));
-  });
+  const ping = () =>
+    new Promise<boolean>((resolve) => {
+      const c = spawn('redis-cli', ['-p', String(port), 'ping'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let out = '';
+      c.stdout.on('data', (b: Buffer) => {
+        out += b.toString();
+      });
+      c.on('exit', () => resolve(out.trim() === 'PONG'));
+    });
   const r: OwnRedis = {
     url: `redis://127.0.0.1:${port}`,
     async start() {
-      proc = spawn('redis-server', [
-        '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec',
-        '--save', '', '--maxmemory-policy', 'noeviction',
-      ], { stdio: 'ignore' });
+      proc = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--dir',
+          dir,
+          '--appendonly',
+          'yes',
+          '--appendfsync',
+          'everysec',
+          '--save',
+          '',
+          '--maxmemory-policy',
+          'noeviction',
+        ],
+        { stdio: 'ignore' },
+      );
       await until(`our redis-server on ${port}`, ping, 20_000);
     },
     async stop(signal = 'SIGTERM') {

@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import { until } from '../harness.ts';
 import { api, ownRedis, startDeployment } from './processes.ts';
 
-const probes = [['POST', '/v1/sessions', {}], ['GET', '/v1/sessions'], ['POST', '/v1/executions', { language: 'python', code: 'print(1)' }]] as const;
+const probes = [
+  ['POST', '/v1/sessions', {}],
+  ['GET', '/v1/sessions'],
+  ['POST', '/v1/executions', { language: 'python', code: 'print(1)' }],
+] as const;
 
 test('Redis unreachable: the gateway answers 503 redis_unavailable within a second, and recovers by itself', async (t) => {
   const redis = await ownRedis();
@@ -34,7 +38,11 @@ test('Redis unreachable: the gateway answers 503 redis_unavailable within a seco
   await t.test('Redis back: the gateway serves again without a restart', async () => {
     await redis.start();
     const t0 = Date.now();
-    await until('a session create to succeed again', async () => (await api(gateway.url, 'POST', '/v1/sessions', {})).status === 201, 15_000);
+    await until(
+      'a session create to succeed again',
+      async () => (await api(gateway.url, 'POST', '/v1/sessions', {})).status === 201,
+      15_000,
+    );
     t.diagnostic(`recovered ${Date.now() - t0} ms after Redis answered again`);
   });
 
@@ -50,7 +58,11 @@ test('Redis unreachable: the gateway answers 503 redis_unavailable within a seco
     } finally {
       redis.signal('SIGCONT');
     }
-    await until('the gateway to serve again', async () => (await api(gateway.url, 'GET', '/v1/sessions')).status === 200, 15_000);
+    await until(
+      'the gateway to serve again',
+      async () => (await api(gateway.url, 'GET', '/v1/sessions')).status === 200,
+      15_000,
+    );
   });
   assert.match(gateway.output(), /lost the connection to Redis/);
   assert.match(gateway.output(), /connected to Redis again/);

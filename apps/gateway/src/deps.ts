@@ -40,7 +40,9 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
   // One blocking XREAD at a time: nothing to batch.
   const reader = createRedis(config.redisUrl, 'sandgate-gateway-events', { autoPipelining: false });
-  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', { autoPipelining: false, failFast: true });
+  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', {
+    autoPipelining: false, failFast: true,
+  });
   const unwatch = watchOutages(redis, log);
   await Promise.all([whenReady(redis), whenReady(queueConnection)]);
   const k = keys(config.redisPrefix);

@@ -21,7 +21,9 @@ export class ExecutionService {
   private readonly drained: Promise<'timeout'>;
 
   constructor(private readonly d: GatewayDeps) {
-    this.drained = new Promise((resolve) => d.draining.addEventListener('abort', () => resolve('timeout'), { once: true }));
+    this.drained = new Promise((resolve) => {
+      d.draining.addEventListener('abort', () => resolve('timeout'), { once: true });
+    });
   }
 
   /**
@@ -144,7 +146,8 @@ export class ExecutionService {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), seconds * 1000);
     try {
-      for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, AbortSignal.any([ac.signal, this.d.draining]))) {
+      const stop = AbortSignal.any([ac.signal, this.d.draining]);
+      for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, stop)) {
         const ending = endingOf(ev);
         if (ending) return endedRecord(now, ending);
         if (ev.type === 'result') break;

@@ -6,7 +6,12 @@ import type { GatewayMetrics } from './metrics.ts';
  * SANDGATE_METRICS_PORT: /metrics alone, without a key, on a port of its own (loopback unless SANDGATE_METRICS_HOST
  * says otherwise), for a Prometheus that cannot send a bearer token. Answers with where it listens.
  */
-export async function startMetricsServer(metrics: GatewayMetrics, host: string, port: number, log: Logger): Promise<{ url: string; server: Server }> {
+export async function startMetricsServer(
+  metrics: GatewayMetrics,
+  host: string,
+  port: number,
+  log: Logger,
+): Promise<{ url: string; server: Server }> {
   const server = createServer((req, res) => {
     if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics here\n');

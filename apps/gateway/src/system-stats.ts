@@ -2,7 +2,13 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { SystemStats } from '@sandgate/contracts';
 import {
-  DeploymentStats, WORKER_ALIVE_MS, WorkerRegistry, type CounterValue, type Keys, type StatsSnapshot, type WorkerInfo,
+  DeploymentStats,
+  WORKER_ALIVE_MS,
+  WorkerRegistry,
+  type CounterValue,
+  type Keys,
+  type StatsSnapshot,
+  type WorkerInfo,
 } from '@sandgate/state';
 
 /** The JSON of /v1/system/stats, with what /metrics renders beside it. */
@@ -27,7 +33,11 @@ export class SystemStatsReader {
   readonly #workers: WorkerRegistry;
   #last: { at: number; view: Promise<DeploymentView> } | null = null;
 
-  constructor(private readonly redis: Redis, private readonly k: Keys, private readonly queue: Queue) {
+  constructor(
+    private readonly redis: Redis,
+    private readonly k: Keys,
+    private readonly queue: Queue,
+  ) {
     this.#stats = new DeploymentStats(redis, k);
     this.#workers = new WorkerRegistry(redis, k);
   }
@@ -36,7 +46,9 @@ export class SystemStatsReader {
     if (this.#last && Date.now() - this.#last.at < 1000) return this.#last.view;
     const view = this.#read();
     this.#last = { at: Date.now(), view };
-    view.catch(() => { this.#last = null; });
+    view.catch(() => {
+      this.#last = null;
+    });
     return view;
   }
 
@@ -54,8 +66,12 @@ export class SystemStatsReader {
     const pool = snapshot.counters.get('pool');
     // Workers that share an engine see the same session sandboxes: count each engine once.
     const perEngine = new Map<string, number>();
-    for (const w of workers) perEngine.set(w.engine || w.id, Math.max(perEngine.get(w.engine || w.id) ?? 0, w.session_sandboxes));
-    const beats = Object.entries(gateways).map(([id, j]) => ({ id, ...(JSON.parse(j) as { at: number; sse: number }) }));
+    for (const w of workers)
+      perEngine.set(w.engine || w.id, Math.max(perEngine.get(w.engine || w.id) ?? 0, w.session_sandboxes));
+    const beats = Object.entries(gateways).map(([id, j]) => ({
+      id,
+      ...(JSON.parse(j) as { at: number; sse: number }),
+    }));
     const sse = beats.filter((g) => g.at >= now - WORKER_ALIVE_MS).reduce((n, g) => n + g.sse, 0);
     // A gateway killed without a goodbye leaves its entry: gone after an hour, as a worker's does.
     const gone = beats.filter((g) => g.at < now - 3_600_000).map((g) => g.id);
@@ -65,16 +81,27 @@ export class SystemStatsReader {
       generated_at: new Date(now).toISOString(),
       queue: { waiting: n('waiting'), active: n('active'), delayed: n('delayed'), prioritized: n('prioritized') },
       executions: {
-        queued: n('waiting') + n('delayed') + n('prioritized'), running,
-        ...Object.fromEntries(ENDED.map((state) => [state, sumWhere(runs, 'state', state)])) as Record<(typeof ENDED)[number], number>,
+        queued: n('waiting') + n('delayed') + n('prioritized'),
+        running,
+        ...(Object.fromEntries(ENDED.map((state) => [state, sumWhere(runs, 'state', state)])) as Record<
+          (typeof ENDED)[number],
+          number
+        >),
       },
       pool: {
-        hits: sumWhere(pool, 'event', 'hit'), misses: sumWhere(pool, 'event', 'miss'), reused: sumWhere(pool, 'event', 'reuse'),
+        hits: sumWhere(pool, 'event', 'hit'),
+        misses: sumWhere(pool, 'event', 'miss'),
+        reused: sumWhere(pool, 'event', 'reuse'),
         ready: workers.reduce((s, w) => s + w.pool_ready, 0),
       },
       sessions: { live, sandboxes: [...perEngine.values()].reduce((s, x) => s + x, 0) },
       sse_subscribers: sse,
-      workers: workers.map((w) => ({ id: w.id, last_heartbeat_at: w.last_heartbeat_at, concurrency: w.concurrency, running: w.running })),
+      workers: workers.map((w) => ({
+        id: w.id,
+        last_heartbeat_at: w.last_heartbeat_at,
+        concurrency: w.concurrency,
+        running: w.running,
+      })),
     };
     return { stats, counters: snapshot.counters, histograms: snapshot.histograms, workers };
   }

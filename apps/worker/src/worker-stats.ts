@@ -1,5 +1,11 @@
 import type { BackendStats, ExecutionBackend } from '@sandgate/backends';
-import { redisErrorCount, type CounterName, type DeploymentStats, type Labels, type WorkerRegistry } from '@sandgate/state';
+import {
+  redisErrorCount,
+  type CounterName,
+  type DeploymentStats,
+  type Labels,
+  type WorkerRegistry,
+} from '@sandgate/state';
 
 export interface WorkerStatsOptions {
   id: string;
@@ -14,8 +20,12 @@ export interface WorkerStatsOptions {
 
 type Totals = Record<string, number>;
 const COUNTERS: [string, CounterName, Labels][] = [
-  ['hit', 'pool', { event: 'hit' }], ['miss', 'pool', { event: 'miss' }], ['reuse', 'pool', { event: 'reuse' }],
-  ['reset_failed', 'pool', { event: 'reset_failed' }], ['engine', 'engine_errors', {}], ['redis', 'redis_errors', {}],
+  ['hit', 'pool', { event: 'hit' }],
+  ['miss', 'pool', { event: 'miss' }],
+  ['reuse', 'pool', { event: 'reuse' }],
+  ['reset_failed', 'pool', { event: 'reset_failed' }],
+  ['engine', 'engine_errors', {}],
+  ['redis', 'redis_errors', {}],
 ];
 
 /**
@@ -39,8 +49,11 @@ export class WorkerStats {
   async beat(): Promise<void> {
     const b = this.#backend;
     await this.o.registry.beat(this.o.id, {
-      concurrency: this.o.concurrency, running: this.o.running(), pool_ready: b?.pool.ready ?? 0,
-      session_sandboxes: b?.sessionSandboxes ?? 0, engine: b?.engine ?? '',
+      concurrency: this.o.concurrency,
+      running: this.o.running(),
+      pool_ready: b?.pool.ready ?? 0,
+      session_sandboxes: b?.sessionSandboxes ?? 0,
+      engine: b?.engine ?? '',
     });
     void this.#refresh();
   }
@@ -68,8 +81,12 @@ export class WorkerStats {
     const p = this.#backend?.pool;
     const sent = this.#sent;
     const now: Totals = {
-      hit: p?.hits ?? sent.hit ?? 0, miss: p?.misses ?? sent.miss ?? 0, reuse: p?.reused ?? sent.reuse ?? 0,
-      reset_failed: p?.reset_failed ?? sent.reset_failed ?? 0, engine: this.engineErrors, redis: redisErrorCount(),
+      hit: p?.hits ?? sent.hit ?? 0,
+      miss: p?.misses ?? sent.miss ?? 0,
+      reuse: p?.reused ?? sent.reuse ?? 0,
+      reset_failed: p?.reset_failed ?? sent.reset_failed ?? 0,
+      engine: this.engineErrors,
+      redis: redisErrorCount(),
     };
     await this.o.stats.add(COUNTERS.map(([key, name, labels]) => [name, labels, now[key]! - (this.#sent[key] ?? 0)]));
     this.#sent = now;

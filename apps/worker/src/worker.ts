@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import { SandgateError, type ExecutionResult, type QueuedExecution } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  DeploymentStats, EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, limitsFor,
-  platformResult, redisWarnings, withScripts, type Config,
+  DeploymentStats, EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys,
+  limitsFor, platformResult, redisWarnings, withScripts, type Config,
 } from '@sandgate/state';
 import type { Workspaces } from '@sandgate/storage';
 import { WorkerStats } from './worker-stats.ts';
@@ -65,7 +65,8 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   let graceUsed = config.shutdownGraceMs;
   const wlog = log.child({ worker: id });
   const stats = new WorkerStats({
-    id, backend, registry, stats: deployment, concurrency: config.workerConcurrency, running: () => inFlight.size, log: wlog,
+    id, backend, registry, stats: deployment, concurrency: config.workerConcurrency, log: wlog,
+    running: () => inFlight.size,
   });
   for (const warning of await redisWarnings(redis)) wlog.warn(warning);
 
@@ -111,8 +112,8 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
         executions.finalize(
-          { id: job.execution_id, session_id: job.session_id, tenant: job.tenant, language: job.language }, result, ['running'],
-          events.takePending(),
+          { id: job.execution_id, session_id: job.session_id, tenant: job.tenant, language: job.language },
+          result, ['running'], events.takePending(),
         ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
@@ -170,7 +171,10 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       const rec = await executions.get(lost);
       if (!rec) continue;
       const ended = await executions.finalize(rec, platformResult('error', 'worker_lost', 'the worker running this execution stopped'), ['running']);
-      if (ended) wlog.warn({ execution_id: lost, session_id: rec.session_id, tenant: rec.tenant }, 'execution ended: its worker was lost');
+      if (ended) {
+        const ids = { execution_id: lost, session_id: rec.session_id, tenant: rec.tenant };
+        wlog.warn(ids, 'execution ended: its worker was lost');
+      }
     }
     for (const idInFlight of inFlight.keys()) live.add(idInFlight);
     const workers = await registry.aliveIds(WORKER_ALIVE_MS);

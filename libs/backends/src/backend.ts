@@ -21,7 +21,10 @@ export interface LiveSet {
 
 /** What a backend reports about itself for /metrics; counters are totals since it was made. */
 export interface BackendStats {
-  /** One-shot runs that got a warm sandbox (`reused`: one reset after an earlier run), went cold, or lost theirs to a failed reset. */
+  /**
+   * One-shot runs that got a warm sandbox (`reused`: one reset after an earlier run) or went cold, and sandboxes lost
+   * to a failed reset; `ready`: warm sandboxes waiting now.
+   */
   pool: { hits: number; reused: number; misses: number; reset_failed: number; ready: number };
   /** Session sandboxes running on its engine (every worker of that engine sees the same ones). */
   sessionSandboxes: number;

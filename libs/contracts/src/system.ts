@@ -45,18 +45,22 @@ export const SystemStatsSchema = Type.Object(
     executions: Type.Object({
       queued: count('Queued now.'), running: count('Running now.'),
       completed: count(), failed: count(), timeout: count(), cancelled: count(), error: count(),
-    }, { description: 'Runs queued and running now, and runs ended by state since this deployment\'s Redis was first used.' }),
+    }, {
+      description: 'Runs queued and running now, and runs ended by state since the deployment\'s Redis was first used.',
+    }),
     pool: Type.Object({
       hits: count('One-shots served by a warm sandbox.'), misses: count('One-shots that went cold.'),
       reused: count('Hits served by a sandbox reset after an earlier run of the same tenant.'),
       ready: count('Warm sandboxes ready now, over every live worker.'),
     }),
     sessions: Type.Object({
-      live: count('Sessions whose idle TTL has not run out.'), sandboxes: count('Session sandboxes running, over every engine.'),
+      live: count('Sessions whose idle TTL has not run out.'),
+      sandboxes: count('Session sandboxes running, over every engine.'),
     }),
     sse_subscribers: count('Clients following an execution\'s events, over every live gateway.'),
     workers: Type.Array(Type.Object({
-      id: Type.String(), last_heartbeat_at: Type.String({ format: 'date-time' }), concurrency: count(), running: count(),
+      id: Type.String(), last_heartbeat_at: Type.String({ format: 'date-time' }),
+      concurrency: count(), running: count(),
     }), { description: 'Workers with a heartbeat in the last 15 s.' }),
   },
   { $id: 'SystemStats', title: 'SystemStats' },

@@ -21,13 +21,23 @@ test('runs ended are counted by state and reason; durations and queue waits land
   await stats.ended('python', { ...ok, duration_ms: 3000 });
   await stats.ended('bash', platformResult('error', 'worker_lost', 'lost'));
   await stats.queueWait(2);
-  await stats.add([['pool', { event: 'hit' }, 3], ['pool', { event: 'miss' }, 0], ['engine_errors', {}, 2]]);
+  await stats.add([
+    ['pool', { event: 'hit' }, 3],
+    ['pool', { event: 'miss' }, 0],
+    ['engine_errors', {}, 2],
+  ]);
   await stats.add([['pool', { event: 'hit' }, 2]]);
 
   const read = await stats.read();
   const runs = read.counters.get('executions')!;
-  assert.deepEqual(runs.find((c) => c.labels.state === 'completed'), { labels: { state: 'completed', reason: '' }, value: 2 });
-  assert.deepEqual(runs.find((c) => c.labels.state === 'error'), { labels: { state: 'error', reason: 'worker_lost' }, value: 1 });
+  assert.deepEqual(
+    runs.find((c) => c.labels.state === 'completed'),
+    { labels: { state: 'completed', reason: '' }, value: 2 },
+  );
+  assert.deepEqual(
+    runs.find((c) => c.labels.state === 'error'),
+    { labels: { state: 'error', reason: 'worker_lost' }, value: 1 },
+  );
   assert.deepEqual(read.counters.get('pool'), [{ labels: { event: 'hit' }, value: 5 }], 'a zero delta writes nothing');
   assert.equal(read.counters.get('engine_errors')![0]!.value, 2);
 

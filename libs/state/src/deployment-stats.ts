@@ -13,7 +13,10 @@ export const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 export type CounterName = 'executions' | 'pool' | 'engine_errors' | 'redis_errors';
 export type HistogramName = 'duration' | 'queue_wait';
 
-export interface CounterValue { labels: Labels; value: number }
+export interface CounterValue {
+  labels: Labels;
+  value: number;
+}
 export interface HistogramValue {
   labels: Labels;
   /** Cumulative counts per upper bound, `+Inf` last, as Prometheus wants them. */
@@ -30,10 +33,14 @@ export interface StatsSnapshot {
 const BUCKETS: Record<HistogramName, number[]> = { duration: DURATION_BUCKETS, queue_wait: QUEUE_WAIT_BUCKETS };
 
 /** `name|k=v|k=v`: label values here are states, reasons, languages and event names, which hold neither `|` nor `=`. */
-const encode = (name: string, labels: Labels) => [name, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)].join('|');
+const encode = (name: string, labels: Labels) =>
+  [name, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)].join('|');
 function decode(field: string): { name: string; labels: Labels } {
   const [name, ...pairs] = field.split('|');
-  return { name: name!, labels: Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)])) };
+  return {
+    name: name!,
+    labels: Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)])),
+  };
 }
 
 /**
@@ -43,7 +50,10 @@ function decode(field: string): { name: string; labels: Labels } {
  * first use of this Redis (prefix); they are not reset when a process restarts.
  */
 export class DeploymentStats {
-  constructor(private readonly redis: Redis, private readonly k: Keys) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly k: Keys,
+  ) {}
 
   /** A run ended: counted by state and reason, its duration observed by language and state. */
   async ended(language: string, result: ExecutionResult): Promise<void> {
@@ -73,7 +83,9 @@ export class DeploymentStats {
     const key = this.k.statsHistogram(name);
     const le = BUCKETS[name].find((b) => seconds <= b);
     const base = encode('', labels);
-    m.hincrby(key, `${base}#${le ?? '+Inf'}`, 1).hincrbyfloat(key, `${base}#sum`, seconds).hincrby(key, `${base}#count`, 1);
+    m.hincrby(key, `${base}#${le ?? '+Inf'}`, 1)
+      .hincrbyfloat(key, `${base}#sum`, seconds)
+      .hincrby(key, `${base}#count`, 1);
   }
 
   async read(): Promise<StatsSnapshot> {
@@ -91,7 +103,10 @@ export class DeploymentStats {
     }
     return {
       counters: byName,
-      histograms: new Map([['duration', histogram(duration, DURATION_BUCKETS)], ['queue_wait', histogram(wait, QUEUE_WAIT_BUCKETS)]]),
+      histograms: new Map([
+        ['duration', histogram(duration, DURATION_BUCKETS)],
+        ['queue_wait', histogram(wait, QUEUE_WAIT_BUCKETS)],
+      ]),
     };
   }
 }

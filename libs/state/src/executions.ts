@@ -161,8 +161,8 @@ export class ExecutionStore {
    * The process that ends a run counts it in the deployment's stats (/metrics), after answering.
    */
   async finalize(
-    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant' | 'language'>, result: ExecutionResult, from: ExecutionState[],
-    pending: string[] = [],
+    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant' | 'language'>, result: ExecutionResult,
+    from: ExecutionState[], pending: string[] = [],
   ): Promise<boolean> {
     const now = Date.now();
     const k = this.k;

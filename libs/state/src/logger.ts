@@ -36,8 +36,10 @@ export function createLogger(
     name,
     level: config.logLevel,
     redact: {
-      paths: ['req.headers.authorization', 'headers.authorization', 'config.apiKeys', 'config.signingKey', 'config.operatorKeys',
-        'apiKeys', 'signingKey', 'operatorKeys'],
+      paths: [
+        'req.headers.authorization', 'headers.authorization', 'config.apiKeys', 'config.signingKey',
+        'config.operatorKeys', 'apiKeys', 'signingKey', 'operatorKeys',
+      ],
       censor: '[redacted]',
     },
     serializers: {

@@ -26,7 +26,7 @@ export interface WorkerSnapshot {
   running: number;
   /** Warm sandboxes ready in its pool. */
   pool_ready: number;
-  /** Session sandboxes running on its engine, and that engine's id: workers that share an engine report the same ones. */
+  /** Session sandboxes running on its engine, and that engine's id: workers of one engine report the same ones. */
   session_sandboxes: number;
   engine: string;
 }
@@ -71,7 +71,9 @@ export class WorkerRegistry {
   async alive(withinMs: number): Promise<number> {
     const since = Date.now() - withinMs;
     const gone = await this.redis.zrangebyscore(this.k.workers(), '-inf', since - 3_600_000);
-    if (gone.length > 0) await this.redis.multi().zrem(this.k.workers(), ...gone).hdel(this.k.workerStats(), ...gone).exec();
+    if (gone.length > 0) {
+      await this.redis.multi().zrem(this.k.workers(), ...gone).hdel(this.k.workerStats(), ...gone).exec();
+    }
     return this.redis.zcount(this.k.workers(), since, '+inf');
   }
 }

@@ -32,11 +32,16 @@ export const countRedisError = (): void => { errors++; };
  * (`{ autoPipelining: false }`), where ioredis would copy BullMQ's ~60 scripts into every pipeline it builds,
  * costing more CPU than the batching saves.
  */
-export function createRedis(url: string, name: string, { autoPipelining = true, failFast = false }: RedisOptions = {}): Redis {
+export function createRedis(
+  url: string, name: string, { autoPipelining = true, failFast = false }: RedisOptions = {},
+): Redis {
   const redis = new Redis(url, {
     connectionName: name, enableAutoPipelining: autoPipelining, lazyConnect: false,
     ...(failFast
-      ? { maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, commandTimeout: REDIS_REQUEST_TIMEOUT_MS }
+      ? {
+        maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResendUnfulfilledCommands: false,
+        commandTimeout: REDIS_REQUEST_TIMEOUT_MS,
+      }
       : { maxRetriesPerRequest: null }),
   });
   // Counted, not printed: ioredis would print every failed reconnect of an outage; the processes log the outage once.
@@ -55,17 +60,20 @@ export function whenReady(redis: Redis): Promise<void> {
   });
 }
 
+type OutageLog = { warn(o: object, m: string): void; info(o: object, m: string): void };
+
 /**
  * Logs when `redis` loses its connection and when it has it back: once per outage, not once per retry. Call the
  * function it returns before closing the connection on purpose.
  */
-export function watchOutages(redis: Redis, log: { warn(o: object, m: string): void; info(o: object, m: string): void }): () => void {
+export function watchOutages(redis: Redis, log: OutageLog): () => void {
   let lostAt: number | null = null;
   let watching = true;
   redis.on('close', () => {
     if (lostAt !== null || !watching) return;
     lostAt = Date.now();
-    log.warn({ connection: redis.options.connectionName }, 'lost the connection to Redis; requests answer 503 until it is back');
+    const connection = redis.options.connectionName;
+    log.warn({ connection }, 'lost the connection to Redis; requests answer 503 until it is back');
   });
   redis.on('ready', () => {
     if (lostAt === null) return;

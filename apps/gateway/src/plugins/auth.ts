@@ -35,7 +35,12 @@ function matcher<T>(rows: [string, T][]): (token: string) => T | null {
  * is the one open tenant (the server refuses to listen beyond loopback in that mode, see server.ts), and the
  * operator routes are as open as the rest.
  */
-export const authPlugin = fp(async (app: FastifyInstance, opts: { apiKeys: Record<string, string>; operatorKeys: string[] }) => {
+export interface AuthOptions {
+  apiKeys: Record<string, string>;
+  operatorKeys: string[];
+}
+
+export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => {
   const open = Object.keys(opts.apiKeys).length === 0;
   const tenantOfKey = matcher(Object.entries(opts.apiKeys));
   const isOperator = matcher(opts.operatorKeys.map((k) => [k, true]));
@@ -45,8 +50,11 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { apiKeys: Recor
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
     if (req.routeOptions.config.operator) {
       if (m && isOperator(m[1]!)) return;
-      if (m && tenantOfKey(m[1]!)) throw new SandgateError('forbidden', 'this endpoint is for operators: use a key from SANDGATE_OPERATOR_KEYS');
-      throw new SandgateError('unauthorized', m ? 'the key is not valid' : 'send an operator key as "Authorization: Bearer <key>"');
+      if (m && tenantOfKey(m[1]!)) {
+        throw new SandgateError('forbidden', 'this endpoint is for operators: use a key from SANDGATE_OPERATOR_KEYS');
+      }
+      const detail = m ? 'the key is not valid' : 'send an operator key as "Authorization: Bearer <key>"';
+      throw new SandgateError('unauthorized', detail);
     }
     req.tenant = m ? tenantOfKey(m[1]!) : null;
     if (req.tenant || req.routeOptions.config.public) return;

@@ -52,7 +52,8 @@ export function toProblem(err: unknown, req: FastifyRequest): Problem {
   if (err instanceof SandgateError) return problem(err.code, err.message, req.url, err.extra as Partial<Problem>);
   if (isRedisUnavailable(err)) {
     // Redis reconnects within a second or two of coming back (ioredis retries every ≤ 2 s).
-    return problem('redis_unavailable', 'Redis cannot be reached right now; retry shortly', req.url, { retry_after: 1 });
+    const detail = 'Redis cannot be reached right now; retry shortly';
+    return problem('redis_unavailable', detail, req.url, { retry_after: 1 });
   }
   if ((err as NodeJS.ErrnoException).code === 'ENOSPC') {
     return problem('insufficient_storage', 'the data directory is full; retry once space is freed', req.url);
@@ -79,7 +80,9 @@ export function toProblem(err: unknown, req: FastifyRequest): Problem {
 export function registerErrorHandling(app: FastifyInstance<any, any, any, any, any>): void {
   app.setErrorHandler((err, req, reply) => {
     const p = toProblem(err, req);
-    if (p.code === 'redis_unavailable') req.log.warn({ err: (err as Error).message }, 'request failed: Redis unavailable');
+    if (p.code === 'redis_unavailable') {
+      req.log.warn({ err: (err as Error).message }, 'request failed: Redis unavailable');
+    }
     else if (p.status >= 500) req.log.error({ err }, 'request failed');
     else req.log.info({ code: p.code, detail: p.detail }, 'request rejected');
     return sendProblem(reply, p);
@@ -97,7 +100,8 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
   const code: ErrorCode = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout'
     : err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : 'bad_request';
   const detail = code === 'request_timeout' ? 'the request (headers and body) did not arrive in time'
-    : code === 'headers_too_large' ? 'the request headers are too large' : 'the bytes sent are not a valid HTTP request';
+    : code === 'headers_too_large' ? 'the request headers are too large'
+      : 'the bytes sent are not a valid HTTP request';
   const body = JSON.stringify(problem(code, detail));
   if (socket.writable) {
     const status = ERROR_STATUS[code];

@@ -18,7 +18,9 @@ import { holdOpen } from '../timeouts.ts';
  * Binds a run's ids and tenant to every later log line of this request, the closing "request completed" one included
  * (Fastify logs that through the reply's logger).
  */
-function bindRun(req: FastifyRequest, reply: FastifyReply, rec: Pick<ExecutionRecord, 'id' | 'session_id' | 'tenant'>): void {
+function bindRun(
+  req: FastifyRequest, reply: FastifyReply, rec: Pick<ExecutionRecord, 'id' | 'session_id' | 'tenant'>,
+): void {
   const log = req.log.child({ execution_id: rec.id, session_id: rec.session_id, tenant: rec.tenant });
   req.log = log;
   reply.log = log;
@@ -117,11 +119,14 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     const sse = new SseWriter(reply.raw, { 'x-request-id': String(req.id) }, { heartbeatMs, retryMs: 2000 });
     deps.metrics.sseOpened();
     try {
-      for await (const ev of deps.hub.subscribe(executions.eventsKey(rec.id), after, AbortSignal.any([sse.closed, deps.draining]))) {
+      const stop = AbortSignal.any([sse.closed, deps.draining]);
+      for await (const ev of deps.hub.subscribe(executions.eventsKey(rec.id), after, stop)) {
         await sse.send({ id: ev.id, event: ev.type, data: ev.data });
       }
       // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
-      if (deps.draining.aborted) await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
+      if (deps.draining.aborted) {
+        await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
+      }
     } catch (err) {
       req.log.error({ err }, 'event stream failed');
       await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });

@@ -11,20 +11,30 @@ const errors = { 401: ref(ProblemSchema), 403: ref(ProblemSchema), 503: ref(Prob
  * port of its own (see metrics-server.ts).
  */
 export const operatorRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  app.get('/metrics', {
-    config: { operator: true, unmetered: true },
-    schema: {
-      tags: ['system'], summary: 'Prometheus metrics of this gateway and of the whole deployment (operator key)',
-      produces: ['text/plain'],
-      response: { 200: Type.Unsafe({ type: 'string', description: 'Prometheus text format 0.0.4' }), ...errors },
+  app.get(
+    '/metrics',
+    {
+      config: { operator: true, unmetered: true },
+      schema: {
+        tags: ['system'],
+        summary: 'Prometheus metrics of this gateway and of the whole deployment (operator key)',
+        produces: ['text/plain'],
+        response: { 200: Type.Unsafe({ type: 'string', description: 'Prometheus text format 0.0.4' }), ...errors },
+      },
     },
-  }, async (_req, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()));
+    async (_req, reply) => reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
+  );
 
-  app.get('/v1/system/stats', {
-    config: { operator: true },
-    schema: {
-      tags: ['system'], summary: 'The deployment\'s queue, runs, pool, sessions, SSE clients and workers, as JSON (operator key)',
-      response: { 200: ref(SystemStatsSchema), ...errors },
+  app.get(
+    '/v1/system/stats',
+    {
+      config: { operator: true },
+      schema: {
+        tags: ['system'],
+        summary: "The deployment's queue, runs, pool, sessions, SSE clients and workers, as JSON (operator key)",
+        response: { 200: ref(SystemStatsSchema), ...errors },
+      },
     },
-  }, async () => (await deps.stats.read()).stats);
+    async () => (await deps.stats.read()).stats,
+  );
 };

@@ -44,7 +44,8 @@ test('a sandbox that dies mid-run is failed with the post-mortem\'s message and 
   assert.equal(outcome.started, true);
   assert.deepEqual([outcome.result.state, outcome.result.message], ['failed', 'it died']);
   // The code killed its own agent: no engine did, so the run failed rather than hit a platform fault.
-  assert.deepEqual(await deathOf(s.container, async () => {}, Date.now() - 60_000), { exitCode: 137, oomKilled: false, engineStopped: false });
+  const death = await deathOf(s.container, async () => {}, Date.now() - 60_000);
+  assert.deepEqual(death, { exitCode: 137, oomKilled: false, engineStopped: false });
 });
 
 test('a sandbox gone before it took the run: nothing ran, and another sandbox may be tried', async (t) => {

@@ -127,7 +127,9 @@ export class DockerBackend implements ExecutionBackend {
     });
   }
 
-  async execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger): Promise<ExecutionResult> {
+  async execute(
+    job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger,
+  ): Promise<ExecutionResult> {
     this.#running.add(job.execution_id);
     try {
       return await this.#execute(job, events, signal, log ?? this.#log);
@@ -136,7 +138,9 @@ export class DockerBackend implements ExecutionBackend {
     }
   }
 
-  async #execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log: BackendLogger): Promise<ExecutionResult> {
+  async #execute(
+    job: ExecutionJob, events: EventSink, signal: AbortSignal, log: BackendLogger,
+  ): Promise<ExecutionResult> {
     // Idempotent: makes a missing workspace and gives it back to the sandbox user if it was not.
     const dir = await this.#workspaces.create(job.session_id);
     events.phase('starting');
@@ -190,10 +194,14 @@ export class DockerBackend implements ExecutionBackend {
     const pool = this.#pool.stats();
     this.#engineId ??= (await this.#docker.info() as { ID: string }).ID;
     const sessions = await this.#docker.listContainers({
-      filters: { label: [`${LABELS.deployment}=${this.#settings.deployment}`, `${LABELS.kind}=session`], status: ['running'] },
+      filters: {
+        label: [`${LABELS.deployment}=${this.#settings.deployment}`, `${LABELS.kind}=session`], status: ['running'],
+      },
     });
     return {
-      pool: { hits: pool.hits, reused: pool.reused, misses: pool.misses, reset_failed: pool.resetFailed, ready: pool.ready },
+      pool: {
+        hits: pool.hits, reused: pool.reused, misses: pool.misses, reset_failed: pool.resetFailed, ready: pool.ready,
+      },
       sessionSandboxes: sessions.length, engine: this.#engineId,
     };
   }

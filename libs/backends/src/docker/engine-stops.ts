@@ -4,8 +4,9 @@ import Dockerode from 'dockerode';
 const CHECK_TIMEOUT_MS = 3000;
 
 /** What a run reports when the engine, not the code, ended its sandbox. */
-export const ENGINE_STOPPED = 'The container engine stopped the sandbox during this run (it was shutting down or restarting, '
-  + 'or the container was stopped through it); run it again.';
+export const ENGINE_STOPPED =
+  'The container engine stopped the sandbox during this run (it was shutting down or restarting, ' +
+  'or the container was stopped through it); run it again.';
 
 /**
  * Whether the engine itself stopped `container` since `sinceMs` (epoch ms): the engine logged a `kill` of it that this
@@ -20,8 +21,10 @@ export async function stoppedByEngine(container: Dockerode.Container, sinceMs: n
   const timer = setTimeout(() => ac.abort(), CHECK_TIMEOUT_MS);
   try {
     const stream = await docker.getEvents({
-      since: Math.floor(sinceMs / 1000), until: Math.ceil(Date.now() / 1000),
-      filters: { container: [container.id], event: ['kill'] }, abortSignal: ac.signal,
+      since: Math.floor(sinceMs / 1000),
+      until: Math.ceil(Date.now() / 1000),
+      filters: { container: [container.id], event: ['kill'] },
+      abortSignal: ac.signal,
     } as Dockerode.GetEventsOptions);
     let text = '';
     for await (const chunk of stream as AsyncIterable<Buffer>) text += chunk.toString();

@@ -193,7 +193,8 @@ test('pool size 0 runs everything cold and counts misses', async (t) => {
   const f = await fixture(t, { poolSize: 0 });
   await f.backend.poolReady();
   for (let i = 0; i < 2; i++) assert.equal((await f.run(f.job({ code: 'print(2)' }))).stdout, '2\n');
-  assert.deepEqual(f.backend.poolStats(), { hits: 0, reused: 0, misses: 2, size: 0, ready: 0, starting: 0, recycled: 0, resetFailed: 0 });
+  assert.deepEqual(f.backend.poolStats(), { hits: 0, reused: 0, misses: 2, size: 0, ready: 0, starting: 0,
+    recycled: 0, resetFailed: 0 });
 });
 
 test('a run that asks for other limits gets a warm sandbox resized to them, and the pool follows', async (t) => {

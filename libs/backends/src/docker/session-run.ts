@@ -56,10 +56,14 @@ export async function runInSession(ctx: SessionRunContext, job: ExecutionJob, di
 }
 
 /** How a session sandbox that stopped mid-run ended. It is left stopped: the next run replaces it and reports the restart. */
-async function postMortem(ctx: SessionRunContext, job: ExecutionJob, sandbox: SessionSandbox, sinceMs: number): Promise<Death & { message: string }> {
-  const { exitCode, oomKilled, engineStopped } = await deathOf(sandbox.container, () => ctx.sessions.kill(sandbox.container), sinceMs);
+async function postMortem(
+  ctx: SessionRunContext, job: ExecutionJob, sandbox: SessionSandbox, sinceMs: number,
+): Promise<Death & { message: string }> {
+  const kill = () => ctx.sessions.kill(sandbox.container);
+  const { exitCode, oomKilled, engineStopped } = await deathOf(sandbox.container, kill, sinceMs);
   const what = job.sandbox === 'stateful' ? 'The Python interpreter of this session' : 'The session sandbox';
   const after = job.sandbox === 'stateful' ? 'its variables are gone; the next run starts a fresh interpreter' : 'the next run starts a fresh sandbox';
   ctx.log.warn({ executionId: job.execution_id, sessionId: job.session_id, exitCode, oomKilled }, 'session sandbox died mid-run');
-  return { exitCode, oomKilled, engineStopped, message: `${what} died during this run (exit status ${exitCode}); ${after}.` };
+  const message = `${what} died during this run (exit status ${exitCode}); ${after}.`;
+  return { exitCode, oomKilled, engineStopped, message };
 }

@@ -160,7 +160,8 @@ export class WarmPool {
 
   stats(): PoolStats {
     return {
-      hits: this.#hits, reused: this.#reused, misses: this.#misses, resetFailed: this.#resetFailed, size: this.#o.size, ready: this.#idle.length,
+      hits: this.#hits, reused: this.#reused, misses: this.#misses, resetFailed: this.#resetFailed, size: this.#o.size,
+      ready: this.#idle.length,
       starting: this.#starting, recycled: this.#recycled.length,
     };
   }
