@@ -78,3 +78,14 @@ export async function failure(call: Promise<unknown>): Promise<ReturnType<typeof
   }
   throw new Error('the call succeeded where a failure was expected');
 }
+
+/** Polls events until one matches `fieldSelector` (e.g. `involvedObject.name=p,reason=FailedMount`) and answers it. */
+export async function waitForEvent(f: DoubleFixture, fieldSelector: string, timeoutMs = 15_000): Promise<k8s.CoreV1Event> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { items } = await f.core.listNamespacedEvent({ namespace: f.namespace, fieldSelector });
+    if (items[0]) return items[0];
+    if (Date.now() > deadline) throw new Error(`timed out waiting for an event ${fieldSelector}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
