@@ -23,14 +23,14 @@ export async function startDouble(t: TestContext, options: K8sDoubleOptions = {}
 }
 
 /** The securityContext the restricted Pod Security level asks of every container. */
-export const RESTRICTED = {
+export const RESTRICTED: k8s.V1SecurityContext = {
   runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,
   capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' },
-} as const;
+};
 
 /** A container of the runtime image running a shell script, locked down as restricted requires. */
 export function shContainer(name: string, script: string, extra: Partial<k8s.V1Container> = {}): k8s.V1Container {
-  return { name, image: RUNTIME_IMAGE, command: ['sh', '-c', script], securityContext: { ...RESTRICTED }, ...extra };
+  return { name, image: RUNTIME_IMAGE, command: ['sh', '-c', script], securityContext: structuredClone(RESTRICTED), ...extra };
 }
 
 /** A one-shot Pod (restartPolicy Never, no token) around the given containers. */
