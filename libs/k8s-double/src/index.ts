@@ -6,3 +6,4 @@ export { rulesAllow, podSecurityViolations, type PolicyRule, type PodSecurityLev
 export { DOUBLE_LABELS } from './docker-labels.ts';
 export type { KubeConfigObject } from './kubeconfig.ts';
 export type { NodeSettings } from './node-context.ts';
+export { validateManifest, labelSelectorMatches } from './manifest-schema.ts';
