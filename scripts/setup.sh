@@ -7,7 +7,7 @@
 # Expects Debian bookworm with Node 20. As root it installs what is missing:
 #   - Debian packages redis-server, docker.io, debootstrap, golang-go with the
 #     Sprig and sigs.k8s.io/yaml sources (the chart renderer), and runsc for
-#     gVisor when the mirror has it: optional, a warning if it can't be had);
+#     gVisor (when the mirror has it: optional, a warning if it can't be had);
 #   - starts Redis and the Docker engine when they don't answer;
 #   - registers gVisor with Docker as runtime "runsc" (--network=none);
 #   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;

@@ -15,6 +15,7 @@ import { Scenarios } from './scenarios.ts';
 import { createApiServer, type ApiCall } from './server.ts';
 import { Store, type K8sObject, type Kind } from './store.ts';
 import { GarbageCollector } from './gc.ts';
+import { fenceChain, HostFence, removeFence } from './host-fence.ts';
 
 export interface K8sDoubleOptions {
   docker?: Dockerode;
@@ -29,6 +30,11 @@ export interface K8sDoubleOptions {
   /** A ResourceQuota on the count of non-terminal Pods per namespace. */
   quota?: { pods?: number };
   node?: Partial<NodeSettings>;
+  /**
+   * TCP ports on this host the Pods may reach (e.g. the gateway that stage and harvest talk to); everything else on
+   * the host is dropped, as the chart's NetworkPolicy drops it. More can be allowed later with allowHostPort().
+   */
+  hostPorts?: number[];
   /** How long the garbage collector waits before removing an object whose owners never existed. Default 500 ms. */
   orphanGraceMs?: number;
 }
@@ -62,6 +68,7 @@ export class K8sDouble {
   #sockets = new Set<Socket>();
   #network = '';
   #runtimes?: Promise<Set<string>>;
+  #fence?: HostFence;
 
   private constructor(readonly options: K8sDoubleOptions) {
     this.docker = options.docker ?? new Dockerode();
@@ -71,7 +78,12 @@ export class K8sDouble {
 
   static async start(options: K8sDoubleOptions = {}): Promise<K8sDouble> {
     const d = new K8sDouble(options);
-    await d.#start();
+    try {
+      await d.#start();
+    } catch (err) {
+      await d.close().catch(() => {});
+      throw err;
+    }
     return d;
   }
 
@@ -81,6 +93,9 @@ export class K8sDouble {
     const net = await this.docker.createNetwork({ Name: this.#network, Driver: 'bridge', Internal: true, Labels: { [DOUBLE_LABELS.double]: this.id } });
     const info = await net.inspect();
     this.hostIP = (info.IPAM?.Config ?? []).map((c: { Gateway?: string }) => c.Gateway).find(Boolean) ?? '';
+    const bridge = (info.Options as Record<string, string> | undefined)?.['com.docker.network.bridge.name'] ?? `br-${String(info.Id).slice(0, 12)}`;
+    this.#fence = await HostFence.install(this.id, bridge);
+    for (const port of this.options.hostPorts ?? []) await this.#fence.allow(port);
     const settings = { ...DEFAULT_SETTINGS, ...this.options.node };
     const node: NodeContext = {
       docker: this.docker, store: this.store, events: new EventRecorder(this.store, 'k8s-double-node'), scenarios: this.scenarios,
@@ -104,6 +119,11 @@ export class K8sDouble {
     node.apiServer.port = port;
     this.url = `http://127.0.0.1:${port}`;
     this.kubeconfig = kubeconfigFor(this.url, this.token, this.namespace);
+  }
+
+  /** Lets the Pods reach this TCP port on the host from now on (see K8sDoubleOptions.hostPorts). */
+  async allowHostPort(port: number): Promise<void> {
+    await this.#fence!.allow(port);
   }
 
   /** The kubeconfig as a file's text, for a process that reads KUBECONFIG. */
@@ -168,15 +188,20 @@ export class K8sDouble {
 
   async close(): Promise<void> {
     for (const s of this.#sockets) s.destroy();
-    await new Promise((r) => this.#server?.close(r));
+    if (this.#server) await new Promise((r) => this.#server!.close(r));
     await Promise.all([...this.#workers.values()].map((w) => w.destroy()));
+    await this.#fence?.remove();
     await removeDoubleObjects(this.docker, this.id);
   }
 }
 
-/** Removes every Docker object labelled as made by one double (or by any, without an id): the sweeper. */
+/**
+ * Removes every Docker object labelled as made by one double (or by any, without an id), and its host fence:
+ * the sweeper for a double whose process died before close().
+ */
 export async function removeDoubleObjects(docker: Dockerode, id?: string): Promise<void> {
   const label = id === undefined ? DOUBLE_LABELS.double : `${DOUBLE_LABELS.double}=${id}`;
+  if (id !== undefined) await removeFence(fenceChain(id));
   const containers = await docker.listContainers({ all: true, filters: { label: [label] } });
   await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
   const { Volumes = [] } = await docker.listVolumes({ filters: { label: [label] } });

@@ -103,12 +103,15 @@ test('runtimeClassName: gvisor runs under runsc; an unknown class is refused; a 
   assert.equal(await f.core.readNamespacedPodLog({ name: 'rc-gvisor', namespace: f.namespace }), '4.4.0\n', 'gVisor reports its own kernel');
 });
 
-test('a Pod IP is reachable from this host; from the Pod only the host answers, nothing beyond it', async (t) => {
-  const f = await startDouble(t);
-  const host = createServer((_q, s) => s.end('host-ok'));
-  await new Promise<void>((r) => host.listen(0, f.double.hostIP, r));
-  t.after(() => new Promise((r) => host.close(r)));
-  const hostPort = (host.address() as { port: number }).port;
+test('a Pod IP is reachable from this host; the Pod reaches only the host ports allowed, nothing beyond the host', async (t) => {
+  const listen = async () => {
+    const srv = createServer((_q, s) => s.end('host-ok'));
+    await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
+    t.after(() => new Promise((r) => srv.close(r)));
+    return (srv.address() as { port: number }).port;
+  };
+  const [hostPort, closedPort] = [await listen(), await listen()];
+  const f = await startDouble(t, { hostPorts: [hostPort] });
   // A container on an ordinary bridge network of its own stands for "anywhere else".
   const labels = { 'org.sandgate.k8s-double': f.double.id };
   const elsewhere = await f.double.docker.createNetwork({ Name: `k8sd-${f.double.id}-elsewhere`, Driver: 'bridge', Labels: labels });
@@ -126,6 +129,7 @@ def reach(h, p):
     except OSError as e:
         return type(e).__name__
 print('host', reach('${f.double.hostIP}', ${hostPort}))
+print('fenced', reach('${f.double.hostIP}', ${closedPort}))
 print('other', reach('${otherIP}', 8000))
 sys.stdout.flush()
 import http.server, socketserver
@@ -146,6 +150,7 @@ http.server.ThreadingHTTPServer(('0.0.0.0', 8080), http.server.SimpleHTTPRequest
     if (!/other/.test(log)) await new Promise((r) => setTimeout(r, 100));
   }
   assert.match(log, /^host open$/m);
+  assert.match(log, /^fenced (timeout|TimeoutError)$/m, 'a host port not allowed is dropped');
   assert.match(log, /^other (timeout|TimeoutError|ConnectionRefusedError|OSError)$/m);
   assert.doesNotMatch(log, /^other open$/m);
 });
