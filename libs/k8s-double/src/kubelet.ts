@@ -1,7 +1,8 @@
 import type Dockerode from 'dockerode';
-import { containerCreateOptions, effectiveSecurity } from './container-config.ts';
+import { containerCreateOptions } from './container-config.ts';
 import { blockerOf, imageUser, resolveEnv, type Blocker } from './container-prep.ts';
-import { dockerName, podLabels, type PodRef } from './docker-labels.ts';
+import type { PodRef } from './docker-labels.ts';
+import { errorText, exitState, missingHandler, startError, startPause } from './pod-sandbox.ts';
 import type { NodeContext } from './node-context.ts';
 import { k8sTime, PodStatusModel, qosClassOf, type ContainerRecord } from './pod-status.ts';
 import type { Container, PodSpec } from './pod-types.ts';
@@ -102,36 +103,26 @@ export class PodWorker {
   /** The Pod's network namespace (a pause container on the Pods' network), or the runtime's failure. */
   async #createSandbox(): Promise<boolean> {
     const handler = this.spec.runtimeClassName === undefined ? undefined : this.ctx.settings.runtimeClasses[this.spec.runtimeClassName];
-    if (handler !== undefined && !(await this.ctx.runtimes()).has(handler)) {
-      this.#event('Warning', 'FailedCreatePodSandBox', 'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to '
-        + `get sandbox runtime: no runtime for "${handler}" is configured`);
+    const problem = await missingHandler(this.ctx, handler);
+    if (problem) {
+      this.#event('Warning', 'FailedCreatePodSandBox', problem);
       for (const r of [...this.model.init, ...this.model.app]) r.state = { waiting: { reason: 'ContainerCreating' } };
       this.#publish();
       return false;
     }
     this.runtime = handler;
-    if (handler === 'runsc') {
-      // The engine's runsc runs with --network=none and cannot join another container's network namespace.
-      this.model.sandboxReady = true;
-      return !this.#ended;
+    // The engine's runsc runs with --network=none and cannot join another container's network namespace.
+    if (handler !== 'runsc') {
+      const { pause, podIP } = await startPause(this.ctx, this.ref);
+      this.#pause = pause;
+      this.model.podIP = podIP;
     }
-    const pause = await this.ctx.docker.createContainer({
-      name: dockerName(this.ref, 'pod'), Image: this.ctx.settings.pauseImage, Entrypoint: ['sleep', 'infinity'], Cmd: [],
-      User: '65534:65534', Hostname: this.ref.name.slice(0, 63), Labels: podLabels(this.ref, 'POD'),
-      HostConfig: {
-        NetworkMode: this.ctx.network.name, ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'],
-        Memory: 32 << 20, LogConfig: { Type: 'none', Config: {} },
-      },
-    });
-    this.#pause = pause;
-    await pause.start();
-    const info = await pause.inspect();
-    this.model.podIP = info.NetworkSettings.Networks[this.ctx.network.name]?.IPAddress || undefined;
     this.model.sandboxReady = true;
     this.#publish();
     return !this.#ended;
   }
 
+  /** The Docker runtime of the Pod's RuntimeClass; undefined for the engine's default. */
   runtime: string | undefined;
 
   async #mount(): Promise<boolean> {
@@ -211,8 +202,7 @@ export class PodWorker {
       if (this.#ended) return;
       await container.start();
     } catch (err) {
-      const at = k8sTime();
-      rec.state = { terminated: { exitCode: 128, reason: 'StartError', message: errorText(err), startedAt: at, finishedAt: at, containerID: `docker://${container.id}` } };
+      rec.state = startError(err, container.id);
       this.model.recompute();
       return this.#publish();
     }
@@ -227,10 +217,10 @@ export class PodWorker {
 
   async #exited(rec: ContainerRecord, container: Dockerode.Container): Promise<void> {
     if ('terminated' in rec.state) return;
-    const state = await container.inspect().then((i) => i.State, () => undefined);
+    const state = await exitState(container);
+    // Already recorded by a kill (eviction), or gone with its container: the kill's account stands.
     if ('terminated' in rec.state || !state) return;
-    const reason = state.OOMKilled ? 'OOMKilled' : state.ExitCode === 0 ? 'Completed' : 'Error';
-    rec.state = { terminated: { exitCode: state.ExitCode, reason, startedAt: k8sTime(state.StartedAt), finishedAt: k8sTime(state.FinishedAt), containerID: `docker://${container.id}` } };
+    rec.state = state;
     this.model.recompute();
     if (this.model.terminal) this.#stopTimers();
     this.#publish();
@@ -307,6 +297,3 @@ export class PodWorker {
   }
 }
 
-const errorText = (err: unknown): string => ((err as { json?: { message?: string } }).json?.message ?? (err as Error).message ?? String(err)).trim();
-
-export { effectiveSecurity };
