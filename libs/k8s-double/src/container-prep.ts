@@ -12,11 +12,19 @@ export interface Blocker {
 
 const REFERENCE = /^(?:[a-zA-Z0-9.-]+(?::\d+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::\w[\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
 
+/** Images found on the engine, by reference → their USER: once present, an image stays (the double never removes one). */
+const present = new WeakMap<Dockerode, Map<string, string>>();
+
 /** The image's USER, or undefined when the engine does not have the image (the double never pulls). */
 export async function imageUser(docker: Dockerode, image: string): Promise<string | undefined> {
+  let known = present.get(docker);
+  if (!known) present.set(docker, (known = new Map()));
+  const cached = known.get(image);
+  if (cached !== undefined) return cached;
   try {
-    const info = await docker.getImage(image).inspect();
-    return info.Config?.User ?? '';
+    const user = (await docker.getImage(image).inspect()).Config?.User ?? '';
+    known.set(image, user);
+    return user;
   } catch {
     return undefined;
   }

@@ -15,6 +15,7 @@ import { Scenarios } from './scenarios.ts';
 import { createApiServer, type ApiCall } from './server.ts';
 import { Store, type K8sObject, type Kind } from './store.ts';
 import { GarbageCollector } from './gc.ts';
+import { PausePool } from './pod-sandbox.ts';
 import { fenceChain, HostFence, removeFence } from './host-fence.ts';
 
 export interface K8sDoubleOptions {
@@ -41,7 +42,7 @@ export interface K8sDoubleOptions {
 
 const DEFAULT_SETTINGS: NodeSettings = {
   pauseImage: 'sandgate/runtime:1', runtimeClasses: { gvisor: 'runsc' }, retryMs: 1000, evictionIntervalMs: 250,
-  podPidsLimit: 4096, containerLogMaxBytes: 10 << 20,
+  podPidsLimit: 4096, containerLogMaxBytes: 10 << 20, warmSandboxes: 2,
 };
 
 /**
@@ -69,6 +70,7 @@ export class K8sDouble {
   #network = '';
   #runtimes?: Promise<Set<string>>;
   #fence?: HostFence;
+  #pauses?: PausePool;
 
   private constructor(readonly options: K8sDoubleOptions) {
     this.docker = options.docker ?? new Dockerode();
@@ -98,11 +100,14 @@ export class K8sDouble {
     for (const port of this.options.hostPorts ?? []) await this.#fence.allow(port);
     const settings = { ...DEFAULT_SETTINGS, ...this.options.node };
     const node: NodeContext = {
+      pauses: undefined as unknown as PausePool,
       docker: this.docker, store: this.store, events: new EventRecorder(this.store, 'k8s-double-node'), scenarios: this.scenarios,
       doubleId: this.id, nodeName: 'k8s-double-node', network: { name: this.#network, hostIP: this.hostIP },
       apiServer: { host: this.hostIP, port: 0 }, settings,
       runtimes: () => (this.#runtimes ??= this.docker.info().then((i: { Runtimes?: Record<string, unknown> }) => new Set(Object.keys(i.Runtimes ?? {})))),
     };
+    node.pauses = new PausePool(node, settings.warmSandboxes);
+    this.#pauses = node.pauses;
     this.#ctx = {
       store: this.store, node, workers: this.#workers, namespaces: new Set(this.options.namespaces ?? ['sandgate']),
       podSecurity: this.options.podSecurity ?? 'restricted', quota: this.options.quota ?? {},
@@ -189,6 +194,7 @@ export class K8sDouble {
   async close(): Promise<void> {
     for (const s of this.#sockets) s.destroy();
     if (this.#server) await new Promise((r) => this.#server!.close(r));
+    await this.#pauses?.close();
     await Promise.all([...this.#workers.values()].map((w) => w.destroy()));
     await this.#fence?.remove();
     await removeDoubleObjects(this.docker, this.id);

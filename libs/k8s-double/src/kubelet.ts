@@ -2,7 +2,7 @@ import type Dockerode from 'dockerode';
 import { containerCreateOptions } from './container-config.ts';
 import { blockerOf, imageUser, resolveEnv, type Blocker } from './container-prep.ts';
 import type { PodRef } from './docker-labels.ts';
-import { errorText, exitState, missingHandler, startError, startPause } from './pod-sandbox.ts';
+import { errorText, exitState, missingHandler, startError, stopped } from './pod-sandbox.ts';
 import type { NodeContext } from './node-context.ts';
 import { k8sTime, PodStatusModel, qosClassOf, type ContainerRecord } from './pod-status.ts';
 import type { Container, PodSpec } from './pod-types.ts';
@@ -113,7 +113,7 @@ export class PodWorker {
     this.runtime = handler;
     // The engine's runsc runs with --network=none and cannot join another container's network namespace.
     if (handler !== 'runsc') {
-      const { pause, podIP } = await startPause(this.ctx, this.ref);
+      const { pause, podIP } = await this.ctx.pauses.take(this.ref);
       this.#pause = pause;
       this.model.podIP = podIP;
     }
@@ -198,6 +198,7 @@ export class PodWorker {
     rec.imageID = `docker-pullable://${c.image}`;
     this.#event('Normal', 'Created', `Created container ${c.name}`);
     const exited = container.wait({ condition: 'next-exit' });
+    exited.catch(() => {}); // consumed by stopped(); a Pod ended before the start leaves it pending harmlessly
     try {
       if (this.#ended) return;
       await container.start();
@@ -212,7 +213,7 @@ export class PodWorker {
     this.model.recompute();
     this.#publish();
     this.#event('Normal', 'Started', `Started container ${c.name}`);
-    this.#exits.push(exited.then(() => this.#exited(rec, container), () => this.#exited(rec, container)));
+    this.#exits.push(stopped(container, exited).then(() => this.#exited(rec, container)));
   }
 
   async #exited(rec: ContainerRecord, container: Dockerode.Container): Promise<void> {

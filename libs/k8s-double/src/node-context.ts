@@ -1,5 +1,6 @@
 import type Dockerode from 'dockerode';
 import type { EventRecorder } from './events.ts';
+import type { PausePool } from './pod-sandbox.ts';
 import type { Scenarios } from './scenarios.ts';
 import type { Store } from './store.ts';
 
@@ -16,6 +17,8 @@ export interface NodeContext {
   /** Where the API server listens, for the KUBERNETES_SERVICE_* variables every container gets. */
   apiServer: { host: string; port: number };
   settings: NodeSettings;
+  /** Pod network sandboxes, made ahead of time (see PausePool). */
+  pauses: PausePool;
   /** Docker runtimes the engine offers (runc, runsc, ...). */
   runtimes(): Promise<Set<string>>;
 }
@@ -31,6 +34,8 @@ export interface NodeSettings {
   evictionIntervalMs: number;
   /** Per-container pids limit, as the kubelet's --pod-max-pids. Default 4096. */
   podPidsLimit: number | undefined;
+  /** Network sandboxes kept ready for the next Pods (0: each made for its Pod, hostname = Pod name). Default 2. */
+  warmSandboxes: number;
   /** containerLogMaxSize: past it, pods/log serves only the newest "file". Default 10 MiB. */
   containerLogMaxBytes: number;
 }

@@ -4,7 +4,8 @@ import { DOUBLE_LABELS } from './docker-labels.ts';
 import { pod, podContainers, shContainer, startDouble, terminal, waitForPod } from './testing.ts';
 
 test('a Pod runs for real: init container fills an emptyDir, two containers read it, status goes Pending → Running → Succeeded', async (t) => {
-  const f = await startDouble(t);
+  // No warm sandboxes: the pause container is made for this Pod and carries its labels too.
+  const f = await startDouble(t, { node: { warmSandboxes: 0 } });
   const created = await f.core.createNamespacedPod({ namespace: f.namespace, body: pod('run-1', {
     volumes: [{ name: 'work', emptyDir: { sizeLimit: '16Mi' } }],
     initContainers: [shContainer('stage', 'echo staged-by-init > /work/input.txt', { volumeMounts: [{ name: 'work', mountPath: '/work' }] })],
@@ -78,7 +79,7 @@ test('pods/log: limitBytes cuts mid-line and mid-character, tailLines, sinceTime
 });
 
 test('delete with grace 0: 200 with the object, then 404, and the Docker containers and volumes are gone', async (t) => {
-  const f = await startDouble(t);
+  const f = await startDouble(t, { node: { warmSandboxes: 0 } });
   const created = await f.core.createNamespacedPod({ namespace: f.namespace, body: pod('del-1', {
     volumes: [{ name: 'work', emptyDir: {} }],
     containers: [shContainer('runner', 'sleep 300', { volumeMounts: [{ name: 'work', mountPath: '/work' }] })],
