@@ -1,5 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
 import { failure, pod, shContainer, startDouble } from './testing.ts';
 
 const sleeper = (name: string, labels: Record<string, string> = {}) => pod(name, { containers: [shContainer('runner', 'sleep 300')] }, labels);
@@ -154,4 +158,19 @@ test('faults on demand: 429 with Retry-After, 500, 503, connection reset, a hang
   await assert.rejects(get(AbortSignal.timeout(300)), /aborted|timeout/i);
   assert.equal((await get()).status, 200);
   assert.deepEqual(f.double.calls.filter((c) => c.resource === 'secrets').map((c) => c.status), [429, 429, 200, 503, 500, -1, -2, 200]);
+});
+
+test('a kubeconfig file (KUBECONFIG) reaches the double as a cluster: http with skipTLSVerify, bearer token, namespace', async (t) => {
+  const f = await startDouble(t);
+  const dir = await mkdtemp(join(tmpdir(), 'k8s-double-kubeconfig-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'config'), f.double.kubeconfigYaml());
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(join(dir, 'config'));
+  assert.equal(kc.getContextObject(kc.getCurrentContext())?.namespace, f.namespace);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createNamespacedSecret({ namespace: f.namespace, body: { metadata: { name: 'via-file' } } });
+  assert.deepEqual((await core.listNamespacedSecret({ namespace: f.namespace })).items.map((s) => s.metadata?.name), ['via-file']);
+  const last = f.double.calls.at(-1)!;
+  assert.deepEqual([last.method, last.path, last.verb, last.status], ['GET', `/api/v1/namespaces/${f.namespace}/secrets`, 'list', 200]);
 });

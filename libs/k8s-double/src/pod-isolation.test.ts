@@ -12,9 +12,15 @@ test('securityContext is applied: uid/gid, fsGroup, no capabilities, no_new_priv
     securityContext: { fsGroup: 2000 },
     volumes: [{ name: 'work', emptyDir: {} }],
     containers: [shContainer('runner', `${PROC}; touch /rootfs-write 2>&1; touch /work/ok && stat -c '%g %a' /work/ok`, {
-      securityContext: { ...RESTRICTED, runAsUser: 1234, runAsGroup: 4321 }, volumeMounts: [{ name: 'work', mountPath: '/work' }] })],
+      securityContext: { ...RESTRICTED, runAsUser: 1234, runAsGroup: 4321 }, volumeMounts: [{ name: 'work', mountPath: '/work' }],
+      resources: { limits: { cpu: '500m', memory: '96Mi' } } })],
   }) });
-  await waitForPod(f, 'sec-1', terminal);
+  const { pod: done } = await waitForPod(f, 'sec-1', terminal);
+  const id = done.status!.containerStatuses![0]!.containerID!.replace('docker://', '');
+  const host = (await f.double.docker.getContainer(id).inspect()).HostConfig;
+  assert.equal(host.NanoCpus, 500_000_000, 'cpu: 500m');
+  assert.equal(host.Memory, 96 * 1024 * 1024);
+  assert.equal(host.MemorySwap, 96 * 1024 * 1024, 'no swap beyond the limit');
   const log = await f.core.readNamespacedPodLog({ name: 'sec-1', namespace: f.namespace });
   assert.match(log, /^Uid:\s+1234\s+1234/m);
   assert.match(log, /^Gid:\s+4321\s+4321/m);
