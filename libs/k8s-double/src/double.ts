@@ -71,6 +71,7 @@ export class K8sDouble {
   #runtimes?: Promise<Set<string>>;
   #fence?: HostFence;
   #pauses?: PausePool;
+  #gc?: GarbageCollector;
 
   private constructor(readonly options: K8sDoubleOptions) {
     this.docker = options.docker ?? new Dockerode();
@@ -115,7 +116,7 @@ export class K8sDouble {
       removeNow: (kind, ns, name) => this.store.remove(kind, ns, name),
     };
     Object.defineProperty(this.#ctx.logView, 'lagMs', { get: () => this.scenarios.logLagMs });
-    new GarbageCollector(this.store, this.#workers, this.options.orphanGraceMs ?? 500);
+    this.#gc = new GarbageCollector(this.store, this.#workers, this.options.orphanGraceMs ?? 500);
     const { server, sockets } = createApiServer(this.#ctx, { token: this.token, faults: this.faults, calls: this.calls, ...(this.options.rbac ? { rbac: this.options.rbac } : {}) });
     this.#server = server;
     this.#sockets = sockets;
@@ -187,8 +188,7 @@ export class K8sDouble {
 
   /** Resolves when every Pod's Docker objects are gone (after deletes, which clean up in the background). */
   async settled(): Promise<void> {
-    const live = new Set(this.store.list('Pod').map((p) => p.metadata.uid));
-    await Promise.all([...this.#workers].filter(([uid]) => !live.has(uid)).map(([, w]) => w.destroy()));
+    await Promise.all(this.#gc?.teardowns ?? []);
   }
 
   async close(): Promise<void> {
@@ -196,6 +196,7 @@ export class K8sDouble {
     if (this.#server) await new Promise((r) => this.#server!.close(r));
     await this.#pauses?.close();
     await Promise.all([...this.#workers.values()].map((w) => w.destroy()));
+    await this.settled();
     await this.#fence?.remove();
     await removeDoubleObjects(this.docker, this.id);
   }

@@ -9,6 +9,9 @@ const KINDS: Kind[] = ['Pod', 'Secret'];
  * with owners none of which exist is removed after `orphanGraceMs`, as the GC does with a dangling owner.
  */
 export class GarbageCollector {
+  /** Docker cleanups of removed Pods still under way. */
+  readonly teardowns = new Set<Promise<void>>();
+
   constructor(private readonly store: Store, private readonly workers: Map<string, PodWorker>, private readonly orphanGraceMs: number) {
     store.onRemove((kind, obj) => this.#removed(kind, obj));
     store.onInsert((kind, obj) => this.#inserted(kind, obj));
@@ -16,7 +19,12 @@ export class GarbageCollector {
 
   #removed(kind: Kind, obj: K8sObject): void {
     const uid = obj.metadata.uid!;
-    if (kind === 'Pod') void this.workers.get(uid)?.destroy();
+    const worker = kind === 'Pod' ? this.workers.get(uid) : undefined;
+    if (worker) {
+      this.workers.delete(uid);
+      const done = worker.destroy().finally(() => this.teardowns.delete(done));
+      this.teardowns.add(done);
+    }
     for (const k of KINDS) {
       for (const dep of this.store.list(k)) {
         if (dep.metadata.ownerReferences?.some((r) => r.uid === uid)) this.#collect(k, dep);
