@@ -72,8 +72,15 @@ main(async () => {
         }
         const s = summarize(pods);
         const raw = summarize(raws);
-        emit({ bench, ...s, raw_p50_ms: raw.p50_ms, ratio: round(s.p50_ms / raw.p50_ms), api_calls_per_run_p50: summarize(calls).p50_ms,
-          target: 'informational: the double\'s own cost per Pod against raw-docker-cold', pass: true });
+        emit({
+          bench,
+          ...s,
+          raw_p50_ms: raw.p50_ms,
+          ratio: round(s.p50_ms / raw.p50_ms),
+          api_calls_per_run_p50: summarize(calls).p50_ms,
+          target: "informational: the double's own cost per Pod against raw-docker-cold",
+          pass: true,
+        });
       } catch (e) {
         emitError(bench, 'informational', e);
       }

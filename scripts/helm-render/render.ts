@@ -41,14 +41,21 @@ export function renderer(): Promise<string> {
 }
 
 /** The chart's manifests as text, exactly as the renderer printed them. */
-export async function renderText({ chart = CHART_DIR, values = {}, name = 'sg', namespace = 'sandgate' }: RenderOptions = {}): Promise<string> {
+export async function renderText({
+  chart = CHART_DIR,
+  values = {},
+  name = 'sg',
+  namespace = 'sandgate',
+}: RenderOptions = {}): Promise<string> {
   const bin = await renderer();
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-helm-'));
   try {
     const file = join(dir, 'values.yaml');
     // JSON is YAML: the values go in as one file, as `helm template -f` takes them.
     await writeFile(file, JSON.stringify(values));
-    const { stdout } = await run(bin, ['-f', file, '--name', name, '--namespace', namespace, chart], { maxBuffer: 16 << 20 });
+    const { stdout } = await run(bin, ['-f', file, '--name', name, '--namespace', namespace, chart], {
+      maxBuffer: 16 << 20,
+    });
     return stdout;
   } catch (err) {
     const e = err as { stderr?: string; message: string };
@@ -58,21 +65,28 @@ export async function renderText({ chart = CHART_DIR, values = {}, name = 'sg', 
   }
 }
 
-/** The chart's manifests as objects; a duplicate key or any YAML error in the output fails, as kubectl's decoder would. */
+/** The chart's manifests as objects; a duplicate key or any YAML error fails, as kubectl's decoder would. */
 export async function renderChart(options: RenderOptions = {}): Promise<Manifest[]> {
   const docs = parseAllDocuments(await renderText(options), { uniqueKeys: true, prettyErrors: true });
   if (!Array.isArray(docs)) throw new RenderError('the renderer printed no YAML documents');
-  return docs.map((d) => {
-    if (d.errors.length) throw new RenderError(d.errors.map((e) => e.message).join('\n'));
-    return d.toJS() as Manifest;
-  }).filter((m) => m !== null);
+  return docs
+    .map((d) => {
+      if (d.errors.length) throw new RenderError(d.errors.map((e) => e.message).join('\n'));
+      return d.toJS() as Manifest;
+    })
+    .filter((m) => m !== null);
 }
 
 // `npm run helm:template -- [values.json]`: print the rendered chart.
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const values = process.argv[2] ? JSON.parse(await import('node:fs').then((fs) => fs.readFileSync(process.argv[2]!, 'utf8'))) : {};
-  await renderText({ values }).then((text) => process.stdout.write(text), (err: Error) => {
-    process.stderr.write(`${err.message}\n`);
-    process.exitCode = 1;
-  });
+  const values = process.argv[2]
+    ? JSON.parse(await import('node:fs').then((fs) => fs.readFileSync(process.argv[2]!, 'utf8')))
+    : {};
+  await renderText({ values }).then(
+    (text) => process.stdout.write(text),
+    (err: Error) => {
+      process.stderr.write(`${err.message}\n`);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -79,7 +79,10 @@ export function containerCreateOptions(i: ContainerInputs): Dockerode.ContainerC
       Mounts: (c.volumeMounts ?? []).map((m) => {
         const v = i.volumes.get(m.name)!;
         return {
-          Type: 'volume' as const, Source: v.dockerVolume, Target: m.mountPath, ReadOnly: v.readOnly || m.readOnly === true,
+          Type: 'volume' as const,
+          Source: v.dockerVolume,
+          Target: m.mountPath,
+          ReadOnly: v.readOnly || m.readOnly === true,
           // The kubelet never copies image content into a volume; Docker does unless told not to.
           VolumeOptions: { NoCopy: true } as Dockerode.MountSettings['VolumeOptions'],
         };
@@ -95,7 +98,12 @@ export function nonRootViolation(sc: SecurityContext, imageUser: string, pod: st
   if (sc.runAsNonRoot !== true) return undefined;
   const uid = sc.runAsUser ?? (imageUser === '' ? 0 : imageUser.split(':')[0]);
   if (typeof uid === 'string' && !/^\d+$/.test(uid)) {
-    return `container has runAsNonRoot and image has non-numeric user (${uid}), cannot verify user is non-root (pod: "${pod}", container: ${c})`;
+    return (
+      `container has runAsNonRoot and image has non-numeric user (${uid}), cannot verify user is non-root ` +
+      `(pod: "${pod}", container: ${c})`
+    );
   }
-  return Number(uid) === 0 ? `container has runAsNonRoot and image will run as root (pod: "${pod}", container: ${c})` : undefined;
+  return Number(uid) === 0
+    ? `container has runAsNonRoot and image will run as root (pod: "${pod}", container: ${c})`
+    : undefined;
 }

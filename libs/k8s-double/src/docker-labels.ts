@@ -22,8 +22,11 @@ export interface PodRef {
 
 export function podLabels(ref: PodRef, container?: string): Record<string, string> {
   return {
-    [DOUBLE_LABELS.double]: ref.doubleId, [DOUBLE_LABELS.pod]: ref.uid, [DOUBLE_LABELS.namespace]: ref.namespace,
-    [DOUBLE_LABELS.podName]: ref.name, ...(container === undefined ? {} : { [DOUBLE_LABELS.container]: container }),
+    [DOUBLE_LABELS.double]: ref.doubleId,
+    [DOUBLE_LABELS.pod]: ref.uid,
+    [DOUBLE_LABELS.namespace]: ref.namespace,
+    [DOUBLE_LABELS.podName]: ref.name,
+    ...(container === undefined ? {} : { [DOUBLE_LABELS.container]: container }),
   };
 }
 

@@ -41,8 +41,13 @@ export interface K8sDoubleOptions {
 }
 
 const DEFAULT_SETTINGS: NodeSettings = {
-  pauseImage: 'sandgate/runtime:1', runtimeClasses: { gvisor: 'runsc' }, retryMs: 1000, evictionIntervalMs: 250,
-  podPidsLimit: 4096, containerLogMaxBytes: 10 << 20, warmSandboxes: 2,
+  pauseImage: 'sandgate/runtime:1',
+  runtimeClasses: { gvisor: 'runsc' },
+  retryMs: 1000,
+  evictionIntervalMs: 250,
+  podPidsLimit: 4096,
+  containerLogMaxBytes: 10 << 20,
+  warmSandboxes: 2,
 };
 
 /**
@@ -93,31 +98,57 @@ export class K8sDouble {
   async #start(): Promise<void> {
     this.#network = `k8sd-${this.id}`;
     // internal: Pods get an address the host reaches, and no route beyond the host (see docs/kubernetes.md).
-    const net = await this.docker.createNetwork({ Name: this.#network, Driver: 'bridge', Internal: true, Labels: { [DOUBLE_LABELS.double]: this.id } });
+    const net = await this.docker.createNetwork({
+      Name: this.#network,
+      Driver: 'bridge',
+      Internal: true,
+      Labels: { [DOUBLE_LABELS.double]: this.id },
+    });
     const info = await net.inspect();
     this.hostIP = (info.IPAM?.Config ?? []).map((c: { Gateway?: string }) => c.Gateway).find(Boolean) ?? '';
-    const bridge = (info.Options as Record<string, string> | undefined)?.['com.docker.network.bridge.name'] ?? `br-${String(info.Id).slice(0, 12)}`;
+    const bridge =
+      (info.Options as Record<string, string> | undefined)?.['com.docker.network.bridge.name'] ??
+      `br-${String(info.Id).slice(0, 12)}`;
     this.#fence = await HostFence.install(this.id, bridge);
     for (const port of this.options.hostPorts ?? []) await this.#fence.allow(port);
     const settings = { ...DEFAULT_SETTINGS, ...this.options.node };
     const node: NodeContext = {
       pauses: undefined as unknown as PausePool,
-      docker: this.docker, store: this.store, events: new EventRecorder(this.store, 'k8s-double-node'), scenarios: this.scenarios,
-      doubleId: this.id, nodeName: 'k8s-double-node', network: { name: this.#network, hostIP: this.hostIP },
-      apiServer: { host: this.hostIP, port: 0 }, settings,
-      runtimes: () => (this.#runtimes ??= this.docker.info().then((i: { Runtimes?: Record<string, unknown> }) => new Set(Object.keys(i.Runtimes ?? {})))),
+      docker: this.docker,
+      store: this.store,
+      events: new EventRecorder(this.store, 'k8s-double-node'),
+      scenarios: this.scenarios,
+      doubleId: this.id,
+      nodeName: 'k8s-double-node',
+      network: { name: this.#network, hostIP: this.hostIP },
+      apiServer: { host: this.hostIP, port: 0 },
+      settings,
+      runtimes: () =>
+        (this.#runtimes ??= this.docker
+          .info()
+          .then((i: { Runtimes?: Record<string, unknown> }) => new Set(Object.keys(i.Runtimes ?? {})))),
     };
     node.pauses = new PausePool(node, settings.warmSandboxes);
     this.#pauses = node.pauses;
     this.#ctx = {
-      store: this.store, node, workers: this.#workers, namespaces: new Set(this.options.namespaces ?? ['sandgate']),
-      podSecurity: this.options.podSecurity ?? 'restricted', quota: this.options.quota ?? {},
-      logView: { rotatedAt: new Map(), lagMs: 0, maxFileBytes: settings.containerLogMaxBytes }, continueExpiredBefore: 0,
+      store: this.store,
+      node,
+      workers: this.#workers,
+      namespaces: new Set(this.options.namespaces ?? ['sandgate']),
+      podSecurity: this.options.podSecurity ?? 'restricted',
+      quota: this.options.quota ?? {},
+      logView: { rotatedAt: new Map(), lagMs: 0, maxFileBytes: settings.containerLogMaxBytes },
+      continueExpiredBefore: 0,
       removeNow: (kind, ns, name) => this.store.remove(kind, ns, name),
     };
     Object.defineProperty(this.#ctx.logView, 'lagMs', { get: () => this.scenarios.logLagMs });
     this.#gc = new GarbageCollector(this.store, this.#workers, this.options.orphanGraceMs ?? 500);
-    const { server, sockets } = createApiServer(this.#ctx, { token: this.token, faults: this.faults, calls: this.calls, ...(this.options.rbac ? { rbac: this.options.rbac } : {}) });
+    const { server, sockets } = createApiServer(this.#ctx, {
+      token: this.token,
+      faults: this.faults,
+      calls: this.calls,
+      ...(this.options.rbac ? { rbac: this.options.rbac } : {}),
+    });
     this.#server = server;
     this.#sockets = sockets;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -139,7 +170,13 @@ export class K8sDouble {
 
   /** `verb resource[/subresource]` of every call so far, deduplicated and sorted: the verbs a backend used. */
   verbs(): string[] {
-    return [...new Set(this.calls.filter((c) => c.resource).map((c) => `${c.verb} ${c.resource}${c.subresource ? `/${c.subresource}` : ''}`))].sort();
+    return [
+      ...new Set(
+        this.calls
+          .filter((c) => c.resource)
+          .map((c) => `${c.verb} ${c.resource}${c.subresource ? `/${c.subresource}` : ''}`),
+      ),
+    ].sort();
   }
 
   #worker(namespace: string, name: string): PodWorker {
@@ -210,9 +247,30 @@ export async function removeDoubleObjects(docker: Dockerode, id?: string): Promi
   const label = id === undefined ? DOUBLE_LABELS.double : `${DOUBLE_LABELS.double}=${id}`;
   if (id !== undefined) await removeFence(fenceChain(id));
   const containers = await docker.listContainers({ all: true, filters: { label: [label] } });
-  await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    containers.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
   const { Volumes = [] } = await docker.listVolumes({ filters: { label: [label] } });
-  await Promise.all(Volumes.map((v) => docker.getVolume(v.Name).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    Volumes.map((v) =>
+      docker
+        .getVolume(v.Name)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
   const networks = await docker.listNetworks({ filters: { label: [label] } });
-  await Promise.all(networks.map((n) => docker.getNetwork(n.Id).remove().catch(() => {})));
+  await Promise.all(
+    networks.map((n) =>
+      docker
+        .getNetwork(n.Id)
+        .remove()
+        .catch(() => {}),
+    ),
+  );
 }

@@ -12,7 +12,11 @@ export class GarbageCollector {
   /** Docker cleanups of removed Pods still under way. */
   readonly teardowns = new Set<Promise<void>>();
 
-  constructor(private readonly store: Store, private readonly workers: Map<string, PodWorker>, private readonly orphanGraceMs: number) {
+  constructor(
+    private readonly store: Store,
+    private readonly workers: Map<string, PodWorker>,
+    private readonly orphanGraceMs: number,
+  ) {
     store.onRemove((kind, obj) => this.#removed(kind, obj));
     store.onInsert((kind, obj) => this.#inserted(kind, obj));
   }

@@ -13,7 +13,10 @@ export const fenceChain = (doubleId: string): string => `K8SD-${doubleId}`.slice
  * TCP ports a test allows (the gateway's file endpoint for stage and harvest). Scoped to the double's own bridge.
  */
 export class HostFence {
-  private constructor(private readonly chain: string, private readonly bridge: string) {}
+  private constructor(
+    private readonly chain: string,
+    private readonly bridge: string,
+  ) {}
 
   static async install(doubleId: string, bridge: string): Promise<HostFence> {
     const chain = fenceChain(doubleId);
@@ -36,8 +39,13 @@ export class HostFence {
 
 /** Removes a fence chain and its jump; a missing one is fine (already removed, or never installed). */
 export async function removeFence(chain: string, bridge?: string): Promise<void> {
-  const rules = await iptables('-S', 'INPUT').then((r) => r.stdout.split('\n'), () => [] as string[]);
-  for (const rule of rules.filter((r) => r.endsWith(`-j ${chain}`) && (bridge === undefined || r.includes(`-i ${bridge} `)))) {
+  const rules = await iptables('-S', 'INPUT').then(
+    (r) => r.stdout.split('\n'),
+    () => [] as string[],
+  );
+  for (const rule of rules.filter(
+    (r) => r.endsWith(`-j ${chain}`) && (bridge === undefined || r.includes(`-i ${bridge} `)),
+  )) {
     await iptables(...rule.replace(/^-A /, '-D ').split(' ')).catch(() => {});
   }
   await iptables('-F', chain).catch(() => {});

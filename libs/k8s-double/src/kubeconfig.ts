@@ -10,7 +10,8 @@ export interface KubeConfigObject {
 
 export function kubeconfigFor(server: string, token: string, namespace: string): KubeConfigObject {
   return {
-    apiVersion: 'v1', kind: 'Config',
+    apiVersion: 'v1',
+    kind: 'Config',
     // A plain-http server: client-node refuses http:// unless skipTLSVerify is set (TECH-NOTES §5).
     clusters: [{ name: 'k8s-double', server, skipTLSVerify: true }],
     users: [{ name: 'sandgate-worker', token }],
@@ -25,10 +26,24 @@ export function kubeconfigYaml(k: KubeConfigObject): string {
   const u = k.users[0]!;
   const x = k.contexts[0]!;
   return [
-    'apiVersion: v1', 'kind: Config',
-    'clusters:', `- name: ${c.name}`, '  cluster:', `    server: ${c.server}`, '    insecure-skip-tls-verify: true',
-    'users:', `- name: ${u.name}`, '  user:', `    token: ${u.token}`,
-    'contexts:', `- name: ${x.name}`, '  context:', `    cluster: ${x.cluster}`, `    user: ${x.user}`, `    namespace: ${x.namespace}`,
-    `current-context: ${k.currentContext}`, '',
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: ${c.name}`,
+    '  cluster:',
+    `    server: ${c.server}`,
+    '    insecure-skip-tls-verify: true',
+    'users:',
+    `- name: ${u.name}`,
+    '  user:',
+    `    token: ${u.token}`,
+    'contexts:',
+    `- name: ${x.name}`,
+    '  context:',
+    `    cluster: ${x.cluster}`,
+    `    user: ${x.user}`,
+    `    namespace: ${x.namespace}`,
+    `current-context: ${k.currentContext}`,
+    '',
   ].join('\n');
 }

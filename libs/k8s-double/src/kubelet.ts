@@ -13,7 +13,11 @@ import type { K8sObject } from './store.ts';
 /** How a Pod is ended from outside its own containers. */
 export type KillKind = 'deadline' | 'evict' | 'shutdown';
 
-const UNKNOWN = { exitCode: 137, reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated' };
+const UNKNOWN = {
+  exitCode: 137,
+  reason: 'ContainerStatusUnknown',
+  message: 'The container could not be located when the pod was terminated',
+};
 
 /**
  * One Pod's life on the node, as the kubelet runs it for restartPolicy Never: schedule, sandbox (Pod IP),
@@ -35,12 +39,28 @@ export class PodWorker {
   #destroyed?: Promise<void>;
   readonly done: Promise<void>;
 
-  constructor(private readonly ctx: NodeContext, private pod: K8sObject) {
+  constructor(
+    private readonly ctx: NodeContext,
+    private pod: K8sObject,
+  ) {
     const spec = pod.spec as PodSpec;
-    const rec = (c: Container, init: boolean): ContainerRecord => ({ name: c.name, image: c.image, init, state: { waiting: { reason: 'PodInitializing' } } });
-    this.model = new PodStatusModel((spec.initContainers ?? []).map((c) => rec(c, true)), spec.containers.map((c) => rec(c, false)),
-      qosClassOf([...(spec.initContainers ?? []), ...spec.containers]));
-    this.ref = { doubleId: ctx.doubleId, uid: pod.metadata.uid!, namespace: pod.metadata.namespace!, name: pod.metadata.name! };
+    const rec = (c: Container, init: boolean): ContainerRecord => ({
+      name: c.name,
+      image: c.image,
+      init,
+      state: { waiting: { reason: 'PodInitializing' } },
+    });
+    this.model = new PodStatusModel(
+      (spec.initContainers ?? []).map((c) => rec(c, true)),
+      spec.containers.map((c) => rec(c, false)),
+      qosClassOf([...(spec.initContainers ?? []), ...spec.containers]),
+    );
+    this.ref = {
+      doubleId: ctx.doubleId,
+      uid: pod.metadata.uid!,
+      namespace: pod.metadata.namespace!,
+      name: pod.metadata.name!,
+    };
     this.done = this.#run().catch((err: unknown) => this.#crash(err));
   }
 
@@ -69,7 +89,12 @@ export class PodWorker {
     this.#publish();
     const deadline = this.spec.activeDeadlineSeconds;
     if (deadline !== undefined) {
-      this.#timers.push(setTimeout(() => void this.kill('deadline', 'Pod was active on the node longer than the specified deadline'), deadline * 1000));
+      this.#timers.push(
+        setTimeout(
+          () => void this.kill('deadline', 'Pod was active on the node longer than the specified deadline'),
+          deadline * 1000,
+        ),
+      );
     }
     if (!(await this.#createSandbox()) || !(await this.#mount())) return;
     this.#watchEviction();
@@ -96,13 +121,21 @@ export class PodWorker {
     }
     if (this.#ended) return false;
     this.model.scheduled = { ok: true, at: k8sTime() };
-    this.#event('Normal', 'Scheduled', `Successfully assigned ${this.ref.namespace}/${this.ref.name} to ${this.ctx.nodeName}`, 'default-scheduler');
+    this.#event(
+      'Normal',
+      'Scheduled',
+      `Successfully assigned ${this.ref.namespace}/${this.ref.name} to ${this.ctx.nodeName}`,
+      'default-scheduler',
+    );
     return true;
   }
 
   /** The Pod's network namespace (a pause container on the Pods' network), or the runtime's failure. */
   async #createSandbox(): Promise<boolean> {
-    const handler = this.spec.runtimeClassName === undefined ? undefined : this.ctx.settings.runtimeClasses[this.spec.runtimeClassName];
+    const handler =
+      this.spec.runtimeClassName === undefined
+        ? undefined
+        : this.ctx.settings.runtimeClasses[this.spec.runtimeClassName];
     const problem = await missingHandler(this.ctx, handler);
     if (problem) {
       this.#event('Warning', 'FailedCreatePodSandBox', problem);
@@ -140,7 +173,10 @@ export class PodWorker {
       for (const v of watched) {
         if (this.#ended || this.model.terminal) return;
         if ((await diskUsage(v.hostPath)) > v.evictAbove!.bytes) {
-          return this.kill('evict', `Usage of EmptyDir volume "${v.name}" exceeds the limit "${v.evictAbove!.quantity}". `);
+          return this.kill(
+            'evict',
+            `Usage of EmptyDir volume "${v.name}" exceeds the limit "${v.evictAbove!.quantity}". `,
+          );
         }
       }
       if (!this.#ended) this.#timers.push(setTimeout(() => void tick(), this.ctx.settings.evictionIntervalMs));
@@ -168,8 +204,13 @@ export class PodWorker {
         rec.state = { waiting: blocker };
         this.model.recompute();
         this.#publish();
-        this.#event(blocker.reason === 'ImagePullBackOff' ? 'Normal' : 'Warning', blocker.reason === 'ImagePullBackOff' ? 'BackOff' : 'Failed',
-          blocker.reason === 'ErrImagePull' ? `Failed to pull image "${c.image}": ${blocker.message}` : `Error: ${blocker.message}`);
+        this.#event(
+          blocker.reason === 'ImagePullBackOff' ? 'Normal' : 'Warning',
+          blocker.reason === 'ImagePullBackOff' ? 'BackOff' : 'Failed',
+          blocker.reason === 'ErrImagePull'
+            ? `Failed to pull image "${c.image}": ${blocker.message}`
+            : `Error: ${blocker.message}`,
+        );
       }
       await this.ctx.scenarios.nap(this.ctx.settings.retryMs);
     }
@@ -179,15 +220,24 @@ export class PodWorker {
     const env = resolveEnv(this.ctx, this.pod, c) as Record<string, string>;
     const user = (await imageUser(this.ctx.docker, c.image)) ?? '';
     const sandbox = {
-      networkMode: this.#pause ? `container:${this.#pause.id}` : 'none', pidsLimit: this.ctx.settings.podPidsLimit,
+      networkMode: this.#pause ? `container:${this.#pause.id}` : 'none',
+      pidsLimit: this.ctx.settings.podPidsLimit,
       ...(this.runtime === undefined ? {} : { runtime: this.runtime }),
     };
     let container: Dockerode.Container;
     try {
-      container = await this.ctx.docker.createContainer(containerCreateOptions({
-        ref: this.ref, spec: this.spec, container: c, volumes: this.#volumes, env, imageUser: user, sandbox,
-        logMaxBytes: Math.max(this.ctx.settings.containerLogMaxBytes * 4, 64 << 20),
-      }));
+      container = await this.ctx.docker.createContainer(
+        containerCreateOptions({
+          ref: this.ref,
+          spec: this.spec,
+          container: c,
+          volumes: this.#volumes,
+          env,
+          imageUser: user,
+          sandbox,
+          logMaxBytes: Math.max(this.ctx.settings.containerLogMaxBytes * 4, 64 << 20),
+        }),
+      );
     } catch (err) {
       rec.state = { waiting: { reason: 'CreateContainerError', message: errorText(err) } };
       this.model.recompute();
@@ -208,7 +258,10 @@ export class PodWorker {
       return this.#publish();
     }
     if (this.#ended) await container.kill({ signal: 'SIGKILL' }).catch(() => {});
-    const started = await container.inspect().then((i) => i.State.StartedAt, () => new Date().toISOString());
+    const started = await container.inspect().then(
+      (i) => i.State.StartedAt,
+      () => new Date().toISOString(),
+    );
     if (!('terminated' in rec.state)) rec.state = { running: { startedAt: k8sTime(started) } };
     this.model.recompute();
     this.#publish();
@@ -241,10 +294,12 @@ export class PodWorker {
     if (kind === 'evict') {
       // Eviction takes the containers with their logs; the kubelet no longer knows how they ended.
       for (const r of all) if (!('terminated' in r.state)) r.state = { terminated: { ...UNKNOWN } };
-      await Promise.all([...this.containers].map(async ([name, c]) => {
-        this.removedLogs.add(name);
-        await c.remove({ force: true }).catch(() => {});
-      }));
+      await Promise.all(
+        [...this.containers].map(async ([name, c]) => {
+          this.removedLogs.add(name);
+          await c.remove({ force: true }).catch(() => {});
+        }),
+      );
     } else {
       await Promise.all([...this.containers.values()].map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
       await Promise.all(this.#exits);
@@ -279,15 +334,23 @@ export class PodWorker {
     this.#ended = true;
     this.#stopTimers();
     this.#destroyed ??= (async () => {
-      const killAll = () => Promise.all([...this.containers.values()].map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
-      // The kubelet loop notices the end within one retry; a container it started meanwhile is killed by the second pass.
+      const killAll = () =>
+        Promise.all([...this.containers.values()].map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
+      // The kubelet loop notices the end within one retry; a container it started meanwhile dies in the second pass.
       await killAll();
       await Promise.race([this.done, new Promise((r) => setTimeout(r, 2 * this.ctx.settings.retryMs))]);
       await killAll();
       await this.done;
       const ids = [...this.containers.values(), ...(this.#pause ? [this.#pause] : [])];
       await Promise.all(ids.map((c) => c.remove({ force: true }).catch(() => {})));
-      await Promise.all([...this.#volumes.values()].map((v) => this.ctx.docker.getVolume(v.dockerVolume).remove({ force: true }).catch(() => {})));
+      await Promise.all(
+        [...this.#volumes.values()].map((v) =>
+          this.ctx.docker
+            .getVolume(v.dockerVolume)
+            .remove({ force: true })
+            .catch(() => {}),
+        ),
+      );
     })();
     return this.#destroyed;
   }
@@ -297,4 +360,3 @@ export class PodWorker {
     this.#event('Warning', 'FailedSync', `k8s-double: ${errorText(err)}`);
   }
 }
-

@@ -29,12 +29,20 @@ export function objectBody(kind: Kind, req: ApiRequest): K8sObject {
 export function generateName(obj: K8sObject): void {
   if (obj.metadata.name !== undefined || obj.metadata.generateName === undefined) return;
   const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
-  obj.metadata.name = obj.metadata.generateName + Array.from({ length: 5 }, () => alphabet[randomInt(alphabet.length)]).join('');
+  obj.metadata.name =
+    obj.metadata.generateName + Array.from({ length: 5 }, () => alphabet[randomInt(alphabet.length)]).join('');
 }
 
 /** Fields the server owns: whatever a client sends for them is replaced. */
 export function clearServerFields(obj: K8sObject): void {
-  for (const f of ['uid', 'resourceVersion', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
+  for (const f of [
+    'uid',
+    'resourceVersion',
+    'creationTimestamp',
+    'deletionTimestamp',
+    'deletionGracePeriodSeconds',
+    'generation',
+  ] as const) {
     delete obj.metadata[f];
   }
 }
@@ -42,7 +50,12 @@ export function clearServerFields(obj: K8sObject): void {
 export const isDryRun = (req: ApiRequest): boolean => req.query.getAll('dryRun').includes('All');
 
 /** A list answer (PodList, SecretList, EventList) with selectors and limit/continue applied. */
-export function listObjects(ctx: ApiContext, kind: Kind, req: ApiRequest, fields: readonly string[]): Record<string, unknown> {
+export function listObjects(
+  ctx: ApiContext,
+  kind: Kind,
+  req: ApiRequest,
+  fields: readonly string[],
+): Record<string, unknown> {
   if (req.query.get('watch') === 'true' || req.query.get('watch') === '1') {
     throw badRequest('k8s-double: watch is not implemented; poll with get or list');
   }
@@ -53,9 +66,11 @@ export function listObjects(ctx: ApiContext, kind: Kind, req: ApiRequest, fields
   const key = (o: K8sObject) => `${o.metadata.namespace}/${o.metadata.name}`;
   const page = paginate(all, key, req.query, rv, ctx.continueExpiredBefore);
   return {
-    kind: `${kind}List`, apiVersion: 'v1',
+    kind: `${kind}List`,
+    apiVersion: 'v1',
     metadata: {
-      resourceVersion: String(rv), ...(page.continue ? { continue: page.continue, remainingItemCount: page.remainingItemCount } : {}),
+      resourceVersion: String(rv),
+      ...(page.continue ? { continue: page.continue, remainingItemCount: page.remainingItemCount } : {}),
     },
     items: page.items,
   };
@@ -77,7 +92,8 @@ export function deleteOptions(req: ApiRequest): DeleteOptions {
     throw badRequest(`propagationPolicy: Unsupported value: "${policy}"`);
   }
   const gracePeriodSeconds = grace === undefined ? undefined : Number(grace);
-  if (gracePeriodSeconds !== undefined && !Number.isInteger(gracePeriodSeconds)) throw badRequest(`invalid gracePeriodSeconds: ${grace}`);
+  if (gracePeriodSeconds !== undefined && !Number.isInteger(gracePeriodSeconds))
+    throw badRequest(`invalid gracePeriodSeconds: ${grace}`);
   return {
     ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: Math.max(0, gracePeriodSeconds) }),
     ...(policy === undefined ? {} : { propagationPolicy: policy as DeleteOptions['propagationPolicy'] }),
@@ -86,15 +102,28 @@ export function deleteOptions(req: ApiRequest): DeleteOptions {
 }
 
 /** The stored object a delete or replace is about, after its preconditions hold. */
-export function existing(ctx: ApiContext, kind: Kind, req: ApiRequest, pre?: DeleteOptions['preconditions']): K8sObject {
+export function existing(
+  ctx: ApiContext,
+  kind: Kind,
+  req: ApiRequest,
+  pre?: DeleteOptions['preconditions'],
+): K8sObject {
   const obj = ctx.store.get(kind, req.namespace!, req.name!);
   if (!obj) throw notFound(RESOURCE[kind], req.name!);
   if (pre?.uid !== undefined && pre.uid !== obj.metadata.uid) {
-    throw conflict(RESOURCE[kind], req.name!, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${obj.metadata.uid}`);
+    throw conflict(
+      RESOURCE[kind],
+      req.name!,
+      `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${obj.metadata.uid}`,
+    );
   }
   if (pre?.resourceVersion !== undefined && pre.resourceVersion !== obj.metadata.resourceVersion) {
-    throw conflict(RESOURCE[kind], req.name!, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, `
-      + `ResourceVersion in object meta: ${obj.metadata.resourceVersion}`);
+    throw conflict(
+      RESOURCE[kind],
+      req.name!,
+      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ` +
+        `ResourceVersion in object meta: ${obj.metadata.resourceVersion}`,
+    );
   }
   return obj;
 }

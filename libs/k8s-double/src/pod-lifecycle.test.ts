@@ -3,17 +3,32 @@ import assert from 'node:assert/strict';
 import { DOUBLE_LABELS } from './docker-labels.ts';
 import { pod, podContainers, shContainer, startDouble, terminal, waitForPod } from './testing.ts';
 
-test('a Pod runs for real: init container fills an emptyDir, two containers read it, status goes Pending → Running → Succeeded', async (t) => {
+test('a Pod runs for real: init fills an emptyDir, two containers read it, Running → Succeeded', async (t) => {
   // No warm sandboxes: the pause container is made for this Pod and carries its labels too.
   const f = await startDouble(t, { node: { warmSandboxes: 0 } });
-  const created = await f.core.createNamespacedPod({ namespace: f.namespace, body: pod('run-1', {
-    volumes: [{ name: 'work', emptyDir: { sizeLimit: '16Mi' } }],
-    initContainers: [shContainer('stage', 'echo staged-by-init > /work/input.txt', { volumeMounts: [{ name: 'work', mountPath: '/work' }] })],
-    containers: [
-      shContainer('runner', 'cat /work/input.txt; sleep 1; echo runner-done', { volumeMounts: [{ name: 'work', mountPath: '/work' }] }),
-      shContainer('harvest', 'sleep 1.5; id -u; echo harvested', { volumeMounts: [{ name: 'work', mountPath: '/work', readOnly: true }] }),
-    ],
-  }, { app: 'lifecycle' }) });
+  const created = await f.core.createNamespacedPod({
+    namespace: f.namespace,
+    body: pod(
+      'run-1',
+      {
+        volumes: [{ name: 'work', emptyDir: { sizeLimit: '16Mi' } }],
+        initContainers: [
+          shContainer('stage', 'echo staged-by-init > /work/input.txt', {
+            volumeMounts: [{ name: 'work', mountPath: '/work' }],
+          }),
+        ],
+        containers: [
+          shContainer('runner', 'cat /work/input.txt; sleep 1; echo runner-done', {
+            volumeMounts: [{ name: 'work', mountPath: '/work' }],
+          }),
+          shContainer('harvest', 'sleep 1.5; id -u; echo harvested', {
+            volumeMounts: [{ name: 'work', mountPath: '/work', readOnly: true }],
+          }),
+        ],
+      },
+      { app: 'lifecycle' },
+    ),
+  });
   assert.equal(created.status?.phase, 'Pending');
   assert.match(created.metadata?.uid ?? '', /^[0-9a-f-]{36}$/);
   assert.ok(Number(created.metadata?.resourceVersion) > 0);
@@ -23,7 +38,10 @@ test('a Pod runs for real: init container fills an emptyDir, two containers read
   assert.equal(st.initContainerStatuses?.[0]?.state?.terminated?.exitCode, 0);
   assert.equal(st.initContainerStatuses?.[0]?.state?.terminated?.reason, 'Completed');
   assert.ok(st.initContainerStatuses?.[0]?.state?.terminated?.finishedAt);
-  assert.ok(st.containerStatuses?.every((c) => c.state?.running?.startedAt), JSON.stringify(st.containerStatuses));
+  assert.ok(
+    st.containerStatuses?.every((c) => c.state?.running?.startedAt),
+    JSON.stringify(st.containerStatuses),
+  );
   assert.match(st.podIP ?? '', /^\d+\.\d+\.\d+\.\d+$/);
   assert.ok(st.startTime);
   assert.equal(running.pod.spec?.nodeName, 'k8s-double-node');
@@ -53,13 +71,23 @@ test('a Pod runs for real: init container fills an emptyDir, two containers read
 
 test('pods/log: limitBytes cuts mid-line and mid-character, tailLines, sinceTime and timestamps', async (t) => {
   const f = await startDouble(t);
-  await f.core.createNamespacedPod({ namespace: f.namespace, body: pod('logs-1', {
-    containers: [shContainer('runner', "printf 'first line\\n'; printf 'h\\303\\251llo w\\303\\266rld\\n'; printf 'third\\n'; printf 'no newline'")],
-  }) });
+  await f.core.createNamespacedPod({
+    namespace: f.namespace,
+    body: pod('logs-1', {
+      containers: [
+        shContainer(
+          'runner',
+          "printf 'first line\\n'; printf 'h\\303\\251llo w\\303\\266rld\\n'; printf 'third\\n'; printf 'no newline'",
+        ),
+      ],
+    }),
+  });
   await waitForPod(f, 'logs-1', terminal);
   const read = async (q: Record<string, unknown>) => {
-    const res = await fetch(`${f.double.url}/api/v1/namespaces/${f.namespace}/pods/logs-1/log?${new URLSearchParams(q as Record<string, string>)}`,
-      { headers: { authorization: `Bearer ${f.double.token}` } });
+    const query = new URLSearchParams(q as Record<string, string>);
+    const res = await fetch(`${f.double.url}/api/v1/namespaces/${f.namespace}/pods/logs-1/log?${query}`, {
+      headers: { authorization: `Bearer ${f.double.token}` },
+    });
     assert.equal(res.status, 200);
     return Buffer.from(await res.arrayBuffer());
   };
@@ -74,27 +102,40 @@ test('pods/log: limitBytes cuts mid-line and mid-character, tailLines, sinceTime
   assert.match(stamped[0]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z first line$/);
   assert.equal((await read({ sinceTime: '2999-01-01T00:00:00Z' })).length, 0);
   assert.equal((await read({ sinceSeconds: '3600' })).toString('utf8'), full.toString('utf8'));
-  const viaClient = await f.core.readNamespacedPodLog({ name: 'logs-1', namespace: f.namespace, limitBytes: 5, tailLines: 1 });
+  const viaClient = await f.core.readNamespacedPodLog({
+    name: 'logs-1',
+    namespace: f.namespace,
+    limitBytes: 5,
+    tailLines: 1,
+  });
   assert.equal(viaClient, 'no ne');
 });
 
-test('delete with grace 0: 200 with the object, then 404, and the Docker containers and volumes are gone', async (t) => {
+test('delete with grace 0: 200 with the object, then 404; its Docker containers and volumes are gone', async (t) => {
   const f = await startDouble(t, { node: { warmSandboxes: 0 } });
-  const created = await f.core.createNamespacedPod({ namespace: f.namespace, body: pod('del-1', {
-    volumes: [{ name: 'work', emptyDir: {} }],
-    containers: [shContainer('runner', 'sleep 300', { volumeMounts: [{ name: 'work', mountPath: '/work' }] })],
-  }) });
+  const created = await f.core.createNamespacedPod({
+    namespace: f.namespace,
+    body: pod('del-1', {
+      volumes: [{ name: 'work', emptyDir: {} }],
+      containers: [shContainer('runner', 'sleep 300', { volumeMounts: [{ name: 'work', mountPath: '/work' }] })],
+    }),
+  });
   await waitForPod(f, 'del-1', (p) => p.status?.phase === 'Running');
   const uid = created.metadata!.uid!;
   assert.equal((await podContainers(f.double, uid)).length, 2);
   const deleted = await f.core.deleteNamespacedPod({ name: 'del-1', namespace: f.namespace, gracePeriodSeconds: 0 });
   assert.equal(deleted.metadata?.uid, uid);
   assert.ok(deleted.metadata?.deletionTimestamp);
-  await assert.rejects(f.core.readNamespacedPod({ name: 'del-1', namespace: f.namespace }), (e: { code?: number }) => e.code === 404);
+  await assert.rejects(
+    f.core.readNamespacedPod({ name: 'del-1', namespace: f.namespace }),
+    (e: { code?: number }) => e.code === 404,
+  );
   await f.double.settled();
   assert.equal((await podContainers(f.double, uid)).length, 0);
   const vols = await f.double.docker.listVolumes({ filters: { label: [`${DOUBLE_LABELS.pod}=${uid}`] } });
   assert.equal(vols.Volumes?.length ?? 0, 0);
-  const again = await f.core.deleteNamespacedPod({ name: 'del-1', namespace: f.namespace, gracePeriodSeconds: 0 }).catch((e) => e);
+  const again = await f.core
+    .deleteNamespacedPod({ name: 'del-1', namespace: f.namespace, gracePeriodSeconds: 0 })
+    .catch((e) => e);
   assert.equal(again.code, 404);
 });

@@ -36,7 +36,7 @@ export function nanos(ts: string): bigint {
   return BigInt(Date.parse(`${m[1]}Z`)) * 1_000_000n + BigInt((m[2] ?? '').padEnd(9, '0').slice(0, 9));
 }
 
-/** Splits `docker logs` output (8-byte frame headers, timestamps on) into entries, stdout and stderr merged in order. */
+/** Splits `docker logs` output (8-byte frame headers, timestamps on) into entries, stdout and stderr in order. */
 export function parseDockerLog(buf: Buffer): Entry[] {
   const out: Entry[] = [];
   for (let at = 0; at + 8 <= buf.length;) {
@@ -60,9 +60,12 @@ export function containerFor(pod: K8sObject, requested: string | undefined): str
   if (requested === undefined || requested === '') {
     if (app.length === 1) return app[0]!;
     const initPart = init.length ? ` or one of the init containers: [${init.join(' ')}]` : '';
-    throw badRequest(`a container name must be specified for pod ${podName}, choose one of: [${app.join(' ')}]${initPart}`);
+    throw badRequest(
+      `a container name must be specified for pod ${podName}, choose one of: [${app.join(' ')}]${initPart}`,
+    );
   }
-  if (!app.includes(requested) && !init.includes(requested)) throw badRequest(`container ${requested} is not valid for pod ${podName}`);
+  if (!app.includes(requested) && !init.includes(requested))
+    throw badRequest(`container ${requested} is not valid for pod ${podName}`);
   return requested;
 }
 
@@ -70,12 +73,22 @@ export function containerFor(pod: K8sObject, requested: string | undefined): str
  * pods/log as the kubelet serves it: the current log file only (rotation), tailLines first, then since,
  * timestamps as a prefix, and limitBytes cutting wherever the count ends, mid-line or mid-character.
  */
-export async function readLog(worker: PodWorker, pod: K8sObject, name: string, q: LogQuery, view: LogView): Promise<Buffer> {
+export async function readLog(
+  worker: PodWorker,
+  pod: K8sObject,
+  name: string,
+  q: LogQuery,
+  view: LogView,
+): Promise<Buffer> {
   const podName = pod.metadata.name!;
   if (worker.frozen) {
     const ip = worker.model.hostIP ?? '10.0.0.1';
-    throw new ApiError(500, 'InternalError', `Get "https://${ip}:10250/containerLogs/${pod.metadata.namespace}/${podName}/${name}": `
-      + `dial tcp ${ip}:10250: connect: no route to host`);
+    throw new ApiError(
+      500,
+      'InternalError',
+      `Get "https://${ip}:10250/containerLogs/${pod.metadata.namespace}/${podName}/${name}": ` +
+        `dial tcp ${ip}:10250: connect: no route to host`,
+    );
   }
   if (q.follow) throw badRequest('k8s-double: follow=true is not implemented; read the log with discrete requests');
   if (q.previous) throw badRequest(`previous terminated container "${name}" in pod "${podName}" not found`);
@@ -87,14 +100,23 @@ export async function readLog(worker: PodWorker, pod: K8sObject, name: string, q
   }
   const container = worker.containers.get(name);
   if (!container || worker.removedLogs.has(name)) {
-    return Buffer.from(rec.state && 'terminated' in rec.state && rec.dockerId ? `unable to retrieve container logs for docker://${rec.dockerId}` : '');
+    return Buffer.from(
+      rec.state && 'terminated' in rec.state && rec.dockerId
+        ? `unable to retrieve container logs for docker://${rec.dockerId}`
+        : '',
+    );
   }
   const entries = visible(await dockerEntries(container), `${worker.ref.uid}/${name}`, view);
   return render(entries, q);
 }
 
 async function dockerEntries(container: Dockerode.Container): Promise<Entry[]> {
-  const raw = (await container.logs({ stdout: true, stderr: true, timestamps: true, follow: false })) as unknown as Buffer;
+  const raw = (await container.logs({
+    stdout: true,
+    stderr: true,
+    timestamps: true,
+    follow: false,
+  })) as unknown as Buffer;
   return parseDockerLog(Buffer.isBuffer(raw) ? raw : Buffer.from(raw));
 }
 
@@ -118,8 +140,12 @@ function visible(entries: Entry[], key: string, view: LogView): Entry[] {
 function render(entries: Entry[], q: LogQuery): Buffer {
   let list = entries;
   if (q.tailLines !== undefined) list = tail(list, q.tailLines);
-  const since = q.sinceTime !== undefined ? nanos(q.sinceTime)
-    : q.sinceSeconds !== undefined ? BigInt(Date.now() - q.sinceSeconds * 1000) * 1_000_000n : undefined;
+  const since =
+    q.sinceTime !== undefined
+      ? nanos(q.sinceTime)
+      : q.sinceSeconds !== undefined
+        ? BigInt(Date.now() - q.sinceSeconds * 1000) * 1_000_000n
+        : undefined;
   if (since !== undefined) list = list.filter((e) => e.ns >= since);
   const parts = list.map((e) => (q.timestamps ? Buffer.concat([Buffer.from(`${e.ts} `), e.bytes]) : e.bytes));
   const all = Buffer.concat(parts);

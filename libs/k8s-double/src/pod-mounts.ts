@@ -14,8 +14,14 @@ export const TOKEN_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
  * A Secret that does not exist (or lacks a key) blocks the Pod in ContainerCreating with FailedMount events, retried
  * until it appears or the Pod ends. Answers whether the Pod may go on.
  */
-export async function mountVolumes(ctx: NodeContext, pod: K8sObject, ref: PodRef, into: Map<string, PodVolume>,
-  ended: () => boolean, report: (reason: string, message: string) => void): Promise<boolean> {
+export async function mountVolumes(
+  ctx: NodeContext,
+  pod: K8sObject,
+  ref: PodRef,
+  into: Map<string, PodVolume>,
+  ended: () => boolean,
+  report: (reason: string, message: string) => void,
+): Promise<boolean> {
   const spec = pod.spec as PodSpec;
   const fsGroup = spec.securityContext?.fsGroup;
   for (const v of spec.volumes ?? []) {

@@ -11,13 +11,27 @@ export interface PodSandbox {
 }
 
 /** A pause container: it holds a network namespace on the Pods' network that the Pod's containers join. */
-async function createPause(ctx: NodeContext, name: string, hostname: string, labels: Record<string, string>): Promise<PodSandbox> {
+async function createPause(
+  ctx: NodeContext,
+  name: string,
+  hostname: string,
+  labels: Record<string, string>,
+): Promise<PodSandbox> {
   const pause = await ctx.docker.createContainer({
-    name, Image: ctx.settings.pauseImage, Entrypoint: ['sleep', 'infinity'], Cmd: [], User: '65534:65534', Hostname: hostname,
+    name,
+    Image: ctx.settings.pauseImage,
+    Entrypoint: ['sleep', 'infinity'],
+    Cmd: [],
+    User: '65534:65534',
+    Hostname: hostname,
     Labels: labels,
     HostConfig: {
-      NetworkMode: ctx.network.name, ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'],
-      Memory: 32 << 20, LogConfig: { Type: 'none', Config: {} },
+      NetworkMode: ctx.network.name,
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Memory: 32 << 20,
+      LogConfig: { Type: 'none', Config: {} },
     },
   });
   await pause.start();
@@ -36,7 +50,10 @@ export class PausePool {
   #filling = false;
   #closed = false;
 
-  constructor(private readonly ctx: NodeContext, private readonly size: number) {
+  constructor(
+    private readonly ctx: NodeContext,
+    private readonly size: number,
+  ) {
     this.#fill();
   }
 
@@ -52,16 +69,18 @@ export class PausePool {
     if (this.#filling || this.#closed || this.#ready.length >= this.size) return;
     this.#filling = true;
     const ref = { doubleId: this.ctx.doubleId, uid: randomUUID(), namespace: '', name: 'warm' };
-    createPause(this.ctx, dockerName(ref, 'warm-pod'), 'pod', podLabels({ ...ref, uid: 'warm-pool' }, 'POD')).then(
-      (s) => {
-        if (this.#closed) void s.pause.remove({ force: true }).catch(() => {});
-        else this.#ready.push(s);
-      },
-      () => {},
-    ).finally(() => {
-      this.#filling = false;
-      this.#fill();
-    });
+    createPause(this.ctx, dockerName(ref, 'warm-pod'), 'pod', podLabels({ ...ref, uid: 'warm-pool' }, 'POD'))
+      .then(
+        (s) => {
+          if (this.#closed) void s.pause.remove({ force: true }).catch(() => {});
+          else this.#ready.push(s);
+        },
+        () => {},
+      )
+      .finally(() => {
+        this.#filling = false;
+        this.#fill();
+      });
   }
 
   /** Stops refilling and removes the warm sandboxes no Pod took. */
@@ -74,22 +93,44 @@ export class PausePool {
 /** The kubelet's message when the RuntimeClass handler is not on the node; undefined when it is (or none is asked). */
 export async function missingHandler(ctx: NodeContext, handler: string | undefined): Promise<string | undefined> {
   if (handler === undefined || (await ctx.runtimes()).has(handler)) return undefined;
-  return `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "${handler}" is configured`;
+  return (
+    'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: ' +
+    `no runtime for "${handler}" is configured`
+  );
 }
 
 /** How a container that ran ended, from the engine: OOMKilled, Completed or Error, with its times. */
 export async function exitState(container: Dockerode.Container): Promise<ContainerState | undefined> {
-  const state = await container.inspect().then((i) => i.State, () => undefined);
+  const state = await container.inspect().then(
+    (i) => i.State,
+    () => undefined,
+  );
   if (!state) return undefined;
   const reason = state.OOMKilled ? 'OOMKilled' : state.ExitCode === 0 ? 'Completed' : 'Error';
-  return { terminated: { exitCode: state.ExitCode, reason, startedAt: k8sTime(state.StartedAt), finishedAt: k8sTime(state.FinishedAt),
-    containerID: `docker://${container.id}` } };
+  return {
+    terminated: {
+      exitCode: state.ExitCode,
+      reason,
+      startedAt: k8sTime(state.StartedAt),
+      finishedAt: k8sTime(state.FinishedAt),
+      containerID: `docker://${container.id}`,
+    },
+  };
 }
 
-/** A container the runtime could not start (a missing command, a bad mount): terminated 128 StartError, as containerd. */
+/** A container the runtime could not start (missing command, bad mount): terminated 128 StartError, as containerd. */
 export function startError(err: unknown, containerId: string): ContainerState {
   const at = k8sTime();
-  return { terminated: { exitCode: 128, reason: 'StartError', message: errorText(err), startedAt: at, finishedAt: at, containerID: `docker://${containerId}` } };
+  return {
+    terminated: {
+      exitCode: 128,
+      reason: 'StartError',
+      message: errorText(err),
+      startedAt: at,
+      finishedAt: at,
+      containerID: `docker://${containerId}`,
+    },
+  };
 }
 
 export const errorText = (err: unknown): string =>
@@ -102,11 +143,21 @@ export const errorText = (err: unknown): string =>
  */
 export async function stopped(container: Dockerode.Container, exited: Promise<unknown>, pollMs = 250): Promise<void> {
   let done = false;
-  void exited.then(() => { done = true; }, () => { done = true; });
+  void exited.then(
+    () => {
+      done = true;
+    },
+    () => {
+      done = true;
+    },
+  );
   while (!done) {
     await Promise.race([exited.catch(() => {}), new Promise((r) => setTimeout(r, pollMs))]);
     if (done) return;
-    const running = await container.inspect().then((i) => i.State.Running || i.State.Restarting, () => false);
+    const running = await container.inspect().then(
+      (i) => i.State.Running || i.State.Restarting,
+      () => false,
+    );
     if (!running) return;
   }
 }

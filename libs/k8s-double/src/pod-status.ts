@@ -21,7 +21,8 @@ interface Condition {
 }
 
 /** RFC 3339 with whole seconds, as Kubernetes writes times. */
-export const k8sTime = (d: Date | string | number = new Date()): string => new Date(d).toISOString().replace(/\.\d+Z$/, 'Z');
+export const k8sTime = (d: Date | string | number = new Date()): string =>
+  new Date(d).toISOString().replace(/\.\d+Z$/, 'Z');
 
 const isTerminated = (r: ContainerRecord) => 'terminated' in r.state;
 const isRunning = (r: ContainerRecord) => 'running' in r.state;
@@ -44,7 +45,11 @@ export class PodStatusModel {
   readonly app: ContainerRecord[];
   readonly #transitions = new Map<string, { status: string; at: string }>();
 
-  constructor(init: ContainerRecord[], app: ContainerRecord[], readonly qosClass: string) {
+  constructor(
+    init: ContainerRecord[],
+    app: ContainerRecord[],
+    readonly qosClass: string,
+  ) {
     this.init = init;
     this.app = app;
   }
@@ -73,7 +78,8 @@ export class PodStatusModel {
     const stopped = this.app.filter(isTerminated);
     if (waiting > 0) this.phase = 'Pending';
     else if (running > 0) this.phase = 'Running';
-    else if (stopped.length === this.app.length) this.phase = stopped.every((r) => exitOf(r) === 0) ? 'Succeeded' : 'Failed';
+    else if (stopped.length === this.app.length)
+      this.phase = stopped.every((r) => exitOf(r) === 0) ? 'Succeeded' : 'Failed';
   }
 
   /** Ends the Pod with a Pod-level reason (Evicted, DeadlineExceeded, Terminated), as the kubelet does. */
@@ -92,7 +98,8 @@ export class PodStatusModel {
   }
 
   #conditions(): Condition[] {
-    if (!this.scheduled.ok) return [this.#condition('PodScheduled', false, this.scheduled.reason, this.scheduled.message)];
+    if (!this.scheduled.ok)
+      return [this.#condition('PodScheduled', false, this.scheduled.reason, this.scheduled.message)];
     const initPending = this.init.filter((r) => !isTerminated(r) || exitOf(r) !== 0).map((r) => r.name);
     const unready = this.app.filter((r) => !isRunning(r)).map((r) => r.name);
     const done = this.terminal ? 'PodCompleted' : undefined;
@@ -100,18 +107,38 @@ export class PodStatusModel {
     const unreadyMsg = done ? undefined : `containers with unready status: [${unready.join(' ')}]`;
     return [
       this.#condition('PodReadyToStartContainers', this.sandboxReady && !this.terminal),
-      this.#condition('Initialized', initPending.length === 0, initPending.length ? 'ContainersNotInitialized' : undefined,
-        initPending.length ? `containers with incomplete status: [${initPending.join(' ')}]` : undefined),
-      this.#condition('Ready', unready.length === 0 && !this.terminal, unready.length || done ? notReady : undefined, unreadyMsg),
-      this.#condition('ContainersReady', unready.length === 0 && !this.terminal, unready.length || done ? notReady : undefined, unreadyMsg),
+      this.#condition(
+        'Initialized',
+        initPending.length === 0,
+        initPending.length ? 'ContainersNotInitialized' : undefined,
+        initPending.length ? `containers with incomplete status: [${initPending.join(' ')}]` : undefined,
+      ),
+      this.#condition(
+        'Ready',
+        unready.length === 0 && !this.terminal,
+        unready.length || done ? notReady : undefined,
+        unreadyMsg,
+      ),
+      this.#condition(
+        'ContainersReady',
+        unready.length === 0 && !this.terminal,
+        unready.length || done ? notReady : undefined,
+        unreadyMsg,
+      ),
       this.#condition('PodScheduled', true),
     ];
   }
 
   toJSON(): Record<string, unknown> {
     const status = (r: ContainerRecord) => ({
-      name: r.name, state: r.state, lastState: {}, ready: isRunning(r), restartCount: 0, image: r.image,
-      imageID: r.imageID ?? '', ...(r.dockerId ? { containerID: `docker://${r.dockerId}` } : {}),
+      name: r.name,
+      state: r.state,
+      lastState: {},
+      ready: isRunning(r),
+      restartCount: 0,
+      image: r.image,
+      imageID: r.imageID ?? '',
+      ...(r.dockerId ? { containerID: `docker://${r.dockerId}` } : {}),
       started: isRunning(r),
     });
     return {
@@ -130,10 +157,16 @@ export class PodStatusModel {
 }
 
 /** Guaranteed when every container's requests equal its limits for cpu and memory; BestEffort with none at all. */
-export function qosClassOf(containers: { resources?: { limits?: Record<string, unknown>; requests?: Record<string, unknown> } }[]): string {
+export function qosClassOf(
+  containers: { resources?: { limits?: Record<string, unknown>; requests?: Record<string, unknown> } }[],
+): string {
   const all = containers.map((c) => c.resources ?? {});
-  if (all.every((r) => !Object.keys(r.limits ?? {}).length && !Object.keys(r.requests ?? {}).length)) return 'BestEffort';
-  const guaranteed = all.every((r) => ['cpu', 'memory'].every((k) => r.limits?.[k] !== undefined
-    && String(r.requests?.[k] ?? r.limits[k]) === String(r.limits[k])));
+  if (all.every((r) => !Object.keys(r.limits ?? {}).length && !Object.keys(r.requests ?? {}).length))
+    return 'BestEffort';
+  const guaranteed = all.every((r) =>
+    ['cpu', 'memory'].every(
+      (k) => r.limits?.[k] !== undefined && String(r.requests?.[k] ?? r.limits[k]) === String(r.limits[k]),
+    ),
+  );
   return guaranteed ? 'Guaranteed' : 'Burstable';
 }

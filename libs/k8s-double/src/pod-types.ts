@@ -36,7 +36,12 @@ export interface SecurityContext {
 export interface Volume {
   name: string;
   emptyDir?: { medium?: string; sizeLimit?: string | number };
-  secret?: { secretName?: string; items?: { key: string; path: string; mode?: number }[]; defaultMode?: number; optional?: boolean };
+  secret?: {
+    secretName?: string;
+    items?: { key: string; path: string; mode?: number }[];
+    defaultMode?: number;
+    optional?: boolean;
+  };
   [source: string]: unknown;
 }
 
@@ -66,4 +71,13 @@ export interface PodSpec {
 export type ContainerState =
   | { waiting: { reason: string; message?: string } }
   | { running: { startedAt: string } }
-  | { terminated: { exitCode: number; reason: string; message?: string; startedAt?: string; finishedAt?: string; containerID?: string } };
+  | {
+      terminated: {
+        exitCode: number;
+        reason: string;
+        message?: string;
+        startedAt?: string;
+        finishedAt?: string;
+        containerID?: string;
+      };
+    };

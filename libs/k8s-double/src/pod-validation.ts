@@ -32,12 +32,19 @@ export function admitPodSpec(pod: K8sObject): void {
     const sources = Object.keys(v).filter((k) => k !== 'name');
     if (sources.length !== 1) errors.forbidden(field, 'may not specify more than 1 volume type');
     if (!sources.every((s) => (SUPPORTED_VOLUMES as readonly string[]).includes(s))) {
-      throw badRequest(`k8s-double: volume "${v.name}" uses ${sources.join(', ')}; the double runs ${SUPPORTED_VOLUMES.join(' and ')} only`);
+      throw badRequest(
+        `k8s-double: volume "${v.name}" uses ${sources.join(', ')}; ` +
+          `the double runs ${SUPPORTED_VOLUMES.join(' and ')} only`,
+      );
     }
     if (v.emptyDir?.sizeLimit !== undefined) errors.quantity(`${field}.emptyDir.sizeLimit`, v.emptyDir.sizeLimit);
     const mode = v.secret?.defaultMode;
     if (mode !== undefined && (mode < 0 || mode > 0o777)) {
-      errors.invalid(`${field}.secret.defaultMode`, mode, 'must be a number between 0 and 0777 (octal), both inclusive');
+      errors.invalid(
+        `${field}.secret.defaultMode`,
+        mode,
+        'must be a number between 0 and 0777 (octal), both inclusive',
+      );
     }
   }
   const all: [string, Container][] = [
@@ -51,12 +58,18 @@ export function admitPodSpec(pod: K8sObject): void {
     checkContainer(field, c, volumes, errors);
   }
   if (spec.activeDeadlineSeconds !== undefined && spec.activeDeadlineSeconds < 1) {
-    errors.invalid('spec.activeDeadlineSeconds', spec.activeDeadlineSeconds, 'must be between 1 and 2147483647, inclusive');
+    errors.invalid(
+      'spec.activeDeadlineSeconds',
+      spec.activeDeadlineSeconds,
+      'must be between 1 and 2147483647, inclusive',
+    );
   }
   if (spec.runtimeClassName !== undefined) errors.dnsSubdomain('spec.runtimeClassName', spec.runtimeClassName);
   if (spec.restartPolicy !== 'Never') {
     // Not a cluster rule: the double models the kubelet for one-shot Pods only, and says so instead of pretending.
-    throw badRequest(`k8s-double: restartPolicy "${spec.restartPolicy}" is not implemented; the double runs restartPolicy Never`);
+    throw badRequest(
+      `k8s-double: restartPolicy "${spec.restartPolicy}" is not implemented; the double runs restartPolicy Never`,
+    );
   }
   errors.done();
 }
@@ -71,8 +84,12 @@ function checkContainer(field: string, c: Container, volumes: Set<string>, error
   }
   for (const [j, e] of (c.env ?? []).entries()) {
     if (!ENV_NAME.test(e.name)) {
-      errors.invalid(`${field}.env[${j}].name`, e.name, "a valid environment variable name must consist of alphabetic characters, "
-        + "digits, '_', '-', or '.', and must not start with a digit");
+      errors.invalid(
+        `${field}.env[${j}].name`,
+        e.name,
+        'a valid environment variable name must consist of alphabetic characters, ' +
+          "digits, '_', '-', or '.', and must not start with a digit",
+      );
     }
   }
   const limits = c.resources?.limits ?? {};

@@ -24,13 +24,22 @@ export type VolumeFiles = Map<string, { data: Buffer; mode: number }>;
  * eviction manager), or `medium: Memory` as a tmpfs of sizeLimit bytes, whose pages count against the writer's
  * memory cgroup as on a node. Writable by any uid (0777), as the kubelet makes it; fsGroup owns it when set.
  */
-export async function createEmptyDir(docker: Dockerode, ref: PodRef, v: Volume, fsGroup: number | undefined): Promise<PodVolume> {
+export async function createEmptyDir(
+  docker: Dockerode,
+  ref: PodRef,
+  v: Volume,
+  fsGroup: number | undefined,
+): Promise<PodVolume> {
   const memory = v.emptyDir?.medium === 'Memory';
   const limit = v.emptyDir?.sizeLimit;
   const bytes = limit === undefined ? undefined : Math.floor(parseQuantity(limit));
   const driverOpts = memory ? { type: 'tmpfs', device: 'tmpfs', o: `size=${bytes ?? 64 << 20},mode=1777` } : undefined;
   const volume = dockerName(ref, `vol-${v.name}`);
-  await docker.createVolume({ Name: volume, Labels: podLabels(ref), ...(driverOpts ? { DriverOpts: driverOpts } : {}) });
+  await docker.createVolume({
+    Name: volume,
+    Labels: podLabels(ref),
+    ...(driverOpts ? { DriverOpts: driverOpts } : {}),
+  });
   const hostPath = (await docker.getVolume(volume).inspect()).Mountpoint;
   if (!memory) {
     // A tmpfs volume is mounted only when first used; its mode option covers it. A disk one exists now.
@@ -38,7 +47,10 @@ export async function createEmptyDir(docker: Dockerode, ref: PodRef, v: Volume, 
     await chmod(hostPath, fsGroup === undefined ? 0o777 : 0o2777);
   }
   return {
-    name: v.name, dockerVolume: volume, hostPath, readOnly: false,
+    name: v.name,
+    dockerVolume: volume,
+    hostPath,
+    readOnly: false,
     ...(!memory && bytes !== undefined ? { evictAbove: { bytes, quantity: String(limit) } } : {}),
   };
 }
@@ -48,7 +60,13 @@ export async function createEmptyDir(docker: Dockerode, ref: PodRef, v: Volume, 
  * `..<time>` directory, `..data` → that directory, and each top-level name a symlink through `..data`. A reader
  * that refuses symlinks (O_NOFOLLOW) fails here exactly as on a node. Mounted read-only.
  */
-export async function createFilesVolume(docker: Dockerode, ref: PodRef, name: string, files: VolumeFiles, fsGroup: number | undefined): Promise<PodVolume> {
+export async function createFilesVolume(
+  docker: Dockerode,
+  ref: PodRef,
+  name: string,
+  files: VolumeFiles,
+  fsGroup: number | undefined,
+): Promise<PodVolume> {
   const volume = dockerName(ref, `vol-${name}`);
   await docker.createVolume({ Name: volume, Labels: podLabels(ref) });
   const hostPath = (await docker.getVolume(volume).inspect()).Mountpoint;

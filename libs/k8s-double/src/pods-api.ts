@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { podSecurityViolations } from './admission.ts';
 import type { ApiAnswer, ApiContext, ApiRequest } from './api-context.ts';
 import { PodWorker } from './kubelet.ts';
-import { clearServerFields, deleteOptions, existing, generateName, isDryRun, listObjects, objectBody } from './objects.ts';
+import {
+  clearServerFields,
+  deleteOptions,
+  existing,
+  generateName,
+  isDryRun,
+  listObjects,
+  objectBody,
+} from './objects.ts';
 import { TOKEN_MOUNT_PATH, TOKEN_VOLUME_PREFIX } from './pod-mounts.ts';
 import { containerFor, readLog, type LogQuery } from './pod-logs.ts';
 import { k8sTime, qosClassOf } from './pod-status.ts';
@@ -61,12 +69,19 @@ function admit(ctx: ApiContext, namespace: string, name: string, spec: PodSpec):
     throw forbidden('pods', name, `pod rejected: RuntimeClass "${spec.runtimeClassName}" not found`);
   }
   const violations = podSecurityViolations(spec, ctx.podSecurity);
-  if (violations.length) throw forbidden('pods', name, `violates PodSecurity "${ctx.podSecurity}:latest": ${violations.join(', ')}`);
+  if (violations.length)
+    throw forbidden('pods', name, `violates PodSecurity "${ctx.podSecurity}:latest": ${violations.join(', ')}`);
   const limit = ctx.quota.pods;
   if (limit !== undefined) {
-    const used = ctx.store.list('Pod', namespace).filter((p) => !['Succeeded', 'Failed'].includes(String((p.status as { phase?: string })?.phase))).length;
+    const used = ctx.store
+      .list('Pod', namespace)
+      .filter((p) => !['Succeeded', 'Failed'].includes(String((p.status as { phase?: string })?.phase))).length;
     if (used + 1 > limit) {
-      throw forbidden('pods', name, `exceeded quota: sandbox-quota, requested: pods=1, used: pods=${used}, limited: pods=${limit}`);
+      throw forbidden(
+        'pods',
+        name,
+        `exceeded quota: sandbox-quota, requested: pods=1, used: pods=${used}, limited: pods=${limit}`,
+      );
     }
   }
 }
@@ -75,7 +90,10 @@ function admit(ctx: ApiContext, namespace: string, name: string, spec: PodSpec):
 function injectToken(spec: PodSpec): void {
   if (spec.automountServiceAccountToken === false) return;
   const name = `${TOKEN_VOLUME_PREFIX}${randomBytes(3).toString('hex').slice(0, 5)}`;
-  spec.volumes = [...(spec.volumes ?? []), { name, projected: { defaultMode: 0o644, sources: [{ serviceAccountToken: { path: 'token' } }] } }];
+  spec.volumes = [
+    ...(spec.volumes ?? []),
+    { name, projected: { defaultMode: 0o644, sources: [{ serviceAccountToken: { path: 'token' } }] } },
+  ];
   for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
     c.volumeMounts = [...(c.volumeMounts ?? []), { name, mountPath: TOKEN_MOUNT_PATH, readOnly: true }];
   }
@@ -126,16 +144,22 @@ async function podLog(ctx: ApiContext, req: ApiRequest): Promise<ApiAnswer> {
     const raw = q.get(key);
     if (raw === null) return undefined;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) throw badRequest(`${key}: Invalid value: ${raw}: must be greater than or equal to ${min}`);
+    if (!Number.isInteger(n) || n < min)
+      throw badRequest(`${key}: Invalid value: ${raw}: must be greater than or equal to ${min}`);
     return n;
   };
   const query: LogQuery = {
     ...(q.has('container') ? { container: q.get('container')! } : {}),
-    limitBytes: int('limitBytes', 1), tailLines: int('tailLines', 0), sinceSeconds: int('sinceSeconds', 1),
+    limitBytes: int('limitBytes', 1),
+    tailLines: int('tailLines', 0),
+    sinceSeconds: int('sinceSeconds', 1),
     ...(q.has('sinceTime') ? { sinceTime: q.get('sinceTime')! } : {}),
-    timestamps: q.get('timestamps') === 'true', previous: q.get('previous') === 'true', follow: q.get('follow') === 'true',
+    timestamps: q.get('timestamps') === 'true',
+    previous: q.get('previous') === 'true',
+    follow: q.get('follow') === 'true',
   };
-  if (query.sinceSeconds !== undefined && query.sinceTime !== undefined) throw badRequest('at most one of sinceTime or sinceSeconds may be specified');
+  if (query.sinceSeconds !== undefined && query.sinceTime !== undefined)
+    throw badRequest('at most one of sinceTime or sinceSeconds may be specified');
   const container = containerFor(pod, query.container);
   const worker = ctx.workers.get(pod.metadata.uid!);
   if (!worker) throw notFound('pods', req.name!);

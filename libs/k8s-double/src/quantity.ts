@@ -3,7 +3,18 @@
  * storage, cores for cpu. The grammar of apimachinery's resource.Quantity; invalid text answers NaN.
  */
 const BINARY: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
-const DECIMAL: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+const DECIMAL: Record<string, number> = {
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+};
 const QUANTITY = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE]([+-]?\d+))?$/;
 
 export function parseQuantity(value: string | number): number {
@@ -17,4 +28,5 @@ export function parseQuantity(value: string | number): number {
 }
 
 export const isQuantity = (value: unknown): boolean =>
-  (typeof value === 'number' && Number.isFinite(value)) || (typeof value === 'string' && Number.isFinite(parseQuantity(value)));
+  (typeof value === 'number' && Number.isFinite(value)) ||
+  (typeof value === 'string' && Number.isFinite(parseQuantity(value)));

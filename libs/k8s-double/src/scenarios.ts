@@ -21,8 +21,9 @@ interface Held<T> {
   value: T;
 }
 
-export const UNSCHEDULABLE_MESSAGE = '0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: '
-  + '1 No preemption victims found for incoming pod.';
+export const UNSCHEDULABLE_MESSAGE =
+  '0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: ' +
+  '1 No preemption victims found for incoming pod.';
 
 /**
  * The behaviour a test switches on for the Pods it names: the scheduler or kubelet consults it at each step,

@@ -18,7 +18,9 @@ export function admitSecret(secret: K8sObject, previous?: K8sObject): void {
   const data = (secret.data ?? {}) as Record<string, string>;
   for (const [k, v] of Object.entries(data)) {
     if (!BASE64.test(v) || v.length % 4 !== 0) {
-      throw badRequest(`Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte ${badByte(v)}`);
+      throw badRequest(
+        `Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte ${badByte(v)}`,
+      );
     }
   }
   for (const [k, v] of Object.entries((secret.stringData ?? {}) as Record<string, string>)) {
@@ -30,8 +32,12 @@ export function admitSecret(secret: K8sObject, previous?: K8sObject): void {
   let total = 0;
   for (const [k, v] of Object.entries(data)) {
     if (!KEY.test(k)) {
-      errors.invalid(`data[${k}]`, k, "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name', "
-        + " or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')");
+      errors.invalid(
+        `data[${k}]`,
+        k,
+        "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name', " +
+          " or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+      );
     }
     total += Buffer.from(v, 'base64').length;
   }
@@ -39,7 +45,8 @@ export function admitSecret(secret: K8sObject, previous?: K8sObject): void {
   if (previous) {
     if (previous.type !== secret.type) errors.invalid('type', secret.type, 'field is immutable');
     if (previous.immutable === true) {
-      if (JSON.stringify(previous.data ?? {}) !== JSON.stringify(data)) errors.forbidden('data', 'field is immutable when `immutable` is set');
+      if (JSON.stringify(previous.data ?? {}) !== JSON.stringify(data))
+        errors.forbidden('data', 'field is immutable when `immutable` is set');
       if (secret.immutable !== true) errors.forbidden('immutable', 'field is immutable when `immutable` is set');
     }
   }

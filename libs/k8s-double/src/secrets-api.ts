@@ -1,5 +1,13 @@
 import type { ApiAnswer, ApiContext, ApiRequest } from './api-context.ts';
-import { clearServerFields, deleteOptions, existing, generateName, isDryRun, listObjects, objectBody } from './objects.ts';
+import {
+  clearServerFields,
+  deleteOptions,
+  existing,
+  generateName,
+  isDryRun,
+  listObjects,
+  objectBody,
+} from './objects.ts';
 import { admitSecret } from './secret-validation.ts';
 import { EVENT_FIELDS, SECRET_FIELDS } from './selectors.ts';
 import { alreadyExists, badRequest, conflict, methodNotSupported, notFound, success } from './status.ts';
@@ -37,7 +45,8 @@ function createSecret(ctx: ApiContext, req: ApiRequest): ApiAnswer {
   clearServerFields(secret);
   generateName(secret);
   admitSecret(secret);
-  if (ctx.store.get('Secret', req.namespace!, secret.metadata.name!)) throw alreadyExists('secrets', secret.metadata.name!);
+  if (ctx.store.get('Secret', req.namespace!, secret.metadata.name!))
+    throw alreadyExists('secrets', secret.metadata.name!);
   if (isDryRun(req)) return { status: 201, body: secret };
   return { status: 201, body: ctx.store.insert('Secret', secret) };
 }
@@ -46,13 +55,19 @@ function createSecret(ctx: ApiContext, req: ApiRequest): ApiAnswer {
 function replaceSecret(ctx: ApiContext, req: ApiRequest): ApiAnswer {
   const secret = objectBody('Secret', req);
   if (secret.metadata.name !== req.name) {
-    throw badRequest(`the name of the object (${secret.metadata.name}) does not match the name on the URL (${req.name})`);
+    throw badRequest(
+      `the name of the object (${secret.metadata.name}) does not match the name on the URL (${req.name})`,
+    );
   }
   const current = ctx.store.get('Secret', req.namespace!, req.name!);
   if (!current) throw notFound('secrets', req.name!);
   const rv = secret.metadata.resourceVersion;
   if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) {
-    throw conflict('secrets', req.name!, 'the object has been modified; please apply your changes to the latest version and try again');
+    throw conflict(
+      'secrets',
+      req.name!,
+      'the object has been modified; please apply your changes to the latest version and try again',
+    );
   }
   admitSecret(secret, current);
   if (isDryRun(req)) return { status: 200, body: { ...secret, metadata: { ...current.metadata, ...secret.metadata } } };

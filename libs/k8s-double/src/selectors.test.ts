@@ -20,7 +20,11 @@ test('label selectors: equality, inequality, sets and existence', () => {
 
 test('label selectors: a malformed selector is a 400 BadRequest', () => {
   for (const bad of ['a=b c', 'a in x', 'bad key=1', 'a=(b']) {
-    assert.throws(() => labelMatcher(bad), (e: unknown) => e instanceof ApiError && e.code === 400 && /unable to parse requirement/.test(e.message), bad);
+    assert.throws(
+      () => labelMatcher(bad),
+      (e: unknown) => e instanceof ApiError && e.code === 400 && /unable to parse requirement/.test(e.message),
+      bad,
+    );
   }
 });
 

@@ -1,13 +1,12 @@
 import { badRequest } from './status.ts';
 
 /** One term of a label selector, as apimachinery's labels.Parse reads it. */
-type Requirement =
-  | { key: string; op: 'exists' | 'notexists' }
-  | { key: string; op: 'in' | 'notin'; values: string[] };
+type Requirement = { key: string; op: 'exists' | 'notexists' } | { key: string; op: 'in' | 'notin'; values: string[] };
 
 export type Matcher = (labels: Record<string, string> | undefined) => boolean;
 
-const KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
 /** Splits on commas outside parentheses: `a in (x,y),b` is two terms. */
@@ -44,9 +43,14 @@ function requirement(term: string): Requirement {
 }
 
 function checked(r: Requirement, fail: (why: string) => Error): Requirement {
-  if (!KEY.test(r.key)) throw fail(`key: Invalid value: "${r.key}": name part must consist of alphanumeric characters, '-', '_' or '.'`);
+  if (!KEY.test(r.key))
+    throw fail(`key: Invalid value: "${r.key}": name part must consist of alphanumeric characters, '-', '_' or '.'`);
   for (const v of 'values' in r ? r.values : []) {
-    if (!VALUE.test(v)) throw fail(`values[0][${r.key}]: Invalid value: "${v}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'`);
+    if (!VALUE.test(v))
+      throw fail(
+        `values[0][${r.key}]: Invalid value: "${v}": a valid label must be an empty string or consist of ` +
+          "alphanumeric characters, '-', '_' or '.'",
+      );
   }
   return r;
 }
@@ -59,10 +63,14 @@ export function labelMatcher(selector: string | undefined): Matcher {
     reqs.every((r) => {
       const has = Object.hasOwn(labels, r.key);
       switch (r.op) {
-        case 'exists': return has;
-        case 'notexists': return !has;
-        case 'in': return has && r.values.includes(labels[r.key]!);
-        case 'notin': return !has || !r.values.includes(labels[r.key]!);
+        case 'exists':
+          return has;
+        case 'notexists':
+          return !has;
+        case 'in':
+          return has && r.values.includes(labels[r.key]!);
+        case 'notin':
+          return !has || !r.values.includes(labels[r.key]!);
       }
     });
 }
@@ -89,9 +97,30 @@ function fieldValue(obj: object, path: string): string {
   return cur === undefined || cur === null ? '' : String(cur);
 }
 
-export const POD_FIELDS = ['metadata.name', 'metadata.namespace', 'spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName',
-  'spec.serviceAccountName', 'status.phase', 'status.podIP', 'status.nominatedNodeName'] as const;
+export const POD_FIELDS = [
+  'metadata.name',
+  'metadata.namespace',
+  'spec.nodeName',
+  'spec.restartPolicy',
+  'spec.schedulerName',
+  'spec.serviceAccountName',
+  'status.phase',
+  'status.podIP',
+  'status.nominatedNodeName',
+] as const;
 export const SECRET_FIELDS = ['metadata.name', 'metadata.namespace', 'type'] as const;
-export const EVENT_FIELDS = ['metadata.name', 'metadata.namespace', 'involvedObject.kind', 'involvedObject.namespace',
-  'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion', 'involvedObject.resourceVersion',
-  'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type'] as const;
+export const EVENT_FIELDS = [
+  'metadata.name',
+  'metadata.namespace',
+  'involvedObject.kind',
+  'involvedObject.namespace',
+  'involvedObject.name',
+  'involvedObject.uid',
+  'involvedObject.apiVersion',
+  'involvedObject.resourceVersion',
+  'involvedObject.fieldPath',
+  'reason',
+  'reportingComponent',
+  'source',
+  'type',
+] as const;

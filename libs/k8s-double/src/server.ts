@@ -25,20 +25,37 @@ export interface ServerOptions {
 /** The API server's request limit (3 MiB): a larger body is a 413. */
 const MAX_BODY = 3 * 1024 * 1024;
 const HANDLERS: Record<string, (ctx: ApiContext, req: ApiRequest) => Promise<ApiAnswer>> = {
-  pods: podsApi, secrets: secretsApi, events: eventsApi,
+  pods: podsApi,
+  secrets: secretsApi,
+  events: eventsApi,
 };
 
 /** `/api/v1/[namespaces/{ns}/]{resource}[/{name}[/{subresource}]]` → the authorizer's view of the request. */
 export function requestInfo(method: string, path: string, query: URLSearchParams): RequestInfo | undefined {
   const m = /^\/api\/v1(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?\/?$/.exec(path);
   if (!m) return undefined;
-  const [, namespace, resource, name, subresource] = m.map((p) => (p === undefined ? undefined : decodeURIComponent(p)));
+  const [, namespace, resource, name, subresource] = m.map((p) =>
+    p === undefined ? undefined : decodeURIComponent(p),
+  );
   const watch = query.get('watch') === 'true' || query.get('watch') === '1';
-  const verb = { GET: name ? 'get' : watch ? 'watch' : 'list', POST: 'create', PUT: 'update', PATCH: 'patch',
-    DELETE: name ? 'delete' : 'deletecollection' }[method] ?? method.toLowerCase();
+  const verb =
+    {
+      GET: name ? 'get' : watch ? 'watch' : 'list',
+      POST: 'create',
+      PUT: 'update',
+      PATCH: 'patch',
+      DELETE: name ? 'delete' : 'deletecollection',
+    }[method] ?? method.toLowerCase();
   // exec/attach/portforward are authorised as `create` on a POST (and as `get` on a websocket GET before 1.35).
-  return { method, path, verb, ...(resource ? { resource } : {}), ...(namespace ? { namespace } : {}),
-    ...(name ? { name } : {}), ...(subresource ? { subresource } : {}) };
+  return {
+    method,
+    path,
+    verb,
+    ...(resource ? { resource } : {}),
+    ...(namespace ? { namespace } : {}),
+    ...(name ? { name } : {}),
+    ...(subresource ? { subresource } : {}),
+  };
 }
 
 /** The HTTP front of the double: bearer auth, RBAC, armed faults, call recording, then the resource handlers. */
@@ -55,13 +72,21 @@ export function createApiServer(ctx: ApiContext, opts: ServerOptions): { server:
 async function handle(ctx: ApiContext, opts: ServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://double');
   const method = req.method ?? 'GET';
-  const info = requestInfo(method, url.pathname, url.searchParams) ?? { method, path: url.pathname, verb: method.toLowerCase() };
+  const info = requestInfo(method, url.pathname, url.searchParams) ?? {
+    method,
+    path: url.pathname,
+    verb: method.toLowerCase(),
+  };
   const call: ApiCall = { ...info, query: Object.fromEntries(url.searchParams), status: 0, at: Date.now() };
   opts.calls.push(call);
   const answer = (a: ApiAnswer, headers: Record<string, string> = {}) => {
     call.status = a.status;
     const text = Buffer.isBuffer(a.body) ? a.body : Buffer.from(JSON.stringify(a.body));
-    res.writeHead(a.status, { 'content-type': a.contentType ?? 'application/json', 'content-length': text.length, ...headers });
+    res.writeHead(a.status, {
+      'content-type': a.contentType ?? 'application/json',
+      'content-length': text.length,
+      ...headers,
+    });
     res.end(text);
   };
   try {
@@ -81,21 +106,39 @@ async function handle(ctx: ApiContext, opts: ServerOptions, req: IncomingMessage
     const body = await readBody(req);
     answer(await route(ctx, opts, info, url.searchParams, body));
   } catch (err) {
-    const e = err instanceof ApiError ? err : new ApiError(500, 'InternalError', `k8s-double: ${(err as Error).message ?? String(err)}`);
+    const e =
+      err instanceof ApiError
+        ? err
+        : new ApiError(500, 'InternalError', `k8s-double: ${(err as Error).message ?? String(err)}`);
     answer({ status: e.code, body: e.toStatus() }, e.headers);
   }
 }
 
-async function route(ctx: ApiContext, opts: ServerOptions, info: RequestInfo, query: URLSearchParams, body: unknown): Promise<ApiAnswer> {
+async function route(
+  ctx: ApiContext,
+  opts: ServerOptions,
+  info: RequestInfo,
+  query: URLSearchParams,
+  body: unknown,
+): Promise<ApiAnswer> {
   if (info.path === '/version' && info.method === 'GET') {
-    return { status: 200, body: { major: '1', minor: '34', gitVersion: 'v1.34.0-k8s-double', platform: 'linux/amd64' } };
+    return {
+      status: 200,
+      body: { major: '1', minor: '34', gitVersion: 'v1.34.0-k8s-double', platform: 'linux/amd64' },
+    };
   }
   const handler = info.resource === undefined ? undefined : HANDLERS[info.resource];
   if (!handler) throw pathNotFound();
   const authz = { ...info, resource: info.resource! };
   if (opts.rbac && !rulesAllow(opts.rbac.rules, authz)) throw rbacDenied(opts.rbac.user, authz);
-  return handler(ctx, { method: info.method, query, body, ...(info.namespace ? { namespace: info.namespace } : {}),
-    ...(info.name ? { name: info.name } : {}), ...(info.subresource ? { subresource: info.subresource } : {}) });
+  return handler(ctx, {
+    method: info.method,
+    query,
+    body,
+    ...(info.namespace ? { namespace: info.namespace } : {}),
+    ...(info.name ? { name: info.name } : {}),
+    ...(info.subresource ? { subresource: info.subresource } : {}),
+  });
 }
 
 async function readBody(req: IncomingMessage): Promise<unknown> {
@@ -103,7 +146,8 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY) throw new ApiError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${MAX_BODY}`);
+    if (size > MAX_BODY)
+      throw new ApiError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${MAX_BODY}`);
     chunks.push(chunk);
   }
   if (size === 0) return undefined;

@@ -43,8 +43,14 @@ export class ApiError extends Error {
 
   toStatus(): StatusBody {
     return {
-      kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason,
-      ...(this.details === undefined ? {} : { details: this.details }), code: this.code,
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: this.message,
+      reason: this.reason,
+      ...(this.details === undefined ? {} : { details: this.details }),
+      code: this.code,
     };
   }
 }
@@ -57,7 +63,10 @@ export const alreadyExists = (resource: string, name: string): ApiError =>
   new ApiError(409, 'AlreadyExists', `${resource} "${name}" already exists`, { name, kind: resource });
 
 export const conflict = (resource: string, name: string, why: string): ApiError =>
-  new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": ${why}`, { name, kind: resource });
+  new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": ${why}`, {
+    name,
+    kind: resource,
+  });
 
 /** 422: `Pod "x" is invalid: spec.containers[0].name: Required value`, one cause per field. */
 export function invalid(kind: string, name: string, causes: StatusCause[]): ApiError {
@@ -74,9 +83,12 @@ export const forbidden = (resource: string, name: string, why: string): ApiError
 export const unauthorized = (): ApiError => new ApiError(401, 'Unauthorized', 'Unauthorized');
 
 export const methodNotSupported = (resource: string, verb: string): ApiError =>
-  new ApiError(405, 'MethodNotAllowed', `${verb} is not supported on resources of kind "${resource}"`, { kind: resource });
+  new ApiError(405, 'MethodNotAllowed', `${verb} is not supported on resources of kind "${resource}"`, {
+    kind: resource,
+  });
 
-export const pathNotFound = (): ApiError => new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+export const pathNotFound = (): ApiError =>
+  new ApiError(404, 'NotFound', 'the server could not find the requested resource');
 
 export const gone = (message: string): ApiError => new ApiError(410, 'Expired', message);
 

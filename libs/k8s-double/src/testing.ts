@@ -24,25 +24,47 @@ export async function startDouble(t: TestContext, options: K8sDoubleOptions = {}
 
 /** The securityContext the restricted Pod Security level asks of every container. */
 export const RESTRICTED: k8s.V1SecurityContext = {
-  runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,
-  capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' },
+  runAsNonRoot: true,
+  runAsUser: 65534,
+  runAsGroup: 65534,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
 };
 
 /** A container of the runtime image running a shell script, locked down as restricted requires. */
 export function shContainer(name: string, script: string, extra: Partial<k8s.V1Container> = {}): k8s.V1Container {
-  return { name, image: RUNTIME_IMAGE, command: ['sh', '-c', script], securityContext: structuredClone(RESTRICTED), ...extra };
+  return {
+    name,
+    image: RUNTIME_IMAGE,
+    command: ['sh', '-c', script],
+    securityContext: structuredClone(RESTRICTED),
+    ...extra,
+  };
 }
 
 /** A one-shot Pod (restartPolicy Never, no token) around the given containers. */
-export function pod(name: string, spec: Partial<k8s.V1PodSpec> & Pick<k8s.V1PodSpec, 'containers'>, labels: Record<string, string> = {}): k8s.V1Pod {
+export function pod(
+  name: string,
+  spec: Partial<k8s.V1PodSpec> & Pick<k8s.V1PodSpec, 'containers'>,
+  labels: Record<string, string> = {},
+): k8s.V1Pod {
   return {
-    apiVersion: 'v1', kind: 'Pod', metadata: { name, labels },
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, labels },
     spec: { restartPolicy: 'Never', automountServiceAccountToken: false, terminationGracePeriodSeconds: 0, ...spec },
   };
 }
 
 /** Polls the Pod until `done` holds, failing after `timeoutMs`; answers the Pod and every phase it was seen in. */
-export async function waitForPod(f: DoubleFixture, name: string, done: (p: k8s.V1Pod) => boolean, timeoutMs = 30_000): Promise<{ pod: k8s.V1Pod; phases: string[] }> {
+export async function waitForPod(
+  f: DoubleFixture,
+  name: string,
+  done: (p: k8s.V1Pod) => boolean,
+  timeoutMs = 30_000,
+): Promise<{ pod: k8s.V1Pod; phases: string[] }> {
   const deadline = Date.now() + timeoutMs;
   const phases: string[] = [];
   for (;;) {
@@ -58,12 +80,20 @@ export async function waitForPod(f: DoubleFixture, name: string, done: (p: k8s.V
 export const terminal = (p: k8s.V1Pod): boolean => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
 
 /** The Docker containers this double made for a Pod (by its uid label). */
-export async function podContainers(double: K8sDouble, uid: string): Promise<{ Id: string; Labels: Record<string, string>; State: string }[]> {
+export async function podContainers(
+  double: K8sDouble,
+  uid: string,
+): Promise<{ Id: string; Labels: Record<string, string>; State: string }[]> {
   return double.docker.listContainers({ all: true, filters: { label: [`${DOUBLE_LABELS.pod}=${uid}`] } });
 }
 
 /** The body of a client-node ApiException (raw text of a Status), parsed. */
-export function statusOf(err: unknown): { code: number; reason: string; message: string; details?: Record<string, unknown> } {
+export function statusOf(err: unknown): {
+  code: number;
+  reason: string;
+  message: string;
+  details?: Record<string, unknown>;
+} {
   const e = err as { code?: number; body?: unknown };
   if (typeof e.code !== 'number') throw err;
   return typeof e.body === 'string' ? JSON.parse(e.body) : (e.body as never);
@@ -80,7 +110,11 @@ export async function failure(call: Promise<unknown>): Promise<ReturnType<typeof
 }
 
 /** Polls events until one matches `fieldSelector` (e.g. `involvedObject.name=p,reason=FailedMount`) and answers it. */
-export async function waitForEvent(f: DoubleFixture, fieldSelector: string, timeoutMs = 15_000): Promise<k8s.CoreV1Event> {
+export async function waitForEvent(
+  f: DoubleFixture,
+  fieldSelector: string,
+  timeoutMs = 15_000,
+): Promise<k8s.CoreV1Event> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { items } = await f.core.listNamespacedEvent({ namespace: f.namespace, fieldSelector });

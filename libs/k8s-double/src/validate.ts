@@ -17,8 +17,11 @@ export type ValidatedKind = keyof typeof MODELS;
 
 /** `/spec/containers/0/name` → `spec.containers[0].name`, the API server's field paths. */
 export function fieldPath(pointer: string): string {
-  return pointer.split('/').filter(Boolean)
-    .map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
+  return pointer
+    .split('/')
+    .filter(Boolean)
+    .map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`))
+    .join('');
 }
 
 /**
@@ -27,7 +30,9 @@ export function fieldPath(pointer: string): string {
  */
 export function checkSchema(kind: ValidatedKind, obj: K8sObject): void {
   if (obj.apiVersion !== undefined && obj.apiVersion !== 'v1') {
-    throw badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (v1)`);
+    throw badRequest(
+      `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (v1)`,
+    );
   }
   if (obj.kind !== undefined && obj.kind !== kind) {
     throw badRequest(`the kind in the data (${String(obj.kind)}) does not match the expected kind (${kind})`);
@@ -40,8 +45,10 @@ export function checkSchema(kind: ValidatedKind, obj: K8sObject): void {
     const decoding = errors.find((e) => e.keyword === 'type' || e.keyword === 'format');
     if (decoding) {
       const path = fieldPath(decoding.instancePath);
-      throw badRequest(`${kind} in version "v1" cannot be handled as a ${kind}: json: cannot unmarshal the value of ${path} `
-        + `(${decoding.message ?? 'wrong type'})`);
+      throw badRequest(
+        `${kind} in version "v1" cannot be handled as a ${kind}: json: cannot unmarshal the value of ${path} ` +
+          `(${decoding.message ?? 'wrong type'})`,
+      );
     }
     throw invalid(kind, nameOf(obj), errors.map(schemaCause));
   }
@@ -55,7 +62,11 @@ function schemaCause(e: SchemaError): StatusCause {
   }
   if (e.keyword === 'enum') {
     const allowed = (e.params.allowedValues ?? []).map((v) => JSON.stringify(v)).join(', ');
-    return { reason: 'FieldValueNotSupported', message: `Unsupported value: supported values: ${allowed}`, field: base };
+    return {
+      reason: 'FieldValueNotSupported',
+      message: `Unsupported value: supported values: ${allowed}`,
+      field: base,
+    };
   }
   return { reason: 'FieldValueInvalid', message: `Invalid value: ${e.message ?? e.keyword}`, field: base };
 }
@@ -64,19 +75,27 @@ export const nameOf = (obj: K8sObject): string => obj.metadata?.name ?? obj.meta
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
 /** Collects field errors with the API server's wording; `done()` throws them all as one 422. */
 export class FieldErrors {
   readonly causes: StatusCause[] = [];
-  constructor(private readonly kind: string, private readonly name: string) {}
+  constructor(
+    private readonly kind: string,
+    private readonly name: string,
+  ) {}
 
   required(field: string): void {
     this.causes.push({ reason: 'FieldValueRequired', message: 'Required value', field });
   }
   invalid(field: string, value: unknown, why: string): void {
-    this.causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(value)}: ${why}`, field });
+    this.causes.push({
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${JSON.stringify(value)}: ${why}`,
+      field,
+    });
   }
   duplicate(field: string, value: unknown): void {
     this.causes.push({ reason: 'FieldValueDuplicate', message: `Duplicate value: ${JSON.stringify(value)}`, field });
@@ -92,16 +111,24 @@ export class FieldErrors {
   }
   dnsLabel(field: string, value: string): void {
     if (!DNS_LABEL.test(value) || value.length > 63) {
-      this.invalid(field, value, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-        + "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-        + "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
+      this.invalid(
+        field,
+        value,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must " +
+          "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is " +
+          "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+      );
     }
   }
   dnsSubdomain(field: string, value: string): void {
     if (!DNS_SUBDOMAIN.test(value) || value.length > 253) {
-      this.invalid(field, value, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-        + "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-        + "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
+      this.invalid(
+        field,
+        value,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', " +
+          "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is " +
+          "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+      );
     }
   }
   quantity(field: string, value: unknown): number {
@@ -119,9 +146,14 @@ export function checkMeta(obj: K8sObject, errors: FieldErrors): void {
   if (name === undefined && generateName === undefined) errors.required('metadata.name');
   if (name !== undefined) errors.dnsSubdomain('metadata.name', name);
   for (const [k, v] of Object.entries(labels)) {
-    if (!LABEL_KEY.test(k)) errors.invalid('metadata.labels', k, "name part must consist of alphanumeric characters, '-', '_' or '.'");
+    if (!LABEL_KEY.test(k))
+      errors.invalid('metadata.labels', k, "name part must consist of alphanumeric characters, '-', '_' or '.'");
     if (!LABEL_VALUE.test(String(v))) {
-      errors.invalid(`metadata.labels`, v, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'");
+      errors.invalid(
+        `metadata.labels`,
+        v,
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'",
+      );
     }
   }
   for (const [i, ref] of (obj.metadata.ownerReferences ?? []).entries()) {
