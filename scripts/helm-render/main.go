@@ -161,8 +161,9 @@ func render(chart string, files, sets []string, name, namespace string) (string,
 	}
 	chartName, _ := meta["name"].(string)
 	top := map[string]interface{}{
-		"Values":  vals,
-		"Release": map[string]interface{}{"Name": name, "Namespace": namespace, "Service": "Helm", "IsInstall": true, "IsUpgrade": false, "Revision": 1},
+		"Values": vals,
+		"Release": map[string]interface{}{"Name": name, "Namespace": namespace, "Service": "Helm",
+			"IsInstall": true, "IsUpgrade": false, "Revision": 1},
 		"Chart": map[string]interface{}{"Name": chartName, "Version": meta["version"], "AppVersion": meta["appVersion"],
 			"Description": meta["description"], "Type": meta["type"]},
 		"Capabilities": map[string]interface{}{
@@ -181,7 +182,8 @@ func render(chart string, files, sets []string, name, namespace string) (string,
 	var names []string
 	for _, p := range paths {
 		base := filepath.Base(p)
-		if base == "NOTES.txt" || !(strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml") || strings.HasSuffix(base, ".tpl")) {
+		ext := filepath.Ext(base)
+		if base == "NOTES.txt" || !(ext == ".yaml" || ext == ".yml" || ext == ".tpl") {
 			continue
 		}
 		raw, err := os.ReadFile(p)
@@ -299,6 +301,8 @@ func funcMap(root *template.Template) template.FuncMap {
 		return strings.ReplaceAll(buf.String(), "<no value>", ""), nil
 	}
 	// helm template has no cluster to look objects up in: lookup answers an empty map, as there.
-	f["lookup"] = func(string, string, string, string) (map[string]interface{}, error) { return map[string]interface{}{}, nil }
+	f["lookup"] = func(string, string, string, string) (map[string]interface{}, error) {
+		return map[string]interface{}{}, nil
+	}
 	return f
 }

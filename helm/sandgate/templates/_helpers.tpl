@@ -41,7 +41,8 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/* The gateway's in-cluster URL: where stage and harvest containers fetch and upload files. */}}
 {{- define "sandgate.gatewayUrl" -}}
-{{- printf "http://%s-gateway.%s.svc:%d" (include "sandgate.fullname" .) .Release.Namespace (int .Values.gateway.service.port) -}}
+{{- $port := int .Values.gateway.service.port -}}
+{{- printf "http://%s-gateway.%s.svc:%d" (include "sandgate.fullname" .) .Release.Namespace $port -}}
 {{- end -}}
 
 {{- define "sandgate.secretName" -}}
@@ -49,7 +50,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{- define "sandgate.redisSecretName" -}}
-{{- if .Values.redis.existingSecret -}}{{ .Values.redis.existingSecret }}{{- else -}}{{ include "sandgate.secretName" . }}{{- end -}}
+{{- default (include "sandgate.secretName" .) .Values.redis.existingSecret -}}
 {{- end -}}
 
 {{/* The restricted Pod Security profile every sandgate container runs with. */}}
