@@ -31,7 +31,8 @@ export async function podsApi(ctx: ApiContext, req: ApiRequest): Promise<ApiAnsw
   }
   if (req.name === undefined) {
     if (req.method === 'GET') return { status: 200, body: listObjects(ctx, 'Pod', req, POD_FIELDS) };
-    if (req.method === 'POST') return createPod(ctx, req);
+    // Objects are created in a namespace; the cluster-wide collection only lists.
+    if (req.method === 'POST' && req.namespace !== undefined) return createPod(ctx, req);
     throw methodNotSupported('pods', req.method === 'DELETE' ? 'deletecollection' : req.method);
   }
   if (req.method === 'GET') return { status: 200, body: getPod(ctx, req) };

@@ -17,7 +17,7 @@ export async function secretsApi(ctx: ApiContext, req: ApiRequest): Promise<ApiA
   if (req.subresource !== undefined) throw notFound(`secrets/${req.subresource}`, req.name!);
   if (req.name === undefined) {
     if (req.method === 'GET') return { status: 200, body: listObjects(ctx, 'Secret', req, SECRET_FIELDS) };
-    if (req.method === 'POST') return createSecret(ctx, req);
+    if (req.method === 'POST' && req.namespace !== undefined) return createSecret(ctx, req);
     throw methodNotSupported('secrets', req.method === 'DELETE' ? 'deletecollection' : req.method);
   }
   switch (req.method) {
