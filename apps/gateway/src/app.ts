@@ -3,9 +3,11 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { SHARED_SCHEMAS } from '@sandgate/contracts';
+import { DASHBOARD_DIR } from '@sandgate/dashboard';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
+import { dashboardRoutes } from './routes/dashboard.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -15,12 +17,14 @@ import { systemRoutes } from './routes/system.ts';
 export interface AppOptions {
   /** SSE heartbeat interval (ms); default 15 000. */
   heartbeatMs?: number;
+  /** The built dashboard served at /dashboard/; default apps/dashboard/build. */
+  dashboardDir?: string;
 }
 
 let requestSeq = 0;
 
 /** The gateway as a Fastify app. Never listens: server.ts does, tests inject or listen on port 0. */
-export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = {}) {
+export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = DASHBOARD_DIR }: AppOptions = {}) {
   const app = Fastify({
     loggerInstance: deps.log,
     genReqId: () => `req_${Date.now().toString(36)}${(requestSeq++).toString(36)}`,
@@ -45,7 +49,8 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
   app.addHook('onRoute', (route) => {
-    if (route.url.startsWith('/docs')) route.config = { ...(route.config as object), public: true };
+    // The docs and the dashboard's static files: the dashboard asks for the key in the page.
+    if (/^\/(docs|dashboard)(\/|$)/.test(route.url)) route.config = { ...(route.config as object), public: true };
   });
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
@@ -58,5 +63,6 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(downloadRoutes, { deps });
+  await app.register(dashboardRoutes, { dir: dashboardDir });
   return app;
 }
