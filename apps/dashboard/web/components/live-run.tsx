@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { isTerminalState } from '../lib/states.ts';
 import { useApi } from '../lib/context.ts';
 import { href } from '../lib/router.ts';
@@ -9,13 +9,15 @@ import { useRun } from './use-run.ts';
 const CONNECTION_TEXT = { connecting: 'connecting…', open: 'live', reconnecting: 'reconnecting…', ended: 'ended' } as const;
 
 /** One run followed live: its state, the connection, a cancel button, and everything it reports. */
-export function LiveRun({ id, compact = false }: { id: string; compact?: boolean }) {
+export function LiveRun({ id, compact = false, onEnded }: { id: string; compact?: boolean; onEnded?(): void }) {
   const api = useApi();
   const { execution, view, connection, error } = useRun(id);
   const [cancelling, setCancelling] = useState(false);
   const [cancelError, setCancelError] = useState<unknown>(null);
   const state = view.result?.state ?? execution?.result?.state
     ?? (view.phases.some((p) => p.phase === 'running') ? 'running' : execution?.state ?? 'queued');
+  const ended = view.result !== null;
+  useEffect(() => { if (ended) onEnded?.(); }, [ended]);
   const cancel = async () => {
     setCancelling(true);
     setCancelError(null);

@@ -50,7 +50,7 @@ export function NotebookPage({ id }: { id: string }) {
   useEffect(() => { sessionStorage.setItem(storageKey(id), JSON.stringify(cells)); }, [cells]);
   useEffect(() => {
     if (focusKey === null) return;
-    document.querySelector<HTMLElement>(`[data-cell="${focusKey}"] .cm-content`)?.focus();
+    document.querySelector(`[data-cell="${focusKey}"] .editor`)?.shadowRoot?.querySelector<HTMLElement>('.cm-content')?.focus();
   }, [focusKey, cells]);
 
   const patch = (key: number, p: Partial<Cell>) => setCells((list) => list.map((c) => (c.key === key ? { ...c, ...p } : c)));

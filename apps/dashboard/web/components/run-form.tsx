@@ -17,7 +17,7 @@ const EXAMPLES: Record<string, string> = {
  * Runs code: language, editor, timeout and limits, and (without a fixed session) a session picker;
  * the run then streams below the form. Shift+Enter or Ctrl+Enter in the editor runs it.
  */
-export function RunForm({ sessionId, onStarted }: { sessionId?: string; onStarted?(e: Execution): void }) {
+export function RunForm({ sessionId, onStarted, onEnded }: { sessionId?: string; onStarted?(e: Execution): void; onEnded?(): void }) {
   const api = useApi();
   const [runtimes, setRuntimes] = useState<Runtimes | null>(null);
   const [sessions, setSessions] = useState<Session[]>([]);
@@ -93,7 +93,7 @@ export function RunForm({ sessionId, onStarted }: { sessionId?: string; onStarte
         </p>
         <ErrorNote error={error} />
       </form>
-      {running && <LiveRun key={running} id={running} />}
+      {running && <LiveRun key={running} id={running} onEnded={onEnded} />}
     </div>
   );
 }

@@ -41,7 +41,7 @@ export function SessionPage({ id }: { id: string }) {
       </Panel>
       <FilesPanel sessionId={id} refreshKey={filesChanged} />
       <Panel title="Run code" label="run code">
-        <RunForm sessionId={id} onStarted={() => void refresh()} />
+        <RunForm sessionId={id} onStarted={refresh} onEnded={() => { refresh(); setFilesChanged((n) => n + 1); }} />
       </Panel>
       <Panel title="Runs in this session" label="session runs">
         <ErrorNote error={runs.error} />
