@@ -19,7 +19,8 @@ const dark = matchMedia('(prefers-color-scheme: dark)');
 
 /** Sizes and fonts of the editor; they live in its own style sheet, inside its shadow root. */
 const layout = EditorView.theme({
-  '&': { minHeight: '8rem', maxHeight: '60vh', fontSize: '13px' },
+  // Custom properties cross the shadow boundary, so the page's CSS can size an editor (a notebook cell is small).
+  '&': { minHeight: 'var(--editor-min-height, 8rem)', maxHeight: '60vh', fontSize: '13px' },
   '.cm-scroller': { overflow: 'auto', fontFamily: 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace' },
 });
 

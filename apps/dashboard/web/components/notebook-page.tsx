@@ -18,10 +18,11 @@ const newCell = (cells: Cell[]): Cell => ({ key: Math.max(0, ...cells.map((c) =>
 function CellOutput({ id }: { id: string }) {
   const { execution, view, error } = useRun(id);
   const result = view.result ?? execution?.result ?? null;
+  const printed = view.output.some((o) => o.text !== '') || Boolean(result && (result.stdout || result.stderr));
   return (
     <div class="cell-output" data-execution={id} data-state={result?.state ?? 'running'}>
       <ErrorNote error={error} />
-      {(view.output.length > 0 || result) && <Console view={view} fallback={execution?.result ?? null} />}
+      {printed && <Console view={view} fallback={execution?.result ?? null} />}
       {result?.value !== undefined && <pre class="cell-value" aria-label="value">{result.value}</pre>}
       <ArtifactList artifacts={view.artifacts} />
       {result && result.state !== 'completed' && (
