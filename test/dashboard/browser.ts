@@ -20,11 +20,16 @@ export const SCREENSHOTS = join(tmpdir(), 'sandgate-dashboard-screenshots');
 
 export interface DashboardStack { stack: Stack; proxy: DropProxy; browser: Browser; base: string; close(): Promise<void> }
 
-/** A stack with two tenants' keys, the dashboard built, a drop proxy in front, and Chromium. */
-export async function startDashboardStack(env: Record<string, string> = {}): Promise<DashboardStack> {
+/**
+ * A stack with two tenants' keys (or none: `open`), the dashboard built, a drop proxy in front, and Chromium.
+ */
+export async function startDashboardStack({ env = {}, open = false }: { env?: Record<string, string>; open?: boolean } = {}):
+Promise<DashboardStack> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`npm run test:all\` (it installs Debian's chromium)`);
   await ensureDashboardBuilt();
-  const stack = await startStack({ env: { SANDGATE_API_KEYS: `${KEY_A}:tenantA,${KEY_B}:tenantB`, ...env }, apiKey: KEY_A });
+  const stack = open
+    ? await startStack({ env })
+    : await startStack({ env: { SANDGATE_API_KEYS: `${KEY_A}:tenantA,${KEY_B}:tenantB`, ...env }, apiKey: KEY_A });
   const proxy = await DropProxy.start(stack.url);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,

@@ -21,7 +21,7 @@ export function RunsPage() {
       </label>
     }>
       <ErrorNote error={list.error} />
-      {list.items?.length === 0 && <p class="muted empty">No {state || ''} runs.</p>}
+      {list.items?.length === 0 && <p class="muted empty">{state ? `No ${state} runs.` : 'No runs.'}</p>}
       {list.items && list.items.length > 0 && <RunsTable runs={list.items} />}
       <LoadMore next={list.next} onMore={list.more} />
     </Panel>
