@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEY_A, KEY_B, openPage, signIn, startDashboardStack } from './browser.ts';
+import { KEY_A, KEY_B, openPage, screenshot, signIn, startDashboardStack } from './browser.ts';
 
 test('a second tenant sees none of the first one\'s sessions or runs, even in the same tab after sign-out', async (t) => {
   const d = await startDashboardStack();
@@ -38,15 +38,30 @@ test('a second tenant sees none of the first one\'s sessions or runs, even in th
   assert.deepEqual(problems, []);
 });
 
-test('in open mode there is no sign-in', async (t) => {
+test('in open mode there is no sign-in; the pages work from the keyboard and on a phone-sized screen', async (t) => {
   const d = await startDashboardStack({ open: true });
   t.after(() => d.close());
-  const { page, problems } = await openPage(d);
+  const { page, problems } = await openPage(d, { width: 390 });
   await page.goto(d.base);
   await page.getByRole('navigation', { name: 'main' }).waitFor();
   await page.getByText('open mode').waitFor();
   assert.equal(await page.getByLabel('API key').count(), 0);
   assert.equal(await page.getByRole('button', { name: 'Sign out' }).count(), 0);
   await page.getByText('No sessions yet.').waitFor();
+
+  // Keyboard only: the skip link first, then on to the form that creates a session.
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+  for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Create session'; i++) {
+    await page.keyboard.press('Tab');
+  }
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/#\/sessions\/sess_[0-9a-f]{12}$/);
+  await page.getByRole('heading', { name: 'Files' }).waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `the session page fits a 390 px screen (overflows by ${overflow} px)`);
+  await screenshot(page, 'session-phone');
   assert.deepEqual(problems, []);
 });

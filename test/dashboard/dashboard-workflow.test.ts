@@ -83,6 +83,11 @@ test('an analyst signs in, drops a CSV, runs pandas + seaborn, watches it stream
   await page.locator('.live-run[data-state="completed"] li.artifact[data-path="cpa.png"] img').waitFor();
   await screenshot(page, 'run');
 
+  await page.getByRole('link', { name: 'Sessions', exact: true }).click();
+  await page.locator(`tr[data-session="${sessionId}"]`).waitFor();
+  await screenshot(page, 'sessions');
+  assert.equal(await accessibilityProblems(page).then((p) => p.join('\n')), '');
+
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.goto(`${d.base}#/sessions/${sessionId}`);
   await page.locator('tr[data-file="cpa.png"]').waitFor();

@@ -35,8 +35,8 @@ export interface CodeEditorProps {
 }
 
 /**
- * A CodeMirror 6 editor. Tab indents, so Escape then Tab leaves it (CodeMirror's own accessible
- * convention). It is mounted in a shadow root: there CodeMirror puts its styles in a constructed style
+ * A CodeMirror 6 editor. Tab is left to the browser, so the keyboard can move past the editor
+ * (indentation is Ctrl+] and Ctrl+[, CodeMirror's defaults). It is mounted in a shadow root: there CodeMirror puts its styles in a constructed style
  * sheet, which the page's CSP (style-src 'self') allows; in the document itself it would add a <style>
  * element, which that CSP blocks.
  */
