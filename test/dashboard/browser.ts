@@ -18,14 +18,23 @@ export const KEY_A = 'dashboard-key-tenant-a-0123456789';
 export const KEY_B = 'dashboard-key-tenant-b-9876543210';
 export const SCREENSHOTS = join(tmpdir(), 'sandgate-dashboard-screenshots');
 
-export interface DashboardStack { stack: Stack; proxy: DropProxy; browser: Browser; base: string; close(): Promise<void> }
+export interface DashboardStack {
+  stack: Stack;
+  proxy: DropProxy;
+  browser: Browser;
+  base: string;
+  close(): Promise<void>;
+}
 
 /**
  * A stack with two tenants' keys (or none: `open`), the dashboard built, a drop proxy in front, and Chromium.
  */
-export async function startDashboardStack({ env = {}, open = false }: { env?: Record<string, string>; open?: boolean } = {}):
-Promise<DashboardStack> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`npm run test:all\` (it installs Debian's chromium)`);
+export async function startDashboardStack({
+  env = {},
+  open = false,
+}: { env?: Record<string, string>; open?: boolean } = {}): Promise<DashboardStack> {
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: run \`npm run test:all\` (it installs Debian's chromium)`);
   await ensureDashboardBuilt();
   const stack = open
     ? await startStack({ env })
@@ -34,21 +43,47 @@ Promise<DashboardStack> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     // Without the background-networking flags Chromium calls Google hosts on its own.
-    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    args: [
+      '--no-sandbox',
+      '--headless',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
   });
   return {
-    stack, proxy, browser, base: `${proxy.url}/dashboard/`,
-    async close() { await browser.close(); await proxy.close(); await stack.close(); },
+    stack,
+    proxy,
+    browser,
+    base: `${proxy.url}/dashboard/`,
+    async close() {
+      await browser.close();
+      await proxy.close();
+      await stack.close();
+    },
   };
 }
 
-export interface WatchedPage { page: Page; context: BrowserContext; problems: string[]; requests: string[] }
+export interface WatchedPage {
+  page: Page;
+  context: BrowserContext;
+  problems: string[];
+  requests: string[];
+}
 
 /** A fresh context and page; `problems` collects requests off this origin, CSP violations and page errors. */
-export async function openPage(d: DashboardStack, opts: { colorScheme?: 'light' | 'dark'; width?: number } = {}): Promise<WatchedPage> {
+export async function openPage(
+  d: DashboardStack,
+  opts: { colorScheme?: 'light' | 'dark'; width?: number } = {},
+): Promise<WatchedPage> {
   const context = await d.browser.newContext({
-    acceptDownloads: true, colorScheme: opts.colorScheme ?? 'light', viewport: { width: opts.width ?? 1280, height: 900 },
+    acceptDownloads: true,
+    colorScheme: opts.colorScheme ?? 'light',
+    viewport: { width: opts.width ?? 1280, height: 900 },
   });
   const page = await context.newPage();
   const problems: string[] = [];
@@ -56,9 +91,12 @@ export async function openPage(d: DashboardStack, opts: { colorScheme?: 'light' 
   const origin = new URL(d.base).origin;
   page.on('request', (r) => {
     requests.push(r.url());
-    if (!r.url().startsWith(`${origin}/`) && !r.url().startsWith('blob:')) problems.push(`request off origin: ${r.url()}`);
+    if (!r.url().startsWith(`${origin}/`) && !r.url().startsWith('blob:'))
+      problems.push(`request off origin: ${r.url()}`);
   });
-  page.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`CSP: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`CSP: ${m.text()}`);
+  });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   return { page, context, problems, requests };
 }
@@ -86,12 +124,27 @@ const axeSource = readFile(createRequire(import.meta.url).resolve('axe-core/axe.
 export async function accessibilityProblems(page: Page): Promise<string[]> {
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(await axeSource);
   const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: {
+          run(
+            ctx: Document,
+            o: object,
+          ): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }>;
+        };
+      }
+    ).axe;
     return axe.run(document, { resultTypes: ['violations'] });
   });
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+    .map(
+      (v) =>
+        `${v.id} (${v.impact}): ${v.help} at ${v.nodes
+          .map((n) => n.target.join(' '))
+          .slice(0, 3)
+          .join(', ')}`,
+    );
 }
 
 /** Types code into a CodeMirror editor as one insertion (typed keys would be auto-indented). */

@@ -1,9 +1,20 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEY_A, accessibilityProblems, openPage, screenshot, signIn, startDashboardStack, typeCode, type DashboardStack } from './browser.ts';
+import {
+  KEY_A,
+  accessibilityProblems,
+  openPage,
+  screenshot,
+  signIn,
+  startDashboardStack,
+  typeCode,
+  type DashboardStack,
+} from './browser.ts';
 
 let d: DashboardStack;
-before(async () => { d = await startDashboardStack(); });
+before(async () => {
+  d = await startDashboardStack();
+});
 after(() => d.close());
 
 const LINES = 16;
@@ -17,7 +28,9 @@ test('a run page survives a dropped connection and a reload: every line shown on
     if (r.url().endsWith('/events')) eventRequests.push({ lastEventId: r.headers()['last-event-id'] });
   });
   await signIn(page, d.base, KEY_A);
-  const exec = (await d.stack.api('POST', '/v1/executions', { language: 'python', code: COUNTING })).body as { id: string };
+  const exec = (await d.stack.api('POST', '/v1/executions', { language: 'python', code: COUNTING })).body as {
+    id: string;
+  };
   await page.goto(`${d.base}#/runs/${exec.id}`);
   const output = page.locator('.live-run .console');
 
@@ -44,7 +57,11 @@ test('a long run is cancelled from the page that started it', async () => {
   page.on('dialog', (dialog) => void dialog.accept());
   await signIn(page, d.base, KEY_A);
   await page.getByRole('link', { name: 'New run' }).click();
-  await typeCode(page, page.getByRole('form', { name: 'run code' }), 'import time\nprint("sleeping", flush=True)\ntime.sleep(120)\n');
+  await typeCode(
+    page,
+    page.getByRole('form', { name: 'run code' }),
+    'import time\nprint("sleeping", flush=True)\ntime.sleep(120)\n',
+  );
   await page.getByLabel('Timeout (s)').fill('60');
   await page.getByRole('button', { name: 'Run', exact: true }).click();
   const run = page.locator('.live-run');

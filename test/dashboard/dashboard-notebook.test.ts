@@ -9,7 +9,10 @@ test('a notebook: cells share the interpreter, figures show inline, Shift+Enter 
   await signIn(page, d.base, KEY_A);
   await page.getByLabel('Mode').selectOption('stateful');
   await page.getByRole('button', { name: 'Create session' }).click();
-  const sessionId = await until('the notebook page', async () => /#\/notebook\/(sess_[0-9a-f]{12})$/.exec(page.url())?.[1]);
+  const sessionId = await until(
+    'the notebook page',
+    async () => /#\/notebook\/(sess_[0-9a-f]{12})$/.exec(page.url())?.[1],
+  );
   assert.equal((await d.stack.api('GET', `/v1/sessions/${sessionId}`)).body.mode, 'stateful');
 
   const cell = (n: number) => page.locator('li.cell').nth(n);
@@ -22,7 +25,7 @@ test('a notebook: cells share the interpreter, figures show inline, Shift+Enter 
   await page.keyboard.insertText('x + 1');
   await page.keyboard.press('Shift+Enter');
   await output(1).locator('.cell-value').waitFor();
-  assert.equal(await output(1).locator('.cell-value').innerText(), '42', 'the second cell sees the first cell\'s x');
+  assert.equal(await output(1).locator('.cell-value').innerText(), '42', "the second cell sees the first cell's x");
   assert.equal(await cell(1).locator('.cell-count').innerText(), '[2]');
 
   await page.keyboard.insertText('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.show()');
@@ -39,7 +42,9 @@ test('a notebook: cells share the interpreter, figures show inline, Shift+Enter 
   await cell(3).locator('.cm-content').click();
   await page.keyboard.insertText('x');
   await page.keyboard.press('Shift+Enter');
-  await output(3).filter({ hasText: /NameError: name 'x' is not defined/ }).waitFor();
+  await output(3)
+    .filter({ hasText: /NameError: name 'x' is not defined/ })
+    .waitFor();
   assert.equal(await output(3).getAttribute('data-state'), 'failed');
 
   // The notebook's cells are still there after a reload (kept for this tab).

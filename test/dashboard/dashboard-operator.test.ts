@@ -7,7 +7,7 @@ import { accessibilityProblems, openPage, screenshot, startDashboardStack } from
  * say the view is unavailable; once it does, the page must show its figures and follow them live. The
  * stack runs open, where operator endpoints are open like every other.
  */
-test('the operator view shows the deployment\'s figures live, or says it is unavailable', async (t) => {
+test("the operator view shows the deployment's figures live, or says it is unavailable", async (t) => {
   const d = await startDashboardStack({ open: true });
   t.after(() => d.close());
   const { page, problems } = await openPage(d);
@@ -24,7 +24,9 @@ test('the operator view shows the deployment\'s figures live, or says it is unav
     await page.locator(`tr[data-worker="${d.stack.worker!.id}"]`).waitFor();
     const run = await d.stack.api('POST', '/v1/executions?wait=60', { language: 'python', code: 'print(1)' });
     assert.equal(run.body.state, 'completed');
-    await figure('runs.completed').filter({ hasText: String(completed + 1) }).waitFor({ timeout: 15_000 });
+    await figure('runs.completed')
+      .filter({ hasText: String(completed + 1) })
+      .waitFor({ timeout: 15_000 });
   }
   await screenshot(page, 'operator');
   assert.equal(await accessibilityProblems(page).then((p) => p.join('\n')), '');

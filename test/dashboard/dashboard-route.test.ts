@@ -35,14 +35,21 @@ test('GET /dashboard/ serves the built page without a key, under a self-only CSP
   assert.equal(asset.status, 200);
   assert.match(asset.headers.get('content-type') ?? '', /javascript/);
   assert.equal(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable');
-  assert.doesNotMatch(await asset.text(), /https?:\/\/(?!127\.0\.0\.1|localhost|www\.w3\.org)[a-z0-9.-]+\.[a-z]{2,}\/[^"'\s]*\.(js|css|woff2?|png)/i,
-    'the bundle loads nothing from another host');
+  assert.doesNotMatch(
+    await asset.text(),
+    /https?:\/\/(?!127\.0\.0\.1|localhost|www\.w3\.org)[a-z0-9.-]+\.[a-z]{2,}\/[^"'\s]*\.(js|css|woff2?|png)/i,
+    'the bundle loads nothing from another host',
+  );
 
   for (const path of ['/dashboard/.source-hash', '/dashboard/nope.js']) {
     assert.equal((await fetch(s.url + path)).status, 404, path);
   }
   // Paths that climb out of the build are not dashboard routes at all: the API answers them, and wants a key.
-  for (const path of ['/dashboard/%2e%2e/package.json', '/dashboard/..%2f..%2fpackage.json', '/dashboard/assets/%2e%2e/%2e%2e/src/index.ts']) {
+  for (const path of [
+    '/dashboard/%2e%2e/package.json',
+    '/dashboard/..%2f..%2fpackage.json',
+    '/dashboard/assets/%2e%2e/%2e%2e/src/index.ts',
+  ]) {
     const res = await fetch(s.url + path);
     assert.ok(res.status === 401 || res.status === 404, `${path}: ${res.status}`);
     assert.doesNotMatch(await res.text(), /workspaces|DASHBOARD_DIR/, path);
@@ -51,14 +58,21 @@ test('GET /dashboard/ serves the built page without a key, under a self-only CSP
   assert.equal(api.status, 401, 'the API behind it still wants a key');
 
   const doc = (await (await fetch(`${s.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-  assert.deepEqual(Object.keys(doc.paths).filter((p) => p.startsWith('/dashboard')), []);
+  assert.deepEqual(
+    Object.keys(doc.paths).filter((p) => p.startsWith('/dashboard')),
+    [],
+  );
 });
 
 test('a gateway without a built dashboard says how to build it', async (t) => {
   const s = await startStack({ worker: false });
   const empty = await mkdtemp(join(tmpdir(), 'sandgate-no-dashboard-'));
   const app = await buildApp(s.deps, { dashboardDir: empty });
-  t.after(async () => { await app.close(); await s.close(); await rm(empty, { recursive: true, force: true }); });
+  t.after(async () => {
+    await app.close();
+    await s.close();
+    await rm(empty, { recursive: true, force: true });
+  });
   const res = await app.inject({ method: 'GET', url: '/dashboard/' });
   assert.equal(res.statusCode, 503);
   assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);

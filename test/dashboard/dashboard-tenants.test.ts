@@ -2,12 +2,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KEY_A, KEY_B, openPage, screenshot, signIn, startDashboardStack } from './browser.ts';
 
-test('a second tenant sees none of the first one\'s sessions or runs, even in the same tab after sign-out', async (t) => {
+test("a second tenant sees none of the first one's sessions or runs, even in the tab after sign-out", async (t) => {
   const d = await startDashboardStack();
   t.after(() => d.close());
   const sessionA = (await d.stack.api('POST', '/v1/sessions', {})).body.id as string;
   const secret = 'tenant-a-secret-output';
-  const runA = (await d.stack.api('POST', '/v1/executions?wait=60', { session_id: sessionA, language: 'python', code: `print("${secret}")` })).body;
+  const runA = (
+    await d.stack.api('POST', '/v1/executions?wait=60', {
+      session_id: sessionA,
+      language: 'python',
+      code: `print("${secret}")`,
+    })
+  ).body;
   assert.equal(runA.state, 'completed');
 
   const { page, problems, requests } = await openPage(d);
@@ -15,11 +21,18 @@ test('a second tenant sees none of the first one\'s sessions or runs, even in th
   await page.locator(`tr[data-session="${sessionA}"]`).waitFor();
   await page.goto(`${d.base}#/runs/${runA.id}`);
   await page.locator('.live-run .console').filter({ hasText: secret }).waitFor();
-  assert.ok(await page.evaluate(() => Object.keys(sessionStorage).some((k) => k.startsWith('sandgate.run.'))), 'the run view is kept');
+  assert.ok(
+    await page.evaluate(() => Object.keys(sessionStorage).some((k) => k.startsWith('sandgate.run.'))),
+    'the run view is kept',
+  );
 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key').waitFor();
-  assert.deepEqual(await page.evaluate(() => Object.keys(sessionStorage)), [], 'signing out forgets the key and what was kept');
+  assert.deepEqual(
+    await page.evaluate(() => Object.keys(sessionStorage)),
+    [],
+    'signing out forgets the key and what was kept',
+  );
 
   await signIn(page, d.base, KEY_B);
   await page.getByText('No sessions yet.').waitFor();
@@ -54,13 +67,19 @@ test('in open mode there is no sign-in; the pages work from the keyboard and on 
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
   await page.keyboard.press('Enter');
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
-  for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Create session'; i++) {
+  for (
+    let i = 0;
+    i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Create session';
+    i++
+  ) {
     await page.keyboard.press('Tab');
   }
   await page.keyboard.press('Enter');
   await page.waitForURL(/#\/sessions\/sess_[0-9a-f]{12}$/);
   await page.getByRole('heading', { name: 'Files' }).waitFor();
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
   assert.ok(overflow <= 0, `the session page fits a 390 px screen (overflows by ${overflow} px)`);
   await screenshot(page, 'session-phone');
   assert.deepEqual(problems, []);

@@ -18,7 +18,10 @@ export class DropProxy {
       for (const s of [client, upstream]) {
         this.open.add(s);
         s.on('close', () => this.open.delete(s));
-        s.on('error', () => { client.destroy(); upstream.destroy(); });
+        s.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
       }
       client.pipe(upstream);
       upstream.pipe(client);

@@ -1,9 +1,13 @@
 /** The marketing CSV and the pandas + seaborn + reportlab analysis of the reference workflow, as a person runs it. */
-export const CSV = ['date,channel,spend,clicks,conversions',
-  ...Array.from({ length: 60 }, (_, i) => {
-    const channel = ['search', 'social', 'email', 'display'][i % 4]!;
-    return `2026-0${1 + (i % 9)}-${String(1 + (i % 28)).padStart(2, '0')},${channel},${(100 + i * 7.5).toFixed(2)},${200 + i * 13},${5 + (i % 11)}`;
-  })].join('\n') + '\n';
+export const CSV =
+  [
+    'date,channel,spend,clicks,conversions',
+    ...Array.from({ length: 60 }, (_, i) => {
+      const channel = ['search', 'social', 'email', 'display'][i % 4]!;
+      const date = `2026-0${1 + (i % 9)}-${String(1 + (i % 28)).padStart(2, '0')}`;
+      return `${date},${channel},${(100 + i * 7.5).toFixed(2)},${200 + i * 13},${5 + (i % 11)}`;
+    }),
+  ].join('\n') + '\n';
 
 /** Prints a first line, pauses (so the page shows it while the run is still going), then makes a chart and a PDF. */
 export const ANALYSIS = `import time

@@ -12,5 +12,8 @@ test('the build records the hash of its sources and is not redone while they are
   const built = (await stat(join(DASHBOARD_DIR, 'index.html'))).mtimeMs;
   assert.equal(await ensureDashboardBuilt(), 'dashboard build up to date');
   assert.equal((await stat(join(DASHBOARD_DIR, 'index.html'))).mtimeMs, built);
-  assert.match(await readFile(join(DASHBOARD_DIR, 'index.html'), 'utf8'), /<script type="module" crossorigin src="\/dashboard\/assets\//);
+  assert.match(
+    await readFile(join(DASHBOARD_DIR, 'index.html'), 'utf8'),
+    /<script type="module" crossorigin src="\/dashboard\/assets\//,
+  );
 });

@@ -21,9 +21,14 @@ async function* filesUnder(dir: string): AsyncGenerator<string> {
  */
 export async function sourceHash(): Promise<string> {
   const h = createHash('sha256');
-  for (const file of [PACKAGE_JSON]) h.update(`${relative(DASHBOARD_SOURCES, file)}\0`).update(await readFile(file)).update('\0');
+  for (const file of [PACKAGE_JSON])
+    h.update(`${relative(DASHBOARD_SOURCES, file)}\0`)
+      .update(await readFile(file))
+      .update('\0');
   for await (const file of filesUnder(DASHBOARD_SOURCES)) {
-    h.update(`${relative(DASHBOARD_SOURCES, file)}\0`).update(await readFile(file)).update('\0');
+    h.update(`${relative(DASHBOARD_SOURCES, file)}\0`)
+      .update(await readFile(file))
+      .update('\0');
   }
   return h.digest('hex');
 }
@@ -50,6 +55,9 @@ export async function ensureDashboardBuilt({ force = false }: { force?: boolean 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   ensureDashboardBuilt({ force: process.argv.includes('--force') }).then(
     (what) => console.log(`==> ${what}`),
-    (err: unknown) => { console.error(err); process.exit(1); },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
   );
 }

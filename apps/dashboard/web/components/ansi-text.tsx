@@ -3,7 +3,10 @@ import { useMemo } from 'preact/hooks';
 
 /** xterm's 256-colour palette above the 16 named colours (those are themed in CSS, for light and dark). */
 function paletteRgb(n: number): string {
-  if (n >= 232) { const v = 8 + (n - 232) * 10; return `rgb(${v}, ${v}, ${v})`; }
+  if (n >= 232) {
+    const v = 8 + (n - 232) * 10;
+    return `rgb(${v}, ${v}, ${v})`;
+  }
   const c = n - 16;
   const level = (x: number) => (x === 0 ? 0 : 55 + x * 40);
   return `rgb(${level(Math.floor(c / 36))}, ${level(Math.floor(c / 6) % 6)}, ${level(c % 6)})`;
@@ -38,8 +41,11 @@ export function AnsiText({ text, class: cls }: { text: string; class?: string })
         const bg = colour(p.bg, p.bg_truecolor);
         const classes = [fg.cls && `${fg.cls}-fg`, bg.cls && `${bg.cls}-bg`, ...p.decorations.map((d) => `ansi-${d}`)];
         return (
-          <span key={i} class={classes.filter(Boolean).join(' ')}
-            style={{ ...(fg.css ? { color: fg.css } : {}), ...(bg.css ? { backgroundColor: bg.css } : {}) }}>
+          <span
+            key={i}
+            class={classes.filter(Boolean).join(' ')}
+            style={{ ...(fg.css ? { color: fg.css } : {}), ...(bg.css ? { backgroundColor: bg.css } : {}) }}
+          >
             {p.content}
           </span>
         );

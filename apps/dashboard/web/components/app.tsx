@@ -12,9 +12,19 @@ import { SessionPage } from './session-page.tsx';
 import { SessionsPage } from './sessions-page.tsx';
 import { SignIn } from './sign-in.tsx';
 
-type Auth = { mode: 'checking' } | { mode: 'open' } | { mode: 'key'; key: string } | { mode: 'signed-out' } | { mode: 'unreachable' };
+type Auth =
+  | { mode: 'checking' }
+  | { mode: 'open' }
+  | { mode: 'key'; key: string }
+  | { mode: 'signed-out' }
+  | { mode: 'unreachable' };
 
-const NAV = [['sessions', 'Sessions'], ['runs', 'Runs'], ['new', 'New run'], ['operator', 'Operator']] as const;
+const NAV = [
+  ['sessions', 'Sessions'],
+  ['runs', 'Runs'],
+  ['new', 'New run'],
+  ['operator', 'Operator'],
+] as const;
 
 function Page({ route }: { route: string[] }) {
   const [section = 'sessions', id] = route;
@@ -39,32 +49,89 @@ export function App() {
       if (key && (await checkKey(key)) === 'ok') return setAuth({ mode: 'key', key });
       if (key) forgetKey();
       const open = await checkKey(null);
-      setAuth(open === 'ok' ? { mode: 'open' } : open === 'rejected' ? { mode: 'signed-out' } : { mode: 'unreachable' });
+      setAuth(
+        open === 'ok' ? { mode: 'open' } : open === 'rejected' ? { mode: 'signed-out' } : { mode: 'unreachable' },
+      );
     })();
   }, []);
 
-  if (auth.mode === 'checking') return <main id="main" class="loading" aria-busy="true">Loading…</main>;
-  if (auth.mode === 'unreachable') return <main id="main"><p class="error" role="alert">The gateway could not be reached.</p></main>;
-  if (auth.mode === 'signed-out') return <SignIn onKey={(key) => { storeKey(key); setAuth({ mode: 'key', key }); }} />;
+  if (auth.mode === 'checking')
+    return (
+      <main id="main" class="loading" aria-busy="true">
+        Loading…
+      </main>
+    );
+  if (auth.mode === 'unreachable')
+    return (
+      <main id="main">
+        <p class="error" role="alert">
+          The gateway could not be reached.
+        </p>
+      </main>
+    );
+  if (auth.mode === 'signed-out')
+    return (
+      <SignIn
+        onKey={(key) => {
+          storeKey(key);
+          setAuth({ mode: 'key', key });
+        }}
+      />
+    );
   const section = route[0] ?? 'sessions';
   return (
     <ApiContext.Provider value={api}>
-      <a class="skip" href="#main" onClick={(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <header class="top">
-        <a class="brand" href={href('sessions')}>sandgate</a>
+        <a class="brand" href={href('sessions')}>
+          sandgate
+        </a>
         <nav aria-label="main">
           <ul>
             {NAV.map(([path, label]) => (
-              <li key={path}><a href={href(path)} aria-current={section === path || (path === 'sessions' && section === 'notebook') ? 'page' : undefined}>{label}</a></li>
+              <li key={path}>
+                <a
+                  href={href(path)}
+                  aria-current={
+                    section === path || (path === 'sessions' && section === 'notebook') ? 'page' : undefined
+                  }
+                >
+                  {label}
+                </a>
+              </li>
             ))}
           </ul>
         </nav>
         <div class="who">
-          {auth.mode === 'open' ? <span class="muted" title="no API keys configured">open mode</span>
-            : <button type="button" onClick={() => { forgetKey(); setAuth({ mode: 'signed-out' }); }}>Sign out</button>}
+          {auth.mode === 'open' ? (
+            <span class="muted" title="no API keys configured">
+              open mode
+            </span>
+          ) : (
+            <button
+              type="button"
+              onClick={() => {
+                forgetKey();
+                setAuth({ mode: 'signed-out' });
+              }}
+            >
+              Sign out
+            </button>
+          )}
         </div>
       </header>
-      <main id="main" tabIndex={-1}><Page key={route.join('/')} route={route} /></main>
+      <main id="main" tabIndex={-1}>
+        <Page key={route.join('/')} route={route} />
+      </main>
     </ApiContext.Provider>
   );
 }

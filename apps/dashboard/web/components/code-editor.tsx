@@ -36,9 +36,9 @@ export interface CodeEditorProps {
 
 /**
  * A CodeMirror 6 editor. Tab is left to the browser, so the keyboard can move past the editor
- * (indentation is Ctrl+] and Ctrl+[, CodeMirror's defaults). It is mounted in a shadow root: there CodeMirror puts its styles in a constructed style
- * sheet, which the page's CSP (style-src 'self') allows; in the document itself it would add a <style>
- * element, which that CSP blocks.
+ * (indentation is Ctrl+] and Ctrl+[, CodeMirror's defaults). It is mounted in a shadow root: there
+ * CodeMirror puts its styles in a constructed style sheet, which the page's CSP (style-src 'self')
+ * allows; in the document itself it would add a <style> element, which that CSP blocks.
  */
 export function CodeEditor({ value, language, onChange, onRun, label, autofocus }: CodeEditorProps) {
   const host = useRef<HTMLDivElement>(null);
@@ -51,7 +51,10 @@ export function CodeEditor({ value, language, onChange, onRun, label, autofocus 
   const theme = useRef(new Compartment());
 
   useEffect(() => {
-    const run = () => { handlers.current.onRun?.(); return true; };
+    const run = () => {
+      handlers.current.onRun?.();
+      return true;
+    };
     const root = host.current!.shadowRoot ?? host.current!.attachShadow({ mode: 'open' });
     view.current = new EditorView({
       parent: root,
@@ -59,7 +62,12 @@ export function CodeEditor({ value, language, onChange, onRun, label, autofocus 
       state: EditorState.create({
         doc: value,
         extensions: [
-          Prec.highest(keymap.of([{ key: 'Shift-Enter', run }, { key: 'Mod-Enter', run }])),
+          Prec.highest(
+            keymap.of([
+              { key: 'Shift-Enter', run },
+              { key: 'Mod-Enter', run },
+            ]),
+          ),
           basicSetup,
           layout,
           lang.current.of(LANGUAGE_SUPPORT[language]?.() ?? []),
@@ -76,7 +84,11 @@ export function CodeEditor({ value, language, onChange, onRun, label, autofocus 
     if (autofocus) view.current.focus();
     const onScheme = () => view.current?.dispatch({ effects: theme.current.reconfigure(editorTheme(dark.matches)) });
     dark.addEventListener('change', onScheme);
-    return () => { dark.removeEventListener('change', onScheme); view.current?.destroy(); view.current = null; };
+    return () => {
+      dark.removeEventListener('change', onScheme);
+      view.current?.destroy();
+      view.current = null;
+    };
   }, []);
 
   useEffect(() => {

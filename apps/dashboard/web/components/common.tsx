@@ -4,20 +4,36 @@ import { ApiError } from '../lib/api.ts';
 
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null;
-  const text = error instanceof ApiError ? `${error.message} (${error.code})` : String((error as Error).message ?? error);
-  return <p class="error" role="alert">{text}</p>;
+  const text =
+    error instanceof ApiError ? `${error.message} (${error.code})` : String((error as Error).message ?? error);
+  return (
+    <p class="error" role="alert">
+      {text}
+    </p>
+  );
 }
 
 export function StateBadge({ state }: { state: string }) {
   return <span class={`badge state-${state}`}>{state}</span>;
 }
 
-export function Panel({ title, actions, children, label }: {
-  title: ComponentChildren; actions?: ComponentChildren; children: ComponentChildren; label?: string;
+export function Panel({
+  title,
+  actions,
+  children,
+  label,
+}: {
+  title: ComponentChildren;
+  actions?: ComponentChildren;
+  children: ComponentChildren;
+  label?: string;
 }) {
   return (
     <section class="panel" aria-label={label}>
-      <header class="panel-head"><h2>{title}</h2>{actions && <div class="actions">{actions}</div>}</header>
+      <header class="panel-head">
+        <h2>{title}</h2>
+        {actions && <div class="actions">{actions}</div>}
+      </header>
       {children}
     </section>
   );
@@ -27,17 +43,24 @@ export function Panel({ title, actions, children, label }: {
 export function usePoll(fn: () => Promise<void>, everyMs: number, deps: unknown[]): { refresh(): void } {
   const latest = useRef(fn);
   latest.current = fn;
-  const refresh = useCallback(() => { void latest.current(); }, []);
+  const refresh = useCallback(() => {
+    void latest.current();
+  }, []);
   useEffect(() => {
     refresh();
-    const t = setInterval(() => { if (document.visibilityState === 'visible') refresh(); }, everyMs);
+    const t = setInterval(() => {
+      if (document.visibilityState === 'visible') refresh();
+    }, everyMs);
     return () => clearInterval(t);
   }, deps);
   return { refresh };
 }
 
 /** A list that grows page by page through the API's `next_cursor`. */
-export function usePaged<T>(load: (cursor: string | null) => Promise<{ items: T[]; next: string | null }>, deps: unknown[]) {
+export function usePaged<T>(
+  load: (cursor: string | null) => Promise<{ items: T[]; next: string | null }>,
+  deps: unknown[],
+) {
   const [items, setItems] = useState<T[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -64,5 +87,11 @@ export function usePaged<T>(load: (cursor: string | null) => Promise<{ items: T[
 }
 
 export function LoadMore({ next, onMore }: { next: string | null; onMore(): void }) {
-  return next ? <p class="more"><button type="button" onClick={onMore}>Load more</button></p> : null;
+  return next ? (
+    <p class="more">
+      <button type="button" onClick={onMore}>
+        Load more
+      </button>
+    </p>
+  ) : null;
 }

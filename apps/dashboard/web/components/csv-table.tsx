@@ -19,17 +19,42 @@ export function CsvTable({ url, name }: { url: string; name: string }) {
         const parsed = Papa.parse<string[]>(text, { preview: PREVIEW_ROWS + 1, skipEmptyLines: true });
         if (!cancelled) setRows(parsed.data);
       })
-      .catch((err: Error) => { if (!cancelled) setError(err.message); });
-    return () => { cancelled = true; };
+      .catch((err: Error) => {
+        if (!cancelled) setError(err.message);
+      });
+    return () => {
+      cancelled = true;
+    };
   }, [url]);
-  if (error) return <p class="error">cannot show {name}: {error}</p>;
+  if (error)
+    return (
+      <p class="error">
+        cannot show {name}: {error}
+      </p>
+    );
   if (!rows) return <p class="muted">loading {name}…</p>;
   const [head = [], ...body] = rows;
   return (
     <div class="table-scroll" tabIndex={0} role="region" aria-label={`${name} (first ${PREVIEW_ROWS} rows)`}>
       <table class="csv">
-        <thead><tr>{head.map((h, i) => <th key={i} scope="col">{h}</th>)}</tr></thead>
-        <tbody>{body.slice(0, PREVIEW_ROWS).map((r, i) => <tr key={i}>{r.map((c, j) => <td key={j}>{c}</td>)}</tr>)}</tbody>
+        <thead>
+          <tr>
+            {head.map((h, i) => (
+              <th key={i} scope="col">
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {body.slice(0, PREVIEW_ROWS).map((r, i) => (
+            <tr key={i}>
+              {r.map((c, j) => (
+                <td key={j}>{c}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
       </table>
     </div>
   );

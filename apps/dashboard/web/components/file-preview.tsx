@@ -21,10 +21,23 @@ function TextPreview({ url, name }: { url: string; name: string }) {
     let cancelled = false;
     fetch(url, { headers: { range: `bytes=0-${TEXT_BYTES - 1}` }, cache: 'no-store' })
       .then((r) => (r.ok ? r.text() : Promise.reject(new Error(String(r.status)))))
-      .then((t) => { if (!cancelled) setText(t); }, (e: Error) => { if (!cancelled) setText(`cannot show ${name}: ${e.message}`); });
-    return () => { cancelled = true; };
+      .then(
+        (t) => {
+          if (!cancelled) setText(t);
+        },
+        (e: Error) => {
+          if (!cancelled) setText(`cannot show ${name}: ${e.message}`);
+        },
+      );
+    return () => {
+      cancelled = true;
+    };
   }, [url]);
-  return <pre class="text-preview" tabIndex={0} aria-label={`contents of ${name}`}>{text ?? 'loading…'}</pre>;
+  return (
+    <pre class="text-preview" tabIndex={0} aria-label={`contents of ${name}`}>
+      {text ?? 'loading…'}
+    </pre>
+  );
 }
 
 /**
@@ -34,10 +47,15 @@ function TextPreview({ url, name }: { url: string; name: string }) {
 export function FilePreview({ url, name, mime, path }: { url: string; name: string; mime: string; path: string }) {
   const src = sameOrigin(url);
   switch (previewKind(mime, path)) {
-    case 'image': return <img class="image-preview" src={src} alt={name} loading="lazy" />;
-    case 'pdf': return <PdfPreview url={src} name={name} />;
-    case 'csv': return <CsvTable url={src} name={name} />;
-    case 'text': return <TextPreview url={src} name={name} />;
-    default: return <p class="muted">No preview for {mime}.</p>;
+    case 'image':
+      return <img class="image-preview" src={src} alt={name} loading="lazy" />;
+    case 'pdf':
+      return <PdfPreview url={src} name={name} />;
+    case 'csv':
+      return <CsvTable url={src} name={name} />;
+    case 'text':
+      return <TextPreview url={src} name={name} />;
+    default:
+      return <p class="muted">No preview for {mime}.</p>;
   }
 }

@@ -2,5 +2,9 @@ import { Panel } from './common.tsx';
 import { RunForm } from './run-form.tsx';
 
 export function NewRunPage() {
-  return <Panel title="New run" label="new run"><RunForm /></Panel>;
+  return (
+    <Panel title="New run" label="new run">
+      <RunForm />
+    </Panel>
+  );
 }

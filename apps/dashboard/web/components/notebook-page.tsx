@@ -7,13 +7,27 @@ import { CodeEditor } from './code-editor.tsx';
 import { ArtifactList, Console } from './run-output.tsx';
 import { useRun } from './use-run.ts';
 
-interface Cell { key: number; code: string; executionId: string | null; count: number | null }
+interface Cell {
+  key: number;
+  code: string;
+  executionId: string | null;
+  count: number | null;
+}
 
 const storageKey = (id: string) => `sandgate.notebook.${id}`;
 const loadCells = (id: string): Cell[] => {
-  try { return JSON.parse(sessionStorage.getItem(storageKey(id)) ?? '[]') as Cell[]; } catch { return []; }
+  try {
+    return JSON.parse(sessionStorage.getItem(storageKey(id)) ?? '[]') as Cell[];
+  } catch {
+    return [];
+  }
 };
-const newCell = (cells: Cell[]): Cell => ({ key: Math.max(0, ...cells.map((c) => c.key)) + 1, code: '', executionId: null, count: null });
+const newCell = (cells: Cell[]): Cell => ({
+  key: Math.max(0, ...cells.map((c) => c.key)) + 1,
+  code: '',
+  executionId: null,
+  count: null,
+});
 
 function CellOutput({ id }: { id: string }) {
   const { execution, view, error } = useRun(id);
@@ -23,10 +37,16 @@ function CellOutput({ id }: { id: string }) {
     <div class="cell-output" data-execution={id} data-state={result?.state ?? 'running'}>
       <ErrorNote error={error} />
       {printed && <Console view={view} fallback={execution?.result ?? null} />}
-      {result?.value !== undefined && <pre class="cell-value" aria-label="value">{result.value}</pre>}
+      {result?.value !== undefined && (
+        <pre class="cell-value" aria-label="value">
+          {result.value}
+        </pre>
+      )}
       <ArtifactList artifacts={view.artifacts} />
       {result && result.state !== 'completed' && (
-        <p class="cell-status"><StateBadge state={result.state} /> {result.message ?? result.reason ?? `exit code ${result.exit_code}`}</p>
+        <p class="cell-status">
+          <StateBadge state={result.state} /> {result.message ?? result.reason ?? `exit code ${result.exit_code}`}
+        </p>
       )}
       {result?.interpreter_restarted && <p class="muted">The interpreter was (re)started for this cell.</p>}
     </div>
@@ -41,20 +61,31 @@ function CellOutput({ id }: { id: string }) {
 export function NotebookPage({ id }: { id: string }) {
   const api = useApi();
   const [session, setSession] = useState<Session | null>(null);
-  const [cells, setCells] = useState<Cell[]>(() => { const c = loadCells(id); return c.length ? c : [newCell([])]; });
+  const [cells, setCells] = useState<Cell[]>(() => {
+    const c = loadCells(id);
+    return c.length ? c : [newCell([])];
+  });
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [focusKey, setFocusKey] = useState<number | null>(null);
   // The editors' text as typed: a Shift+Enter may come before the state update of the last keystroke renders.
   const typed = useRef(new Map<number, string>());
-  useEffect(() => { api.request<Session>('GET', `/v1/sessions/${id}`).then(setSession, setError); }, [id]);
-  useEffect(() => { sessionStorage.setItem(storageKey(id), JSON.stringify(cells)); }, [cells]);
+  useEffect(() => {
+    api.request<Session>('GET', `/v1/sessions/${id}`).then(setSession, setError);
+  }, [id]);
+  useEffect(() => {
+    sessionStorage.setItem(storageKey(id), JSON.stringify(cells));
+  }, [cells]);
   useEffect(() => {
     if (focusKey === null) return;
-    document.querySelector(`[data-cell="${focusKey}"] .editor`)?.shadowRoot?.querySelector<HTMLElement>('.cm-content')?.focus();
+    document
+      .querySelector(`[data-cell="${focusKey}"] .editor`)
+      ?.shadowRoot?.querySelector<HTMLElement>('.cm-content')
+      ?.focus();
   }, [focusKey, cells]);
 
-  const patch = (key: number, p: Partial<Cell>) => setCells((list) => list.map((c) => (c.key === key ? { ...c, ...p } : c)));
+  const patch = (key: number, p: Partial<Cell>) =>
+    setCells((list) => list.map((c) => (c.key === key ? { ...c, ...p } : c)));
   const run = async (cell: Cell) => {
     setError(null);
     try {
@@ -77,27 +108,67 @@ export function NotebookPage({ id }: { id: string }) {
     try {
       await api.request('POST', `/v1/sessions/${id}/restart`);
       setNotice('Interpreter restarted: variables are gone, files stay.');
-    } catch (err) { setError(err); }
+    } catch (err) {
+      setError(err);
+    }
   };
   if (session && session.mode !== 'stateful') {
-    return <Panel title="Notebook" label="notebook"><p>{id} is a process session. <a href={href('sessions', id)}>Open it</a>.</p></Panel>;
+    return (
+      <Panel title="Notebook" label="notebook">
+        <p>
+          {id} is a process session. <a href={href('sessions', id)}>Open it</a>.
+        </p>
+      </Panel>
+    );
   }
   return (
-    <Panel title={<>Notebook <code>{id}</code></>} label="notebook" actions={<>
-      <a class="button" href={href('sessions', id)}>Files</a>
-      <button type="button" onClick={restart}>Restart interpreter</button>
-      <button type="button" onClick={() => setCells((l) => [...l, newCell(l)])}>Add cell</button>
-    </>}>
-      {notice && <p class="notice" role="status">{notice}</p>}
+    <Panel
+      title={
+        <>
+          Notebook <code>{id}</code>
+        </>
+      }
+      label="notebook"
+      actions={
+        <>
+          <a class="button" href={href('sessions', id)}>
+            Files
+          </a>
+          <button type="button" onClick={restart}>
+            Restart interpreter
+          </button>
+          <button type="button" onClick={() => setCells((l) => [...l, newCell(l)])}>
+            Add cell
+          </button>
+        </>
+      }
+    >
+      {notice && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
       <ErrorNote error={error} />
       <ol class="cells">
         {cells.map((cell) => (
           <li key={cell.key} class="cell" data-cell={cell.key}>
             <div class="cell-input">
-              <span class="cell-count" aria-hidden="true">[{cell.count ?? ' '}]</span>
-              <CodeEditor value={cell.code} language="python" label={`cell ${cell.key}`}
-                onChange={(code) => { typed.current.set(cell.key, code); patch(cell.key, { code }); }} onRun={() => void run(cell)} />
-              <button type="button" onClick={() => void run(cell)} aria-label={`Run cell ${cell.key}`}>Run</button>
+              <span class="cell-count" aria-hidden="true">
+                [{cell.count ?? ' '}]
+              </span>
+              <CodeEditor
+                value={cell.code}
+                language="python"
+                label={`cell ${cell.key}`}
+                onChange={(code) => {
+                  typed.current.set(cell.key, code);
+                  patch(cell.key, { code });
+                }}
+                onRun={() => void run(cell)}
+              />
+              <button type="button" onClick={() => void run(cell)} aria-label={`Run cell ${cell.key}`}>
+                Run
+              </button>
             </div>
             {cell.executionId && <CellOutput key={cell.executionId} id={cell.executionId} />}
           </li>

@@ -16,7 +16,8 @@ export function PdfPreview({ url, name }: { url: string; name: string }) {
       pdfjs.GlobalWorkerOptions.workerSrc = workerUrl;
       const res = await fetch(url, { cache: 'no-store' });
       if (!res.ok) throw new Error(`download failed (${res.status})`);
-      const doc = await pdfjs.getDocument({ data: new Uint8Array(await res.arrayBuffer()), isEvalSupported: false }).promise;
+      const doc = await pdfjs.getDocument({ data: new Uint8Array(await res.arrayBuffer()), isEvalSupported: false })
+        .promise;
       const page = await doc.getPage(1);
       if (cancelled || !canvas.current) return;
       const viewport = page.getViewport({ scale: Math.min(1.5, 640 / page.getViewport({ scale: 1 }).width) });
@@ -25,12 +26,21 @@ export function PdfPreview({ url, name }: { url: string; name: string }) {
       await page.render({ canvas: canvas.current, viewport }).promise;
       if (!cancelled) setStatus(doc.numPages > 1 ? `page 1 of ${doc.numPages}` : '');
       await doc.destroy();
-    })().catch((err: Error) => { if (!cancelled) setStatus(`cannot show this PDF: ${err.message}`); });
-    return () => { cancelled = true; };
+    })().catch((err: Error) => {
+      if (!cancelled) setStatus(`cannot show this PDF: ${err.message}`);
+    });
+    return () => {
+      cancelled = true;
+    };
   }, [url]);
   return (
     <figure class="pdf-preview">
-      <canvas ref={canvas} role="img" aria-label={`first page of ${name}`} data-rendered={status === '' || status.startsWith('page') ? 'true' : 'false'} />
+      <canvas
+        ref={canvas}
+        role="img"
+        aria-label={`first page of ${name}`}
+        data-rendered={status === '' || status.startsWith('page') ? 'true' : 'false'}
+      />
       {status && <figcaption>{status}</figcaption>}
     </figure>
   );

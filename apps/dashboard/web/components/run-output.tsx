@@ -15,7 +15,9 @@ export function PhaseTimeline({ phases }: { phases: RunView['phases'] }) {
       {phases.map((p) => (
         <li key={p.phase + p.at} data-phase={p.phase}>
           <span class="phase">{p.phase}</span>
-          <time dateTime={p.at} title={clock(p.at)}>+{duration(Date.parse(p.at) - t0)}</time>
+          <time dateTime={p.at} title={clock(p.at)}>
+            +{duration(Date.parse(p.at) - t0)}
+          </time>
         </li>
       ))}
     </ol>
@@ -26,16 +28,35 @@ export function PhaseTimeline({ phases }: { phases: RunView['phases'] }) {
 export function Console({ view, fallback }: { view: RunView; fallback?: ExecutionResult | null }) {
   const pre = useRef<HTMLPreElement>(null);
   const atEnd = useRef(true);
-  useEffect(() => { if (atEnd.current && pre.current) pre.current.scrollTop = pre.current.scrollHeight; }, [view.output]);
+  useEffect(() => {
+    if (atEnd.current && pre.current) pre.current.scrollTop = pre.current.scrollHeight;
+  }, [view.output]);
   // A run whose events were not kept (or a view restored without them) still shows what the result holds.
-  const output = view.output.length > 0 || !fallback ? view.output
-    : [{ stream: 'stdout' as const, text: fallback.stdout }, { stream: 'stderr' as const, text: fallback.stderr }];
+  const output =
+    view.output.length > 0 || !fallback
+      ? view.output
+      : [
+          { stream: 'stdout' as const, text: fallback.stdout },
+          { stream: 'stderr' as const, text: fallback.stderr },
+        ];
   const empty = output.every((o) => o.text === '');
   return (
-    <pre class="console" ref={pre} role="log" aria-label="output" tabIndex={0}
-      onScroll={(e) => { const el = e.currentTarget; atEnd.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24; }}>
-      {empty ? <span class="muted">(no output yet)</span>
-        : output.map((o, i) => <AnsiText key={i} text={o.text} class={o.stream} />)}
+    <pre
+      class="console"
+      ref={pre}
+      role="log"
+      aria-label="output"
+      tabIndex={0}
+      onScroll={(e) => {
+        const el = e.currentTarget;
+        atEnd.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+      }}
+    >
+      {empty ? (
+        <span class="muted">(no output yet)</span>
+      ) : (
+        output.map((o, i) => <AnsiText key={i} text={o.text} class={o.stream} />)
+      )}
     </pre>
   );
 }
@@ -48,9 +69,15 @@ export function ArtifactList({ artifacts }: { artifacts: Artifact[] }) {
         <li key={a.path} class="artifact" data-path={a.path}>
           <div class="artifact-head">
             <strong>{a.path}</strong>
-            <span class="muted">{a.mime_type}, {bytes(a.size_bytes)}</span>
-            <code class="sha" title="sha256">{a.sha256.slice(0, 12)}</code>
-            <a class="button" href={sameOrigin(a.download_url)} download={a.filename}>Download <span class="sr-only">{a.path}</span></a>
+            <span class="muted">
+              {a.mime_type}, {bytes(a.size_bytes)}
+            </span>
+            <code class="sha" title="sha256">
+              {a.sha256.slice(0, 12)}
+            </code>
+            <a class="button" href={sameOrigin(a.download_url)} download={a.filename}>
+              Download <span class="sr-only">{a.path}</span>
+            </a>
           </div>
           <FilePreview url={a.download_url} name={a.filename} mime={a.mime_type} path={a.path} />
         </li>
@@ -62,15 +89,53 @@ export function ArtifactList({ artifacts }: { artifacts: Artifact[] }) {
 export function ResultSummary({ result }: { result: ExecutionResult }) {
   return (
     <dl class="result" aria-label="result">
-      <div><dt>state</dt><dd><StateBadge state={result.state} /></dd></div>
-      <div><dt>exit code</dt><dd>{result.exit_code}</dd></div>
-      <div><dt>duration</dt><dd>{duration(result.duration_ms)}</dd></div>
-      {result.reason && <div><dt>reason</dt><dd>{result.reason}</dd></div>}
-      {result.message && <div><dt>message</dt><dd>{result.message}</dd></div>}
-      {result.value !== undefined && <div class="value"><dt>value</dt><dd><code>{result.value}</code></dd></div>}
-      {result.interpreter_restarted && <div><dt>interpreter</dt><dd>restarted for this run</dd></div>}
+      <div>
+        <dt>state</dt>
+        <dd>
+          <StateBadge state={result.state} />
+        </dd>
+      </div>
+      <div>
+        <dt>exit code</dt>
+        <dd>{result.exit_code}</dd>
+      </div>
+      <div>
+        <dt>duration</dt>
+        <dd>{duration(result.duration_ms)}</dd>
+      </div>
+      {result.reason && (
+        <div>
+          <dt>reason</dt>
+          <dd>{result.reason}</dd>
+        </div>
+      )}
+      {result.message && (
+        <div>
+          <dt>message</dt>
+          <dd>{result.message}</dd>
+        </div>
+      )}
+      {result.value !== undefined && (
+        <div class="value">
+          <dt>value</dt>
+          <dd>
+            <code>{result.value}</code>
+          </dd>
+        </div>
+      )}
+      {result.interpreter_restarted && (
+        <div>
+          <dt>interpreter</dt>
+          <dd>restarted for this run</dd>
+        </div>
+      )}
       {(result.stdout_truncated || result.stderr_truncated) && (
-        <div><dt>truncated</dt><dd>{[result.stdout_truncated && 'stdout', result.stderr_truncated && 'stderr'].filter(Boolean).join(', ')}</dd></div>
+        <div>
+          <dt>truncated</dt>
+          <dd>
+            {[result.stdout_truncated && 'stdout', result.stderr_truncated && 'stderr'].filter(Boolean).join(', ')}
+          </dd>
+        </div>
       )}
     </dl>
   );

@@ -12,14 +12,21 @@ export function RunsPage() {
   const list = usePaged<Execution>((cursor) => api.executions({ state }, cursor), [state]);
   usePoll(list.reload, 3000, [list.reload]);
   return (
-    <Panel title="Runs" label="runs" actions={
-      <label class="inline-form">State
-        <select value={state} onChange={(e) => setState(e.currentTarget.value)} aria-label="filter by state">
-          <option value="">all</option>
-          {EXECUTION_STATES.map((s) => <option key={s}>{s}</option>)}
-        </select>
-      </label>
-    }>
+    <Panel
+      title="Runs"
+      label="runs"
+      actions={
+        <label class="inline-form">
+          State
+          <select value={state} onChange={(e) => setState(e.currentTarget.value)} aria-label="filter by state">
+            <option value="">all</option>
+            {EXECUTION_STATES.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+      }
+    >
       <ErrorNote error={list.error} />
       {list.items?.length === 0 && <p class="muted empty">{state ? `No ${state} runs.` : 'No runs.'}</p>}
       {list.items && list.items.length > 0 && <RunsTable runs={list.items} />}

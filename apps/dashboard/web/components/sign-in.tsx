@@ -19,11 +19,29 @@ export function SignIn({ onKey }: { onKey(key: string): void }) {
       <h1>sandgate</h1>
       <form onSubmit={submit} class="card" method="post" action="#">
         <label for="api-key">API key</label>
-        <input id="api-key" name="api-key" type="password" autocomplete="current-password" required minLength={16}
-          value={key} onInput={(e) => setKey(e.currentTarget.value)} aria-describedby="key-help" autofocus />
-        <p id="key-help" class="muted">Kept in this tab only (session storage) and sent as a header.</p>
-        {problem && <p class="error" role="alert">{problem}</p>}
-        <button type="submit" class="primary" disabled={busy}>{busy ? 'Checking…' : 'Sign in'}</button>
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autocomplete="current-password"
+          required
+          minLength={16}
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+          aria-describedby="key-help"
+          autofocus
+        />
+        <p id="key-help" class="muted">
+          Kept in this tab only (session storage) and sent as a header.
+        </p>
+        {problem && (
+          <p class="error" role="alert">
+            {problem}
+          </p>
+        )}
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? 'Checking…' : 'Sign in'}
+        </button>
       </form>
     </main>
   );

@@ -29,7 +29,11 @@ export function useRun(id: string | null): RunTail {
     let current = keptRunView(id) ?? emptyRunView();
     let frame = 0;
     // Events come in bursts: render (and keep) at most once per animation frame.
-    const flush = () => { frame = 0; setView(current); keepRunView(id, current); };
+    const flush = () => {
+      frame = 0;
+      setView(current);
+      keepRunView(id, current);
+    };
     setView(emptyRunView());
     setExecution(null);
     setError(null);
@@ -42,7 +46,10 @@ export function useRun(id: string | null): RunTail {
           headers: () => api.headers(),
           after: current.lastEventId,
           signal: ac.signal,
-          onEvent: (ev) => { current = applyEvent(current, ev); if (!frame) frame = requestAnimationFrame(flush); },
+          onEvent: (ev) => {
+            current = applyEvent(current, ev);
+            if (!frame) frame = requestAnimationFrame(flush);
+          },
           onState: (state, reconnects) => setConnection({ state, reconnects }),
         });
       }
@@ -51,8 +58,13 @@ export function useRun(id: string | null): RunTail {
       flush();
       setConnection((c) => ({ ...c, state: 'ended' }));
       setExecution(await api.request<Execution>('GET', `/v1/executions/${id}`));
-    })().catch((err: unknown) => { if (!ac.signal.aborted) setError(err); });
-    return () => { ac.abort(); cancelAnimationFrame(frame); };
+    })().catch((err: unknown) => {
+      if (!ac.signal.aborted) setError(err);
+    });
+    return () => {
+      ac.abort();
+      cancelAnimationFrame(frame);
+    };
   }, [id]);
 
   return { execution, view, connection, error };

@@ -2,14 +2,21 @@ import type { Execution, FileEntry, Session } from '@sandgate/contracts';
 
 /** A problem+json answer (or a network failure) as the pages show it. */
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, detail: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    detail: string,
+  ) {
     super(detail);
     this.name = 'ApiError';
   }
 }
 
 /** One page of a paginated list; `next` is null on the last page (or while the server does not paginate yet). */
-export interface Page<T> { items: T[]; next: string | null }
+export interface Page<T> {
+  items: T[];
+  next: string | null;
+}
 
 export type KeySource = () => string | null;
 
@@ -22,8 +29,12 @@ export const sameOrigin = (url: string): string => {
 };
 
 async function problemOf(res: Response): Promise<ApiError> {
-  const body = await res.json().catch(() => null) as { code?: string; detail?: string } | null;
-  return new ApiError(res.status, body?.code ?? `http_${res.status}`, body?.detail ?? (res.statusText || 'request failed'));
+  const body = (await res.json().catch(() => null)) as { code?: string; detail?: string } | null;
+  return new ApiError(
+    res.status,
+    body?.code ?? `http_${res.status}`,
+    body?.detail ?? (res.statusText || 'request failed'),
+  );
 }
 
 /** The REST API with the signed-in key in a header: never in a URL. */
@@ -51,12 +62,20 @@ export class Api {
     return (res.status === 204 ? undefined : await res.json()) as T;
   }
 
-  private async page<T>(path: string, field: string, params: Record<string, string | undefined>, cursor?: string | null) {
+  private async page<T>(
+    path: string,
+    field: string,
+    params: Record<string, string | undefined>,
+    cursor?: string | null,
+  ) {
     const q = new URLSearchParams({ limit: String(LIST_LIMIT) });
     for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
     if (cursor) q.set('cursor', cursor);
     const body = await this.request<Record<string, unknown>>('GET', `${path}?${q}`);
-    return { items: (body[field] ?? []) as T[], next: (body.next_cursor as string | null | undefined) ?? null } satisfies Page<T>;
+    return {
+      items: (body[field] ?? []) as T[],
+      next: (body.next_cursor as string | null | undefined) ?? null,
+    } satisfies Page<T>;
   }
 
   sessions(cursor?: string | null): Promise<Page<Session>> {
@@ -75,16 +94,26 @@ export class Api {
    * Uploads one file as multipart/form-data. XMLHttpRequest, not fetch, because only it reports upload
    * progress; `onProgress` gets the fraction sent (0..1).
    */
-  upload(sessionId: string, file: File, { overwrite = false, onProgress }: { overwrite?: boolean; onProgress(f: number): void }) {
+  upload(
+    sessionId: string,
+    file: File,
+    { overwrite = false, onProgress }: { overwrite?: boolean; onProgress(f: number): void },
+  ) {
     return new Promise<FileEntry[]>((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open('POST', `/v1/sessions/${sessionId}/files${overwrite ? '?overwrite=true' : ''}`);
       for (const [k, v] of Object.entries(this.headers())) xhr.setRequestHeader(k, v);
       xhr.responseType = 'json';
-      xhr.upload.onprogress = (e) => { if (e.lengthComputable) onProgress(e.loaded / e.total); };
+      xhr.upload.onprogress = (e) => {
+        if (e.lengthComputable) onProgress(e.loaded / e.total);
+      };
       xhr.onload = () => {
         const body = xhr.response as { files?: FileEntry[]; code?: string; detail?: string } | null;
-        if (xhr.status === 201) { onProgress(1); resolve(body?.files ?? []); return; }
+        if (xhr.status === 201) {
+          onProgress(1);
+          resolve(body?.files ?? []);
+          return;
+        }
         reject(new ApiError(xhr.status, body?.code ?? `http_${xhr.status}`, body?.detail ?? 'upload failed'));
       };
       xhr.onerror = () => reject(new ApiError(0, 'network_error', 'the upload was interrupted'));

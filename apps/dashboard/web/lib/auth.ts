@@ -21,7 +21,8 @@ export type KeyCheck = 'ok' | 'rejected' | 'unreachable';
 export async function checkKey(key: string | null): Promise<KeyCheck> {
   try {
     const res = await fetch('/v1/sessions?limit=1', {
-      cache: 'no-store', headers: key ? { authorization: `Bearer ${key}` } : {},
+      cache: 'no-store',
+      headers: key ? { authorization: `Bearer ${key}` } : {},
     });
     if (res.status === 401) return 'rejected';
     return res.ok || res.status === 403 ? 'ok' : 'unreachable';

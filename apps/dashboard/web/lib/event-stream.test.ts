@@ -10,7 +10,10 @@ import { compareEventIds, followEvents, type StreamEvent } from './event-stream.
  * (The browser tests run the same reader against a real gateway.)
  */
 const frames = (from: number, to: number) =>
-  Array.from({ length: to - from }, (_, k) => `id: 1700000000000-${from + k}\nevent: stdout\ndata: {"text":"${from + k}"}\n\n`).join('');
+  Array.from(
+    { length: to - from },
+    (_, k) => `id: 1700000000000-${from + k}\nevent: stdout\ndata: {"text":"${from + k}"}\n\n`,
+  ).join('');
 
 async function serve(handler: (attempt: number, lastEventId: string | undefined, res: ServerResponse) => void) {
   let attempt = 0;
@@ -22,7 +25,15 @@ async function serve(handler: (attempt: number, lastEventId: string | undefined,
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/events`;
-  return { url, seen, close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }) };
+  return {
+    url,
+    seen,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(r);
+      }),
+  };
 }
 
 test('ids of one stream order by time, then by sequence', () => {
@@ -34,7 +45,10 @@ test('ids of one stream order by time, then by sequence', () => {
 test('a dropped connection resumes with Last-Event-ID, and replayed events are not delivered twice', async (t) => {
   const s = await serve((attempt, _last, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    if (attempt === 0) { res.write(frames(0, 3), () => res.destroy()); return; }  // cut mid-run, once sent
+    if (attempt === 0) {
+      res.write(frames(0, 3), () => res.destroy());
+      return;
+    } // cut mid-run, once sent
     // The second answer replays from an earlier point than asked: the client must skip what it has.
     res.end(`${frames(1, 6)}id: 1700000000000-6\nevent: result\ndata: {}\n\n`);
   });
@@ -42,10 +56,16 @@ test('a dropped connection resumes with Last-Event-ID, and replayed events are n
   const got: StreamEvent[] = [];
   const states: string[] = [];
   await followEvents(s.url, {
-    headers: () => ({ authorization: 'Bearer k' }), after: null, signal: new AbortController().signal,
-    onEvent: (ev) => got.push(ev), onState: (state) => states.push(state),
+    headers: () => ({ authorization: 'Bearer k' }),
+    after: null,
+    signal: new AbortController().signal,
+    onEvent: (ev) => got.push(ev),
+    onState: (state) => states.push(state),
   });
-  assert.deepEqual(got.map((e) => e.event === 'result' ? 'result' : JSON.parse(e.data).text), ['0', '1', '2', '3', '4', '5', 'result']);
+  assert.deepEqual(
+    got.map((e) => (e.event === 'result' ? 'result' : JSON.parse(e.data).text)),
+    ['0', '1', '2', '3', '4', '5', 'result'],
+  );
   assert.deepEqual(s.seen, [undefined, '1700000000000-2']);
   assert.deepEqual(states, ['connecting', 'open', 'reconnecting', 'open', 'ended']);
 });
@@ -57,11 +77,18 @@ test('a stream resumed from a kept id starts after it; a refused stream fails at
       res.end(`${frames(Number(last!.split('-')[1]) + 1, 4)}id: 1700000000000-4\nevent: result\ndata: {}\n\n`);
       return;
     }
-    res.writeHead(404, { 'content-type': 'application/problem+json' }).end('{"code":"execution_not_found","detail":"no such run"}');
+    res
+      .writeHead(404, { 'content-type': 'application/problem+json' })
+      .end('{"code":"execution_not_found","detail":"no such run"}');
   });
   t.after(s.close);
   const got: string[] = [];
-  await followEvents(s.url, { headers: () => ({}), after: '1700000000000-1', signal: new AbortController().signal, onEvent: (e) => got.push(e.id) });
+  await followEvents(s.url, {
+    headers: () => ({}),
+    after: '1700000000000-1',
+    signal: new AbortController().signal,
+    onEvent: (e) => got.push(e.id),
+  });
   assert.deepEqual(got, ['1700000000000-2', '1700000000000-3', '1700000000000-4']);
   await assert.rejects(
     followEvents(s.url, { headers: () => ({}), after: null, signal: new AbortController().signal, onEvent: () => {} }),

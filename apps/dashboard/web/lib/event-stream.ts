@@ -1,7 +1,11 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { ApiError } from './api.ts';
 
-export interface StreamEvent { id: string; event: string; data: string }
+export interface StreamEvent {
+  id: string;
+  event: string;
+  data: string;
+}
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'ended';
 
 /** Orders the ids of one execution's stream (`<ms>-<seq>`, as Redis Streams makes them). */
@@ -24,10 +28,18 @@ export interface FollowOptions {
 }
 
 const RETRY_MS = [250, 500, 1000, 2000, 4000];
-const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  const t = setTimeout(resolve, ms);
-  signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-});
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 
 /**
  * Follows an SSE endpoint with fetch, so the API key travels in a header (a browser EventSource cannot
@@ -44,8 +56,12 @@ export async function followEvents(url: string, opts: FollowOptions): Promise<vo
       const headers = { accept: 'text/event-stream', ...opts.headers(), ...(last ? { 'last-event-id': last } : {}) };
       const res = await fetch(url, { headers, signal, cache: 'no-store' });
       if (!res.ok || !res.body) {
-        const body = await res.json().catch(() => null) as { code?: string; detail?: string } | null;
-        const err = new ApiError(res.status, body?.code ?? `http_${res.status}`, body?.detail ?? 'the event stream failed');
+        const body = (await res.json().catch(() => null)) as { code?: string; detail?: string } | null;
+        const err = new ApiError(
+          res.status,
+          body?.code ?? `http_${res.status}`,
+          body?.detail ?? 'the event stream failed',
+        );
         if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw err;
         throw Object.assign(err, { retry: true });
       }
@@ -53,11 +69,14 @@ export async function followEvents(url: string, opts: FollowOptions): Promise<vo
       const events = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
       for await (const ev of streamIterator(events)) {
         failures = 0;
-        if (!ev.id) continue;                                    // server-side errors are retried, not shown
-        if (last && compareEventIds(ev.id, last) <= 0) continue;  // already delivered before the drop
+        if (!ev.id) continue; // server-side errors are retried, not shown
+        if (last && compareEventIds(ev.id, last) <= 0) continue; // already delivered before the drop
         last = ev.id;
         opts.onEvent({ id: ev.id, event: ev.event ?? 'message', data: ev.data });
-        if (ev.event === lastEvent) { opts.onState?.('ended', reconnects); return; }
+        if (ev.event === lastEvent) {
+          opts.onState?.('ended', reconnects);
+          return;
+        }
       }
     } catch (err) {
       if (signal.aborted) return;
@@ -73,7 +92,10 @@ async function* streamIterator<T>(stream: ReadableStream<T>): AsyncGenerator<T> 
   try {
     for (;;) {
       const next = await reader.read();
-      if (next.done) { done = true; return; }
+      if (next.done) {
+        done = true;
+        return;
+      }
       yield next.value;
     }
   } finally {

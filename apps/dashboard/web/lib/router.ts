@@ -15,4 +15,6 @@ export function useRoute(): string[] {
 }
 
 export const href = (...parts: string[]) => `#/${parts.map(encodeURIComponent).join('/')}`;
-export const navigate = (...parts: string[]) => { location.hash = href(...parts); };
+export const navigate = (...parts: string[]) => {
+  location.hash = href(...parts);
+};

@@ -29,9 +29,10 @@ export function applyEvent(view: RunView, ev: StreamEvent): RunView {
     case 'stderr': {
       const text = String(data.text ?? '');
       const tail = view.output.at(-1);
-      const output = tail?.stream === ev.event
-        ? [...view.output.slice(0, -1), { stream: ev.event, text: tail.text + text }]
-        : [...view.output, { stream: ev.event as OutputStream, text }];
+      const output =
+        tail?.stream === ev.event
+          ? [...view.output.slice(0, -1), { stream: ev.event, text: tail.text + text }]
+          : [...view.output, { stream: ev.event as OutputStream, text }];
       return { ...next, output };
     }
     case 'artifact':
@@ -48,7 +49,10 @@ export function applyEvent(view: RunView, ev: StreamEvent): RunView {
 
 /** The text of one stream, as the run printed it. */
 export const streamText = (view: RunView, stream: OutputStream) =>
-  view.output.filter((o) => o.stream === stream).map((o) => o.text).join('');
+  view.output
+    .filter((o) => o.stream === stream)
+    .map((o) => o.text)
+    .join('');
 
 const storageKey = (id: string) => `sandgate.run.${id}`;
 /** Views larger than this are not kept: a reload then replays the stream from its start, which is as correct. */
@@ -60,7 +64,9 @@ export function keepRunView(id: string, view: RunView): void {
     const json = JSON.stringify(view);
     if (json.length <= MAX_KEPT_CHARS) sessionStorage.setItem(storageKey(id), json);
     else sessionStorage.removeItem(storageKey(id));
-  } catch { /* storage full or disabled: replaying is the fallback */ }
+  } catch {
+    /* storage full or disabled: replaying is the fallback */
+  }
 }
 
 export function keptRunView(id: string): RunView | null {

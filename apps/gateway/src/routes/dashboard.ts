@@ -10,8 +10,17 @@ import { SandgateError } from '@sandgate/contracts';
  * (CodeMirror styles through constructed style sheets, ANSI colours through the CSSOM).
  */
 export const DASHBOARD_CSP = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'",
-  "worker-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "worker-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 function securityHeaders(reply: FastifyReply, path: string) {
@@ -33,7 +42,10 @@ export async function dashboardRoutes(app: FastifyInstance, { dir }: { dir: stri
   app.get('/dashboard', { schema: { hide: true } }, (_req, reply) => reply.redirect('/dashboard/', 308));
   if (!existsSync(join(dir, 'index.html'))) {
     app.get('/dashboard/*', { schema: { hide: true } }, async () => {
-      throw new SandgateError('not_ready', 'the dashboard is not built on this server: run `npm run setup` (or `npm run dashboard`)');
+      throw new SandgateError(
+        'not_ready',
+        'the dashboard is not built on this server: run `npm run setup` (or `npm run dashboard`)',
+      );
     });
     return;
   }
