@@ -1,6 +1,6 @@
 import type { FileEntry } from '@sandgate/contracts';
 import { useState } from 'preact/hooks';
-import { sameOrigin } from '../lib/api.ts';
+import { apiPath, sameOrigin } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { bytes, time } from '../lib/format.ts';
 import { ErrorNote, LoadMore, Panel, usePaged, usePoll } from './common.tsx';
@@ -17,7 +17,7 @@ function FileRow({ sessionId, file, onDeleted }: { sessionId: string; file: File
     try {
       await api.request(
         'DELETE',
-        `/v1/sessions/${sessionId}/files/${file.path.split('/').map(encodeURIComponent).join('/')}`,
+        apiPath`/v1/sessions/${sessionId}/files/` + file.path.split('/').map(encodeURIComponent).join('/'),
       );
       onDeleted();
     } catch (err) {

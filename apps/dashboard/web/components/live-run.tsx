@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { isTerminalState } from '../lib/states.ts';
+import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { href } from '../lib/router.ts';
 import { ErrorNote, StateBadge } from './common.tsx';
@@ -31,7 +32,7 @@ export function LiveRun({ id, compact = false, onEnded }: { id: string; compact?
     setCancelling(true);
     setCancelError(null);
     try {
-      await api.request('POST', `/v1/executions/${id}/cancel`);
+      await api.request('POST', apiPath`/v1/executions/${id}/cancel`);
     } catch (err) {
       setCancelError(err);
     }

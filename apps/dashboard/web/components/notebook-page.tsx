@@ -1,5 +1,6 @@
 import type { Execution, Session } from '@sandgate/contracts';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { href } from '../lib/router.ts';
 import { ErrorNote, Panel, StateBadge } from './common.tsx';
@@ -71,7 +72,7 @@ export function NotebookPage({ id }: { id: string }) {
   // The editors' text as typed: a Shift+Enter may come before the state update of the last keystroke renders.
   const typed = useRef(new Map<number, string>());
   useEffect(() => {
-    api.request<Session>('GET', `/v1/sessions/${id}`).then(setSession, setError);
+    api.request<Session>('GET', apiPath`/v1/sessions/${id}`).then(setSession, setError);
   }, [id]);
   useEffect(() => {
     sessionStorage.setItem(storageKey(id), JSON.stringify(cells));
@@ -106,7 +107,7 @@ export function NotebookPage({ id }: { id: string }) {
   const restart = async () => {
     setError(null);
     try {
-      await api.request('POST', `/v1/sessions/${id}/restart`);
+      await api.request('POST', apiPath`/v1/sessions/${id}/restart`);
       setNotice('Interpreter restarted: variables are gone, files stay.');
     } catch (err) {
       setError(err);

@@ -1,5 +1,6 @@
 import type { Execution, Session } from '@sandgate/contracts';
 import { useState } from 'preact/hooks';
+import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { time } from '../lib/format.ts';
 import { href, navigate } from '../lib/router.ts';
@@ -18,7 +19,7 @@ export function SessionPage({ id }: { id: string }) {
   const runs = usePaged<Execution>((cursor) => api.executions({ session_id: id }, cursor), [id]);
   const load = async () => {
     try {
-      setSession(await api.request<Session>('GET', `/v1/sessions/${id}`));
+      setSession(await api.request<Session>('GET', apiPath`/v1/sessions/${id}`));
       setError(null);
     } catch (err) {
       setError(err);

@@ -1,5 +1,6 @@
 import type { Session } from '@sandgate/contracts';
 import { useState } from 'preact/hooks';
+import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { time } from '../lib/format.ts';
 import { href, navigate } from '../lib/router.ts';
@@ -27,7 +28,7 @@ export function SessionActions({ session, onChange }: { session: Session; onChan
       )}
       <button
         type="button"
-        onClick={() => act('POST', `/v1/sessions/${session.id}/restart`)}
+        onClick={() => act('POST', apiPath`/v1/sessions/${session.id}/restart`)}
         aria-label={`Restart ${session.id}`}
       >
         Restart
@@ -36,7 +37,7 @@ export function SessionActions({ session, onChange }: { session: Session; onChan
         type="button"
         class="danger"
         aria-label={`Delete ${session.id}`}
-        onClick={() => act('DELETE', `/v1/sessions/${session.id}`, `Delete ${session.id} and all its files?`)}
+        onClick={() => act('DELETE', apiPath`/v1/sessions/${session.id}`, `Delete ${session.id} and all its files?`)}
       >
         Delete
       </button>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Execution } from '@sandgate/contracts';
 import { followEvents, type ConnectionState } from '../lib/event-stream.ts';
+import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { applyEvent, emptyRunView, keepRunView, keptRunView, type RunView } from '../lib/run-view.ts';
 
@@ -39,10 +40,10 @@ export function useRun(id: string | null): RunTail {
     setError(null);
     (async () => {
       // Nothing kept is shown before the gateway confirms that this key may see the run.
-      setExecution(await api.request<Execution>('GET', `/v1/executions/${id}`));
+      setExecution(await api.request<Execution>('GET', apiPath`/v1/executions/${id}`));
       setView(current);
       if (!current.result) {
-        await followEvents(`/v1/executions/${id}/events`, {
+        await followEvents(apiPath`/v1/executions/${id}/events`, {
           headers: () => api.headers(),
           after: current.lastEventId,
           signal: ac.signal,
@@ -57,7 +58,7 @@ export function useRun(id: string | null): RunTail {
       cancelAnimationFrame(frame);
       flush();
       setConnection((c) => ({ ...c, state: 'ended' }));
-      setExecution(await api.request<Execution>('GET', `/v1/executions/${id}`));
+      setExecution(await api.request<Execution>('GET', apiPath`/v1/executions/${id}`));
     })().catch((err: unknown) => {
       if (!ac.signal.aborted) setError(err);
     });

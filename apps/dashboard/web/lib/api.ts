@@ -1,5 +1,12 @@
 import type { Execution, FileEntry, Session } from '@sandgate/contracts';
 
+/**
+ * A path of the API with every interpolated value encoded as one segment: an id taken from the address
+ * bar (`#/runs/<id>`) cannot climb to another endpoint.
+ */
+export const apiPath = (strings: TemplateStringsArray, ...values: string[]): string =>
+  strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(values[i]!) : ''), '');
+
 /** A problem+json answer (or a network failure) as the pages show it. */
 export class ApiError extends Error {
   constructor(
@@ -87,7 +94,7 @@ export class Api {
   }
 
   files(sessionId: string, cursor?: string | null): Promise<Page<FileEntry>> {
-    return this.page(`/v1/sessions/${sessionId}/files`, 'files', {}, cursor);
+    return this.page(apiPath`/v1/sessions/${sessionId}/files`, 'files', {}, cursor);
   }
 
   /**
@@ -101,7 +108,7 @@ export class Api {
   ) {
     return new Promise<FileEntry[]>((resolve, reject) => {
       const xhr = new XMLHttpRequest();
-      xhr.open('POST', `/v1/sessions/${sessionId}/files${overwrite ? '?overwrite=true' : ''}`);
+      xhr.open('POST', apiPath`/v1/sessions/${sessionId}/files` + (overwrite ? '?overwrite=true' : ''));
       for (const [k, v] of Object.entries(this.headers())) xhr.setRequestHeader(k, v);
       xhr.responseType = 'json';
       xhr.upload.onprogress = (e) => {
