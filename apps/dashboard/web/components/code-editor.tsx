@@ -97,7 +97,7 @@ export function CodeEditor({ value, language, onChange, onRun, label, autofocus 
 
   // A value set from outside (a loaded example) replaces the document. A render that is only catching up
   // with typing must not: its value may already be stale, and writing it back would undo keystrokes (a
-  // layout effect runs in the same task as the render, before the next keystroke can come in).
+  // layout effect runs right after the render, before the next keystroke can come in).
   useLayoutEffect(() => {
     const v = view.current;
     if (!v || value === reported.current) return;
