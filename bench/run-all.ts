@@ -20,6 +20,7 @@ const BENCHES: { file: string; figures: string[] }[] = [
   { file: 'http-oneshot-pool', figures: ['http-oneshot-pool', 'http-oneshot-pool-throughput'] },
   { file: 'http-stateful', figures: ['http-stateful'] },
   { file: 'http-session', figures: ['http-session'] },
+  { file: 'mcp-session', figures: ['mcp-session'] },
   { file: 'gateway-overhead', figures: ['gateway-overhead', 'gateway-overhead-throughput'] },
   { file: 'sse-fanout', figures: ['sse-fanout'] },
   { file: 'memory-stdout-flood', figures: ['memory-stdout-flood'] },

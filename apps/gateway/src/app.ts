@@ -6,6 +6,7 @@ import { SHARED_SCHEMAS } from '@sandgate/contracts';
 import { DASHBOARD_DIR } from '@sandgate/dashboard';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
+import { mcpRoutes } from './mcp/mcp-routes.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { dashboardRoutes } from './routes/dashboard.ts';
 import { downloadRoutes } from './routes/downloads.ts';
@@ -22,6 +23,7 @@ export interface AppOptions {
 }
 
 let requestSeq = 0;
+const API_VERSION = '1.0.0';
 
 /** The gateway as a Fastify app. Never listens: server.ts does, tests inject or listen on port 0. */
 export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = DASHBOARD_DIR }: AppOptions = {}) {
@@ -38,7 +40,7 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = 
       openapi: '3.1.0',
       info: {
         title: 'sandgate',
-        version: '1.0.0',
+        version: API_VERSION,
         description: 'Run code in isolated sandboxes over HTTP, stream its events, download the files it made.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
@@ -63,6 +65,7 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = 
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(downloadRoutes, { deps });
+  await app.register(mcpRoutes, { deps, version: API_VERSION });
   await app.register(dashboardRoutes, { dir: dashboardDir });
   return app;
 }

@@ -11,7 +11,7 @@ import type { GatewayDeps } from './deps.ts';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Inline files are decoded in memory, so they get a tighter bound than streamed uploads. */
-const MAX_INLINE_BYTES = 10 << 20;
+export const MAX_INLINE_BYTES = 10 << 20;
 
 type InlineFile = { path: string; bytes: Buffer };
 
@@ -159,13 +159,14 @@ export class ExecutionService {
 
   /**
    * Cancels a run. A queued one ends here and now; a running one is killed by the worker that holds
-   * it (told through Redis pub/sub, with a flag for a worker that has yet to pick it up).
+   * it (told through Redis pub/sub, with a flag for a worker that has yet to pick it up). Waits up to
+   * `waitSeconds` for the run to end.
    */
-  async cancel(rec: ExecutionRecord): Promise<ExecutionRecord> {
+  async cancel(rec: ExecutionRecord, waitSeconds = 10): Promise<ExecutionRecord> {
     if (isTerminal(rec.state)) return rec;
     await this.d.executions.requestCancel(rec.id);
     const ended = await this.d.executions.finalize(rec, platformResult('cancelled', 'cancelled', 'cancelled before it started'), ['queued']);
     if (ended) await this.d.queue.remove(rec.id).catch(() => 0);
-    return this.wait((await this.d.executions.get(rec.id)) ?? rec, 10);
+    return this.wait((await this.d.executions.get(rec.id)) ?? rec, waitSeconds);
   }
 }

@@ -5,6 +5,7 @@ export * from './files.ts';
 export * from './executions.ts';
 export * from './events.ts';
 export * from './system.ts';
+export * from './mcp.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';

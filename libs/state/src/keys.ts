@@ -19,5 +19,8 @@ export const keys = (p: string) => ({
   cancelChannel: () => `${p}:cancel`,
   /** Where finalisation tells one gateway process that a run it waits for has ended (EndedNotices). */
   endedChannel: (listener: string) => `${p}:ended:${listener}`,
+  /** The run of an MCP tools/call in flight, by tenant, MCP session and JSON-RPC request id (RunCancels). */
+  mcpCall: (tenant: string, mcpSession: string, requestId: string) =>
+    `${p}:tenant:${tenant}:mcp:${mcpSession}:${requestId}`,
 });
 export type Keys = ReturnType<typeof keys>;

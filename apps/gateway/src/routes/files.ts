@@ -5,9 +5,10 @@ import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/ty
 import {
   FileListSchema, ProblemSchema, SandgateError, SessionParamsSchema, UploadJsonSchema, UploadResultSchema, ref, type FileEntry,
 } from '@sandgate/contracts';
-import { normalizeUserPath, removeInside, walkTree, writeFileInside } from '@sandgate/storage';
+import { normalizeUserPath, removeInside, walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
+import { FileService } from '../file-service.ts';
 import { presentFile } from '../present.ts';
 
 const FilePathParams = Type.Object({ id: SessionParamsSchema.properties.id, '*': Type.String({ description: 'Path inside the session' }) });
@@ -15,8 +16,7 @@ const OverwriteQuery = Type.Object({ overwrite: Type.Optional(Type.Boolean({ def
 
 /** Session files: upload (multipart, raw PUT, JSON+base64), list, delete. Every byte is streamed to disk. */
 export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const { config, sessions, workspaces, signer } = deps;
-  const owner = { uid: config.sandboxUid, gid: config.sandboxUid };
+  const { config, signer } = deps;
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema) };
 
   await app.register(multipart, {
@@ -24,15 +24,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     limits: { fileSize: config.maxUploadBytes + 1, files: 32, fields: 16, fieldSize: 4096, parts: 64 },
   });
 
-  const sessionDir = async (tenant: string, id: string) => {
-    const s = await sessions.require(tenant, id);
-    await sessions.touch(s);
-    return workspaces.create(s.id);
-  };
-  const store = async (id: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream, overwrite: boolean): Promise<FileEntry> => {
-    const stat = await writeFileInside(dir, normalizeUserPath(path), source, { maxBytes: config.maxUploadBytes, overwrite, owner });
-    return presentFile(id, { path, size: stat.size, mtimeMs: stat.mtimeMs }, signer);
-  };
+  const service = new FileService(deps);
+  const sessionDir = (tenant: string, id: string) => service.sessionDir(tenant, id);
+  const store = service.store.bind(service);
 
   app.post('/:id/files', {
     schema: {

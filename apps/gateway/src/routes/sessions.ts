@@ -4,9 +4,11 @@ import { CreateSessionSchema, ProblemSchema, SandgateError, SessionListSchema, S
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { presentSession } from '../present.ts';
+import { SessionService } from '../session-service.ts';
 
 export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const { sessions, workspaces, executions, config } = deps;
+  const { sessions, config } = deps;
+  const service = new SessionService(deps);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
 
   app.post('', {
@@ -18,11 +20,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), ...errors },
     },
   }, async (req, reply) => {
-    const s = await sessions.create(tenantOf(req), {
-      ttlSeconds: req.body.ttl_seconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions, metadata: req.body.metadata ?? {},
-      mode: req.body.mode,
-    });
-    await workspaces.create(s.id);
+    const s = await service.open(tenantOf(req), { ttlSeconds: req.body.ttl_seconds, metadata: req.body.metadata, mode: req.body.mode });
     return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(presentSession(s));
   });
 
@@ -54,10 +52,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       params: SessionParamsSchema, response: { 204: Type.Null(), ...errors },
     },
   }, async (req, reply) => {
-    const s = await sessions.require(tenantOf(req), req.params.id);
-    if (s.currentExecutionId) await executions.requestCancel(s.currentExecutionId);
-    await sessions.delete(s, true);
-    await workspaces.remove(s.id);
+    await service.close(tenantOf(req), req.params.id);
     return reply.status(204).send(null);
   });
 };

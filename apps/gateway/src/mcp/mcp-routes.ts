@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { SandgateError } from '@sandgate/contracts';
+import { keys } from '@sandgate/state';
+import type { GatewayDeps } from '../deps.ts';
+import { MAX_INLINE_BYTES } from '../execution-service.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { buildMcpServer } from './mcp-server.ts';
+import { originPolicy } from './origin.ts';
+import { RunCancels } from './run-cancels.ts';
+import { RunTool } from './run-tool.ts';
+import { McpTools } from './tools.ts';
+
+export interface McpRouteOptions {
+  deps: GatewayDeps;
+  /** Reported to clients as the server's version. */
+  version: string;
+}
+
+const MCP_SESSION = /^[\x21-\x7e]{1,128}$/;
+/** Cancels acted on per POST: a client cancels one call at a time; a batch of thousands is not honoured. */
+const MAX_CANCELS = 16;
+
+const messagesOf = (body: unknown): unknown[] => (Array.isArray(body) ? body : [body]);
+const cancelled = (m: unknown): m is { params: { requestId: string | number } } => {
+  const msg = m as { method?: unknown; params?: { requestId?: unknown } } | null;
+  const id = msg?.params?.requestId;
+  return msg?.method === 'notifications/cancelled' && (typeof id === 'string' || typeof id === 'number');
+};
+
+/**
+ * POST /mcp: the Model Context Protocol over Streamable HTTP, stateless. Each POST is served by a fresh MCP server
+ * (see mcp-server.ts) as the API key's tenant. The initialize response carries an `Mcp-Session-Id` that clients
+ * echo; it is state-free and only lets a cancel, which comes in a POST of its own, find its call (RunCancels).
+ */
+export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps, version }) => {
+  const { config } = deps;
+  const mayUse = originPolicy({ publicUrl: config.publicUrl, open: Object.keys(config.apiKeys).length === 0 });
+  const runs = new RunTool(deps, new RunCancels(deps.redis, keys(config.redisPrefix), config.retentionSeconds));
+  const tools = new McpTools(deps, runs);
+  // Room for the largest upload_file (base64 in JSON) or code (JSON-escaped), whichever is larger.
+  const upload = Math.ceil(Math.min(config.maxUploadBytes, MAX_INLINE_BYTES) * 4 / 3);
+  const bodyLimit = Math.max(upload, config.maxCodeBytes * 6) + 65_536;
+
+  app.addHook('onRequest', async (req: FastifyRequest) => {
+    if (!mayUse(req.headers.origin)) {
+      const detail = `Origin ${req.headers.origin} may not use /mcp; allowed: ${config.publicUrl}`;
+      throw new SandgateError('forbidden', detail);
+    }
+  });
+
+  app.post('/mcp', { bodyLimit, schema: { hide: true } }, async (req, reply) => {
+    const tenant = tenantOf(req);
+    const header = req.headers['mcp-session-id'];
+    const echoed = typeof header === 'string' && MCP_SESSION.test(header) ? header : null;
+    const mcpSession = echoed ?? (isInitializeRequest(req.body) ? `mcp_${randomUUID().replaceAll('-', '')}` : null);
+    if (mcpSession) {
+      for (const m of messagesOf(req.body).filter(cancelled).slice(0, MAX_CANCELS)) {
+        await runs.cancel({ tenant, mcpSession, requestId: m.params.requestId });
+      }
+    }
+
+    const done = new AbortController();
+    const server = buildMcpServer(tools, { tenant, mcpSession, closed: done.signal, log: req.log }, version);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    reply.raw.on('close', () => {
+      done.abort();
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    if (mcpSession && !echoed) reply.raw.setHeader('mcp-session-id', mcpSession);
+    reply.hijack();
+    try {
+      await transport.handleRequest(req.raw, reply.raw, req.body);
+    } catch (err) {
+      // Fastify's error handler is out of the picture once the reply is hijacked.
+      req.log.error({ err }, 'MCP request failed');
+      if (reply.raw.headersSent) reply.raw.end();
+      else {
+        reply.raw.writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } }));
+      }
+    }
+  });
+
+  // Stateless: no stream for server-initiated messages to GET, no session to DELETE (both answers the spec allows).
+  for (const method of ['GET', 'DELETE'] as const) {
+    app.route({
+      method, url: '/mcp', schema: { hide: true },
+      handler: async (_req, reply) => {
+        reply.header('allow', 'POST');
+        throw new SandgateError('method_not_allowed',
+          `${method} /mcp is not offered: this MCP endpoint is stateless; POST JSON-RPC messages to it`);
+      },
+    });
+  }
+};

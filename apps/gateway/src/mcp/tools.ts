@@ -1,0 +1,161 @@
+import { Readable } from 'node:stream';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import type { TObject } from '@sinclair/typebox';
+import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  LANGUAGES, MCP_TOOLS, SandgateError, type CreateSessionInput, type McpToolError, type McpToolName,
+  type ReadArtifactInput, type RunCodeInput, type SessionInput, type UploadFileInput,
+} from '@sandgate/contracts';
+import { walkTree } from '@sandgate/storage';
+import type { GatewayDeps } from '../deps.ts';
+import { MAX_INLINE_BYTES } from '../execution-service.ts';
+import { FileService } from '../file-service.ts';
+import { SessionService } from '../session-service.ts';
+import { isImage, readSmallFile } from './artifact-bytes.ts';
+import { checkSessionId, mcpArtifact, sandboxPath, sessionPath } from './paths.ts';
+import type { RunTool } from './run-tool.ts';
+import type { ToolCall } from './tool-call.ts';
+import { ToolFailure, errorObject, toolError, toolResult, type ToolOutput } from './tool-result.ts';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Handler = (call: ToolCall, args: any) => Promise<ToolOutput>;
+
+const BASE64 = /^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/;
+
+/** The tools as tools/list shows them: their contract, as plain JSON Schemas. */
+export const TOOL_LIST: Tool[] = MCP_TOOLS.map(({ name, title, description, inputSchema, outputSchema, annotations }) =>
+  JSON.parse(JSON.stringify({ name, title, description, inputSchema, outputSchema, annotations })) as Tool);
+
+/** The MCP tools over the gateway's own services: argument checks, the contract's error objects, the handlers. */
+export class McpTools {
+  private readonly files: FileService;
+  private readonly sessions: SessionService;
+  private readonly checks = new Map<string, TypeCheck<TObject>>(
+    MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]));
+  private readonly handlers: Record<McpToolName, Handler>;
+
+  constructor(private readonly d: GatewayDeps, runs: RunTool) {
+    this.files = new FileService(d);
+    this.sessions = new SessionService(d);
+    this.handlers = {
+      upload_file: (call, a: UploadFileInput) => this.upload(call, a),
+      run_python: (call, a: RunCodeInput) =>
+        this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, 'python', a.code)),
+      run_code: (call, a: RunCodeInput) =>
+        this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, a.language, a.code)),
+      read_artifact: (call, a: ReadArtifactInput) => this.read(call, a),
+      list_artifacts: (call, a: SessionInput) => this.list(call, a),
+      close_session: async (call, a: SessionInput) => {
+        await this.sessions.close(call.tenant, checkSessionId(a.session_id));
+        return { result: { session_id: a.session_id, status: 'closed' } };
+      },
+      create_session: async (call, a: CreateSessionInput) => {
+        const s = await this.sessions.open(call.tenant, { mode: a.mode ?? 'process' });
+        return { result: { session_id: s.id, mode: s.mode, expires_at: new Date(s.expiresAt).toISOString() } };
+      },
+    };
+  }
+
+  /** Runs a tool. Whatever goes wrong is the tool's error object (isError); an unknown tool is a protocol error. */
+  async call(name: string, args: Record<string, unknown>, call: ToolCall): Promise<CallToolResult> {
+    const check = this.checks.get(name);
+    if (!check) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const sessionId = typeof args.session_id === 'string' ? args.session_id : undefined;
+    const invalid = argumentProblem(check, args);
+    if (invalid) return toolError({ ...invalid, ...(sessionId ? { session_id: sessionId } : {}) });
+    try {
+      return toolResult(await this.handlers[name as McpToolName](call, args));
+    } catch (err) {
+      const path = name === 'upload_file' ? String(args.filename) : displayPath(String(args.path));
+      const e = errorObject(err, { sessionId, path, maxSessions: this.d.config.maxSessions });
+      if (e.error === 'internal') call.log.error({ err, tool: name }, 'MCP tool failed');
+      return toolError(e);
+    }
+  }
+
+  /** Works in the given session, or in a new process session that is closed again if the work fails. */
+  private async inSession(
+    tenant: string, sessionId: string | undefined, work: (id: string) => Promise<ToolOutput>,
+  ): Promise<ToolOutput> {
+    if (sessionId !== undefined) return work(checkSessionId(sessionId));
+    const s = await this.sessions.open(tenant, { mode: 'process' });
+    try {
+      return await work(s.id);
+    } catch (err) {
+      await this.sessions.close(tenant, s.id).catch(() => {});
+      throw err;
+    }
+  }
+
+  private async upload(call: ToolCall, a: UploadFileInput): Promise<ToolOutput> {
+    const path = sessionPath(a.filename);
+    const encoded = a.content_base64.replace(/\s+/g, '');
+    if (!BASE64.test(encoded) || encoded.length % 4 === 1) {
+      throw new SandgateError('validation_failed', 'content_base64 is not valid base64');
+    }
+    const bytes = Buffer.from(encoded, 'base64');
+    // The whole file is in memory here (it came in a JSON body), so it gets the bound of inline files.
+    const limit = Math.min(this.d.config.maxUploadBytes, MAX_INLINE_BYTES);
+    if (bytes.length > limit) {
+      throw new SandgateError('payload_too_large', `the file is ${bytes.length} bytes; the limit over MCP is ${limit} `
+        + 'bytes (PUT /v1/sessions/{id}/files/{path} takes larger files)');
+    }
+    return this.inSession(call.tenant, a.session_id, async (id) => {
+      const dir = await this.files.sessionDir(call.tenant, id);
+      await this.files.store(id, dir, path, Readable.from([bytes]), a.overwrite ?? false);
+      return { result: { session_id: id, path: sandboxPath(path) } };
+    });
+  }
+
+  private async read(call: ToolCall, a: ReadArtifactInput): Promise<ToolOutput> {
+    const sessionId = checkSessionId(a.session_id);
+    const path = sessionPath(a.path);
+    const dir = await this.files.sessionDir(call.tenant, sessionId);
+    const max = this.d.config.maxArtifactReadBytes;
+    const file = await readSmallFile(dir, path, max);
+    const { filename, mime_type, download_url } = mcpArtifact(this.d.signer, sessionId, { path, size: 0 });
+    if ('tooLarge' in file) {
+      throw new ToolFailure({
+        error: 'artifact_too_large',
+        message: `${filename} is ${size(file.tooLarge)}, exceeds ${size(max)} limit. Use download_url instead.`,
+        size_bytes: file.tooLarge, download_url,
+      });
+    }
+    const data = file.bytes.toString('base64');
+    return {
+      result: {
+        session_id: sessionId, path: sandboxPath(path), filename, mime_type, size_bytes: file.bytes.length,
+        content_base64: data,
+      },
+      images: isImage(mime_type) ? [{ type: 'image', data, mimeType: mime_type }] : [],
+    };
+  }
+
+  private async list(call: ToolCall, a: SessionInput): Promise<ToolOutput> {
+    const sessionId = checkSessionId(a.session_id);
+    const { entries, truncated } = await walkTree(await this.files.sessionDir(call.tenant, sessionId));
+    const artifacts = entries.map((e) => mcpArtifact(this.d.signer, sessionId, { path: e.path, size: e.size }));
+    return { result: { session_id: sessionId, artifacts, ...(truncated ? { truncated } : {}) } };
+  }
+}
+
+/** The first thing wrong with a call's arguments, as an error object; a language not offered has its own code. */
+function argumentProblem(check: TypeCheck<TObject>, args: Record<string, unknown>): McpToolError | null {
+  const first = check.Errors(args).First();
+  if (!first) return null;
+  if (first.path === '/language' && typeof args.language === 'string') {
+    const message = `language "${args.language}" is not offered here; use one of: ${LANGUAGES.join(', ')}`;
+    return { error: 'unsupported_language', message };
+  }
+  return { error: 'validation_failed', message: `${first.path.slice(1) || 'arguments'}: ${first.message}` };
+}
+
+/** A path as the contract's messages show it: absolute in the sandbox. */
+const displayPath = (p: string) => (p.startsWith('/') ? p : sandboxPath(p));
+
+/** 15000000 → "15MB", as the contract words sizes. */
+function size(bytes: number): string {
+  if (bytes >= 1e6) return `${Number((bytes / 1e6).toFixed(1))}MB`;
+  if (bytes >= 1e3) return `${Number((bytes / 1e3).toFixed(1))}KB`;
+  return `${bytes} bytes`;
+}
