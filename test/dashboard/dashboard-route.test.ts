@@ -31,8 +31,9 @@ test('GET /dashboard/ serves the built page without a key, under a self-only CSP
 
   const script = /src="(\/dashboard\/assets\/[^"]+\.js)"/.exec(html)?.[1];
   assert.ok(script, html);
-  const asset = await fetch(s.url + script);
+  const asset = await fetch(s.url + script, { headers: { 'accept-encoding': 'br' } });
   assert.equal(asset.status, 200);
+  assert.equal(asset.headers.get('content-encoding'), 'br', 'served precompressed');
   assert.match(asset.headers.get('content-type') ?? '', /javascript/);
   assert.equal(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable');
   assert.doesNotMatch(

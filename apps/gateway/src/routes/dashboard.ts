@@ -56,6 +56,8 @@ export async function dashboardRoutes(app: FastifyInstance, { dir }: { dir: stri
     decorateReply: false,
     dotfiles: 'ignore',
     cacheControl: false,
+    // The build writes .br and .gz beside each script and style sheet.
+    preCompressed: true,
     setHeaders: securityHeaders,
   });
 }
