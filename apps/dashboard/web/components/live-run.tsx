@@ -48,6 +48,11 @@ export function LiveRun({ id, compact = false, onEnded }: { id: string; compact?
           </a>
         )}
         {execution && <span class="muted">{execution.language}</span>}
+        {execution && !compact && (
+          <span class="muted">
+            in <a href={href('sessions', execution.session_id)}>{execution.session_id}</a>
+          </span>
+        )}
         <span class={`connection conn-${connection.state}`} data-reconnects={connection.reconnects} aria-live="polite">
           {CONNECTION_TEXT[connection.state]}
           {connection.reconnects > 0 ? ` (resumed ${connection.reconnects}×)` : ''}
