@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { accessibilityProblems, openPage, screenshot, startDashboardStack } from './browser.ts';
+import { KEY_A, accessibilityProblems, openPage, screenshot, signIn, startDashboardStack } from './browser.ts';
 
 /*
  * GET /v1/system/stats comes with the operator endpoints. Until a gateway serves it (404), the page must
@@ -30,5 +30,44 @@ test("the operator view shows the deployment's figures live, or says it is unava
   }
   await screenshot(page, 'operator');
   assert.equal(await accessibilityProblems(page).then((p) => p.join('\n')), '');
+  assert.deepEqual(problems, []);
+});
+
+const OPERATOR_KEY = 'dashboard-operator-key-0123456789';
+
+test('an operator key opens the operator view alone; a tenant key is told it needs one', async (t) => {
+  const d = await startDashboardStack({ env: { SANDGATE_OPERATOR_KEYS: OPERATOR_KEY } });
+  t.after(() => d.close());
+  const asOperator = await d.stack.api('GET', '/v1/system/stats', undefined, {
+    authorization: `Bearer ${OPERATOR_KEY}`,
+  });
+  const asTenant = await d.stack.api('GET', '/v1/system/stats');
+  const { page, problems } = await openPage(d);
+
+  await page.goto(d.base);
+  await page.getByLabel('API key').fill(OPERATOR_KEY);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  if (asOperator.status === 200) {
+    await page.locator('[data-figure="queue.waiting"]').waitFor();
+    assert.deepEqual(await page.getByRole('navigation', { name: 'main' }).getByRole('link').allInnerTexts(), [
+      'Operator',
+    ]);
+    await page.goto(`${d.base}#/sessions`);
+    await page.locator('[data-figure="queue.waiting"]').waitFor();
+    assert.equal(await page.locator('tr[data-session]').count(), 0);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+  } else {
+    // A gateway without the operator endpoints knows no operator key.
+    await page.getByRole('alert').filter({ hasText: 'This API key is not valid.' }).waitFor();
+  }
+
+  await signIn(page, d.base, KEY_A);
+  await page.getByRole('link', { name: 'Operator' }).click();
+  const notice = asTenant.status === 403 ? 'needs an operator key' : 'Operator view unavailable';
+  assert.ok(
+    asTenant.status === 403 || asTenant.status === 404,
+    `GET /v1/system/stats with a tenant key: ${asTenant.status}`,
+  );
+  await page.getByRole('status').filter({ hasText: notice }).waitFor();
   assert.deepEqual(problems, []);
 });

@@ -15,7 +15,7 @@ import { SignIn } from './sign-in.tsx';
 type Auth =
   | { mode: 'checking' }
   | { mode: 'open' }
-  | { mode: 'key'; key: string }
+  | { mode: 'key'; key: string; role: 'tenant' | 'operator' }
   | { mode: 'signed-out' }
   | { mode: 'unreachable' };
 
@@ -26,8 +26,10 @@ const NAV = [
   ['operator', 'Operator'],
 ] as const;
 
-function Page({ route }: { route: string[] }) {
+function Page({ route, operatorOnly }: { route: string[]; operatorOnly: boolean }) {
   const [section = 'sessions', id] = route;
+  // An operator key reads the deployment's figures and nothing of any tenant.
+  if (operatorOnly) return <OperatorPage />;
   if (section === 'sessions' && id) return <SessionPage id={id} />;
   if (section === 'runs' && id) return <RunPage id={id} />;
   if (section === 'runs') return <RunsPage />;
@@ -46,11 +48,12 @@ export function App() {
   useEffect(() => {
     (async () => {
       const key = storedKey();
-      if (key && (await checkKey(key)) === 'ok') return setAuth({ mode: 'key', key });
+      const check = key ? await checkKey(key) : null;
+      if (key && (check === 'tenant' || check === 'operator')) return setAuth({ mode: 'key', key, role: check });
       if (key) forgetKey();
       const open = await checkKey(null);
       setAuth(
-        open === 'ok' ? { mode: 'open' } : open === 'rejected' ? { mode: 'signed-out' } : { mode: 'unreachable' },
+        open === 'tenant' ? { mode: 'open' } : open === 'rejected' ? { mode: 'signed-out' } : { mode: 'unreachable' },
       );
     })();
   }, []);
@@ -72,13 +75,15 @@ export function App() {
   if (auth.mode === 'signed-out')
     return (
       <SignIn
-        onKey={(key) => {
+        onKey={(key, role) => {
           storeKey(key);
-          setAuth({ mode: 'key', key });
+          setAuth({ mode: 'key', key, role });
         }}
       />
     );
-  const section = route[0] ?? 'sessions';
+  const operatorOnly = auth.mode === 'key' && auth.role === 'operator';
+  const section = operatorOnly ? 'operator' : (route[0] ?? 'sessions');
+  const nav = operatorOnly ? NAV.filter(([path]) => path === 'operator') : NAV;
   return (
     <ApiContext.Provider value={api}>
       <a
@@ -97,7 +102,7 @@ export function App() {
         </a>
         <nav aria-label="main">
           <ul>
-            {NAV.map(([path, label]) => (
+            {nav.map(([path, label]) => (
               <li key={path}>
                 <a
                   href={href(path)}
@@ -130,7 +135,7 @@ export function App() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Page key={route.join('/')} route={route} />
+        <Page key={route.join('/')} route={route} operatorOnly={operatorOnly} />
       </main>
     </ApiContext.Provider>
   );

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { checkKey } from '../lib/auth.ts';
 
 /** The one place a key is typed; it goes to session storage and into headers, never into a URL. */
-export function SignIn({ onKey }: { onKey(key: string): void }) {
+export function SignIn({ onKey }: { onKey(key: string, role: 'tenant' | 'operator'): void }) {
   const [key, setKey] = useState('');
   const [problem, setProblem] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -11,7 +11,7 @@ export function SignIn({ onKey }: { onKey(key: string): void }) {
     setBusy(true);
     const check = await checkKey(key.trim());
     setBusy(false);
-    if (check === 'ok') onKey(key.trim());
+    if (check === 'tenant' || check === 'operator') onKey(key.trim(), check);
     else setProblem(check === 'rejected' ? 'This API key is not valid.' : 'The gateway could not be reached.');
   };
   return (

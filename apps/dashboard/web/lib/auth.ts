@@ -11,21 +11,24 @@ export const forgetKey = (): void => {
   for (const k of Object.keys(sessionStorage)) if (k.startsWith('sandgate.')) sessionStorage.removeItem(k);
 };
 
-export type KeyCheck = 'ok' | 'rejected' | 'unreachable';
+/** `tenant`: a tenant's key (or open mode); `operator`: a key for the operator endpoints only. */
+export type KeyCheck = 'tenant' | 'operator' | 'rejected' | 'unreachable';
+
+const get = (path: string, key: string | null) =>
+  fetch(path, { cache: 'no-store', headers: key ? { authorization: `Bearer ${key}` } : {} });
 
 /**
- * Whether `key` (or no key, in open mode) is let in: asks for one session, the cheapest authenticated read.
- * A 403 is a key the gateway knows that may not list sessions (an operator key): it is let in, and the
- * pages it may not use say so.
+ * Whether `key` (or no key, in open mode) is let in, and as what. A tenant key may list sessions (the
+ * cheapest authenticated read); an operator key (SANDGATE_OPERATOR_KEYS) may not, but may read the
+ * deployment's figures, so it opens the operator view alone.
  */
 export async function checkKey(key: string | null): Promise<KeyCheck> {
   try {
-    const res = await fetch('/v1/sessions?limit=1', {
-      cache: 'no-store',
-      headers: key ? { authorization: `Bearer ${key}` } : {},
-    });
-    if (res.status === 401) return 'rejected';
-    return res.ok || res.status === 403 ? 'ok' : 'unreachable';
+    const res = await get('/v1/sessions?limit=1', key);
+    if (res.ok) return 'tenant';
+    if (res.status !== 401 && res.status !== 403) return 'unreachable';
+    if (key && (await get('/v1/system/stats', key)).ok) return 'operator';
+    return 'rejected';
   } catch {
     return 'unreachable';
   }
