@@ -8,7 +8,8 @@
 # Expects Debian bookworm with Node 20. As root it installs what is missing:
 #   - Debian packages redis-server, docker.io, debootstrap (and runsc for
 #     gVisor when the mirror has it: optional, a warning if it can't be had);
-#   - starts Redis and the Docker engine when they don't answer;
+#   - starts Redis (scripts/start-redis.sh: persistent, noeviction, loopback only) and the Docker engine
+#     when they don't answer;
 #   - registers gVisor with Docker as runtime "runsc" (--network=none);
 #   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;
 #   - builds the dashboard (apps/dashboard, Vite) when its sources changed since the last build;
@@ -148,16 +149,11 @@ if have redis-server && ! redis_ok; then
     systemctl start redis-server || true
   fi
   if ! redis_ok; then
-    if ((is_root)); then redis_log=/var/log/redis-sandgate.log; else redis_log="${TMPDIR:-/tmp}/redis-sandgate-$(id -u).log"; fi
-    say "starting Redis on port $redis_port (redis-server --daemonize yes; log $redis_log)"
-    # No persistence: sandgate's tests and a dev box don't need it, and it
-    # keeps dump.rdb out of the working directory.
-    (cd / && redis-server --daemonize yes --port "$redis_port" --save '' --appendonly no \
-        --logfile "$redis_log" </dev/null) || die "redis-server failed to start (see $redis_log)"
+    say "starting Redis on port $redis_port (scripts/start-redis.sh: append-only file, noeviction, loopback only)"
+    redis_dir="$(bash "$ROOT/scripts/start-redis.sh" "$redis_port")" || die "could not start Redis"
+    say "Redis data and log in $redis_dir"
   fi
-  for _ in $(seq 50); do redis_ok && break; sleep 0.2; done
-  redis_ok || die "Redis does not answer PING after starting it; last lines of ${redis_log:-its log}:
-$(tail -n 20 "${redis_log:-/dev/null}" 2>/dev/null)"
+  redis_ok || die "Redis does not answer PING after starting it"
 fi
 if have redis-server; then say "Redis answers PING${REDIS_URL:+ at $REDIS_URL}"; fi
 

@@ -2,12 +2,15 @@ import Fastify from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { SHARED_SCHEMAS } from '@sandgate/contracts';
+import { ProblemSchema, SHARED_SCHEMAS, ref } from '@sandgate/contracts';
 import { DASHBOARD_DIR } from '@sandgate/dashboard';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
+import { hostCheckPlugin } from './plugins/host-check.ts';
+import { acceptEmptyJson } from './plugins/json-body.ts';
+import { limitsPlugin } from './plugins/limits.ts';
 import { dashboardRoutes } from './routes/dashboard.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
@@ -53,11 +56,22 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = 
   app.addHook('onRoute', (route) => {
     // The docs and the dashboard's static files: the dashboard asks for the key in the page.
     if (/^\/(docs|dashboard)(\/|$)/.test(route.url)) route.config = { ...(route.config as object), public: true };
+    // Any route may meet the request limit (429) and, unless it answers any host, the host check (421, 403).
+    const response = route.schema?.response as Record<string, unknown> | undefined;
+    if (response) {
+      const problem = ref(ProblemSchema);
+      const anyHost = (route.config as { anyHost?: boolean } | undefined)?.anyHost;
+      const guards = anyHost ? { 429: problem } : { 403: problem, 421: problem, 429: problem };
+      route.schema!.response = { ...guards, ...response };
+    }
   });
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   registerErrorHandling(app);
+  acceptEmptyJson(app);
+  await app.register(hostCheckPlugin, { config: deps.config });
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
+  await app.register(limitsPlugin, { deps });
 
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   await app.register(systemRoutes, { deps });
