@@ -2,15 +2,19 @@
 # Prepare this machine to run sandgate and its tests. Idempotent: a re-run on a
 # ready machine only checks, in a few seconds.
 #
-#   bash scripts/setup.sh          (also: npm run setup; run by npm run test:all)
+#   bash scripts/setup.sh              (also: npm run setup)
+#   bash scripts/setup.sh --for-tests  (run by npm run test:all: also the browser the dashboard's tests drive)
 #
 # Expects Debian bookworm with Node 20. As root it installs what is missing:
 #   - Debian packages redis-server, docker.io, debootstrap, golang-go with the
 #     Sprig and sigs.k8s.io/yaml sources (the chart renderer), and runsc for
 #     gVisor (when the mirror has it: optional, a warning if it can't be had);
-#   - starts Redis and the Docker engine when they don't answer;
+#   - starts Redis (scripts/start-redis.sh: persistent, noeviction, loopback only) and the Docker engine
+#     when they don't answer;
 #   - registers gVisor with Docker as runtime "runsc" (--network=none);
 #   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;
+#   - builds the dashboard (apps/dashboard, Vite) when its sources changed since the last build;
+#   - with --for-tests: Debian's chromium, which the dashboard's browser tests drive;
 #   - builds the runtime image (images/runtime/build.sh; no registry needed).
 # As another user it says what is missing and how to get it, then fails.
 #
@@ -22,6 +26,14 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+
+for_tests=0
+for arg in "$@"; do
+  case $arg in
+    --for-tests) for_tests=1 ;;
+    *) printf 'error: unknown argument %s (known: --for-tests)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 NEEDRESTART_MODE=a
 # dockerd and debootstrap live in sbin, which a non-root PATH often lacks.
@@ -60,6 +72,11 @@ fi
 have go || missing+=(golang-go)
 [[ -d /usr/share/gocode/src/github.com/Masterminds/sprig ]] || missing+=(golang-github-masterminds-sprig-dev)
 [[ -d /usr/share/gocode/src/sigs.k8s.io/yaml ]] || missing+=(golang-k8s-sigs-yaml-dev)
+# The dashboard's browser tests drive Debian's Chromium (fonts-dejavu-core: text in screenshots).
+if ((for_tests)); then
+  have chromium || missing+=(chromium)
+  [[ -d /usr/share/fonts/truetype/dejavu ]] || missing+=(fonts-dejavu-core)
+fi
 # Docker loads its AppArmor profile when the kernel has AppArmor enabled; that
 # needs apparmor_parser (docker.io only recommends it).
 if [[ " ${missing[*]} " == *" docker.io "* && $(cat /sys/module/apparmor/parameters/enabled 2>/dev/null) == Y ]] \
@@ -138,16 +155,11 @@ if have redis-server && ! redis_ok; then
     systemctl start redis-server || true
   fi
   if ! redis_ok; then
-    if ((is_root)); then redis_log=/var/log/redis-sandgate.log; else redis_log="${TMPDIR:-/tmp}/redis-sandgate-$(id -u).log"; fi
-    say "starting Redis on port $redis_port (redis-server --daemonize yes; log $redis_log)"
-    # No persistence: sandgate's tests and a dev box don't need it, and it
-    # keeps dump.rdb out of the working directory.
-    (cd / && redis-server --daemonize yes --port "$redis_port" --save '' --appendonly no \
-        --logfile "$redis_log" </dev/null) || die "redis-server failed to start (see $redis_log)"
+    say "starting Redis on port $redis_port (scripts/start-redis.sh: append-only file, noeviction, loopback only)"
+    redis_dir="$(bash "$ROOT/scripts/start-redis.sh" "$redis_port")" || die "could not start Redis"
+    say "Redis data and log in $redis_dir"
   fi
-  for _ in $(seq 50); do redis_ok && break; sleep 0.2; done
-  redis_ok || die "Redis does not answer PING after starting it; last lines of ${redis_log:-its log}:
-$(tail -n 20 "${redis_log:-/dev/null}" 2>/dev/null)"
+  redis_ok || die "Redis does not answer PING after starting it"
 fi
 if have redis-server; then say "Redis answers PING${REDIS_URL:+ at $REDIS_URL}"; fi
 
@@ -249,6 +261,10 @@ if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-loc
 else
   say "node_modules up to date"
 fi
+
+# --- dashboard ----------------------------------------------------------------------
+# Static files the gateway serves at /dashboard/; rebuilt only when the sources' hash changed.
+node --import tsx apps/dashboard/src/build.ts || die "building the dashboard failed (node --import tsx apps/dashboard/src/build.ts)"
 
 # --- runtime image ------------------------------------------------------------------
 if [[ ${SANDGATE_SKIP_IMAGE:-0} == 1 ]]; then

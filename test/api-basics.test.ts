@@ -45,6 +45,30 @@ test('sessions, validation and errors speak problem+json', async (t) => {
     await s.api('DELETE', `/v1/sessions/${body.id}`);
   });
 
+  await t.test('an empty body sent as application/json is no body: accepted where the route takes none', async () => {
+    const json = { 'content-type': 'application/json' };
+    const bare = (method: string, path: string) => fetch(`${s.url}${path}`, { method, headers: json });
+    const created = await bare('POST', '/v1/sessions');
+    assert.equal(created.status, 201, await created.clone().text());
+    const id = ((await created.json()) as { id: string }).id;
+    const restarted = await bare('POST', `/v1/sessions/${id}/restart`);
+    assert.equal(restarted.status, 200, await restarted.text());
+    const upload = await bare('POST', `/v1/sessions/${id}/files`);
+    assert.equal(upload.status, 400, 'an upload needs a body');
+    assert.equal(((await upload.json()) as { code: string }).code, 'validation_failed');
+    const deleted = await bare('DELETE', `/v1/sessions/${id}`);
+    assert.equal(deleted.status, 204, await deleted.text());
+    const cancel = await bare('POST', '/v1/executions/exec_0000000000000000/cancel');
+    assert.equal(cancel.status, 404, 'the route ran: the execution is unknown');
+    assert.equal(((await cancel.json()) as { code: string }).code, 'execution_not_found');
+    const run = await bare('POST', '/v1/executions');
+    assert.equal(run.status, 400);
+    assert.equal(((await run.json()) as { code: string }).code, 'validation_failed', 'a run needs a body: told so, not "invalid JSON"');
+    const blank = await fetch(`${s.url}/v1/sessions`, { method: 'POST', headers: json, body: '  \n' });
+    assert.equal(blank.status, 400, 'whitespace is not an empty body');
+    assert.equal(((await blank.json()) as { code: string }).code, 'invalid_json');
+  });
+
   await t.test('max_sessions is enforced per tenant', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await s.api('POST', '/v1/sessions', {})).body.id);
@@ -112,5 +136,5 @@ test('without API keys the gateway refuses to listen beyond loopback', async () 
   const { loadConfig } = await import('@sandgate/state');
   const { pino } = await import('pino');
   const config = loadConfig({ SANDGATE_HOST: '0.0.0.0', SANDGATE_PORT: '0', SANDGATE_LOG_LEVEL: 'silent' });
-  await assert.rejects(startGateway(config, pino({ level: 'silent' })), /refusing to listen on 0\.0\.0\.0 without authentication: set SANDGATE_API_KEYS/);
+  await assert.rejects(startGateway(config, pino({ level: 'silent' })), /refusing to listen on 0\.0\.0\.0 \(it resolves to 0\.0\.0\.0\) without authentication: set SANDGATE_API_KEYS/);
 });

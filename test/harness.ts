@@ -19,7 +19,8 @@ export interface Stack {
   worker: RunningWorker | null;
   /** JSON request with the stack's default API key (if any). */
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
-  startWorker(): Promise<RunningWorker>;
+  /** Starts a worker in this process: on Docker, or on `backend` (e.g. test/noop-backend.ts). */
+  startWorker(backend?: ExecutionBackend): Promise<RunningWorker>;
   /** Resolves once every worker's warm pool is full, so that the next one-shot surely gets a pool sandbox. */
   poolReady(): Promise<void>;
   close(): Promise<void>;
@@ -27,8 +28,8 @@ export interface Stack {
 
 export interface StackOptions {
   env?: Record<string, string>;
-  /** Start an in-process worker with the Docker backend. Default true. */
-  worker?: boolean;
+  /** Start an in-process worker: with the Docker backend (true, the default), or with the backend given. */
+  worker?: boolean | ExecutionBackend;
   /** Bearer key sent by `api()` by default. */
   apiKey?: string;
   heartbeatMs?: number;
@@ -62,10 +63,10 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       try { parsed = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
       return { status: res.status, body: parsed, headers: res.headers };
     },
-    async startWorker() {
+    async startWorker(given) {
       const workspaces = new Workspaces({ dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
       const id = newWorkerId();
-      const backend = createBackend(config, log, workspaces, await signingKey(deps.redis, keys(prefix), config.signingKey), id);
+      const backend = given ?? createBackend(config, log, workspaces, await signingKey(deps.redis, keys(prefix), config.signingKey), id);
       const w = await startWorker({ config, log, backend, workspaces, id, heartbeatMs: 1000 });
       backends.push(backend);
       workers.push(w);
@@ -88,7 +89,7 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       await rm(dataDir, { recursive: true, force: true });
     },
   };
-  if (worker) await stack.startWorker();
+  if (worker) await stack.startWorker(worker === true ? undefined : worker);
   return stack;
 }
 

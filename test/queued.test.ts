@@ -1,11 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { OPEN_TENANT, newExecutionId } from '@sandgate/state';
 import { startStack, until } from './harness.ts';
+import { noopBackend } from './noop-backend.ts';
 
 test('before a worker takes them: refused runs leave no job, a queued run can be cancelled and is then skipped', async (t) => {
   const s = await startStack({ worker: false });
   t.after(() => s.close());
-  const queued = async () => (await s.deps.queue.getJobCounts('wait')).wait;
+  const queued = async () => {
+    const counts = await s.deps.queue.getJobCounts('wait', 'prioritized', 'delayed');
+    return counts.wait! + counts.prioritized! + counts.delayed!;
+  };
 
   const first = await s.api('POST', '/v1/executions', { language: 'python', code: 'print(1)' });
   assert.equal(first.status, 202);
@@ -53,4 +58,27 @@ test('?wait answers with the finished run, and GET ?wait with the same record', 
   assert.equal(failed.body.state, 'failed');
   assert.equal(failed.body.result.exit_code, 3);
   assert.ok(Date.parse(failed.body.started_at) <= Date.parse(failed.body.finished_at));
+});
+
+test('a run recorded but never enqueued (its gateway died in between) is ended by housekeeping and frees its session', async (t) => {
+  const s = await startStack({ worker: noopBackend });
+  t.after(() => s.close());
+  const session = (await s.api('POST', '/v1/sessions', {})).body.id as string;
+  const meta = { id: newExecutionId(), tenant: OPEN_TENANT, session_id: session, language: 'python', created_at: Date.now(), timeout_ms: 1000 };
+  const spec = { ...meta, execution_id: meta.id, language: 'python' as const, code: 'print(1)', memory_mb: 64, cpus: 1, env: {}, stdin: null,
+    sandbox: 'session' as const, generation: 0 };
+  await s.deps.executions.start(meta, spec, { maxSessions: 10, maxInFlight: 0 });
+  const busy = await s.api('POST', '/v1/executions', { language: 'python', code: 'print(2)', session_id: session });
+  assert.equal(busy.body.code, 'session_busy', 'the stranded run holds the session');
+
+  const ended = await until('housekeeping to end the stranded run', async () => {
+    const r = await s.api('GET', `/v1/executions/${meta.id}`);
+    return r.body.result ? r.body : null;
+  }, 30_000);
+  assert.equal(ended.state, 'error');
+  assert.equal(ended.result.reason, 'backend_unavailable');
+  assert.match(ended.result.message, /never queued/);
+  assert.ok(Date.parse(ended.finished_at) - meta.created_at >= 3 * s.config.leaseMs, 'not before the grace of three leases');
+  const next = await s.api('POST', '/v1/executions?wait=30', { language: 'python', code: 'print(3)', session_id: session });
+  assert.equal(next.status, 200, 'the session is free again');
 });

@@ -2,7 +2,11 @@
  * What tests and benches share about their surroundings: the Redis they use, a free port, and removing a
  * run's keys. Node builtins and createRedis only, so a bench client does not load gateway, worker or dockerode.
  */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRedis } from '@sandgate/state';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -29,4 +33,28 @@ export async function deleteKeys(prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * A redis-server of the caller's own (never the shared one), on a free loopback port, in a temp directory, started
+ * with `args` (e.g. ['--appendonly', 'yes']). `stop` kills it and removes the directory.
+ */
+export async function startRedisServer(args: string[] = []): Promise<{ url: string; stop(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'sandgate-redis-'));
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, ...args], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = createRedis(url, 'sandgate-redis-probe');
+  try {
+    await probe.ping();
+  } finally {
+    probe.disconnect();
+  }
+  return {
+    url,
+    async stop() {
+      child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -3,30 +3,11 @@
  * (as `npm start` runs them), with a backend that does nothing. What remains is sandgate's own path:
  * HTTP, validation, Redis records, the queue, the worker's bookkeeping, the event stream and the wait.
  */
-import type { EventSink, ExecutionBackend, LiveSet } from '@sandgate/backends';
-import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import { buildApp, createGatewayDeps } from '@sandgate/gateway';
 import { createLogger, loadConfig } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { newWorkerId, startWorker } from '@sandgate/worker';
-
-/** Reports the phases and the output a `print(1)` would, and completes at once. */
-export const noopBackend: ExecutionBackend = {
-  name: 'noop',
-  async execute(_job: ExecutionJob, events: EventSink): Promise<ExecutionResult> {
-    events.phase('starting');
-    events.phase('running');
-    events.stdout('1\n');
-    events.phase('harvesting');
-    return {
-      state: 'completed', exit_code: 0, stdout: '1\n', stderr: '', stdout_truncated: false, stderr_truncated: false,
-      artifacts: [], duration_ms: 0,
-    };
-  },
-  async sweep(_live: LiveSet) { return { removed: [] }; },
-  async check() {},
-  async close() {},
-};
+import { noopBackend } from '../../test/noop-backend.ts';
 
 /** BENCH_NOOP_ROLE=worker runs the no-op worker alone, beside a real gateway process (bench/profile.ts noop-split). */
 async function main() {

@@ -1,11 +1,12 @@
 import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { ExecutionJob } from '@sandgate/contracts';
+import type { QueuedExecution } from '@sandgate/contracts';
 import {
   EndedNotices, EventHub, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, signingKey, withScripts,
   type Config, type ScriptRedis,
 } from '@sandgate/state';
 import { UrlSigner, Workspaces } from '@sandgate/storage';
+import { Cursors } from './pagination.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -14,12 +15,13 @@ export interface GatewayDeps {
   redis: ScriptRedis;
   hub: EventHub;
   notices: EndedNotices;
-  queue: Queue<ExecutionJob>;
+  queue: Queue<QueuedExecution>;
   sessions: SessionStore;
   executions: ExecutionStore;
   workers: WorkerRegistry;
   workspaces: Workspaces;
   signer: UrlSigner;
+  cursors: Cursors;
   close(): Promise<void>;
 }
 
@@ -34,24 +36,22 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   const hub = new EventHub(reader, redis, log);
   const notices = new EndedNotices(createRedis(config.redisUrl, 'sandgate-gateway-notices', { autoPipelining: false }), k);
   await notices.listen();
-  const queue = new Queue<ExecutionJob>(config.queueName, {
+  const queue = new Queue<QueuedExecution>(config.queueName, {
     connection: queueConnection,
     prefix: queuePrefix(config),
-    defaultJobOptions: {
-      attempts: 1,
-      removeOnComplete: { age: config.retentionSeconds, count: 10_000 },
-      removeOnFail: { age: config.retentionSeconds },
-    },
+    // The execution record holds the run's state and result: a job has nothing left to tell once it has ended.
+    defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
   });
+  const key = await signingKey(redis, k, config.signingKey);
   const signer = new UrlSigner({
-    key: await signingKey(redis, k, config.signingKey),
+    key,
     publicUrl: config.publicUrl,
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
   return {
-    config, log, redis, hub, notices, queue, signer,
+    config, log, redis, hub, notices, queue, signer, cursors: new Cursors(key),
     sessions: new SessionStore(redis, k),
-    executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds, startOn: queueConnection }),
+    executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
     workspaces: new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } }),
     async close() {

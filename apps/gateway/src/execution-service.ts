@@ -3,8 +3,8 @@ import {
   LANGUAGES, SandgateError, isTerminal, type CreateExecution, type ExecutionJob, type Language,
 } from '@sandgate/contracts';
 import {
-  endedRecord, endingOf, newExecutionId, newSessionId, platformResult, type ExecutionMeta, type ExecutionRecord,
-  type NoticeWait, type StartOptions,
+  MAX_PRIORITY, endedRecord, endingOf, limitsFor, maxInFlight, newExecutionId, newSessionId, platformResult,
+  type ExecutionMeta, type ExecutionRecord, type NoticeWait, type StartOptions,
 } from '@sandgate/state';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
@@ -42,12 +42,13 @@ export class ExecutionService {
     const data: ExecutionJob = { ...job, execution_id: id, tenant, session_id: sessionId, sandbox, generation: session?.generation ?? 0 };
     const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {
-      const start = {
-        ...(session ? {} : { newSession: { ttlSeconds: config.sessionTtlSeconds, maxSessions: config.maxSessions } }),
+      const start: StartOptions = {
+        maxSessions: config.maxSessions,
+        maxInFlight: maxInFlight(limitsFor(config, tenant)),
+        ...(session ? {} : { oneshotTtlSeconds: config.sessionTtlSeconds }),
         ...(ending ? { notify: this.d.notices.channel } : {}),
       };
-      if (files.length === 0) await this.startAndEnqueue(meta, start, data);
-      else await this.startWithFiles(meta, start, data, files);
+      await this.startAndEnqueue(meta, data, start, files);
       const record: ExecutionRecord = { ...meta, state: 'queued', started_at: null, finished_at: null, result: null };
       return ending ? await this.until(record, ending, Date.now() + waitSeconds * 1000) : record;
     } finally {
@@ -66,38 +67,30 @@ export class ExecutionService {
   }
 
   /**
-   * The start and the enqueue go out back to back on the Queue's connection, so Redis runs them in that order
-   * within one round trip. When the start refuses (session busy, not found, max_sessions), the job is removed
-   * again; a worker that gets to it first finds no queued execution and skips it.
+   * Records the run (its session's lock taken), writes its inline files, then enqueues its id at the rank the start
+   * gave it in its tenant's queue. Whatever fails after the start ends the run, so nothing stays queued without a
+   * job; a gateway that dies in between leaves a queued run that housekeeping ends (worker.ts).
    */
-  private async startAndEnqueue(meta: ExecutionMeta, start: StartOptions, data: ExecutionJob): Promise<void> {
-    const [started, queued] = await Promise.allSettled([this.d.executions.start(meta, start), this.enqueue(data)]);
-    if (started.status === 'rejected') {
-      if (queued.status === 'fulfilled') await this.d.queue.remove(meta.id).catch(() => 0);
-      throw started.reason;
-    }
-    if (queued.status === 'rejected') await this.failToQueue(meta, queued.reason);
-  }
-
-  /** Inline files are written once the session is ours (its lock taken), and before a worker can start the run. */
-  private async startWithFiles(meta: ExecutionMeta, start: StartOptions, data: ExecutionJob, files: InlineFile[]): Promise<void> {
+  private async startAndEnqueue(
+    meta: ExecutionMeta, data: ExecutionJob, start: StartOptions, files: InlineFile[],
+  ): Promise<void> {
     const { config } = this.d;
-    await this.d.executions.start(meta, start);
+    const rank = await this.d.executions.start(meta, data, start);
     try {
-      const dir = await this.d.workspaces.create(meta.session_id);
-      for (const f of files) {
-        await writeFileInside(dir, f.path, Readable.from([f.bytes]), {
-          maxBytes: config.maxUploadBytes, overwrite: true, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
-        });
+      if (files.length > 0) {
+        const dir = await this.d.workspaces.create(meta.session_id);
+        for (const f of files) {
+          await writeFileInside(dir, f.path, Readable.from([f.bytes]), {
+            maxBytes: config.maxUploadBytes, overwrite: true, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+          });
+        }
       }
-      await this.enqueue(data);
+      // BullMQ runs lower priorities first: a tenant's first queued run goes before another's hundredth.
+      const priority = Math.min(rank, MAX_PRIORITY);
+      await this.d.queue.add('execute', { execution_id: meta.id, tenant: meta.tenant }, { jobId: meta.id, priority });
     } catch (err) {
       await this.failToQueue(meta, err);
     }
-  }
-
-  private enqueue(data: ExecutionJob) {
-    return this.d.queue.add('execute', data, { jobId: data.execution_id });
   }
 
   /** Ends a started run that could not be queued, then rethrows why. */

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
+import { SandgateError, type ExecutionResult, type QueuedExecution } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, platformResult, withScripts, type Config,
+  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, limitsFor, platformResult,
+  redisWarnings, withScripts, type Config,
 } from '@sandgate/state';
 import type { Workspaces } from '@sandgate/storage';
 
@@ -19,6 +20,9 @@ export interface WorkerOptions {
   /** How often the worker stamps its heartbeat; default 5 s (/readyz looks back 15 s). */
   heartbeatMs?: number;
 }
+
+/** How long a run waits before it is tried again when its tenant already runs SANDGATE_TENANT_MAX_RUNNING. */
+export const THROTTLE_DELAY_MS = 250;
 
 export const newWorkerId = () => `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 
@@ -42,22 +46,27 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   const registry = new WorkerRegistry(redis, k);
   const inFlight = new Map<string, AbortController>();
   const wlog = log.child({ worker: id });
+  for (const warning of await redisWarnings(redis)) wlog.warn(warning);
 
   await subscriber.subscribe(k.cancelChannel());
   subscriber.on('message', (_channel: string, executionId: string) => inFlight.get(executionId)?.abort());
 
-  const run = async (job: ExecutionJob): Promise<void> => {
-    const jlog = wlog.child({ executionId: job.execution_id, sessionId: job.session_id });
+  /** Runs one queued execution to its end; `throttled` when its tenant runs its maximum already (it stays queued). */
+  const run = async (queued: QueuedExecution): Promise<'throttled' | void> => {
+    const jlog = wlog.child({ executionId: queued.execution_id, tenant: queued.tenant });
     const ac = new AbortController();
-    inFlight.set(job.execution_id, ac);
+    inFlight.set(queued.execution_id, ac);
     try {
-      const started = await executions.markRunning(job.execution_id, id, config.leaseMs);
-      if (started === 'not_queued') {
+      const maxRunning = limitsFor(config, queued.tenant).max_running;
+      const started = await executions.markRunning(queued.execution_id, queued.tenant, id, config.leaseMs, maxRunning);
+      if (started.state === 'throttled') return 'throttled';
+      if (started.state === 'not_queued') {
         jlog.info('execution no longer queued (cancelled or reaped); skipping');
         return;
       }
+      const { job } = started;
       // The cancel was published before this run was in `inFlight`: the backend sees it through the signal.
-      if (started === 'cancel_requested') ac.abort();
+      if (started.state === 'cancel_requested') ac.abort();
       const lease = setInterval(() => {
         executions.renewLease(job.execution_id, id, config.leaseMs).catch((err: unknown) => jlog.warn({ err }, 'lease renewal failed'));
       }, Math.floor(config.leaseMs / 3));
@@ -75,17 +84,24 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       }
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
-        executions.finalize({ id: job.execution_id, session_id: job.session_id }, result, ['running'], events.takePending()),
+        executions.finalize(
+          { id: job.execution_id, session_id: job.session_id, tenant: job.tenant }, result, ['running'], events.takePending(),
+        ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
       jlog.info({ state: result.state, exitCode: result.exit_code, ms: result.duration_ms }, 'execution finished');
     } finally {
-      inFlight.delete(job.execution_id);
+      inFlight.delete(queued.execution_id);
     }
   };
 
   const queueConnection = createRedis(config.redisUrl, 'sandgate-worker-queue', { autoPipelining: false });
-  const worker = new Worker<ExecutionJob>(config.queueName, async (job: Job<ExecutionJob>) => run(job.data), {
+  const worker = new Worker<QueuedExecution>(config.queueName, async (job: Job<QueuedExecution>, token?: string) => {
+    if ((await run(job.data)) !== 'throttled') return;
+    // Back into the queue, at the same priority, for when one of the tenant's runs has ended.
+    await job.moveToDelayed(Date.now() + THROTTLE_DELAY_MS, token);
+    throw new DelayedError();
+  }, {
     connection: queueConnection,
     prefix: `${config.redisPrefix}:q`,
     concurrency: config.workerConcurrency,
@@ -95,8 +111,28 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   worker.on('error', (err) => wlog.error({ err }, 'queue error'));
   worker.on('failed', (job, err) => wlog.error({ err, jobId: job?.id }, 'job failed'));
 
-  /** Ends runs whose worker died, then removes every sandbox no live run owns, then expired sessions. */
+  /**
+   * Ends runs recorded but never enqueued (their gateway stopped in between, or Redis lost the job): after a grace of
+   * three leases, a queued run with no job would otherwise hold its session's lock until the lock's 24 h expire.
+   */
+  const endStranded = async () => {
+    for (const stranded of await executions.queuedBefore(Date.now() - 3 * config.leaseMs)) {
+      if ((await redis.exists(worker.toKey(stranded))) === 1) continue;
+      const rec = await executions.get(stranded);
+      if (!rec) continue;
+      const result = platformResult('error', 'backend_unavailable', 'the execution was recorded but never queued; it did not run');
+      if (await executions.finalize(rec, result, ['queued'])) {
+        wlog.warn({ executionId: stranded }, 'execution ended: it was never queued');
+      }
+    }
+  };
+
+  /**
+   * Ends runs whose worker died or that were never queued,
+   * removes every sandbox no live run owns, then expired sessions.
+   */
   const housekeeping = async () => {
+    await endStranded();
     const { live, lost: lostRuns } = await executions.leases();
     for (const lost of lostRuns) {
       const rec = await executions.get(lost);

@@ -6,12 +6,14 @@ import { Type, type Static } from '@sinclair/typebox';
  */
 export const ERROR_STATUS = {
   bad_request: 400,
+  invalid_cursor: 400,
   invalid_json: 400,
   validation_failed: 400,
   invalid_path: 400,
   unsupported_language: 400,
   unauthorized: 401,
   forbidden: 403,
+  origin_not_allowed: 403,
   not_found: 404,
   session_not_found: 404,
   execution_not_found: 404,
@@ -24,8 +26,10 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
+  host_not_allowed: 421,
   max_sessions: 429,
   rate_limited: 429,
+  quota_exceeded: 429,
   internal: 500,
   backend_unavailable: 503,
   not_ready: 503,
@@ -47,6 +51,9 @@ export const ProblemSchema = Type.Object(
     code: Type.String({ description: 'Stable machine-readable error code (see ErrorCode).' }),
     detail: Type.String({ description: 'Human-readable explanation of this occurrence.' }),
     instance: Type.Optional(Type.String()),
+    retry_after: Type.Optional(Type.Integer({
+      minimum: 0, description: 'Seconds to wait before retrying (also the Retry-After header).',
+    })),
     errors: Type.Optional(
       Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
         description: 'Validation failures, one per bad field.',

@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ExecutionIdSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
+import {
+  ExecutionIdSchema, NextCursorSchema, PageQuerySchema, SessionIdSchema, TimestampSchema, ref,
+} from './common.ts';
 import { InlineFileSchema } from './files.ts';
 
 export const LANGUAGES = ['python', 'javascript', 'bash'] as const;
@@ -85,7 +87,7 @@ export const ExecutionSchema = Type.Object(
 export type Execution = Static<typeof ExecutionSchema>;
 
 export const ExecutionListSchema = Type.Object(
-  { executions: Type.Array(ref(ExecutionSchema)) },
+  { executions: Type.Array(ref(ExecutionSchema), { description: 'Newest first.' }), next_cursor: NextCursorSchema },
   { $id: 'ExecutionList', title: 'ExecutionList' },
 );
 export type ExecutionList = Static<typeof ExecutionListSchema>;
@@ -123,7 +125,7 @@ export const WaitQuerySchema = Type.Object({
 export const ExecutionListQuerySchema = Type.Object({
   session_id: Type.Optional(SessionIdSchema),
   state: Type.Optional(ExecutionStateSchema),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  ...PageQuerySchema.properties,
 });
 
 export const ExecutionParamsSchema = Type.Object({ id: ExecutionIdSchema });
@@ -135,7 +137,17 @@ export const ExecutionParamsSchema = Type.Object({ id: ExecutionIdSchema });
  */
 export const SandboxKindSchema = Type.Union([Type.Literal('oneshot'), Type.Literal('session'), Type.Literal('stateful')]);
 
-/** The job a worker receives from the queue. Files are already in the session directory. */
+/**
+ * What the queue carries: ids only. The worker reads the run's spec (an ExecutionJob) from the execution record,
+ * which drops it when the run ends, so code, env and stdin are kept no longer than the run.
+ */
+export const QueuedExecutionSchema = Type.Object(
+  { execution_id: ExecutionIdSchema, tenant: Type.String() },
+  { $id: 'QueuedExecution', title: 'QueuedExecution' },
+);
+export type QueuedExecution = Static<typeof QueuedExecutionSchema>;
+
+/** What a backend runs: the spec of one execution. Files are already in the session directory. */
 export const ExecutionJobSchema = Type.Object(
   {
     execution_id: ExecutionIdSchema,

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { SessionIdSchema, TimestampSchema, ref } from './common.ts';
+import { NextCursorSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
 
 export const SessionModeSchema = Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
   description: '`process` (default): every execution is a new process in the session sandbox. `stateful`: a live Python '
@@ -43,7 +43,10 @@ export const CreateSessionSchema = Type.Object(
 export type CreateSession = Static<typeof CreateSessionSchema>;
 
 export const SessionListSchema = Type.Object(
-  { sessions: Type.Array(ref(SessionSchema)) },
+  {
+    sessions: Type.Array(ref(SessionSchema), { description: 'Live sessions, newest first.' }),
+    next_cursor: NextCursorSchema,
+  },
   { $id: 'SessionList', title: 'SessionList' },
 );
 export type SessionList = Static<typeof SessionListSchema>;

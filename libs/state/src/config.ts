@@ -1,5 +1,7 @@
+import { isIPv4, isIPv6 } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { TenantOverridesSchema } from './tenant-limits.ts';
 
 /**
  * The one schema of sandgate's configuration, read once from the environment at start-up.
@@ -37,6 +39,14 @@ export const ConfigSchema = Type.Object({
   sandboxUid: Type.Integer({ minimum: 1 }),
   leaseMs: Type.Integer({ minimum: 1000 }),
   sweepIntervalMs: Type.Integer({ minimum: 1000 }),
+  tenantMaxRunning: Type.Integer({ minimum: 0 }),
+  tenantMaxQueued: Type.Integer({ minimum: 0 }),
+  tenantRunsPerMin: Type.Integer({ minimum: 0 }),
+  tenantUploadsPerMin: Type.Integer({ minimum: 0 }),
+  rateLimitPerMin: Type.Integer({ minimum: 0 }),
+  tenantLimits: TenantOverridesSchema,
+  /** Host names (with an optional :port) the gateway answers to besides the public URL's and loopback's. */
+  allowedHosts: Type.Array(Type.String({ pattern: '^[A-Za-z0-9.-]+(:\\d{1,5})?$|^\\[[0-9A-Fa-f:.]+\\](:\\d{1,5})?$' })),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -66,6 +76,20 @@ export const parseApiKeys = (raw: string): Record<string, string> | string => {
   }
   return keys;
 };
+
+/** A JSON object; a string says why it is not one. */
+export const parseJsonObject = (raw: string): Record<string, unknown> | string => {
+  try {
+    const v: unknown = JSON.parse(raw);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'is not a JSON object';
+    return v as Record<string, unknown>;
+  } catch (err) {
+    return `is not JSON (${(err as Error).message})`;
+  }
+};
+const list: Parse = (raw) => raw.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+/** Parsers whose string answer is a problem, not a value. */
+const STRUCTURED = new Set<Parse>([parseApiKeys, parseJsonObject]);
 
 /** variable → [config field, parser, default]. */
 const VARS: Record<string, [keyof Config, Parse, string | null]> = {
@@ -100,6 +124,13 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_SANDBOX_UID: ['sandboxUid', int, '1000'],
   SANDGATE_LEASE_MS: ['leaseMs', int, '10000'],
   SANDGATE_SWEEP_INTERVAL_S: ['sweepIntervalMs', (r) => Math.round(Number(num(r)) * 1000), '30'],
+  SANDGATE_TENANT_MAX_RUNNING: ['tenantMaxRunning', int, '8'],
+  SANDGATE_TENANT_MAX_QUEUED: ['tenantMaxQueued', int, '200'],
+  SANDGATE_TENANT_RUNS_PER_MIN: ['tenantRunsPerMin', int, '600'],
+  SANDGATE_TENANT_UPLOADS_PER_MIN: ['tenantUploadsPerMin', int, '600'],
+  SANDGATE_RATE_LIMIT_PER_MIN: ['rateLimitPerMin', int, '6000'],
+  SANDGATE_TENANT_LIMITS: ['tenantLimits', parseJsonObject, '{}'],
+  SANDGATE_ALLOWED_HOSTS: ['allowedHosts', list, ''],
 };
 
 export class ConfigError extends Error {
@@ -117,14 +148,15 @@ export function loadConfig(env: Env = process.env): Config {
     const raw = env[name] ?? dflt;
     if (raw === null) { out[field] = null; continue; }
     const value = parse(raw);
-    if (typeof value === 'string' && parse === parseApiKeys) { problems.push(`${name}: ${value}`); continue; }
+    if (typeof value === 'string' && STRUCTURED.has(parse)) { problems.push(`${name}: ${value}`); continue; }
     if (typeof value === 'number' && !Number.isFinite(value)) { problems.push(`${name}: "${raw}" is not a valid number or size`); continue; }
     out[field] = value;
   }
   out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;
   if (problems.length === 0) {
     for (const e of Value.Errors(ConfigSchema, out)) {
-      const name = Object.keys(VARS).find((k) => `/${VARS[k]![0]}` === e.path) ?? e.path;
+      const field = (k: string) => `/${VARS[k]![0]}`;
+      const name = Object.keys(VARS).find((k) => e.path === field(k) || e.path.startsWith(`${field(k)}/`)) ?? e.path;
       problems.push(`${name}: ${e.message} (got ${JSON.stringify(e.value)})`);
     }
   }
@@ -132,8 +164,12 @@ export function loadConfig(env: Env = process.env): Config {
   return out as Config;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-export const isLoopback = (host: string) => LOOPBACK.has(host) || host.startsWith('127.');
+/** An IP address of the loopback interface (127.0.0.0/8, ::1, or IPv4-mapped 127/8); names are not addresses. */
+export const isLoopbackAddress = (ip: string): boolean => {
+  const v4 = ip.toLowerCase().replace(/^::ffff:/, '');
+  if (isIPv4(v4)) return v4.startsWith('127.');
+  return isIPv6(ip) && (ip === '::1' || /^0{0,4}(:0{0,4}){6}:0{0,3}1$/.test(ip));
+};
 
 /** The tenant every request belongs to when no API keys are configured (development mode). */
 export const OPEN_TENANT = 'default';

@@ -29,7 +29,9 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
     const meta = { id: newExecutionId(), tenant: 'acme', session_id: newSessionId(), language: 'python', created_at: Date.now(), timeout_ms: 1000 };
     const wait = notices.expect(meta.id);
     t.after(async () => wait.cancel());
-    await executions.start(meta, { newSession: { ttlSeconds: 60, maxSessions: 10 }, ...(notify ? { notify: notices.channel } : {}) });
+    const spec = { ...meta, execution_id: meta.id, language: 'python' as const, code: '', memory_mb: 64, cpus: 1, env: {}, stdin: null,
+      sandbox: 'oneshot' as const, generation: 0 };
+    await executions.start(meta, spec, { maxSessions: 10, maxInFlight: 0, oneshotTtlSeconds: 60, ...(notify ? { notify: notices.channel } : {}) });
     return { meta, wait };
   };
   return { notices, sub, executions, started };
@@ -38,7 +40,7 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
 test('the process told at start learns how the run ended, with the times of its record', async (t) => {
   const { executions, started } = await setup(t);
   const { meta, wait } = await started(true);
-  await executions.markRunning(meta.id, 'w1', 5000);
+  await executions.markRunning(meta.id, 'acme', 'w1', 5000, 0);
   const result = { ...platformResult('failed', undefined, 'boom'), exit_code: 1, stderr: 'Traceback …\n' };
   await executions.finalize(meta, result, ['running']);
   const notice = await wait.next(Date.now() + 5000);

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { toStoredEvent } from './event-hub.ts';
 import { EventWriter } from './event-writer.ts';
-import { ExecutionStore, endingOf, newExecutionId, platformResult, type ExecutionMeta } from './executions.ts';
+import type { ExecutionJob } from '@sandgate/contracts';
+import { ExecutionStore, endingOf, newExecutionId, platformResult, type ExecutionMeta, type StartOptions } from './executions.ts';
 import { keys } from './keys.ts';
 import { createRedis } from './redis.ts';
 import { withScripts } from './scripts.ts';
@@ -26,53 +27,103 @@ function setup(t: { after(fn: () => Promise<void>): void }) {
   return { redis, k, executions, sessions: new SessionStore(redis, k), meta };
 }
 
+/** The spec a gateway records with a run: what the worker gets back from markRunning. */
+const specOf = (m: ExecutionMeta): ExecutionJob => ({
+  execution_id: m.id, tenant: m.tenant, session_id: m.session_id, language: 'python', code: 'print(1)', timeout_ms: 1000,
+  memory_mb: 64, cpus: 1, env: { TOKEN: 'secret' }, stdin: null, sandbox: 'oneshot', generation: 0,
+});
+const oneshot: StartOptions = { maxSessions: 10, maxInFlight: 0, oneshotTtlSeconds: 60 };
+const inSession: StartOptions = { maxSessions: 10, maxInFlight: 0 };
+
 const stream = async (redis: ReturnType<typeof setup>['redis'], key: string) =>
   ((await redis.xrange(key, '-', '+')) as [string, string[]][]).map(toStoredEvent);
 
-test('a one-shot start creates its session and takes its lock in one step, within the tenant limit', async (t) => {
+test('a one-shot start creates its session and takes its lock in one step; the session counts as no live one', async (t) => {
   const { executions, sessions, meta } = setup(t);
-  const newSession = { ttlSeconds: 60, maxSessions: 1 };
   const first = meta(newSessionId());
-  await executions.start(first, { newSession });
+  await executions.start(first, specOf(first), { ...oneshot, maxSessions: 1 });
   const session = await sessions.require('acme', first.session_id);
   assert.equal(session.currentExecutionId, first.id);
   assert.equal(session.mode, 'process');
+  assert.equal(session.oneshot, true);
   assert.equal((await executions.get(first.id))?.state, 'queued');
 
-  await assert.rejects(executions.start(meta(first.session_id)), { code: 'session_busy' });
-  const over = meta(newSessionId());
-  await assert.rejects(executions.start(over, { newSession }), { code: 'max_sessions' });
-  assert.equal(await sessions.get('acme', over.session_id), null, 'a refused one-shot leaves no session behind');
-  assert.equal(await executions.get(over.id), null);
-  await assert.rejects(executions.start({ ...meta(first.session_id), tenant: 'other' }), { code: 'session_not_found' },
+  await assert.rejects(executions.start(meta(first.session_id), specOf(first), inSession), { code: 'session_busy' });
+  const second = meta(newSessionId());
+  await executions.start(second, specOf(second), { ...oneshot, maxSessions: 1 });
+  await sessions.create('acme', { ttlSeconds: 60, maxSessions: 1 });
+  await assert.rejects(sessions.create('acme', { ttlSeconds: 60, maxSessions: 1 }), { code: 'max_sessions' });
+  assert.equal((await sessions.page('acme', null, 10)).items.length, 1, 'only the real session is listed');
+  await assert.rejects(executions.start({ ...meta(first.session_id), tenant: 'other' }, specOf(first), inSession), { code: 'session_not_found' },
     'another tenant cannot use the session');
+});
+
+test('a tenant at maxInFlight is refused with quota_exceeded; ranks interleave tenants and keep each one\'s order', async (t) => {
+  const { executions, meta } = setup(t);
+  const limit: StartOptions = { ...oneshot, maxInFlight: 3 };
+  const ranks: number[] = [];
+  const runs: ExecutionMeta[] = [];
+  for (let i = 0; i < 3; i++) {
+    const m = meta(newSessionId());
+    runs.push(m);
+    ranks.push(await executions.start(m, specOf(m), limit));
+  }
+  assert.deepEqual(ranks, [1, 2, 3]);
+  const over = meta(newSessionId());
+  await assert.rejects(executions.start(over, specOf(over), limit), { code: 'quota_exceeded' });
+  assert.equal(await executions.get(over.id), null, 'a refused run leaves no record');
+  const other = { ...meta(newSessionId()), tenant: 'globex' };
+  assert.equal(await executions.start(other, specOf(other), limit), 1, "another tenant's first run ranks first");
+
+  const started = await executions.markRunning(runs[0]!.id, 'acme', 'w1', 5000, 0);
+  assert.equal(started.state, 'running');
+  const again = meta(newSessionId());
+  await assert.rejects(executions.start(again, specOf(again), limit), { code: 'quota_exceeded' }, 'running counts too');
+  await executions.finalize(runs[0]!, platformResult('completed', undefined, 'ok'), ['running']);
+  assert.equal(await executions.start(again, specOf(again), limit), 4, 'after the tenant\'s queued ones');
+});
+
+test('markRunning holds a run back while its tenant runs maxRunning, and hands the spec over once', async (t) => {
+  const { executions, redis, k, meta } = setup(t);
+  const a = meta(newSessionId());
+  const b = meta(newSessionId());
+  await executions.start(a, specOf(a), oneshot);
+  await executions.start(b, specOf(b), oneshot);
+  const first = await executions.markRunning(a.id, 'acme', 'w1', 5000, 1);
+  assert.equal(first.state, 'running');
+  assert.deepEqual(first.state === 'running' && first.job, specOf(a));
+  assert.equal((await executions.markRunning(b.id, 'acme', 'w1', 5000, 1)).state, 'throttled');
+  assert.equal((await executions.get(b.id))?.state, 'queued', 'a throttled run stays queued');
+  await executions.finalize(a, platformResult('completed', undefined, 'ok'), ['running']);
+  assert.equal(await redis.hget(k.execution(a.id), 'spec'), null, 'code, env and stdin go when the run ends');
+  assert.equal((await executions.markRunning(b.id, 'acme', 'w1', 5000, 1)).state, 'running');
 });
 
 test('markRunning answers whether the run is still queued and whether a cancel came first', async (t) => {
   const { executions, meta } = setup(t);
   const plain = meta(newSessionId());
-  await executions.start(plain, { newSession: { ttlSeconds: 60, maxSessions: 10 } });
-  assert.equal(await executions.markRunning(plain.id, 'w1', 5000), 'running');
-  assert.equal(await executions.markRunning(plain.id, 'w1', 5000), 'not_queued', 'a job that comes back is skipped');
+  await executions.start(plain, specOf(plain), oneshot);
+  assert.equal((await executions.markRunning(plain.id, 'acme', 'w1', 5000, 0)).state, 'running');
+  assert.equal((await executions.markRunning(plain.id, 'acme', 'w1', 5000, 0)).state, 'not_queued', 'a job that comes back is skipped');
   assert.deepEqual([...(await executions.leases()).live], [plain.id]);
 
   const cancelled = meta(newSessionId());
-  await executions.start(cancelled, { newSession: { ttlSeconds: 60, maxSessions: 10 } });
+  await executions.start(cancelled, specOf(cancelled), oneshot);
   await executions.requestCancel(cancelled.id);
-  assert.equal(await executions.markRunning(cancelled.id, 'w1', 5000), 'cancel_requested');
+  assert.equal((await executions.markRunning(cancelled.id, 'acme', 'w1', 5000, 0)).state, 'cancel_requested');
 
   const ended = meta(newSessionId());
-  await executions.start(ended, { newSession: { ttlSeconds: 60, maxSessions: 10 } });
+  await executions.start(ended, specOf(ended), oneshot);
   assert.equal(await executions.finalize(ended, platformResult('cancelled', 'cancelled', 'cancelled before it started'), ['queued']), true);
-  assert.equal(await executions.markRunning(ended.id, 'w1', 5000), 'not_queued');
-  assert.equal(await executions.markRunning(newExecutionId(), 'w1', 5000), 'not_queued', 'an execution that was never started');
+  assert.equal((await executions.markRunning(ended.id, 'acme', 'w1', 5000, 0)).state, 'not_queued');
+  assert.equal((await executions.markRunning(newExecutionId(), 'acme', 'w1', 5000, 0)).state, 'not_queued', 'an execution that was never started');
 });
 
 test('finalize writes the events still pending before done and result, once, and the result carries its times', async (t) => {
   const { redis, executions, sessions, meta } = setup(t);
   const m = meta(newSessionId());
-  await executions.start(m, { newSession: { ttlSeconds: 60, maxSessions: 10 } });
-  await executions.markRunning(m.id, 'w1', 5000);
+  await executions.start(m, specOf(m), oneshot);
+  await executions.markRunning(m.id, 'acme', 'w1', 5000, 0);
   const events = new EventWriter(redis, executions.eventsKey(m.id));
   events.phase('starting');
   await events.flush();

@@ -1,13 +1,13 @@
-import type { Redis } from 'ioredis';
 import {
-  SandgateError, isTerminal, type ExecutionResult, type ExecutionState, type PhaseEvent, type ResultEvent,
+  SandgateError, isTerminal, type ExecutionJob, type ExecutionResult, type ExecutionState, type PhaseEvent, type ResultEvent,
   type TerminalState,
 } from '@sandgate/contracts';
 import type { StoredEvent } from './event-hub.ts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
-import { evalInOrder, type ScriptRedis } from './scripts.ts';
+import type { ScriptRedis } from './scripts.ts';
 import { maxSessionsError } from './sessions.ts';
+import { pageIndex, type Page } from './time-index.ts';
 
 export interface ExecutionMeta {
   id: string;
@@ -26,11 +26,25 @@ export interface ExecutionRecord extends ExecutionMeta {
 }
 
 export interface StartOptions {
-  /** A session to create on the way, for a one-shot execution. */
-  newSession?: { ttlSeconds: number; maxSessions: number };
+  /** The tenant's limit of live sessions: running again in a one-shot's session makes it one. */
+  maxSessions: number;
+  /** Runs the tenant may have queued or running (0: no limit); one more is refused with quota_exceeded. */
+  maxInFlight: number;
+  /** Create the session on the way, as a one-shot's (counted as no live session), with this idle TTL. */
+  oneshotTtlSeconds?: number;
   /** The channel of the EndedNotices that waits for this run; default: none. */
   notify?: string;
 }
+
+/** What markRunning answers: the run to execute, or why not now. */
+export type MarkRunning =
+  | { state: 'running'; job: ExecutionJob }
+  | { state: 'cancel_requested'; job: ExecutionJob }
+  | { state: 'not_queued' }
+  | { state: 'throttled' };
+
+/** The highest priority BullMQ takes (lower runs first). */
+export const MAX_PRIORITY = 2_097_151;
 
 export const newExecutionId = () => `exec_${randomHex(8)}`;
 
@@ -42,35 +56,36 @@ export class ExecutionStore {
   constructor(
     private readonly redis: ScriptRedis,
     private readonly k: Keys,
-    private readonly opts: {
-      retentionSeconds: number;
-      /**
-       * Where `start` goes out; default: `redis`. The gateway gives the connection its BullMQ Queue uses, so an
-       * enqueue sent right behind a start reaches Redis after it, in the same round trip.
-       */
-      startOn?: Redis;
-    },
+    private readonly opts: { retentionSeconds: number },
   ) {}
 
   /**
-   * Records a queued execution and takes its session's lock, atomically; with `newSession`, creates that
-   * session first, in the same step (a one-shot's). The lock outlives any sane queue wait; the worker or the
-   * reaper releases it when the run ends. With `notify`, the run's ending is published to that channel.
+   * Records a queued execution with its spec (the job a worker runs; dropped when the run ends) and takes its
+   * session's lock, atomically; for a one-shot, creates that session first, in the same step. The lock outlives any
+   * sane queue wait; the worker or the reaper releases it when the run ends. With `notify`, the run's ending is
+   * published to that channel. Answers the run's rank in its tenant's queue: 1 + the highest rank the tenant has
+   * queued, so runs of one tenant keep their order and a tenant with nothing queued goes first (fair scheduling).
    */
-  async start(meta: ExecutionMeta, { newSession, notify = '' }: StartOptions = {}): Promise<void> {
-    const r = await evalInOrder(this.opts.startOn ?? this.redis, 'sgStartExecution',
-      this.k.session(meta.session_id), this.k.sessionLock(meta.session_id), this.k.execution(meta.id),
-      this.k.tenantSessions(meta.tenant), this.k.sessionExpiry(), this.k.tenantExecutions(meta.tenant),
-      this.k.sessionExecutions(meta.session_id), this.k.events(meta.id),
+  async start(meta: ExecutionMeta, spec: ExecutionJob, opts: StartOptions): Promise<number> {
+    const { maxSessions, maxInFlight, oneshotTtlSeconds, notify = '' } = opts;
+    const k = this.k;
+    const r = await this.redis.sgStartExecution(
+      k.session(meta.session_id), k.sessionLock(meta.session_id), k.execution(meta.id), k.tenantSessions(meta.tenant),
+      k.sessionExpiry(), k.tenantExecutions(meta.tenant), k.sessionExecutions(meta.session_id), k.events(meta.id),
+      k.tenantSessionList(meta.tenant), k.queued(), k.tenantQueued(meta.tenant), k.tenantRunning(meta.tenant),
       meta.session_id, meta.tenant, meta.id, meta.created_at, JSON.stringify(meta), 24 * 3600 * 1000,
-      this.opts.retentionSeconds, phase('queued', meta.created_at), notify,
-      ...(newSession ? [newSession.ttlSeconds, newSession.maxSessions] : []),
+      this.opts.retentionSeconds, phase('queued', meta.created_at), notify, JSON.stringify(spec), maxInFlight,
+      maxSessions,
+      oneshotTtlSeconds === undefined ? '0' : '1', oneshotTtlSeconds ?? 0, k.executionPrefix(),
     );
-    if (r === 'max_sessions') throw maxSessionsError(newSession!.maxSessions);
+    if (typeof r === 'number') return r;
+    if (r === 'max_sessions') throw maxSessionsError(maxSessions);
     if (r === 'not_found') throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
-    if (r === 'busy') {
-      throw new SandgateError('session_busy', `session ${meta.session_id} is running another execution; wait for it or cancel it`);
+    if (r === 'quota') {
+      const detail = `tenant already has ${maxInFlight} executions queued or running; wait for one to end`;
+      throw new SandgateError('quota_exceeded', detail, { extra: { retry_after: 1 } });
     }
+    throw new SandgateError('session_busy', `session ${meta.session_id} is running another execution; wait for it or cancel it`);
   }
 
   eventsKey(id: string): string {
@@ -96,28 +111,37 @@ export class ExecutionStore {
     return r;
   }
 
-  async list(tenant: string, filter: { sessionId?: string; state?: string; limit: number }): Promise<ExecutionRecord[]> {
+  /** A page of the tenant's executions (of one session, in one state), newest first, after `after`. */
+  async page(
+    tenant: string, filter: { sessionId?: string; state?: string }, after: string | null, limit: number,
+  ): Promise<Page<ExecutionRecord>> {
     const index = filter.sessionId ? this.k.sessionExecutions(filter.sessionId) : this.k.tenantExecutions(tenant);
-    const ids = await this.redis.zrevrange(index, 0, 999);
-    const out: ExecutionRecord[] = [];
-    for (let i = 0; i < ids.length && out.length < filter.limit; i += 100) {
-      const page = await Promise.all(ids.slice(i, i + 100).map((id) => this.get(id)));
-      for (const r of page) {
-        if (r && r.tenant === tenant && (!filter.state || r.state === filter.state) && out.length < filter.limit) out.push(r);
-      }
-    }
-    return out;
+    return pageIndex(this.redis, index, after, limit, async (ids) => (await Promise.all(ids.map((id) => this.get(id))))
+      .map((r) => (r && r.tenant === tenant && (!filter.state || r.state === filter.state) ? r : null)));
   }
 
   /**
-   * queued → running, with the worker's lease. `not_queued` when the run is no longer queued (cancelled, reaped);
+   * queued → running, with the worker's lease, unless the tenant already runs `maxRunning` (0: no limit): then
+   * `throttled`, and the run stays queued. `not_queued` when the run is no longer queued (cancelled, reaped);
    * `cancel_requested` when it is now running but a cancel came before the worker could listen for one.
    */
-  async markRunning(id: string, workerId: string, leaseMs: number): Promise<'running' | 'cancel_requested' | 'not_queued'> {
-    const r = await this.redis.sgMarkRunning(
-      this.k.execution(id), this.k.lease(id), this.k.running(), this.k.cancelFlag(id), id, Date.now(), workerId, leaseMs,
-    );
-    return r === 2 ? 'cancel_requested' : r === 1 ? 'running' : 'not_queued';
+  async markRunning(
+    id: string, tenant: string, workerId: string, leaseMs: number, maxRunning: number,
+  ): Promise<MarkRunning> {
+    const k = this.k;
+    const [code, spec] = (await this.redis.sgMarkRunning(
+      k.execution(id), k.lease(id), k.running(), k.cancelFlag(id), k.queued(), k.tenantQueued(tenant),
+      k.tenantRunning(tenant),
+      id, Date.now(), workerId, leaseMs, maxRunning, k.executionPrefix(),
+    )) as [number, string | undefined];
+    if (code === 0) return { state: 'not_queued' };
+    if (code === 3) return { state: 'throttled' };
+    return { state: code === 2 ? 'cancel_requested' : 'running', job: JSON.parse(spec!) as ExecutionJob };
+  }
+
+  /** Runs still queued that were recorded before `before` (ms), oldest first: housekeeping checks they have a job. */
+  async queuedBefore(before: number, limit = 100): Promise<string[]> {
+    return this.redis.zrangebyscore(this.k.queued(), '-inf', before, 'LIMIT', 0, limit);
   }
 
   async renewLease(id: string, workerId: string, leaseMs: number): Promise<void> {
@@ -130,11 +154,14 @@ export class ExecutionStore {
    * `pending` are events of the run not written yet (EventWriter.takePending): they go in before `done`.
    */
   async finalize(
-    rec: Pick<ExecutionMeta, 'id' | 'session_id'>, result: ExecutionResult, from: ExecutionState[], pending: string[] = [],
+    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant'>, result: ExecutionResult, from: ExecutionState[],
+    pending: string[] = [],
   ): Promise<boolean> {
     const now = Date.now();
+    const k = this.k;
     const r = await this.redis.sgFinalize(
-      this.k.execution(rec.id), this.k.events(rec.id), this.k.sessionLock(rec.session_id), this.k.running(), this.k.lease(rec.id),
+      k.execution(rec.id), k.events(rec.id), k.sessionLock(rec.session_id), k.running(), k.lease(rec.id), k.queued(),
+      k.tenantQueued(rec.tenant), k.tenantRunning(rec.tenant),
       rec.id, now, JSON.stringify(result), result.state, this.opts.retentionSeconds, from.join(','),
       phase('done', now), JSON.stringify({ result } satisfies ResultEvent), ...pending,
     );

@@ -1,6 +1,7 @@
 export * from './config.ts';
 export * from './keys.ts';
 export * from './redis.ts';
+export * from './redis-check.ts';
 export * from './scripts.ts';
 export * from './stream-ids.ts';
 export * from './sessions.ts';
@@ -9,4 +10,6 @@ export * from './event-hub.ts';
 export * from './event-writer.ts';
 export * from './ended-notices.ts';
 export * from './platform.ts';
+export * from './tenant-limits.ts';
+export * from './time-index.ts';
 export * from './logger.ts';

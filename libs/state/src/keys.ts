@@ -2,15 +2,28 @@
 export const keys = (p: string) => ({
   session: (id: string) => `${p}:session:${id}`,
   sessionLock: (id: string) => `${p}:session:${id}:lock`,
-  sessionExecutions: (id: string) => `${p}:session:${id}:executions`,
+  /** A session's executions within the retention, as time-index members (time-index.ts). */
+  sessionExecutions: (id: string) => `${p}:session:${id}:execution-list`,
+  /** A tenant's live sessions by expiry time (ms): what counts against SANDGATE_MAX_SESSIONS. */
   tenantSessions: (tenant: string) => `${p}:tenant:${tenant}:sessions`,
-  tenantExecutions: (tenant: string) => `${p}:tenant:${tenant}:executions`,
+  /** A tenant's live sessions, newest last, as time-index members (time-index.ts): what GET /v1/sessions pages. */
+  tenantSessionList: (tenant: string) => `${p}:tenant:${tenant}:session-list`,
+  /** A tenant's executions within the retention, as time-index members. */
+  tenantExecutions: (tenant: string) => `${p}:tenant:${tenant}:execution-list`,
+  /** A tenant's queued executions, by their rank in the tenant's queue (fair scheduling). */
+  tenantQueued: (tenant: string) => `${p}:tenant:${tenant}:queued`,
+  /** Ids of a tenant's running executions (SANDGATE_TENANT_MAX_RUNNING). */
+  tenantRunning: (tenant: string) => `${p}:tenant:${tenant}:running`,
   /** All sessions by expiry time (ms), for the janitor. */
   sessionExpiry: () => `${p}:sessions:expiry`,
   execution: (id: string) => `${p}:execution:${id}`,
+  /** What execution(id) is, without the id: Lua that checks an index's members builds their keys from it. */
+  executionPrefix: () => `${p}:execution:`,
   events: (id: string) => `${p}:execution:${id}:events`,
   lease: (id: string) => `${p}:execution:${id}:lease`,
   cancelFlag: (id: string) => `${p}:execution:${id}:cancel`,
+  /** Ids of executions in state queued by creation time (ms), for housekeeping to find runs never enqueued. */
+  queued: () => `${p}:queued`,
   /** Ids of executions in state running, for the reaper. */
   running: () => `${p}:running`,
   /** Worker id → last heartbeat (ms). */

@@ -2,6 +2,7 @@ import { SandgateError, type SessionMode } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import type { ScriptRedis } from './scripts.ts';
+import { pageIndex, type Page } from './time-index.ts';
 
 export interface SessionRecord {
   id: string;
@@ -16,6 +17,11 @@ export interface SessionRecord {
   metadata: Record<string, string>;
   /** The execution holding the session's lock, if any. */
   currentExecutionId: string | null;
+  /**
+   * A one-shot's session: it holds that run's files for the retention and counts as no live session, until an
+   * execution runs in it again (then it is a session like any other).
+   */
+  oneshot: boolean;
 }
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
@@ -33,7 +39,7 @@ export class SessionStore {
     const id = newSessionId();
     const now = Date.now();
     const ok = await this.redis.sgCreateSession(
-      this.k.session(id), this.k.tenantSessions(tenant), this.k.sessionExpiry(),
+      this.k.session(id), this.k.tenantSessions(tenant), this.k.tenantSessionList(tenant), this.k.sessionExpiry(),
       id, tenant, now, opts.ttlSeconds, opts.maxSessions, JSON.stringify(opts.metadata ?? {}), opts.mode ?? 'process',
     );
     if (ok !== 1) throw maxSessionsError(opts.maxSessions);
@@ -56,6 +62,7 @@ export class SessionStore {
       createdAt: Number(h.created_at), lastUsedAt: Number(h.last_used_at), ttlSeconds: Number(h.ttl),
       metadata: JSON.parse(h.metadata ?? '{}') as Record<string, string>,
       currentExecutionId: lock,
+      oneshot: h.oneshot === '1',
     };
   }
 
@@ -65,8 +72,12 @@ export class SessionStore {
     return s;
   }
 
-  /** Pushes the idle expiry forward (called on every use: uploads, downloads, executions). */
+  /**
+   * Pushes the idle expiry forward (called on every use: uploads, downloads, executions). A one-shot's session keeps
+   * its expiry, the end of the retention: it is not live, so there is no idle time to push.
+   */
   async touch(s: SessionRecord): Promise<void> {
+    if (s.oneshot) return;
     const now = Date.now();
     const exp = now + s.ttlSeconds * 1000;
     await this.redis.multi()
@@ -93,17 +104,17 @@ export class SessionStore {
     return new Set([...live, ...expired.filter((_, i) => locked[i] === 1)]);
   }
 
-  async list(tenant: string, limit = 200): Promise<SessionRecord[]> {
-    const ids = await this.redis.zrangebyscore(this.k.tenantSessions(tenant), Date.now(), '+inf', 'LIMIT', 0, limit);
-    const all = await Promise.all(ids.map((id) => this.get(tenant, id)));
-    return all.filter((s): s is SessionRecord => s !== null).sort((a, b) => b.createdAt - a.createdAt);
+  /** A page of the tenant's live sessions, newest first, starting after `after` (a position a previous page gave). */
+  async page(tenant: string, after: string | null, limit: number): Promise<Page<SessionRecord>> {
+    const load = (ids: string[]) => Promise.all(ids.map((id) => this.get(tenant, id)));
+    return pageIndex(this.redis, this.k.tenantSessionList(tenant), after, limit, load);
   }
 
   /** Deletes the record; `force` deletes it even while an execution holds the lock. Returns whether it was deleted. */
   async delete(s: Pick<SessionRecord, 'id' | 'tenant'>, force: boolean): Promise<boolean> {
     const r = await this.redis.sgExpireSession(
       this.k.session(s.id), this.k.sessionLock(s.id), this.k.tenantSessions(s.tenant), this.k.sessionExpiry(),
-      s.id, Date.now(), force ? '1' : '0',
+      this.k.tenantSessionList(s.tenant), s.id, Date.now(), force ? '1' : '0',
     );
     return r === 1;
   }

@@ -7,8 +7,9 @@ import { keys } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { MAX_INLINE_BYTES } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
+import type { Quota } from '../plugins/limits.ts';
 import { buildMcpServer } from './mcp-server.ts';
-import { originPolicy } from './origin.ts';
+import { allowedOrigins, originPolicy } from '../plugins/origin-policy.ts';
 import { RunCancels } from './run-cancels.ts';
 import { RunTool } from './run-tool.ts';
 import { McpTools } from './tools.ts';
@@ -37,7 +38,10 @@ const cancelled = (m: unknown): m is { params: { requestId: string | number } } 
  */
 export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps, version }) => {
   const { config } = deps;
-  const mayUse = originPolicy({ publicUrl: config.publicUrl, open: Object.keys(config.apiKeys).length === 0 });
+  const mayUse = originPolicy({
+    publicUrl: config.publicUrl, open: Object.keys(config.apiKeys).length === 0,
+    extra: allowedOrigins(config.allowedHosts),
+  });
   const runs = new RunTool(deps, new RunCancels(deps.redis, keys(config.redisPrefix), config.retentionSeconds));
   const tools = new McpTools(deps, runs);
   // Room for the largest upload_file (base64 in JSON) or code (JSON-escaped), whichever is larger.
@@ -63,7 +67,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
     }
 
     const done = new AbortController();
-    const server = buildMcpServer(tools, { tenant, mcpSession, closed: done.signal, log: req.log }, version);
+    const quota = (kind: Quota) => app.enforceQuota(req, kind);
+    const server = buildMcpServer(tools, { tenant, mcpSession, closed: done.signal, log: req.log, quota }, version);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     reply.raw.on('close', () => {
       done.abort();

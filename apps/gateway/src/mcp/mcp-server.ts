@@ -19,6 +19,7 @@ export interface RequestContext {
   /** Aborts when the HTTP request is over. */
   closed: AbortSignal;
   log: FastifyBaseLogger;
+  quota: ToolCall['quota'];
 }
 
 /**
@@ -45,6 +46,7 @@ export function buildMcpServer(tools: McpTools, ctx: RequestContext, version: st
         method: 'notifications/progress', params: { progressToken: token, progress: ++sent, message },
       }),
       log: ctx.log,
+      quota: ctx.quota,
     };
     return tools.call(request.params.name, request.params.arguments ?? {}, call);
   });

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { Quota } from '../plugins/limits.ts';
 import type { CallRef } from './run-cancels.ts';
 
 /** One tools/call as the tools see it. */
@@ -11,4 +12,6 @@ export interface ToolCall {
   /** Sends a progress notification; null when the client sent no progressToken. */
   progress: ((message: string) => Promise<void>) | null;
   log: FastifyBaseLogger;
+  /** Counts a run or an upload against the tenant's per-minute quota; throws quota_exceeded over it. */
+  quota(kind: Quota): Promise<void>;
 }

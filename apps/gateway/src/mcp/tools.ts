@@ -39,10 +39,14 @@ export class McpTools {
     this.sessions = new SessionService(d);
     this.handlers = {
       upload_file: (call, a: UploadFileInput) => this.upload(call, a),
-      run_python: (call, a: RunCodeInput) =>
-        this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, 'python', a.code)),
-      run_code: (call, a: RunCodeInput) =>
-        this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, a.language, a.code)),
+      run_python: async (call, a: RunCodeInput) => {
+        await call.quota('runs');
+        return this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, 'python', a.code));
+      },
+      run_code: async (call, a: RunCodeInput) => {
+        await call.quota('runs');
+        return this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, a.language, a.code));
+      },
       read_artifact: (call, a: ReadArtifactInput) => this.read(call, a),
       list_artifacts: (call, a: SessionInput) => this.list(call, a),
       close_session: async (call, a: SessionInput) => {
@@ -88,6 +92,7 @@ export class McpTools {
   }
 
   private async upload(call: ToolCall, a: UploadFileInput): Promise<ToolOutput> {
+    await call.quota('uploads');
     const path = sessionPath(a.filename);
     const encoded = a.content_base64.replace(/\s+/g, '');
     if (!BASE64.test(encoded) || encoded.length % 4 === 1) {

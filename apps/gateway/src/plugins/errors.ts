@@ -22,6 +22,7 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   if (p.code === 'unauthorized') reply.header('www-authenticate', 'Bearer realm="sandgate"');
   // The client may still be sending a body we refused: close the connection rather than read it all.
   if (p.code === 'payload_too_large') reply.header('connection', 'close');
+  if (p.retry_after !== undefined) reply.header('retry-after', p.retry_after);
   return reply.status(p.status).type('application/problem+json').send(p);
 }
 

@@ -19,7 +19,7 @@ export interface ExecutionRouteOptions {
 }
 
 export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> = async (app, { deps, heartbeatMs = 15_000 }) => {
-  const { config, executions, signer } = deps;
+  const { config, executions, signer, cursors } = deps;
   const service = new ExecutionService(deps);
   const present = (r: Parameters<typeof presentExecution>[0]) => presentExecution(r, config.publicUrl, signer);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
@@ -28,6 +28,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
 
   app.post('', {
     bodyLimit,
+    config: { quota: 'runs' },
     schema: {
       tags: ['executions'],
       summary: 'Run code. 202 with the queued execution, or with ?wait=<s> 200 with its result once it ends within the wait',
@@ -41,11 +42,17 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
   });
 
   app.get('', {
-    schema: { tags: ['executions'], summary: 'List recent executions', querystring: ExecutionListQuerySchema, response: { 200: ref(ExecutionListSchema), ...errors } },
+    schema: {
+      tags: ['executions'], summary: 'List the executions of the retention period, newest first, a page at a time',
+      querystring: ExecutionListQuerySchema, response: { 200: ref(ExecutionListSchema), ...errors },
+    },
   }, async (req) => {
-    const { session_id, state, limit = 50 } = req.query;
-    const list = await executions.list(tenantOf(req), { ...(session_id ? { sessionId: session_id } : {}), ...(state ? { state } : {}), limit });
-    return { executions: list.map(present) };
+    const { session_id, state, limit = 50, cursor } = req.query;
+    const tenant = tenantOf(req);
+    const scope = `executions\n${tenant}\n${session_id ?? ''}\n${state ?? ''}`;
+    const filter = { ...(session_id ? { sessionId: session_id } : {}), ...(state ? { state } : {}) };
+    const { items, next } = await executions.page(tenant, filter, cursors.decode(scope, cursor), limit);
+    return { executions: items.map(present), next_cursor: next === null ? null : cursors.encode(scope, next) };
   });
 
   app.get('/:id', {

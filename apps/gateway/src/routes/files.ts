@@ -29,6 +29,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   const store = service.store.bind(service);
 
   app.post('/:id/files', {
+    config: { quota: 'uploads' },
     schema: {
       tags: ['files'],
       summary: 'Upload files: multipart/form-data (fields `path`, `overwrite` before the files) or JSON with base64 content',
@@ -64,6 +65,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
     raw.put('/:id/files/*', {
+      config: { quota: 'uploads' },
       schema: {
         tags: ['files'], summary: 'Upload one file with the raw request body (streamed)',
         params: FilePathParams, querystring: OverwriteQuery, response: { 201: ref(UploadResultSchema), ...errors },

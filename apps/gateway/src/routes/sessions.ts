@@ -1,13 +1,16 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { CreateSessionSchema, ProblemSchema, SandgateError, SessionListSchema, SessionParamsSchema, SessionSchema, ref } from '@sandgate/contracts';
+import {
+  CreateSessionSchema, PageQuerySchema, ProblemSchema, SandgateError, SessionListSchema, SessionParamsSchema, SessionSchema,
+  ref,
+} from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { presentSession } from '../present.ts';
 import { SessionService } from '../session-service.ts';
 
 export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const { sessions, config } = deps;
+  const { sessions, config, cursors } = deps;
   const service = new SessionService(deps);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
 
@@ -25,8 +28,17 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   });
 
   app.get('', {
-    schema: { tags: ['sessions'], summary: 'List live sessions', response: { 200: ref(SessionListSchema), ...errors } },
-  }, async (req) => ({ sessions: (await sessions.list(tenantOf(req))).map(presentSession) }));
+    schema: {
+      tags: ['sessions'],
+      summary: 'List live sessions, newest first, a page at a time (a one-shot\'s session is not live)',
+      querystring: PageQuerySchema, response: { 200: ref(SessionListSchema), ...errors },
+    },
+  }, async (req) => {
+    const tenant = tenantOf(req);
+    const scope = `sessions\n${tenant}`;
+    const { items, next } = await sessions.page(tenant, cursors.decode(scope, req.query.cursor), req.query.limit ?? 50);
+    return { sessions: items.map(presentSession), next_cursor: next === null ? null : cursors.encode(scope, next) };
+  });
 
   app.get('/:id', {
     schema: { tags: ['sessions'], summary: 'Get a session', params: SessionParamsSchema, response: { 200: ref(SessionSchema), ...errors } },

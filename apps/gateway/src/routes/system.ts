@@ -9,12 +9,12 @@ const VERSIONS: Record<string, string> = { python: '3.11', javascript: 'node 18'
 export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { config } = deps;
   app.get('/healthz', {
-    config: { public: true },
+    config: { public: true, anyHost: true },
     schema: { tags: ['system'], summary: 'Liveness: the process answers', response: { 200: ref(HealthSchema) } },
   }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', {
-    config: { public: true },
+    config: { public: true, anyHost: true },
     schema: {
       tags: ['system'], summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
       response: { 200: ref(HealthSchema), 503: ref(ProblemSchema) },

@@ -11,10 +11,14 @@ const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
 const isLoopbackOrigin = (url: URL) => (url.protocol === 'http:' || url.protocol === 'https:')
   && (LOOPBACK_HOSTS.has(url.hostname) || /^127(\.\d{1,3}){3}$/.test(url.hostname));
 
+/** SANDGATE_ALLOWED_HOSTS as origins: each host (with its port, if it names one) over http and https. */
+export const allowedOrigins = (hosts: readonly string[]) => hosts.flatMap((h) => [`http://${h}`, `https://${h}`]);
+
 /**
- * Whether a request's `Origin` may use /mcp. The MCP specification requires an HTTP server to validate it, so that
- * a web page cannot drive a local server through DNS rebinding. A request without one (not from a browser) passes;
- * `null` and anything unlisted do not.
+ * Whether a request's `Origin` may be served: by /mcp always (the MCP specification requires an HTTP server to
+ * validate it), by every route in open mode (plugins/host-check.ts), so that a web page cannot drive a local server
+ * through DNS rebinding or a cross-site request. A request without one (not from a browser) passes; `null` and
+ * anything unlisted do not.
  */
 export function originPolicy({ publicUrl, open, extra = [] }: OriginPolicyOptions): (origin?: string) => boolean {
   const allowed = new Set([new URL(publicUrl).origin, ...extra.map((o) => new URL(o).origin)]);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { originPolicy } from './origin.ts';
+import { allowedOrigins, originPolicy } from './origin-policy.ts';
 
 test('with API keys only the public URL\'s origin (and no Origin at all) may use /mcp', () => {
   const may = originPolicy({ publicUrl: 'https://sandbox.example.com/base', open: false });
@@ -25,6 +25,12 @@ test('in open mode loopback origins are allowed as well, on any port', () => {
   for (const origin of others) {
     assert.equal(may(origin), false, origin);
   }
+});
+
+test('SANDGATE_ALLOWED_HOSTS become origins over http and https, with the port they name', () => {
+  const may = originPolicy({ publicUrl: 'https://a.example', open: false, extra: allowedOrigins(['b.example', 'c.example:8443']) });
+  for (const origin of ['http://b.example', 'https://b.example', 'https://c.example:8443']) assert.equal(may(origin), true, origin);
+  for (const origin of ['https://b.example:8443', 'https://c.example', 'https://d.example']) assert.equal(may(origin), false, origin);
 });
 
 test('operator-listed origins are allowed', () => {

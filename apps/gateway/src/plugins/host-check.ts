@@ -1,0 +1,71 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { SandgateError } from '@sandgate/contracts';
+import { isLoopbackAddress, type Config } from '@sandgate/state';
+import { allowedOrigins, originPolicy } from './origin-policy.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Answered whatever the Host: health probes address a replica by its IP. */
+    anyHost?: boolean;
+  }
+}
+
+const DEFAULT_PORT: Record<string, string> = { 'http:': '80', 'https:': '443' };
+
+/** host[:port] as a URL authority → [lower-case name (IPv6 without brackets), port or ''], or null if malformed. */
+function authority(raw: string): [string, string] | null {
+  try {
+    const u = new URL(`http://${raw}`);
+    if (u.username || u.password || u.pathname !== '/' || u.search || u.hash) return null;
+    return [u.hostname.replace(/^\[(.*)\]$/, '$1'), u.port];
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Which Host headers this gateway answers: loopback (any port), the public URL's host and port, and
+ * SANDGATE_ALLOWED_HOSTS (`name` for any port, `name:port` for one).
+ */
+export function hostPolicy(config: Pick<Config, 'publicUrl' | 'allowedHosts'>): (host: string) => boolean {
+  const pub = new URL(config.publicUrl);
+  const allowed = [
+    `${pub.hostname.replace(/^\[(.*)\]$/, '$1')}:${pub.port || DEFAULT_PORT[pub.protocol]}`,
+    ...config.allowedHosts.map((h) => authority(h)).filter((a) => a !== null)
+      .map(([name, port]) => (port ? `${name}:${port}` : name)),
+  ];
+  return (host) => {
+    const a = authority(host);
+    if (!a) return false;
+    const [name, port] = a;
+    if (name === 'localhost' || isLoopbackAddress(name)) return true;
+    return allowed.includes(name) || allowed.includes(`${name}:${port || '80'}`);
+  };
+}
+
+/**
+ * Against DNS rebinding and cross-site requests: a web page the operator visits can point a name of its own at
+ * 127.0.0.1 and reach an open gateway through the browser; its requests carry that name as Host and its own
+ * Origin. Without API keys (open mode) this check is always on; with keys it is on once SANDGATE_ALLOWED_HOSTS is
+ * set. A foreign Host → 421 host_not_allowed; a foreign Origin (or `null`) → 403 origin_not_allowed.
+ */
+export const hostCheckPlugin = fp(async (app: FastifyInstance, { config }: { config: Config }) => {
+  const open = Object.keys(config.apiKeys).length === 0;
+  if (!open && config.allowedHosts.length === 0) return;
+  const allowed = hostPolicy(config);
+  const mayUse = originPolicy({ publicUrl: config.publicUrl, open, extra: allowedOrigins(config.allowedHosts) });
+  app.addHook('onRequest', async (req) => {
+    if (req.routeOptions.config.anyHost) return;
+    const host = req.headers.host ?? '';
+    if (!allowed(host)) {
+      throw new SandgateError('host_not_allowed', `this gateway does not answer to the host "${host.slice(0, 100)}"; `
+        + 'use its public URL, a loopback address, or a host listed in SANDGATE_ALLOWED_HOSTS');
+    }
+    const origin = req.headers.origin;
+    if (!mayUse(origin)) {
+      const detail = `requests from the origin "${origin!.slice(0, 100)}" are not allowed`;
+      throw new SandgateError('origin_not_allowed', detail);
+    }
+  });
+});
