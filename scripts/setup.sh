@@ -6,8 +6,9 @@
 #   bash scripts/setup.sh --for-tests  (run by npm run test:all: also the browser the dashboard's tests drive)
 #
 # Expects Debian bookworm with Node 20. As root it installs what is missing:
-#   - Debian packages redis-server, docker.io, debootstrap (and runsc for
-#     gVisor when the mirror has it: optional, a warning if it can't be had);
+#   - Debian packages redis-server, docker.io, debootstrap, golang-go with the
+#     Sprig and sigs.k8s.io/yaml sources (the chart renderer), and runsc for
+#     gVisor (when the mirror has it: optional, a warning if it can't be had);
 #   - starts Redis (scripts/start-redis.sh: persistent, noeviction, loopback only) and the Docker engine
 #     when they don't answer;
 #   - registers gVisor with Docker as runtime "runsc" (--network=none);
@@ -66,6 +67,11 @@ if [[ -z ${SANDGATE_BASE_IMAGE:-} ]]; then
   have debootstrap || missing+=(debootstrap)
   [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
 fi
+# The Helm chart is rendered in tests by scripts/helm-render (Go text/template + Sprig, as helm does), built from
+# Debian's Go toolchain and Go library packages: helm itself is not packaged by Debian.
+have go || missing+=(golang-go)
+[[ -d /usr/share/gocode/src/github.com/Masterminds/sprig ]] || missing+=(golang-github-masterminds-sprig-dev)
+[[ -d /usr/share/gocode/src/sigs.k8s.io/yaml ]] || missing+=(golang-k8s-sigs-yaml-dev)
 # The dashboard's browser tests drive Debian's Chromium (fonts-dejavu-core: text in screenshots).
 if ((for_tests)); then
   have chromium || missing+=(chromium)
