@@ -107,6 +107,8 @@ test('/metrics and /v1/system/stats count a run, its pool hit, the worker and an
     /sandgate_http_request_duration_seconds_count\{method="POST",route="\/v1\/executions",status_code="200"\} 2/,
   );
   assert.doesNotMatch(text, /route="\/v1\/executions\/exec_/);
+  // Not left for the worker's shutdown grace to stop.
+  assert.equal((await s.api('POST', `/v1/executions/${slow.body.id}/cancel`)).body.state, 'cancelled');
 });
 
 test('SANDGATE_METRICS_PORT serves /metrics without a key on loopback, and nothing else', async (t) => {
