@@ -6,6 +6,7 @@ import { ProblemSchema, SHARED_SCHEMAS, ref } from '@sandgate/contracts';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
+import { openApiTransform } from './openapi-transform.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { hostCheckPlugin } from './plugins/host-check.ts';
 import { acceptEmptyJson } from './plugins/json-body.ts';
@@ -23,6 +24,17 @@ export interface AppOptions {
 
 let requestSeq = 0;
 const API_VERSION = '1.0.0';
+const TAGS = [
+  { name: 'sessions', description: 'Working directories (/mnt/data in the sandbox) that persist across executions.' },
+  { name: 'files', description: 'Upload, list, download and delete the files of a session.' },
+  { name: 'executions', description: 'Run code, wait for it, follow its events, cancel it.' },
+  { name: 'system', description: 'Health, readiness and what this deployment offers.' },
+];
+const BEARER_SCHEME = {
+  type: 'http' as const, scheme: 'bearer',
+  description: 'An API key from SANDGATE_API_KEYS, as `Authorization: Bearer <key>`. A gateway without keys (open '
+    + 'mode, loopback only) needs none.',
+};
 
 /** The gateway as a Fastify app. Never listens: server.ts does, tests inject or listen on port 0. */
 export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = {}) {
@@ -41,11 +53,14 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
         title: 'sandgate',
         version: API_VERSION,
         description: 'Run code in isolated sandboxes over HTTP, stream its events, download the files it made.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      servers: [{ url: 'http://127.0.0.1:8080', description: 'The default address; use your SANDGATE_PUBLIC_URL' }],
+      components: { securitySchemes: { bearer: BEARER_SCHEME } },
       security: [{ bearer: [] }],
-      tags: ['sessions', 'files', 'executions', 'system'].map((name) => ({ name })),
+      tags: TAGS,
     },
+    transform: openApiTransform,
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });

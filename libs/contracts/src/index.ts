@@ -9,11 +9,15 @@ export * from './mcp.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
-import { FileEntrySchema, FileListSchema, UploadResultSchema, UploadJsonSchema, InlineFileSchema } from './files.ts';
+import {
+  FileEntrySchema, FileListSchema, UploadResultSchema, UploadJsonSchema, InlineFileSchema, MultipartUploadSchema,
+} from './files.ts';
 import {
   ArtifactSchema, ExecutionResultSchema, ExecutionSchema, ExecutionListSchema, CreateExecutionSchema, LimitsSchema,
 } from './executions.ts';
-import { PhaseEventSchema, OutputEventSchema, ArtifactEventSchema, ResultEventSchema } from './events.ts';
+import {
+  PhaseEventSchema, OutputEventSchema, ArtifactEventSchema, ResultEventSchema, ExecutionStreamEventSchema,
+} from './events.ts';
 import { RuntimeSchema, RuntimeListSchema, HealthSchema } from './system.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
@@ -21,5 +25,5 @@ export const SHARED_SCHEMAS = [
   ProblemSchema, ArtifactSchema, LimitsSchema, ExecutionResultSchema, ExecutionSchema, ExecutionListSchema,
   CreateExecutionSchema, SessionSchema, SessionListSchema, CreateSessionSchema, FileEntrySchema, FileListSchema,
   UploadResultSchema, UploadJsonSchema, InlineFileSchema, PhaseEventSchema, OutputEventSchema, ArtifactEventSchema,
-  ResultEventSchema, RuntimeSchema, RuntimeListSchema, HealthSchema,
+  ResultEventSchema, ExecutionStreamEventSchema, MultipartUploadSchema, RuntimeSchema, RuntimeListSchema, HealthSchema,
 ];

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
-  FileListSchema, ProblemSchema, SandgateError, SessionParamsSchema, UploadJsonSchema, UploadResultSchema, ref, type FileEntry,
+  FileListSchema, MultipartUploadSchema, ProblemSchema, SandgateError, SessionParamsSchema, UploadJsonSchema, UploadResultSchema, ref, type FileEntry,
 } from '@sandgate/contracts';
 import { normalizeUserPath, removeInside, walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
@@ -12,7 +12,14 @@ import { FileService } from '../file-service.ts';
 import { presentFile } from '../present.ts';
 
 const FilePathParams = Type.Object({ id: SessionParamsSchema.properties.id, '*': Type.String({ description: 'Path inside the session' }) });
-const OverwriteQuery = Type.Object({ overwrite: Type.Optional(Type.Boolean({ default: false })) });
+const OverwriteQuery = Type.Object({
+  overwrite: Type.Optional(Type.Boolean({ description: 'Replace an existing file; default false.' })),
+});
+/** The raw PUT's body, which the route streams to disk itself: any bytes, of any type. */
+const RAW_BODY = {
+  'application/octet-stream': { schema: { type: 'string', format: 'binary', description: 'The file\'s bytes.' } },
+  '*/*': { schema: { type: 'string', format: 'binary', description: 'The file\'s bytes, of any type.' } },
+};
 
 /** Session files: upload (multipart, raw PUT, JSON+base64), list, delete. Every byte is streamed to disk. */
 export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
@@ -29,12 +36,11 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   const store = service.store.bind(service);
 
   app.post('/:id/files', {
-    config: { quota: 'uploads' },
+    config: { quota: 'uploads', openapi: { body: { 'multipart/form-data': { schema: ref(MultipartUploadSchema) } } } },
     schema: {
-      tags: ['files'],
+      operationId: 'uploadFile', tags: ['files'],
       summary: 'Upload files: multipart/form-data (fields `path`, `overwrite` before the files) or JSON with base64 content',
       params: SessionParamsSchema, querystring: OverwriteQuery,
-      consumes: ['multipart/form-data', 'application/json'],
       body: { content: { 'application/json': { schema: ref(UploadJsonSchema) } } } as never,
       response: { 201: ref(UploadResultSchema), ...errors },
     },
@@ -65,9 +71,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
     raw.put('/:id/files/*', {
-      config: { quota: 'uploads' },
+      config: { quota: 'uploads', openapi: { body: RAW_BODY } },
       schema: {
-        tags: ['files'], summary: 'Upload one file with the raw request body (streamed)',
+        operationId: 'putFile', tags: ['files'], summary: 'Upload one file with the raw request body (streamed)',
         params: FilePathParams, querystring: OverwriteQuery, response: { 201: ref(UploadResultSchema), ...errors },
       },
     }, async (req, reply) => {
@@ -82,7 +88,10 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   });
 
   app.get('/:id/files', {
-    schema: { tags: ['files'], summary: 'List the files of a session', params: SessionParamsSchema, response: { 200: ref(FileListSchema), ...errors } },
+    schema: {
+      operationId: 'listFiles', tags: ['files'], summary: 'List the files of a session',
+      params: SessionParamsSchema, response: { 200: ref(FileListSchema), ...errors },
+    },
   }, async (req) => {
     const dir = await sessionDir(tenantOf(req), req.params.id);
     const { entries, truncated } = await walkTree(dir);
@@ -90,7 +99,10 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   });
 
   app.delete('/:id/files/*', {
-    schema: { tags: ['files'], summary: 'Delete a file or directory of a session', params: FilePathParams, response: { 204: Type.Null(), ...errors } },
+    schema: {
+      operationId: 'deleteFile', tags: ['files'], summary: 'Delete a file or directory of a session',
+      params: FilePathParams, response: { 204: Type.Null(), ...errors },
+    },
   }, async (req, reply) => {
     const dir = await sessionDir(tenantOf(req), req.params.id);
     await removeInside(dir, normalizeUserPath(req.params['*']));

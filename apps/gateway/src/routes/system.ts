@@ -10,13 +10,17 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
   const { config } = deps;
   app.get('/healthz', {
     config: { public: true, anyHost: true },
-    schema: { tags: ['system'], summary: 'Liveness: the process answers', response: { 200: ref(HealthSchema) } },
+    schema: {
+      operationId: 'getHealth', tags: ['system'], summary: 'Liveness: the process answers', security: [],
+      response: { 200: ref(HealthSchema) },
+    },
   }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', {
     config: { public: true, anyHost: true },
     schema: {
-      tags: ['system'], summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
+      operationId: 'getReadiness', tags: ['system'], security: [],
+      summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
       response: { 200: ref(HealthSchema), 503: ref(ProblemSchema) },
     },
   }, async () => {
@@ -29,7 +33,10 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
   });
 
   app.get('/v1/runtimes', {
-    schema: { tags: ['system'], summary: 'Languages and limits of this deployment', response: { 200: ref(RuntimeListSchema) } },
+    schema: {
+      operationId: 'listRuntimes', tags: ['system'], summary: 'Languages and limits of this deployment',
+      response: { 200: ref(RuntimeListSchema) },
+    },
   }, async () => ({
     runtimes: LANGUAGES.map((language) => ({ language, version: VERSIONS[language]!, image: config.image, sandbox_runtime: config.runtime })),
     limits: {
