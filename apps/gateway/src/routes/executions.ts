@@ -25,6 +25,7 @@ const EVENT_STREAM_RESPONSES = {
       + '(`: heartbeat`) keep proxies from closing an idle stream.',
     content: { 'text/event-stream': { schema: ref(ExecutionStreamEventSchema) } },
   },
+  204: { description: 'The run has ended and no event is left after Last-Event-ID: stop reconnecting.' },
 };
 
 export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> = async (app, { deps, heartbeatMs = 15_000 }) => {
@@ -99,17 +100,23 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
           pattern: '^\\d+-\\d+$', description: 'Resume after this event id (EventSource sends it on reconnecting).',
         })),
       }),
-      response: { 200: Type.Null(), ...errors },
+      response: { 200: Type.Null(), 204: Type.Null(), ...errors },
     },
   }, async (req, reply) => {
     const rec = await executions.require(tenantOf(req), req.params.id);
     const header = req.headers['last-event-id'];
     const after = (Array.isArray(header) ? header[0] : header) ?? req.query.last_event_id ?? null;
     if (after !== null && !isStreamId(after)) throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
+    // An ended run's stream has nothing more to come: with nothing left after Last-Event-ID (what an EventSource
+    // sends when it reconnects after the end), 204 tells it to stop reconnecting instead of holding it open.
+    const key = executions.eventsKey(rec.id);
+    if (isTerminal(rec.state) && (await deps.redis.xrange(key, after ? `(${after}` : '-', '+', 'COUNT', 1)).length === 0) {
+      return reply.status(204).send(null);
+    }
     reply.hijack();
     const sse = new SseWriter(reply.raw, { 'x-request-id': String(req.id) }, { heartbeatMs, retryMs: 2000 });
     try {
-      for await (const ev of deps.hub.subscribe(executions.eventsKey(rec.id), after, sse.closed)) {
+      for await (const ev of deps.hub.subscribe(key, after, sse.closed)) {
         await sse.send({ id: ev.id, event: ev.type, data: ev.data });
       }
     } catch (err) {
