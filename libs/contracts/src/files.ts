@@ -31,7 +31,8 @@ export const UploadJsonSchema = Type.Object(
   {
     path: Type.String({ minLength: 1, maxLength: 1024 }),
     content_base64: Type.String({ contentEncoding: 'base64' }),
-    overwrite: Type.Optional(Type.Boolean({ default: false })),
+    // No `default`: a filled-in false would hide the `?overwrite=true` of the query.
+    overwrite: Type.Optional(Type.Boolean({ description: 'Replace an existing file (also `?overwrite=true`); default false.' })),
   },
   {
     $id: 'UploadJson', title: 'UploadJson', additionalProperties: false,

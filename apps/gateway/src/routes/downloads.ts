@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ProblemSchema, SESSION_ID_PATTERN, SandgateError, ref } from '@sandgate/contracts';
 import { contentTypeFor, normalizeUserPath, openInside } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
+import { wildcardPath } from './wildcard.ts';
 
 const Params = Type.Object({ session: Type.String({ pattern: SESSION_ID_PATTERN }), '*': Type.String() });
 const Query = Type.Object({
@@ -59,7 +60,7 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
     },
   }, async (req, reply) => {
     const { session } = req.params;
-    const path = normalizeUserPath(req.params['*']);
+    const path = normalizeUserPath(wildcardPath(req.params['*']));
     const signed = req.query.sig !== undefined;
     if (signed) {
       if (!signer.verify(session, path, req.query.expires, req.query.sig)) {

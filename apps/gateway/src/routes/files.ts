@@ -10,11 +10,17 @@ import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { FileService } from '../file-service.ts';
 import { presentFile } from '../present.ts';
+import { wildcardPath } from './wildcard.ts';
 
 const FilePathParams = Type.Object({ id: SessionParamsSchema.properties.id, '*': Type.String({ description: 'Path inside the session' }) });
 const OverwriteQuery = Type.Object({
   overwrite: Type.Optional(Type.Boolean({ description: 'Replace an existing file; default false.' })),
 });
+/** Multipart fields that say how to save the files: they must come before the file parts they apply to. */
+const CONTROL_FIELDS = new Set(['path', 'overwrite']);
+const lateField = (name: string) => new SandgateError('validation_failed', `the multipart field "${name}" came after a `
+  + `file part; send it before the file (curl: -F ${name}=… -F file=@…), since files are saved as they stream in`);
+
 /** The raw PUT's body, which the route streams to disk itself: any bytes, of any type. */
 const RAW_BODY = {
   'application/octet-stream': { schema: { type: 'string', format: 'binary', description: 'The file\'s bytes.' } },
@@ -54,12 +60,25 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
       return reply.status(201).send({ files });
     }
     const fields: Record<string, string> = {};
-    for await (const part of req.parts()) {
-      if (part.type === 'field') { fields[part.fieldname] = String(part.value); continue; }
-      const path = files.length === 0 && fields.path ? fields.path : part.filename;
-      if (!path) { part.file.resume(); throw new SandgateError('invalid_path', 'a file part needs a filename or a preceding `path` field'); }
-      const overwrite = fields.overwrite === undefined ? (req.query.overwrite ?? false) : /^(true|1|yes)$/i.test(fields.overwrite);
-      files.push(await store(req.params.id, dir, path, part.file, overwrite));
+    // Files this request created (not replaced): removed again if the request turns out to be refused.
+    const created: string[] = [];
+    try {
+      for await (const part of req.parts()) {
+        if (part.type === 'field') {
+          if (files.length > 0 && CONTROL_FIELDS.has(part.fieldname)) throw lateField(part.fieldname);
+          fields[part.fieldname] = String(part.value);
+          continue;
+        }
+        const path = files.length === 0 && fields.path ? fields.path : part.filename;
+        if (!path) { part.file.resume(); throw new SandgateError('invalid_path', 'a file part needs a filename or a preceding `path` field'); }
+        const overwrite = fields.overwrite === undefined ? (req.query.overwrite ?? false) : /^(true|1|yes)$/i.test(fields.overwrite);
+        const file = await store(req.params.id, dir, path, part.file, overwrite);
+        files.push(file);
+        if (!overwrite) created.push(file.path);
+      }
+    } catch (err) {
+      await Promise.all(created.map((p) => removeInside(dir, normalizeUserPath(p)).catch(() => undefined)));
+      throw err;
     }
     if (files.length === 0) throw new SandgateError('bad_request', 'the multipart body has no file part');
     return reply.status(201).send({ files });
@@ -82,7 +101,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
         throw new SandgateError('payload_too_large', `the body is ${length} bytes; the limit is ${config.maxUploadBytes} bytes`);
       }
       const dir = await sessionDir(tenantOf(req), req.params.id);
-      const file = await store(req.params.id, dir, req.params['*'], req.raw, req.query.overwrite ?? false);
+      const file = await store(req.params.id, dir, wildcardPath(req.params['*']), req.raw, req.query.overwrite ?? false);
       return reply.status(201).send({ files: [file] });
     });
   });
@@ -105,7 +124,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     },
   }, async (req, reply) => {
     const dir = await sessionDir(tenantOf(req), req.params.id);
-    await removeInside(dir, normalizeUserPath(req.params['*']));
+    await removeInside(dir, normalizeUserPath(wildcardPath(req.params['*'])));
     return reply.status(204).send(null);
   });
 };
