@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ProblemSchema, SHARED_SCHEMAS, ref } from '@sandgate/contracts';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
+import { corsPlugin } from './plugins/cors.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
 import { openApiTransform } from './openapi-transform.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
@@ -79,6 +80,8 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
 
   registerErrorHandling(app);
   acceptEmptyJson(app);
+  // Before the host check and the key: a browser's preflight carries neither a key nor anything to check.
+  await app.register(corsPlugin, { config: deps.config });
   await app.register(hostCheckPlugin, { config: deps.config });
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
   await app.register(limitsPlugin, { deps });

@@ -47,6 +47,8 @@ export const ConfigSchema = Type.Object({
   tenantLimits: TenantOverridesSchema,
   /** Host names (with an optional :port) the gateway answers to besides the public URL's and loopback's. */
   allowedHosts: Type.Array(Type.String({ pattern: '^[A-Za-z0-9.-]+(:\\d{1,5})?$|^\\[[0-9A-Fa-f:.]+\\](:\\d{1,5})?$' })),
+  /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
+  corsOrigins: Type.Array(Type.String({ pattern: '^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:\\d{1,5})?$' })),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -131,6 +133,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_RATE_LIMIT_PER_MIN: ['rateLimitPerMin', int, '6000'],
   SANDGATE_TENANT_LIMITS: ['tenantLimits', parseJsonObject, '{}'],
   SANDGATE_ALLOWED_HOSTS: ['allowedHosts', list, ''],
+  SANDGATE_CORS_ORIGINS: ['corsOrigins', list, ''],
 };
 
 export class ConfigError extends Error {

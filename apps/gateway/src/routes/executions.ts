@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
@@ -114,7 +115,9 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       return reply.status(204).send(null);
     }
     reply.hijack();
-    const sse = new SseWriter(reply.raw, { 'x-request-id': String(req.id) }, { heartbeatMs, retryMs: 2000 });
+    // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
+    const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
+    const sse = new SseWriter(reply.raw, headers, { heartbeatMs, retryMs: 2000 });
     try {
       for await (const ev of deps.hub.subscribe(key, after, sse.closed)) {
         await sse.send({ id: ev.id, event: ev.type, data: ev.data });
