@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
 import { keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
+import { SpecCheck } from './spec-check.ts';
 
 export interface Stack {
   url: string;
@@ -49,6 +51,7 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
   const log = pino({ level: config.logLevel });
   const deps = await createGatewayDeps(config, log);
   const app = await buildApp(deps, heartbeatMs ? { heartbeatMs } : {});
+  const spec = watchSpec(app);
   const url = await app.listen({ host: '127.0.0.1', port });
   const workers: RunningWorker[] = [];
   const backends: ExecutionBackend[] = [];
@@ -78,6 +81,7 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
     },
     async close() {
       await app.close();
+      const mismatches = await spec.mismatches();
       for (const w of workers) await w.close();
       for (const b of backends) await b.close();
       // Session sandboxes outlive workers by design; a test stack takes its whole deployment with it.
@@ -87,10 +91,30 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       await deleteKeys(prefix);
       await deps.close();
       await rm(dataDir, { recursive: true, force: true });
+      assert.deepEqual(mismatches, [], 'every request and response of this stack matches openapi/openapi.json');
     },
   };
   if (worker) await stack.startWorker(worker === true ? undefined : worker);
   return stack;
+}
+
+/**
+ * Checks every exchange of the app's HTTP traffic against openapi/openapi.json (test/spec-check.ts), so every test
+ * that drives a stack also tests the document. Hijacked replies (SSE streams, MCP) are not seen here.
+ */
+function watchSpec(app: Awaited<ReturnType<typeof buildApp>>) {
+  const check = new SpecCheck();
+  const found: Promise<string[]>[] = [];
+  app.addHook('onSend', async (req, reply, payload) => {
+    const type = reply.getHeader('content-type');
+    found.push(check.check({
+      method: req.method, url: req.url, headers: req.headers, body: req.body, status: reply.statusCode,
+      contentType: type === undefined ? undefined : String(type),
+      payload: typeof payload === 'string' ? payload : undefined,
+    }));
+    return payload;
+  });
+  return { mismatches: async () => (await Promise.all(found)).flat() };
 }
 
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */

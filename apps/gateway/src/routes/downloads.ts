@@ -31,7 +31,7 @@ const FILE_RESPONSES = {
     headers: { ...FILE_HEADERS, 'content-range': { type: 'string' } },
     content: BYTES,
   },
-  304: { description: 'Not modified (If-None-Match matched the ETag).' },
+  304: { type: 'null', description: 'Not modified (If-None-Match matched the ETag).' },
 };
 
 /**

@@ -26,7 +26,7 @@ const EVENT_STREAM_RESPONSES = {
       + '(`: heartbeat`) keep proxies from closing an idle stream.',
     content: { 'text/event-stream': { schema: ref(ExecutionStreamEventSchema) } },
   },
-  204: { description: 'The run has ended and no event is left after Last-Event-ID: stop reconnecting.' },
+  204: { type: 'null', description: 'The run has ended and no event is left after Last-Event-ID: stop reconnecting.' },
 };
 
 export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> = async (app, { deps, heartbeatMs = 15_000 }) => {
