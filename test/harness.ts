@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import { pino } from 'pino';
-import { buildApp, createGatewayDeps, type GatewayDeps } from '@sandgate/gateway';
+import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
 import { keys, loadConfig, signingKey, type Config } from '@sandgate/state';
@@ -23,6 +23,8 @@ export interface Stack {
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   /** Starts a worker in this process: on Docker, or on `backend` (e.g. test/noop-backend.ts). */
   startWorker(backend?: ExecutionBackend): Promise<RunningWorker>;
+  /** Stops delivering webhooks from this stack (as a gateway that stops would). */
+  stopWebhooks(): Promise<void>;
   /** Resolves once every worker's warm pool is full, so that the next one-shot surely gets a pool sandbox. */
   poolReady(): Promise<void>;
   close(): Promise<void>;
@@ -50,7 +52,9 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
   const config = loadConfig(fullEnv);
   const log = pino({ level: config.logLevel });
   const deps = await createGatewayDeps(config, log);
-  const app = await buildApp(deps, heartbeatMs ? { heartbeatMs } : {});
+  // The stack holds its webhook dispatcher itself, so that a test can stop it as a gateway's end would.
+  const app = await buildApp(deps, { webhooks: false, ...(heartbeatMs ? { heartbeatMs } : {}) });
+  let webhooks = config.webhookAllow.length > 0 ? startWebhookDispatcher(deps, log) : null;
   const spec = watchSpec(app);
   const url = await app.listen({ host: '127.0.0.1', port });
   const workers: RunningWorker[] = [];
@@ -76,11 +80,16 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       stack.worker ??= w;
       return w;
     },
+    async stopWebhooks() {
+      await webhooks?.close();
+      webhooks = null;
+    },
     async poolReady() {
       await Promise.all(backends.map((b) => (b instanceof DockerBackend ? b.poolReady() : undefined)));
     },
     async close() {
       await app.close();
+      await stack.stopWebhooks();
       const mismatches = await spec.mismatches();
       for (const w of workers) await w.close();
       for (const b of backends) await b.close();

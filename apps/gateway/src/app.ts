@@ -8,6 +8,7 @@ import { authPlugin } from './plugins/auth.ts';
 import { corsPlugin } from './plugins/cors.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
 import { openApiTransform } from './openapi-transform.ts';
+import { startWebhookDispatcher } from './webhooks/dispatcher.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { hostCheckPlugin } from './plugins/host-check.ts';
 import { acceptEmptyJson } from './plugins/json-body.ts';
@@ -21,6 +22,8 @@ import { systemRoutes } from './routes/system.ts';
 export interface AppOptions {
   /** SSE heartbeat interval (ms); default 15 000. */
   heartbeatMs?: number;
+  /** Deliver callback_url webhooks from this process (when SANDGATE_WEBHOOK_ALLOW allows any); default true. */
+  webhooks?: boolean;
 }
 
 let requestSeq = 0;
@@ -38,7 +41,7 @@ const BEARER_SCHEME = {
 };
 
 /** The gateway as a Fastify app. Never listens: server.ts does, tests inject or listen on port 0. */
-export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = {}) {
+export async function buildApp(deps: GatewayDeps, { heartbeatMs, webhooks = true }: AppOptions = {}) {
   const app = Fastify({
     loggerInstance: deps.log,
     genReqId: () => `req_${Date.now().toString(36)}${(requestSeq++).toString(36)}`,
@@ -93,5 +96,9 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs }: AppOptions = 
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(downloadRoutes, { deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });
+  if (webhooks && deps.config.webhookAllow.length > 0) {
+    const dispatcher = startWebhookDispatcher(deps, deps.log);
+    app.addHook('onClose', () => dispatcher.close());
+  }
   return app;
 }

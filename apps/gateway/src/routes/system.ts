@@ -1,7 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { LANGUAGES, SandgateError, ref, HealthSchema, ProblemSchema, RuntimeListSchema } from '@sandgate/contracts';
+import {
+  LANGUAGES, SandgateError, ref, HealthSchema, ProblemSchema, RuntimeListSchema, WebhookSecretSchema,
+} from '@sandgate/contracts';
 import { WORKER_ALIVE_MS } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { webhookSecret } from '../webhooks/secrets.ts';
 
 const VERSIONS: Record<string, string> = { python: '3.11', javascript: 'node 18', bash: '5.2' };
 
@@ -31,6 +35,14 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
     }
     return { status: 'ready', checks: { redis, workers: String(workers) } };
   });
+
+  app.get('/v1/webhook-secret', {
+    schema: {
+      operationId: 'getWebhookSecret', tags: ['system'],
+      summary: 'The secret that signs this tenant\'s webhooks (Standard Webhooks: verify webhook-signature with it)',
+      response: { 200: ref(WebhookSecretSchema) },
+    },
+  }, async (req) => ({ secret: webhookSecret(deps.signingKey, tenantOf(req)) }));
 
   app.get('/v1/runtimes', {
     schema: {

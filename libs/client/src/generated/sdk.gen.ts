@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetSessionData, GetSessionErrors, GetSessionResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
+import type { CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -27,6 +27,15 @@ export const getHealth = <ThrowOnError extends boolean = false>(options?: Option
  * Readiness: Redis answers and a worker has sent a heartbeat recently
  */
 export const getReadiness = <ThrowOnError extends boolean = false>(options?: Options<GetReadinessData, ThrowOnError>): RequestResult<GetReadinessResponses, GetReadinessErrors, ThrowOnError> => (options?.client ?? client).get<GetReadinessResponses, GetReadinessErrors, ThrowOnError>({ url: '/readyz', ...options });
+
+/**
+ * The secret that signs this tenant's webhooks (Standard Webhooks: verify webhook-signature with it)
+ */
+export const getWebhookSecret = <ThrowOnError extends boolean = false>(options?: Options<GetWebhookSecretData, ThrowOnError>): RequestResult<GetWebhookSecretResponses, GetWebhookSecretErrors, ThrowOnError> => (options?.client ?? client).get<GetWebhookSecretResponses, GetWebhookSecretErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/webhook-secret',
+    ...options
+});
 
 /**
  * Languages and limits of this deployment

@@ -96,6 +96,36 @@ export type ExecutionResult = {
 };
 
 /**
+ * WebhookAttempt
+ */
+export type WebhookAttempt = {
+    at: string;
+    /**
+     * The receiver's HTTP status; null when none came.
+     */
+    status_code: number | null;
+    /**
+     * Why the attempt failed, when it did.
+     */
+    error?: string;
+    duration_ms: number;
+};
+
+/**
+ * WebhookStatus
+ */
+export type WebhookStatus = {
+    /**
+     * `pending` until the run has ended and a delivery succeeded (`delivered`) or was given up (`failed`).
+     */
+    state: 'pending' | 'delivered' | 'failed';
+    /**
+     * Every delivery attempt so far, oldest first.
+     */
+    attempts: Array<WebhookAttempt>;
+};
+
+/**
  * Execution
  */
 export type Execution = {
@@ -108,6 +138,14 @@ export type Execution = {
     finished_at: string | null;
     timeout_ms: number;
     result: ExecutionResult | null;
+    /**
+     * Where the ended execution is POSTed.
+     */
+    callback_url: string | null;
+    /**
+     * Delivery to callback_url.
+     */
+    webhook: WebhookStatus | null;
     links: {
         self: string;
         events: string;
@@ -162,6 +200,10 @@ export type CreateExecution = {
      * Files written into the session before the code runs.
      */
     files?: Array<InlineFile>;
+    /**
+     * When the execution ends, it is POSTed here (as GET /v1/executions/{id} answers it), signed as Standard Webhooks do (webhook-id, webhook-timestamp, webhook-signature; the secret is at GET /v1/webhook-secret). Only to hosts the operator allows (SANDGATE_WEBHOOK_ALLOW).
+     */
+    callback_url?: string;
 };
 
 /**
@@ -411,6 +453,16 @@ export type Health = {
     };
 };
 
+/**
+ * WebhookSecret
+ */
+export type WebhookSecret = {
+    /**
+     * Standard Webhooks secret (whsec_ + base64) of this tenant's deliveries.
+     */
+    secret: string;
+};
+
 export type GetHealthData = {
     body?: never;
     path?: never;
@@ -464,6 +516,39 @@ export type GetReadinessResponses = {
 };
 
 export type GetReadinessResponse = GetReadinessResponses[keyof GetReadinessResponses];
+
+export type GetWebhookSecretData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/webhook-secret';
+};
+
+export type GetWebhookSecretErrors = {
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type GetWebhookSecretError = GetWebhookSecretErrors[keyof GetWebhookSecretErrors];
+
+export type GetWebhookSecretResponses = {
+    /**
+     * Default Response
+     */
+    200: WebhookSecret;
+};
+
+export type GetWebhookSecretResponse = GetWebhookSecretResponses[keyof GetWebhookSecretResponses];
 
 export type ListRuntimesData = {
     body?: never;
