@@ -2,15 +2,19 @@
 # Prepare this machine to run sandgate and its tests. Idempotent: a re-run on a
 # ready machine only checks, in a few seconds.
 #
-#   bash scripts/setup.sh          (also: npm run setup; run by npm run test:all)
+#   bash scripts/setup.sh              (also: npm run setup)
+#   bash scripts/setup.sh --for-tests  (run by npm run test:all: also the browser the dashboard's tests drive)
 #
 # Expects Debian bookworm with Node 20. As root it installs what is missing:
-#   - Debian packages redis-server, docker.io, debootstrap (and runsc for
-#     gVisor when the mirror has it: optional, a warning if it can't be had);
+#   - Debian packages redis-server, docker.io, debootstrap, golang-go with the
+#     Sprig and sigs.k8s.io/yaml sources (the chart renderer), and runsc for
+#     gVisor (when the mirror has it: optional, a warning if it can't be had);
 #   - starts Redis (scripts/start-redis.sh: persistent, noeviction, loopback only) and the Docker engine
 #     when they don't answer;
 #   - registers gVisor with Docker as runtime "runsc" (--network=none);
 #   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;
+#   - builds the dashboard (apps/dashboard, Vite) when its sources changed since the last build;
+#   - with --for-tests: Debian's chromium, which the dashboard's browser tests drive;
 #   - builds the runtime image (images/runtime/build.sh; no registry needed).
 # As another user it says what is missing and how to get it, then fails.
 #
@@ -22,6 +26,14 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+
+for_tests=0
+for arg in "$@"; do
+  case $arg in
+    --for-tests) for_tests=1 ;;
+    *) printf 'error: unknown argument %s (known: --for-tests)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 NEEDRESTART_MODE=a
 # dockerd and debootstrap live in sbin, which a non-root PATH often lacks.
@@ -54,6 +66,16 @@ missing=()
 if [[ -z ${SANDGATE_BASE_IMAGE:-} ]]; then
   have debootstrap || missing+=(debootstrap)
   [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
+fi
+# The Helm chart is rendered in tests by scripts/helm-render (Go text/template + Sprig, as helm does), built from
+# Debian's Go toolchain and Go library packages: helm itself is not packaged by Debian.
+have go || missing+=(golang-go)
+[[ -d /usr/share/gocode/src/github.com/Masterminds/sprig ]] || missing+=(golang-github-masterminds-sprig-dev)
+[[ -d /usr/share/gocode/src/sigs.k8s.io/yaml ]] || missing+=(golang-k8s-sigs-yaml-dev)
+# The dashboard's browser tests drive Debian's Chromium (fonts-dejavu-core: text in screenshots).
+if ((for_tests)); then
+  have chromium || missing+=(chromium)
+  [[ -d /usr/share/fonts/truetype/dejavu ]] || missing+=(fonts-dejavu-core)
 fi
 # Docker loads its AppArmor profile when the kernel has AppArmor enabled; that
 # needs apparmor_parser (docker.io only recommends it).
@@ -239,6 +261,10 @@ if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-loc
 else
   say "node_modules up to date"
 fi
+
+# --- dashboard ----------------------------------------------------------------------
+# Static files the gateway serves at /dashboard/; rebuilt only when the sources' hash changed.
+node --import tsx apps/dashboard/src/build.ts || die "building the dashboard failed (node --import tsx apps/dashboard/src/build.ts)"
 
 # --- runtime image ------------------------------------------------------------------
 if [[ ${SANDGATE_SKIP_IMAGE:-0} == 1 ]]; then

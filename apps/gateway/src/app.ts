@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ProblemSchema, SHARED_SCHEMAS, ref } from '@sandgate/contracts';
+import { DASHBOARD_DIR } from '@sandgate/dashboard';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { corsPlugin } from './plugins/cors.ts';
@@ -13,6 +14,7 @@ import { registerErrorHandling } from './plugins/errors.ts';
 import { hostCheckPlugin } from './plugins/host-check.ts';
 import { acceptEmptyJson } from './plugins/json-body.ts';
 import { limitsPlugin } from './plugins/limits.ts';
+import { dashboardRoutes } from './routes/dashboard.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -24,6 +26,8 @@ export interface AppOptions {
   heartbeatMs?: number;
   /** Deliver callback_url webhooks from this process (when SANDGATE_WEBHOOK_ALLOW allows any); default true. */
   webhooks?: boolean;
+  /** The built dashboard served at /dashboard/; default apps/dashboard/build. */
+  dashboardDir?: string;
 }
 
 let requestSeq = 0;
@@ -41,7 +45,9 @@ const BEARER_SCHEME = {
 };
 
 /** The gateway as a Fastify app. Never listens: server.ts does, tests inject or listen on port 0. */
-export async function buildApp(deps: GatewayDeps, { heartbeatMs, webhooks = true }: AppOptions = {}) {
+export async function buildApp(
+  deps: GatewayDeps, { heartbeatMs, webhooks = true, dashboardDir = DASHBOARD_DIR }: AppOptions = {},
+) {
   const app = Fastify({
     loggerInstance: deps.log,
     genReqId: () => `req_${Date.now().toString(36)}${(requestSeq++).toString(36)}`,
@@ -69,7 +75,8 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs, webhooks = true
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
   app.addHook('onRoute', (route) => {
-    if (route.url.startsWith('/docs')) route.config = { ...(route.config as object), public: true };
+    // The docs and the dashboard's static files: the dashboard asks for the key in the page.
+    if (/^\/(docs|dashboard)(\/|$)/.test(route.url)) route.config = { ...(route.config as object), public: true };
     // Any route may meet the request limit (429) and, unless it answers any host, the host check (421, 403).
     const response = route.schema?.response as Record<string, unknown> | undefined;
     if (response) {
@@ -96,6 +103,7 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs, webhooks = true
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(downloadRoutes, { deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });
+  await app.register(dashboardRoutes, { dir: dashboardDir });
   if (webhooks && deps.config.webhookAllow.length > 0) {
     const dispatcher = startWebhookDispatcher(deps, deps.log);
     app.addHook('onClose', () => dispatcher.close());

@@ -16,7 +16,7 @@ async function main() {
   await backend.check();
   const worker = await startWorker({ config, log, backend, workspaces, id });
   const gateway = await startGateway(config, log);
-  log.info({ url: gateway.url, docs: `${gateway.url}/docs` }, 'sandgate is serving');
+  log.info({ url: gateway.url, docs: `${gateway.url}/docs`, dashboard: `${gateway.url}/dashboard/` }, 'sandgate is serving');
   const stop = async (signal: string) => {
     log.info({ signal }, 'stopping');
     await gateway.close();

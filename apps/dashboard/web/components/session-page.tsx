@@ -1,0 +1,120 @@
+import type { Execution, Session } from '@sandgate/contracts';
+import { useState } from 'preact/hooks';
+import { apiPath } from '../lib/api.ts';
+import { useApi } from '../lib/context.ts';
+import { time } from '../lib/format.ts';
+import { href, navigate } from '../lib/router.ts';
+import { ErrorNote, LoadMore, Panel, StateBadge, usePaged, usePoll } from './common.tsx';
+import { FilesPanel } from './files-panel.tsx';
+import { RunForm } from './run-form.tsx';
+import { RunsTable } from './runs-table.tsx';
+import { SessionActions } from './sessions-page.tsx';
+
+/** One session: what it is, its files, a form to run code in it, and its runs. */
+export function SessionPage({ id }: { id: string }) {
+  const api = useApi();
+  const [session, setSession] = useState<Session | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [filesChanged, setFilesChanged] = useState(0);
+  const runs = usePaged<Execution>((cursor) => api.executions({ session_id: id }, cursor), [id]);
+  const load = async () => {
+    try {
+      setSession(await api.request<Session>('GET', apiPath`/v1/sessions/${id}`));
+      setError(null);
+    } catch (err) {
+      setError(err);
+    }
+    await runs.reload();
+  };
+  const { refresh } = usePoll(load, 4000, [id, runs.reload]);
+  if (!session)
+    return (
+      <Panel
+        title={
+          <>
+            Session <code>{id}</code>
+          </>
+        }
+        label="session"
+      >
+        {error ? <ErrorNote error={error} /> : <p>Loading…</p>}
+      </Panel>
+    );
+  return (
+    <>
+      <Panel
+        title={
+          <>
+            Session <code>{id}</code>
+          </>
+        }
+        label="session"
+        actions={
+          <SessionActions
+            session={session}
+            onChange={() => {
+              refresh();
+              setFilesChanged((n) => n + 1);
+            }}
+          />
+        }
+      >
+        <ErrorNote error={error} />
+        <dl class="facts">
+          <div>
+            <dt>mode</dt>
+            <dd>{session.mode}</dd>
+          </div>
+          <div>
+            <dt>state</dt>
+            <dd>
+              <StateBadge state={session.state} />
+            </dd>
+          </div>
+          <div>
+            <dt>created</dt>
+            <dd>{time(session.created_at)}</dd>
+          </div>
+          <div>
+            <dt>expires</dt>
+            <dd>{time(session.expires_at)}</dd>
+          </div>
+          {session.current_execution_id && (
+            <div>
+              <dt>running</dt>
+              <dd>
+                <a href={href('runs', session.current_execution_id)}>
+                  <code>{session.current_execution_id}</code>
+                </a>
+              </dd>
+            </div>
+          )}
+        </dl>
+        {error !== null && (
+          <p>
+            <button type="button" onClick={() => navigate('sessions')}>
+              Back to sessions
+            </button>
+          </p>
+        )}
+      </Panel>
+      <FilesPanel sessionId={id} refreshKey={filesChanged} />
+      <Panel title="Run code" label="run code">
+        <RunForm
+          sessionId={id}
+          onStarted={refresh}
+          onEnded={() => {
+            refresh();
+            setFilesChanged((n) => n + 1);
+          }}
+        />
+      </Panel>
+      <Panel title="Runs in this session" label="session runs">
+        <ErrorNote error={runs.error} />
+        {runs.items?.length === 0 && <p class="muted empty">No runs yet.</p>}
+        {runs.items && runs.items.length > 0 && <RunsTable runs={runs.items} showSession={false} />}
+        <LoadMore next={runs.next} onMore={runs.more} />
+      </Panel>
+    </>
+  );
+}

@@ -1,0 +1,131 @@
+import type { Session } from '@sandgate/contracts';
+import { useState } from 'preact/hooks';
+import { apiPath } from '../lib/api.ts';
+import { useApi } from '../lib/context.ts';
+import { time } from '../lib/format.ts';
+import { href, navigate } from '../lib/router.ts';
+import { ErrorNote, LoadMore, Panel, StateBadge, usePaged, usePoll } from './common.tsx';
+
+export function SessionActions({ session, onChange }: { session: Session; onChange(): void }) {
+  const api = useApi();
+  const [error, setError] = useState<unknown>(null);
+  const act = async (method: string, path: string, confirmText?: string) => {
+    if (confirmText && !confirm(confirmText)) return;
+    setError(null);
+    try {
+      await api.request(method, path);
+      onChange();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <span class="row-actions">
+      {session.mode === 'stateful' && (
+        <a class="button" href={href('notebook', session.id)}>
+          Notebook
+        </a>
+      )}
+      <button
+        type="button"
+        onClick={() => act('POST', apiPath`/v1/sessions/${session.id}/restart`)}
+        aria-label={`Restart ${session.id}`}
+      >
+        Restart
+      </button>
+      <button
+        type="button"
+        class="danger"
+        aria-label={`Delete ${session.id}`}
+        onClick={() => act('DELETE', apiPath`/v1/sessions/${session.id}`, `Delete ${session.id} and all its files?`)}
+      >
+        Delete
+      </button>
+      <ErrorNote error={error} />
+    </span>
+  );
+}
+
+function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
+  const api = useApi();
+  const [mode, setMode] = useState<'process' | 'stateful'>('process');
+  const [error, setError] = useState<unknown>(null);
+  const create = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      onCreated(await api.request<Session>('POST', '/v1/sessions', { mode }));
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <form class="inline-form" onSubmit={create}>
+      <label for="session-mode">Mode</label>
+      <select id="session-mode" value={mode} onChange={(e) => setMode(e.currentTarget.value as typeof mode)}>
+        <option value="process">process: each run a new process</option>
+        <option value="stateful">stateful: a notebook interpreter</option>
+      </select>
+      <button type="submit" class="primary">
+        Create session
+      </button>
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
+/** The tenant's live sessions, newest first, refreshed every few seconds. */
+export function SessionsPage() {
+  const api = useApi();
+  const list = usePaged<Session>((cursor) => api.sessions(cursor), []);
+  const { refresh } = usePoll(list.reload, 5000, [list.reload]);
+  return (
+    <Panel
+      title="Sessions"
+      label="sessions"
+      actions={<CreateSession onCreated={(s) => navigate(s.mode === 'stateful' ? 'notebook' : 'sessions', s.id)} />}
+    >
+      <ErrorNote error={list.error} />
+      {list.items?.length === 0 && <p class="muted empty">No sessions yet. Create one, or start a run.</p>}
+      {list.items && list.items.length > 0 && (
+        <div class="table-scroll">
+          <table class="list" aria-label="sessions">
+            <thead>
+              <tr>
+                <th scope="col">Session</th>
+                <th scope="col">Mode</th>
+                <th scope="col">State</th>
+                <th scope="col">Created</th>
+                <th scope="col">Expires</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.items.map((s) => (
+                <tr key={s.id} data-session={s.id}>
+                  <td>
+                    <a href={href('sessions', s.id)}>
+                      <code>{s.id}</code>
+                    </a>
+                  </td>
+                  <td>{s.mode}</td>
+                  <td>
+                    <StateBadge state={s.state} />
+                  </td>
+                  <td>{time(s.created_at)}</td>
+                  <td>{time(s.expires_at)}</td>
+                  <td>
+                    <SessionActions session={s} onChange={refresh} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <LoadMore next={list.next} onMore={list.more} />
+    </Panel>
+  );
+}
