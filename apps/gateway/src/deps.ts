@@ -21,6 +21,8 @@ export interface GatewayDeps {
   workers: WorkerRegistry;
   workspaces: Workspaces;
   signer: UrlSigner;
+  /** The deployment's HMAC key (download URLs, cursors, webhook secrets). */
+  signingKey: Buffer;
   cursors: Cursors;
   close(): Promise<void>;
 }
@@ -49,7 +51,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
   return {
-    config, log, redis, hub, notices, queue, signer, cursors: new Cursors(key),
+    config, log, redis, hub, notices, queue, signer, signingKey: key, cursors: new Cursors(key),
     sessions: new SessionStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
