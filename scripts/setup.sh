@@ -63,6 +63,9 @@ node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.ex
 missing=()
 { have redis-server && have redis-cli; } || missing+=(redis-server)
 { have docker && have dockerd; } || missing+=(docker.io)
+# The README's curl walk-through is a test (test/readme-curl.test.ts).
+have curl || missing+=(curl)
+have jq || missing+=(jq)
 if [[ -z ${SANDGATE_BASE_IMAGE:-} ]]; then
   have debootstrap || missing+=(debootstrap)
   [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)

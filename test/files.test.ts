@@ -142,3 +142,43 @@ test('files: upload, list, download with Range/ETag, delete, and every limit', a
     assert.equal((await fetch(`${base}/b.json`, { method: 'DELETE' })).status, 404);
   });
 });
+
+test('uploads: what generated clients and curl users send is honoured or refused, never silently misread', async (t) => {
+  const s = await startStack({ worker: false });
+  t.after(() => s.close());
+  const session = (await s.api('POST', '/v1/sessions', {})).body.id as string;
+  const base = `${s.url}/v1/sessions/${session}/files`;
+  const listed = async () => (await s.api('GET', `/v1/sessions/${session}/files`)).body.files.map((f: any) => f.path).sort();
+
+  await t.test('?overwrite=true replaces a file on a JSON upload, as the document says', async () => {
+    const body = (text: string) => ({ path: 'j.txt', content_base64: Buffer.from(text).toString('base64') });
+    assert.equal((await s.api('POST', `/v1/sessions/${session}/files`, body('one'))).status, 201);
+    assert.equal((await s.api('POST', `/v1/sessions/${session}/files`, body('two'))).status, 409);
+    const replaced = await s.api('POST', `/v1/sessions/${session}/files?overwrite=true`, body('three'));
+    assert.equal(replaced.status, 201, JSON.stringify(replaced.body));
+    assert.equal(await (await fetch(`${s.url}/files/${session}/j.txt`)).text(), 'three');
+  });
+
+  await t.test('a multipart field after the file part is refused (curl -F file=@x -F path=…), and nothing is saved', async () => {
+    const form = new FormData();
+    form.append('file', new Blob(['a,b\n']), 'late.csv');
+    form.append('path', 'sub/late.csv');
+    const r = await fetch(base, { method: 'POST', body: form });
+    assert.equal(r.status, 400);
+    const problem = (await r.json()) as { code: string; detail: string };
+    assert.equal(problem.code, 'validation_failed');
+    assert.match(problem.detail, /"path".*before the file/);
+    assert.ok(!(await listed()).some((p: string) => p.includes('late')), 'neither late.csv nor sub/late.csv');
+  });
+
+  await t.test('an unexpanded URI template ({*}, {path}) is no file name', async () => {
+    for (const literal of ['%7B*%7D', '%7Bpath%7D', 'dir/%7Bpath%7D']) {
+      const r = await fetch(`${base}/${literal}`, { method: 'PUT', body: 'x' });
+      assert.equal(r.status, 400, literal);
+      const problem = (await r.json()) as { code: string; detail: string };
+      assert.equal(problem.code, 'invalid_path');
+      assert.match(problem.detail, /template/);
+    }
+    assert.ok(!(await listed()).some((p: string) => p.includes('{')), 'no file named {*} or {path}');
+  });
+});

@@ -1,14 +1,16 @@
+import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
-import { buildApp, createGatewayDeps, type GatewayDeps } from '@sandgate/gateway';
+import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
 import { createLogger, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
+import { SpecCheck } from './spec-check.ts';
 
 export interface Stack {
   url: string;
@@ -20,6 +22,8 @@ export interface Stack {
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   /** Starts a worker in this process: on Docker, or on `backend` (e.g. test/noop-backend.ts). */
   startWorker(backend?: ExecutionBackend): Promise<RunningWorker>;
+  /** Stops delivering webhooks from this stack (as a gateway that stops would). */
+  stopWebhooks(): Promise<void>;
   /** Resolves once every worker's warm pool is full, so that the next one-shot surely gets a pool sandbox. */
   poolReady(): Promise<void>;
   close(): Promise<void>;
@@ -47,7 +51,10 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
   const config = loadConfig(fullEnv);
   const log = createLogger(config, 'sandgate-test', { tty: false });
   const deps = await createGatewayDeps(config, log);
-  const app = await buildApp(deps, heartbeatMs ? { heartbeatMs } : {});
+  // The stack holds its webhook dispatcher itself, so that a test can stop it as a gateway's end would.
+  const app = await buildApp(deps, { webhooks: false, ...(heartbeatMs ? { heartbeatMs } : {}) });
+  let webhooks = config.webhookAllow.length > 0 ? startWebhookDispatcher(deps, log) : null;
+  const spec = watchSpec(app);
   const url = await app.listen({ host: '127.0.0.1', port });
   const workers: RunningWorker[] = [];
   const backends: ExecutionBackend[] = [];
@@ -72,11 +79,17 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       stack.worker ??= w;
       return w;
     },
+    async stopWebhooks() {
+      await webhooks?.close();
+      webhooks = null;
+    },
     async poolReady() {
       await Promise.all(backends.map((b) => (b instanceof DockerBackend ? b.poolReady() : undefined)));
     },
     async close() {
       await app.close();
+      await stack.stopWebhooks();
+      const mismatches = await spec.mismatches();
       for (const w of workers) await w.close();
       for (const b of backends) await b.close();
       // Session sandboxes outlive workers by design; a test stack takes its whole deployment with it.
@@ -86,10 +99,30 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       await deleteKeys(prefix);
       await deps.close();
       await rm(dataDir, { recursive: true, force: true });
+      assert.deepEqual(mismatches, [], 'every request and response of this stack matches openapi/openapi.json');
     },
   };
   if (worker) await stack.startWorker(worker === true ? undefined : worker);
   return stack;
+}
+
+/**
+ * Checks every exchange of the app's HTTP traffic against openapi/openapi.json (test/spec-check.ts), so every test
+ * that drives a stack also tests the document. Hijacked replies (SSE streams, MCP) are not seen here.
+ */
+function watchSpec(app: Awaited<ReturnType<typeof buildApp>>) {
+  const check = new SpecCheck();
+  const found: Promise<string[]>[] = [];
+  app.addHook('onSend', async (req, reply, payload) => {
+    const type = reply.getHeader('content-type');
+    found.push(check.check({
+      method: req.method, url: req.url, headers: req.headers, body: req.body, status: reply.statusCode,
+      contentType: type === undefined ? undefined : String(type),
+      payload: typeof payload === 'string' ? payload : undefined,
+    }));
+    return payload;
+  });
+  return { mismatches: async () => (await Promise.all(found)).flat() };
 }
 
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */

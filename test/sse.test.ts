@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './harness.ts';
 import { readSse, type SseEvent } from './sse-client.ts';
+import { noopBackend } from './noop-backend.ts';
 
 const stdoutOf = (evs: SseEvent[]) => evs.filter((e) => e.event === 'stdout').map((e) => JSON.parse(e.data).text as string).join('');
 
@@ -56,4 +57,25 @@ test('SSE: many subscribers on one execution all receive every event', async (t)
   assert.equal(all[0]!.events.at(-1)!.event, 'result');
   for (const r of all) assert.deepEqual(r.events.map((e) => e.id), reference);
   assert.equal(stdoutOf(all[0]!.events), Array.from({ length: 10 }, (_, i) => `${i}\n`).join(''));
+});
+
+test('SSE: resuming an ended run after its result answers 204 at once, so an EventSource stops reconnecting', async (t) => {
+  const s = await startStack({ worker: noopBackend });
+  t.after(() => s.close());
+  const run = await s.api('POST', '/v1/executions?wait=30', { language: 'python', code: 'print(1)' });
+  assert.equal(run.status, 200);
+  const url = run.body.links.events as string;
+  const all = (await readSse(url)).events;
+  const [done, result] = all.slice(-2);
+  assert.equal(result!.event, 'result');
+
+  // What every EventSource sends ~2 s after the stream closed: it must not be held open with heartbeats.
+  const again = await fetch(url, { headers: { 'last-event-id': result!.id! }, signal: AbortSignal.timeout(5000) });
+  assert.equal(again.status, 204);
+  assert.equal(await again.text(), '');
+  const byQuery = await fetch(`${url}?last_event_id=${result!.id}`, { signal: AbortSignal.timeout(5000) });
+  assert.equal(byQuery.status, 204);
+  // Resuming just before the end still gets what is left, then the stream ends.
+  const rest = await readSse(url, { headers: { 'last-event-id': done!.id! } });
+  assert.deepEqual(rest.events.map((e) => e.event), ['result']);
 });

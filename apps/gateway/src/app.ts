@@ -6,7 +6,10 @@ import { ProblemSchema, SHARED_SCHEMAS, ref } from '@sandgate/contracts';
 import { DASHBOARD_DIR } from '@sandgate/dashboard';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
+import { corsPlugin } from './plugins/cors.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
+import { openApiTransform } from './openapi-transform.ts';
+import { startWebhookDispatcher } from './webhooks/dispatcher.ts';
 import { clientErrorHandler, registerErrorHandling } from './plugins/errors.ts';
 import { hostCheckPlugin } from './plugins/host-check.ts';
 import { acceptEmptyJson } from './plugins/json-body.ts';
@@ -23,15 +26,30 @@ import { serverTimeouts } from './timeouts.ts';
 export interface AppOptions {
   /** SSE heartbeat interval (ms); default 15 000. */
   heartbeatMs?: number;
+  /** Deliver callback_url webhooks from this process (when SANDGATE_WEBHOOK_ALLOW allows any); default true. */
+  webhooks?: boolean;
   /** The built dashboard served at /dashboard/; default apps/dashboard/build. */
   dashboardDir?: string;
 }
 
 let requestSeq = 0;
 const API_VERSION = '1.0.0';
+const TAGS = [
+  { name: 'sessions', description: 'Working directories (/mnt/data in the sandbox) that persist across executions.' },
+  { name: 'files', description: 'Upload, list, download and delete the files of a session.' },
+  { name: 'executions', description: 'Run code, wait for it, follow its events, cancel it.' },
+  { name: 'system', description: 'Health, readiness and what this deployment offers.' },
+];
+const BEARER_SCHEME = {
+  type: 'http' as const, scheme: 'bearer',
+  description: 'An API key from SANDGATE_API_KEYS, as `Authorization: Bearer <key>`. A gateway without keys (open '
+    + 'mode, loopback only) needs none.',
+};
 
 /** The gateway as a Fastify app. Never listens: server.ts does, tests inject or listen on port 0. */
-export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = DASHBOARD_DIR }: AppOptions = {}) {
+export async function buildApp(
+  deps: GatewayDeps, { heartbeatMs, webhooks = true, dashboardDir = DASHBOARD_DIR }: AppOptions = {},
+) {
   const app = Fastify({
     loggerInstance: deps.log,
     genReqId: () => `req_${Date.now().toString(36)}${(requestSeq++).toString(36)}`,
@@ -50,11 +68,14 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = 
         title: 'sandgate',
         version: API_VERSION,
         description: 'Run code in isolated sandboxes over HTTP, stream its events, download the files it made.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      servers: [{ url: 'http://127.0.0.1:8080', description: 'The default address; use your SANDGATE_PUBLIC_URL' }],
+      components: { securitySchemes: { bearer: BEARER_SCHEME } },
       security: [{ bearer: [] }],
-      tags: ['sessions', 'files', 'executions', 'system'].map((name) => ({ name })),
+      tags: TAGS,
     },
+    transform: openApiTransform,
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
@@ -76,6 +97,8 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = 
   // SSE streams and long polls end first, so that closing does not wait for them.
   app.addHook('preClose', async () => deps.drain());
   acceptEmptyJson(app);
+  // Before the host check and the key: a browser's preflight carries neither a key nor anything to check.
+  await app.register(corsPlugin, { config: deps.config });
   await app.register(hostCheckPlugin, { config: deps.config });
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys, operatorKeys: deps.config.operatorKeys });
   await app.register(limitsPlugin, { deps });
@@ -92,5 +115,9 @@ export async function buildApp(deps: GatewayDeps, { heartbeatMs, dashboardDir = 
   await app.register(downloadRoutes, { deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });
   await app.register(dashboardRoutes, { dir: dashboardDir });
+  if (webhooks && deps.config.webhookAllow.length > 0) {
+    const dispatcher = startWebhookDispatcher(deps, deps.log);
+    app.addHook('onClose', () => dispatcher.close());
+  }
   return app;
 }

@@ -29,6 +29,8 @@ export interface GatewayDeps {
   /** Aborted when the gateway starts to shut down: SSE streams and long polls end early (clients go elsewhere). */
   readonly draining: AbortSignal;
   drain(): void;
+  /** The deployment's HMAC key (download URLs, cursors, webhook secrets). */
+  signingKey: Buffer;
   cursors: Cursors;
   close(): Promise<void>;
 }
@@ -66,7 +68,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   const metrics = new GatewayMetrics(stats, redis, k);
   metrics.start();
   return {
-    config, log, redis, hub, notices, queue, signer, stats, metrics, cursors: new Cursors(key),
+    config, log, redis, hub, notices, queue, signer, stats, metrics, signingKey: key, cursors: new Cursors(key),
     draining: draining.signal,
     drain: () => draining.abort(),
     sessions: new SessionStore(redis, k),

@@ -8,6 +8,7 @@ import {
 } from '@sandgate/state';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
+import { WebhookAllowList } from './webhooks/allow-list.ts';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Inline files are decoded in memory, so they get a tighter bound than streamed uploads. */
@@ -19,8 +20,10 @@ type InlineFile = { path: string; bytes: Buffer };
 export class ExecutionService {
   /** Settles when the gateway starts to shut down: a long poll then answers with the run as it is. */
   private readonly drained: Promise<'timeout'>;
+  private readonly webhooks: WebhookAllowList;
 
   constructor(private readonly d: GatewayDeps) {
+    this.webhooks = new WebhookAllowList(d.config.webhookAllow);
     this.drained = new Promise((resolve) => {
       d.draining.addEventListener('abort', () => resolve('timeout'), { once: true });
     });
@@ -33,6 +36,7 @@ export class ExecutionService {
   async create(tenant: string, body: CreateExecution, waitSeconds = 0): Promise<ExecutionRecord> {
     const { config } = this.d;
     const job = this.validate(body);
+    if (body.callback_url !== undefined) this.checkCallback(body.callback_url);
     const files = (body.files ?? []).map((f) => ({ path: normalizeUserPath(f.path), bytes: Buffer.from(f.content_base64, 'base64') }));
     const inline = files.reduce((n, f) => n + f.bytes.length, 0);
     if (inline > Math.min(MAX_INLINE_BYTES, config.maxUploadBytes)) {
@@ -55,8 +59,11 @@ export class ExecutionService {
         ...(session ? {} : { oneshotTtlSeconds: config.sessionTtlSeconds }),
         ...(ending ? { notify: this.d.notices.channel } : {}),
       };
-      await this.startAndEnqueue(meta, data, start, files);
-      const record: ExecutionRecord = { ...meta, state: 'queued', started_at: null, finished_at: null, result: null };
+      await this.startAndEnqueue(meta, data, start, files, body.callback_url);
+      const record: ExecutionRecord = {
+        ...meta, state: 'queued', started_at: null, finished_at: null, result: null, callback_url: body.callback_url ?? null,
+        webhook: body.callback_url === undefined ? null : { state: 'pending', attempts: [] },
+      };
       return ending ? await this.until(record, ending, Date.now() + waitSeconds * 1000) : record;
     } finally {
       ending?.cancel();
@@ -79,11 +86,12 @@ export class ExecutionService {
    * job; a gateway that dies in between leaves a queued run that housekeeping ends (worker.ts).
    */
   private async startAndEnqueue(
-    meta: ExecutionMeta, data: ExecutionJob, start: StartOptions, files: InlineFile[],
+    meta: ExecutionMeta, data: ExecutionJob, start: StartOptions, files: InlineFile[], callbackUrl?: string,
   ): Promise<void> {
     const { config } = this.d;
     const rank = await this.d.executions.start(meta, data, start);
     try {
+      if (callbackUrl !== undefined) await this.d.executions.setCallback(meta.id, callbackUrl);
       if (files.length > 0) {
         const dir = await this.d.workspaces.create(meta.session_id);
         for (const f of files) {
@@ -130,6 +138,14 @@ export class ExecutionService {
       throw new SandgateError('payload_too_large', 'stdin is larger than SANDGATE_MAX_UPLOAD_BYTES');
     }
     return { language: body.language as Language, code: body.code, timeout_ms: timeout, memory_mb: memory, cpus, env, stdin: body.stdin ?? null };
+  }
+
+  /** A callback_url must point where SANDGATE_WEBHOOK_ALLOW allows (its addresses are checked again at delivery). */
+  private checkCallback(url: string): void {
+    const refused = this.webhooks.enabled
+      ? this.webhooks.refuseUrl(url)
+      : 'this gateway sends no webhooks (SANDGATE_WEBHOOK_ALLOW is empty)';
+    if (refused) throw new SandgateError('webhook_not_allowed', `callback_url refused: ${refused}`);
   }
 
   /** Waits up to `seconds` for the run to end; returns the record as it then is. */

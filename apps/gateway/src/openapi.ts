@@ -8,7 +8,7 @@ export async function openApiDocument(redisUrl: string): Promise<unknown> {
   const prefix = 'sandgate-openapi';
   const config = loadConfig({ REDIS_URL: redisUrl, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_LOG_LEVEL: 'silent', SANDGATE_DATA_DIR: '/nonexistent' });
   const deps = await createGatewayDeps(config, pino({ level: 'silent' }));
-  const app = await buildApp(deps);
+  const app = await buildApp(deps, { webhooks: false });
   try {
     await app.ready();
     return app.swagger();

@@ -35,6 +35,8 @@ export function presentExecution(r: ExecutionRecord, publicUrl: string, signer: 
     finished_at: r.finished_at === null ? null : iso(r.finished_at),
     timeout_ms: r.timeout_ms,
     result,
+    callback_url: r.callback_url ?? null,
+    webhook: r.webhook ?? null,
     links: { self, events: `${self}/events`, cancel: `${self}/cancel`, session: `${publicUrl}/v1/sessions/${r.session_id}` },
   };
 }

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 
 /**
  * A Server-Sent Events writer on a raw response: owns ids and backpressure, heartbeats with
@@ -9,7 +9,7 @@ export class SseWriter {
   private readonly ac = new AbortController();
   private readonly heartbeat: NodeJS.Timeout;
 
-  constructor(private readonly res: ServerResponse, headers: Record<string, string>, opts: { heartbeatMs: number; retryMs: number }) {
+  constructor(private readonly res: ServerResponse, headers: OutgoingHttpHeaders, opts: { heartbeatMs: number; retryMs: number }) {
     this.closed = this.ac.signal;
     res.on('close', () => this.ac.abort());
     res.writeHead(200, {

@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   validation_failed: 400,
   invalid_path: 400,
   unsupported_language: 400,
+  webhook_not_allowed: 400,
   unauthorized: 401,
   forbidden: 403,
   origin_not_allowed: 403,

@@ -71,6 +71,28 @@ export const ExecutionResultSchema = Type.Object(
 );
 export type ExecutionResult = Static<typeof ExecutionResultSchema>;
 
+export const WebhookAttemptSchema = Type.Object(
+  {
+    at: TimestampSchema,
+    status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'The receiver\'s HTTP status; null when none came.' }),
+    error: Type.Optional(Type.String({ description: 'Why the attempt failed, when it did.' })),
+    duration_ms: Type.Integer(),
+  },
+  { $id: 'WebhookAttempt', title: 'WebhookAttempt' },
+);
+export type WebhookAttempt = Static<typeof WebhookAttemptSchema>;
+
+export const WebhookStatusSchema = Type.Object(
+  {
+    state: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
+      description: '`pending` until the run has ended and a delivery succeeded (`delivered`) or was given up (`failed`).',
+    }),
+    attempts: Type.Array(ref(WebhookAttemptSchema), { description: 'Every delivery attempt so far, oldest first.' }),
+  },
+  { $id: 'WebhookStatus', title: 'WebhookStatus' },
+);
+export type WebhookStatus = Static<typeof WebhookStatusSchema>;
+
 export const ExecutionSchema = Type.Object(
   {
     id: ExecutionIdSchema,
@@ -82,6 +104,8 @@ export const ExecutionSchema = Type.Object(
     finished_at: Type.Union([TimestampSchema, Type.Null()]),
     timeout_ms: Type.Integer(),
     result: Type.Union([ref(ExecutionResultSchema), Type.Null()]),
+    callback_url: Type.Union([Type.String(), Type.Null()], { description: 'Where the ended execution is POSTed.' }),
+    webhook: Type.Union([ref(WebhookStatusSchema), Type.Null()], { description: 'Delivery to callback_url.' }),
     links: Type.Object({ self: Type.String(), events: Type.String(), cancel: Type.String(), session: Type.String() }),
   },
   { $id: 'Execution', title: 'Execution' },
@@ -113,6 +137,12 @@ export const CreateExecutionSchema = Type.Object(
     files: Type.Optional(
       Type.Array(ref(InlineFileSchema), { maxItems: 32, description: 'Files written into the session before the code runs.' }),
     ),
+    callback_url: Type.Optional(Type.String({
+      format: 'uri', maxLength: 2048, pattern: '^https?://',
+      description: 'When the execution ends, it is POSTed here (as GET /v1/executions/{id} answers it), signed as '
+        + 'Standard Webhooks do (webhook-id, webhook-timestamp, webhook-signature; the secret is at GET '
+        + '/v1/webhook-secret). Only to hosts the operator allows (SANDGATE_WEBHOOK_ALLOW).',
+    })),
   },
   { $id: 'CreateExecution', title: 'CreateExecution', additionalProperties: false },
 );

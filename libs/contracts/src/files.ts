@@ -31,9 +31,13 @@ export const UploadJsonSchema = Type.Object(
   {
     path: Type.String({ minLength: 1, maxLength: 1024 }),
     content_base64: Type.String({ contentEncoding: 'base64' }),
-    overwrite: Type.Optional(Type.Boolean({ default: false })),
+    // No `default`: a filled-in false would hide the `?overwrite=true` of the query.
+    overwrite: Type.Optional(Type.Boolean({ description: 'Replace an existing file (also `?overwrite=true`); default false.' })),
   },
-  { $id: 'UploadJson', title: 'UploadJson', additionalProperties: false },
+  {
+    $id: 'UploadJson', title: 'UploadJson', additionalProperties: false,
+    examples: [{ path: 'data/marketing.csv', content_base64: 'Y2hhbm5lbCxzcGVuZAo=', overwrite: false }],
+  },
 );
 export type UploadJson = Static<typeof UploadJsonSchema>;
 
@@ -46,3 +50,26 @@ export const InlineFileSchema = Type.Object(
   { $id: 'InlineFile', title: 'InlineFile', additionalProperties: false },
 );
 export type InlineFile = Static<typeof InlineFileSchema>;
+
+/**
+ * The multipart upload as the document describes it (the server reads the parts as they stream in, so this schema
+ * only documents them): text fields first, then one or more file parts under any field name.
+ */
+export const MultipartUploadSchema = Type.Object(
+  {
+    path: Type.Optional(Type.String({
+      minLength: 1, maxLength: 1024,
+      description: 'Where to save the first file, relative to the session root (may contain `/`); default: the '
+        + 'part\'s filename. Must come before the file parts.',
+    })),
+    overwrite: Type.Optional(Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')], {
+      description: 'Replace existing files; default false (or `?overwrite=`). Must come before the file parts.',
+    })),
+    file: Type.Unsafe<Blob>({
+      type: 'string', format: 'binary', contentMediaType: 'application/octet-stream',
+      description: 'The file (its filename names it unless `path` is given). More file parts may follow, under '
+        + 'any field name; each is saved under its own filename.',
+    }),
+  },
+  { $id: 'MultipartUpload', title: 'MultipartUpload' },
+);

@@ -27,6 +27,15 @@ export const RuntimeListSchema = Type.Object(
 export type Runtime = Static<typeof RuntimeSchema>;
 export type RuntimeList = Static<typeof RuntimeListSchema>;
 
+export const WebhookSecretSchema = Type.Object(
+  {
+    secret: Type.String({
+      pattern: '^whsec_', description: 'Standard Webhooks secret (whsec_ + base64) of this tenant\'s deliveries.',
+    }),
+  },
+  { $id: 'WebhookSecret', title: 'WebhookSecret' },
+);
+
 export const HealthSchema = Type.Object(
   { status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) },
   { $id: 'Health', title: 'Health' },

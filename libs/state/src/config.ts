@@ -53,6 +53,13 @@ export const ConfigSchema = Type.Object({
   requestTimeoutMs: Type.Integer({ minimum: 1000 }),
   shutdownGraceMs: Type.Integer({ minimum: 0 }),
   logFormat: Type.Union([Type.Literal('json'), Type.Literal('pretty'), Type.Null()]),
+  /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
+  /** Where callback_url may point (host names, `*.domain`, `*`, IPs and CIDRs); empty: no webhooks. */
+  webhookAllow: Type.Array(Type.String({ minLength: 1 })),
+  webhookAttempts: Type.Integer({ minimum: 1, maximum: 30 }),
+  webhookBackoffMs: Type.Integer({ minimum: 10 }),
+  webhookTimeoutMs: Type.Integer({ minimum: 100 }),
+  corsOrigins: Type.Array(Type.String({ pattern: '^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:\\d{1,5})?$' })),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -151,6 +158,11 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_RATE_LIMIT_PER_MIN: ['rateLimitPerMin', int, '6000'],
   SANDGATE_TENANT_LIMITS: ['tenantLimits', parseJsonObject, '{}'],
   SANDGATE_ALLOWED_HOSTS: ['allowedHosts', list, ''],
+  SANDGATE_CORS_ORIGINS: ['corsOrigins', list, ''],
+  SANDGATE_WEBHOOK_ALLOW: ['webhookAllow', list, ''],
+  SANDGATE_WEBHOOK_ATTEMPTS: ['webhookAttempts', int, '8'],
+  SANDGATE_WEBHOOK_BACKOFF_MS: ['webhookBackoffMs', int, '2000'],
+  SANDGATE_WEBHOOK_TIMEOUT_S: ['webhookTimeoutMs', (r) => Math.round(Number(num(r)) * 1000), '10'],
 };
 
 export class ConfigError extends Error {

@@ -1,5 +1,5 @@
 import {
-  SandgateError, isTerminal, type ExecutionJob, type ExecutionResult, type ExecutionState, type PhaseEvent, type ResultEvent,
+  SandgateError, isTerminal, type ExecutionJob, type WebhookStatus, type ExecutionResult, type ExecutionState, type PhaseEvent, type ResultEvent,
   type TerminalState,
 } from '@sandgate/contracts';
 import type { StoredEvent } from './event-hub.ts';
@@ -25,6 +25,9 @@ export interface ExecutionRecord extends ExecutionMeta {
   started_at: number | null;
   finished_at: number | null;
   result: ExecutionResult | null;
+  /** Where the ended run is POSTed, if anywhere; its delivery so far. */
+  callback_url?: string | null;
+  webhook?: WebhookStatus | null;
 }
 
 export interface StartOptions {
@@ -107,7 +110,19 @@ export class ExecutionStore {
       started_at: h.started_at ? Number(h.started_at) : null,
       finished_at: h.finished_at ? Number(h.finished_at) : null,
       result: h.result ? (JSON.parse(h.result) as ExecutionResult) : null,
+      callback_url: h.callback ?? null,
+      webhook: h.webhook ? (JSON.parse(h.webhook) as WebhookStatus) : h.callback ? { state: 'pending', attempts: [] } : null,
     };
+  }
+
+  /** Sets where the run is POSTed when it ends; before it is queued, so that no ending can miss it. */
+  async setCallback(id: string, url: string): Promise<void> {
+    await this.redis.hset(this.k.execution(id), 'callback', url);
+  }
+
+  /** Records the delivery of the run's webhook so far. */
+  async setWebhook(id: string, status: WebhookStatus): Promise<void> {
+    await this.redis.hset(this.k.execution(id), 'webhook', JSON.stringify(status));
   }
 
   /** The execution if it exists and belongs to `tenant`; otherwise execution_not_found. */
@@ -168,7 +183,7 @@ export class ExecutionStore {
     const k = this.k;
     const r = await this.redis.sgFinalize(
       k.execution(rec.id), k.events(rec.id), k.sessionLock(rec.session_id), k.running(), k.lease(rec.id), k.queued(),
-      k.tenantQueued(rec.tenant), k.tenantRunning(rec.tenant),
+      k.tenantQueued(rec.tenant), k.tenantRunning(rec.tenant), k.webhooksDue(),
       rec.id, now, JSON.stringify(result), result.state, this.opts.retentionSeconds, from.join(','),
       phase('done', now), JSON.stringify({ result } satisfies ResultEvent), ...pending,
     );

@@ -36,6 +36,8 @@ export const keys = (p: string) => ({
   statsCounters: () => `${p}:stats:counters`,
   statsHistogram: (name: string) => `${p}:stats:histogram:${name}`,
   signingKey: () => `${p}:signing-key`,
+  /** Ended executions with a callback_url whose delivery is not queued yet, by end time (ms): see webhooks. */
+  webhooksDue: () => `${p}:webhooks:due`,
   cancelChannel: () => `${p}:cancel`,
   /** Where finalisation tells one gateway process that a run it waits for has ended (EndedNotices). */
   endedChannel: (listener: string) => `${p}:ended:${listener}`,

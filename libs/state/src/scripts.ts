@@ -125,8 +125,8 @@ const SCRIPTS = {
       return { redis.call('EXISTS', KEYS[4]) == 1 and 2 or 1, redis.call('HGET', KEYS[1], 'spec') }`,
   },
   sgFinalize: {
-    // execution, events, sessionLock, running, lease, queued, tenantQueued, tenantRunning
-    numberOfKeys: 8,
+    // execution, events, sessionLock, running, lease, queued, tenantQueued, tenantRunning, webhooksDue
+    numberOfKeys: 9,
     // ARGV: executionId, now, resultJson, state, retentionS, allowedFromCsv, doneEvent, resultEvent, then the run's
     // events not yet written, as type, data pairs. The result entry also carries started_at and finished_at (ms),
     // so whoever waits for it has the whole terminal record without reading it back; so does the notice published
@@ -153,6 +153,8 @@ const SCRIPTS = {
       redis.call('ZREM', KEYS[6], ARGV[1])
       redis.call('ZREM', KEYS[7], ARGV[1])
       redis.call('SREM', KEYS[8], ARGV[1])
+      -- A run with a callback_url is due for delivery in the same step as its end: no ending can lose its webhook.
+      if redis.call('HEXISTS', KEYS[1], 'callback') == 1 then redis.call('ZADD', KEYS[9], ARGV[2], ARGV[1]) end
       redis.call('EXPIRE', KEYS[1], ARGV[5])
       redis.call('EXPIRE', KEYS[2], ARGV[5])
       return 1`,

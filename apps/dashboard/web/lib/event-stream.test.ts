@@ -95,3 +95,15 @@ test('a stream resumed from a kept id starts after it; a refused stream fails at
     (err: ApiError) => err instanceof ApiError && err.status === 404 && err.code === 'execution_not_found',
   );
 });
+
+test('resuming a stream whose run has ended (204: nothing left) ends at once, without reconnecting', async (t) => {
+  const s = await serve((_attempt, _last, res) => res.writeHead(204).end());
+  t.after(s.close);
+  const states: string[] = [];
+  await followEvents(s.url, {
+    headers: () => ({}), after: '1700000000000-4', signal: AbortSignal.timeout(5000), onEvent: () => {},
+    onState: (state) => states.push(state),
+  });
+  assert.deepEqual(s.seen, ['1700000000000-4'], 'one request');
+  assert.equal(states.at(-1), 'ended');
+});

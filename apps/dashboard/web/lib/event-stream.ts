@@ -55,6 +55,11 @@ export async function followEvents(url: string, opts: FollowOptions): Promise<vo
     try {
       const headers = { accept: 'text/event-stream', ...opts.headers(), ...(last ? { 'last-event-id': last } : {}) };
       const res = await fetch(url, { headers, signal, cache: 'no-store' });
+      // 204: the run has ended and nothing is left after Last-Event-ID.
+      if (res.status === 204) {
+        opts.onState?.('ended', reconnects);
+        return;
+      }
       if (!res.ok || !res.body) {
         const body = (await res.json().catch(() => null)) as { code?: string; detail?: string } | null;
         const err = new ApiError(

@@ -9,7 +9,7 @@ import { MAX_INLINE_BYTES } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import type { Quota } from '../plugins/limits.ts';
 import { buildMcpServer } from './mcp-server.ts';
-import { allowedOrigins, originPolicy } from '../plugins/origin-policy.ts';
+import { originPolicy, trustedOrigins } from '../plugins/origin-policy.ts';
 import { RunCancels } from './run-cancels.ts';
 import { RunTool } from './run-tool.ts';
 import { McpTools } from './tools.ts';
@@ -41,7 +41,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
   const { config } = deps;
   const mayUse = originPolicy({
     publicUrl: config.publicUrl, open: Object.keys(config.apiKeys).length === 0,
-    extra: allowedOrigins(config.allowedHosts),
+    extra: trustedOrigins(config),
   });
   const runs = new RunTool(deps, new RunCancels(deps.redis, keys(config.redisPrefix), config.retentionSeconds));
   const tools = new McpTools(deps, runs);
@@ -80,6 +80,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
     });
     await server.connect(transport);
     if (mcpSession && !echoed) reply.raw.setHeader('mcp-session-id', mcpSession);
+    // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
     reply.hijack();
     try {
       await transport.handleRequest(req.raw, reply.raw, req.body);

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { SandgateError } from '@sandgate/contracts';
 import { isLoopbackAddress, type Config } from '@sandgate/state';
-import { allowedOrigins, originPolicy } from './origin-policy.ts';
+import { originPolicy, trustedOrigins } from './origin-policy.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -54,7 +54,7 @@ export const hostCheckPlugin = fp(async (app: FastifyInstance, { config }: { con
   const open = Object.keys(config.apiKeys).length === 0;
   if (!open && config.allowedHosts.length === 0) return;
   const allowed = hostPolicy(config);
-  const mayUse = originPolicy({ publicUrl: config.publicUrl, open, extra: allowedOrigins(config.allowedHosts) });
+  const mayUse = originPolicy({ publicUrl: config.publicUrl, open, extra: trustedOrigins(config) });
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.config.anyHost) return;
     const host = req.headers.host ?? '';

@@ -15,6 +15,14 @@ const isLoopbackOrigin = (url: URL) => (url.protocol === 'http:' || url.protocol
 export const allowedOrigins = (hosts: readonly string[]) => hosts.flatMap((h) => [`http://${h}`, `https://${h}`]);
 
 /**
+ * The origins an operator trusts besides the public URL's: those of SANDGATE_ALLOWED_HOSTS and SANDGATE_CORS_ORIGINS.
+ * The host check, /mcp's Origin check and CORS all read this one list, so a page CORS lets in is not refused by the
+ * others.
+ */
+export const trustedOrigins = (config: { allowedHosts: readonly string[]; corsOrigins: readonly string[] }) =>
+  [...allowedOrigins(config.allowedHosts), ...config.corsOrigins];
+
+/**
  * Whether a request's `Origin` may be served: by /mcp always (the MCP specification requires an HTTP server to
  * validate it), by every route in open mode (plugins/host-check.ts), so that a web page cannot drive a local server
  * through DNS rebinding or a cross-site request. A request without one (not from a browser) passes; `null` and

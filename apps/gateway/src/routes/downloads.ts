@@ -5,13 +5,34 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ProblemSchema, SESSION_ID_PATTERN, SandgateError, ref } from '@sandgate/contracts';
 import { contentTypeFor, normalizeUserPath, openInside } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
+import { wildcardPath } from './wildcard.ts';
 
 const Params = Type.Object({ session: Type.String({ pattern: SESSION_ID_PATTERN }), '*': Type.String() });
 const Query = Type.Object({
-  expires: Type.Optional(Type.String()),
-  sig: Type.Optional(Type.String()),
+  expires: Type.Optional(Type.String({ description: 'Signed URLs: when the link expires (seconds since the epoch).' })),
+  sig: Type.Optional(Type.String({ description: 'Signed URLs: the signature.' })),
   inline: Type.Optional(Type.Boolean({ description: 'Content-Disposition inline instead of attachment' })),
 });
+
+// Header schemas as @fastify/swagger takes them (it wraps each in a Header Object).
+const FILE_HEADERS = {
+  'content-length': { type: 'integer' },
+  'content-disposition': { type: 'string', description: '`attachment` (`inline` with ?inline=true) and the file name.' },
+  etag: { type: 'string' },
+  'last-modified': { type: 'string' },
+  'accept-ranges': { type: 'string', enum: ['bytes'] },
+};
+const BYTES = { '*/*': { schema: { type: 'string', format: 'binary' } } };
+/** The route streams the file itself: the document says what it sends. */
+const FILE_RESPONSES = {
+  200: { description: 'The file; Content-Type is its own.', headers: FILE_HEADERS, content: BYTES },
+  206: {
+    description: 'The requested range of the file (Range).',
+    headers: { ...FILE_HEADERS, 'content-range': { type: 'string' } },
+    content: BYTES,
+  },
+  304: { type: 'null', description: 'Not modified (If-None-Match matched the ETag).' },
+};
 
 /**
  * GET /files/<session>/<path>: a session's file, authorised by the owner's API key or by a signed,
@@ -22,11 +43,14 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
   const { sessions, workspaces, signer } = deps;
 
   app.get('/files/:session/*', {
-    config: { public: true },
+    config: { public: true, openapi: { responses: FILE_RESPONSES } },
     schema: {
-      tags: ['files'], summary: 'Download a file (API key or signed URL); supports Range, ETag and If-None-Match',
+      operationId: 'downloadFile', tags: ['files'],
+      summary: 'Download a file (API key or signed URL); supports Range, ETag and If-None-Match',
+      description: 'Authorised by the API key of the session\'s tenant, or by the `expires` and `sig` of a signed '
+        + '`download_url` (then no key is needed). The body is the file, with its own Content-Type.',
+      security: [{ bearer: [] }, {}],
       params: Params, querystring: Query,
-      produces: ['application/octet-stream'],
       response: {
         200: Type.Unsafe({ type: 'string', format: 'binary' }),
         206: Type.Unsafe({ type: 'string', format: 'binary' }),
@@ -36,7 +60,7 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
     },
   }, async (req, reply) => {
     const { session } = req.params;
-    const path = normalizeUserPath(req.params['*']);
+    const path = normalizeUserPath(wildcardPath(req.params['*']));
     const signed = req.query.sig !== undefined;
     if (signed) {
       if (!signer.verify(session, path, req.query.expires, req.query.sig)) {

@@ -1,8 +1,9 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
-  CreateExecutionSchema, ExecutionListQuerySchema, ExecutionListSchema, ExecutionParamsSchema, ExecutionSchema, ProblemSchema,
+  CreateExecutionSchema, ExecutionListQuerySchema, ExecutionStreamEventSchema, ExecutionListSchema, ExecutionParamsSchema, ExecutionSchema, ProblemSchema,
   SandgateError, WaitQuerySchema, isTerminal, ref,
 } from '@sandgate/contracts';
 import { isStreamId, type ExecutionRecord } from '@sandgate/state';
@@ -35,6 +36,16 @@ export interface ExecutionRouteOptions {
   heartbeatMs?: number;
 }
 
+/** The stream as served: the route writes it itself, so the document says what it writes. */
+const EVENT_STREAM_RESPONSES = {
+  200: {
+    description: 'A stream of server-sent events, each `data` a JSON document; it ends after `result`. Comment lines '
+      + '(`: heartbeat`) keep proxies from closing an idle stream.',
+    content: { 'text/event-stream': { schema: ref(ExecutionStreamEventSchema) } },
+  },
+  204: { type: 'null', description: 'The run has ended and no event is left after Last-Event-ID: stop reconnecting.' },
+};
+
 export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> = async (app, { deps, heartbeatMs = 15_000 }) => {
   const { config, executions, signer, cursors } = deps;
   const service = new ExecutionService(deps);
@@ -47,7 +58,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     bodyLimit,
     config: { quota: 'runs' },
     schema: {
-      tags: ['executions'],
+      operationId: 'runExecution', tags: ['executions'],
       summary: 'Run code. 202 with the queued execution, or with ?wait=<s> 200 with its result once it ends within the wait',
       body: ref(CreateExecutionSchema), querystring: WaitQuerySchema,
       response: { 200: ref(ExecutionSchema), 202: ref(ExecutionSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema), 429: ref(ProblemSchema), ...errors },
@@ -62,7 +73,8 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
 
   app.get('', {
     schema: {
-      tags: ['executions'], summary: 'List the executions of the retention period, newest first, a page at a time',
+      operationId: 'listExecutions', tags: ['executions'],
+      summary: 'List the executions of the retention period, newest first, a page at a time',
       querystring: ExecutionListQuerySchema, response: { 200: ref(ExecutionListSchema), ...errors },
     },
   }, async (req) => {
@@ -76,7 +88,8 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
 
   app.get('/:id', {
     schema: {
-      tags: ['executions'], summary: 'Get an execution (and its result once it has ended); ?wait=<s> blocks until it ends',
+      operationId: 'getExecution', tags: ['executions'],
+      summary: 'Get an execution (and its result once it has ended); ?wait=<s> blocks until it ends',
       params: ExecutionParamsSchema, querystring: WaitQuerySchema, response: { 200: ref(ExecutionSchema), ...errors },
     },
   }, async (req, reply) => {
@@ -91,7 +104,8 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
 
   app.post('/:id/cancel', {
     schema: {
-      tags: ['executions'], summary: 'Cancel an execution; answers with its state once it has ended (or after 10 s)',
+      operationId: 'cancelExecution', tags: ['executions'],
+      summary: 'Cancel an execution; answers with its state once it has ended (or after 10 s)',
       params: ExecutionParamsSchema, response: { 200: ref(ExecutionSchema), ...errors },
     },
   }, async (req, reply) => {
@@ -101,13 +115,20 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
   });
 
   app.get('/:id/events', {
+    config: { openapi: { responses: EVENT_STREAM_RESPONSES } },
     schema: {
-      tags: ['executions'],
+      operationId: 'streamExecutionEvents', tags: ['executions'],
       summary: 'Server-Sent Events: phase, stdout, stderr, artifact, result. Resume with Last-Event-ID (or ?last_event_id=)',
       params: ExecutionParamsSchema,
-      querystring: Type.Object({ last_event_id: Type.Optional(Type.String()) }),
-      produces: ['text/event-stream'],
-      response: { 200: Type.Unsafe({ type: 'string', description: 'text/event-stream' }), ...errors },
+      querystring: Type.Object({
+        last_event_id: Type.Optional(Type.String({ pattern: '^\\d+-\\d+$', description: 'As the Last-Event-ID header.' })),
+      }),
+      headers: Type.Object({
+        'last-event-id': Type.Optional(Type.String({
+          pattern: '^\\d+-\\d+$', description: 'Resume after this event id (EventSource sends it on reconnecting).',
+        })),
+      }),
+      response: { 200: Type.Null(), 204: Type.Null(), ...errors },
     },
   }, async (req, reply) => {
     const rec = await executions.require(tenantOf(req), req.params.id);
@@ -115,12 +136,20 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     const header = req.headers['last-event-id'];
     const after = (Array.isArray(header) ? header[0] : header) ?? req.query.last_event_id ?? null;
     if (after !== null && !isStreamId(after)) throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
+    // An ended run's stream has nothing more to come: with nothing left after Last-Event-ID (what an EventSource
+    // sends when it reconnects after the end), 204 tells it to stop reconnecting instead of holding it open.
+    const key = executions.eventsKey(rec.id);
+    if (isTerminal(rec.state) && (await deps.redis.xrange(key, after ? `(${after}` : '-', '+', 'COUNT', 1)).length === 0) {
+      return reply.status(204).send(null);
+    }
     reply.hijack();
-    const sse = new SseWriter(reply.raw, { 'x-request-id': String(req.id) }, { heartbeatMs, retryMs: 2000 });
+    // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
+    const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
+    const sse = new SseWriter(reply.raw, headers, { heartbeatMs, retryMs: 2000 });
     deps.metrics.sseOpened();
     try {
       const stop = AbortSignal.any([sse.closed, deps.draining]);
-      for await (const ev of deps.hub.subscribe(executions.eventsKey(rec.id), after, stop)) {
+      for await (const ev of deps.hub.subscribe(key, after, stop)) {
         await sse.send({ id: ev.id, event: ev.type, data: ev.data });
       }
       // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.

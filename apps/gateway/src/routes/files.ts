@@ -3,16 +3,29 @@ import { Type } from '@sinclair/typebox';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
-  FileListSchema, ProblemSchema, SandgateError, SessionParamsSchema, UploadJsonSchema, UploadResultSchema, ref, type FileEntry,
+  FileListSchema, MultipartUploadSchema, ProblemSchema, SandgateError, SessionParamsSchema, UploadJsonSchema, UploadResultSchema, ref, type FileEntry,
 } from '@sandgate/contracts';
 import { normalizeUserPath, removeInside, walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { FileService } from '../file-service.ts';
 import { presentFile } from '../present.ts';
+import { wildcardPath } from './wildcard.ts';
 
 const FilePathParams = Type.Object({ id: SessionParamsSchema.properties.id, '*': Type.String({ description: 'Path inside the session' }) });
-const OverwriteQuery = Type.Object({ overwrite: Type.Optional(Type.Boolean({ default: false })) });
+const OverwriteQuery = Type.Object({
+  overwrite: Type.Optional(Type.Boolean({ description: 'Replace an existing file; default false.' })),
+});
+/** Multipart fields that say how to save the files: they must come before the file parts they apply to. */
+const CONTROL_FIELDS = new Set(['path', 'overwrite']);
+const lateField = (name: string) => new SandgateError('validation_failed', `the multipart field "${name}" came after a `
+  + `file part; send it before the file (curl: -F ${name}=… -F file=@…), since files are saved as they stream in`);
+
+/** The raw PUT's body, which the route streams to disk itself: any bytes, of any type. */
+const RAW_BODY = {
+  'application/octet-stream': { schema: { type: 'string', format: 'binary', description: 'The file\'s bytes.' } },
+  '*/*': { schema: { type: 'string', format: 'binary', description: 'The file\'s bytes, of any type.' } },
+};
 
 /** Session files: upload (multipart, raw PUT, JSON+base64), list, delete. Every byte is streamed to disk. */
 export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
@@ -29,12 +42,11 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   const store = service.store.bind(service);
 
   app.post('/:id/files', {
-    config: { quota: 'uploads' },
+    config: { quota: 'uploads', openapi: { body: { 'multipart/form-data': { schema: ref(MultipartUploadSchema) } } } },
     schema: {
-      tags: ['files'],
+      operationId: 'uploadFile', tags: ['files'],
       summary: 'Upload files: multipart/form-data (fields `path`, `overwrite` before the files) or JSON with base64 content',
       params: SessionParamsSchema, querystring: OverwriteQuery,
-      consumes: ['multipart/form-data', 'application/json'],
       body: { content: { 'application/json': { schema: ref(UploadJsonSchema) } } } as never,
       response: { 201: ref(UploadResultSchema), ...errors },
     },
@@ -48,12 +60,25 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
       return reply.status(201).send({ files });
     }
     const fields: Record<string, string> = {};
-    for await (const part of req.parts()) {
-      if (part.type === 'field') { fields[part.fieldname] = String(part.value); continue; }
-      const path = files.length === 0 && fields.path ? fields.path : part.filename;
-      if (!path) { part.file.resume(); throw new SandgateError('invalid_path', 'a file part needs a filename or a preceding `path` field'); }
-      const overwrite = fields.overwrite === undefined ? (req.query.overwrite ?? false) : /^(true|1|yes)$/i.test(fields.overwrite);
-      files.push(await store(req.params.id, dir, path, part.file, overwrite));
+    // Files this request created (not replaced): removed again if the request turns out to be refused.
+    const created: string[] = [];
+    try {
+      for await (const part of req.parts()) {
+        if (part.type === 'field') {
+          if (files.length > 0 && CONTROL_FIELDS.has(part.fieldname)) throw lateField(part.fieldname);
+          fields[part.fieldname] = String(part.value);
+          continue;
+        }
+        const path = files.length === 0 && fields.path ? fields.path : part.filename;
+        if (!path) { part.file.resume(); throw new SandgateError('invalid_path', 'a file part needs a filename or a preceding `path` field'); }
+        const overwrite = fields.overwrite === undefined ? (req.query.overwrite ?? false) : /^(true|1|yes)$/i.test(fields.overwrite);
+        const file = await store(req.params.id, dir, path, part.file, overwrite);
+        files.push(file);
+        if (!overwrite) created.push(file.path);
+      }
+    } catch (err) {
+      await Promise.all(created.map((p) => removeInside(dir, normalizeUserPath(p)).catch(() => undefined)));
+      throw err;
     }
     if (files.length === 0) throw new SandgateError('bad_request', 'the multipart body has no file part');
     return reply.status(201).send({ files });
@@ -65,9 +90,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
     raw.put('/:id/files/*', {
-      config: { quota: 'uploads' },
+      config: { quota: 'uploads', openapi: { body: RAW_BODY } },
       schema: {
-        tags: ['files'], summary: 'Upload one file with the raw request body (streamed)',
+        operationId: 'putFile', tags: ['files'], summary: 'Upload one file with the raw request body (streamed)',
         params: FilePathParams, querystring: OverwriteQuery, response: { 201: ref(UploadResultSchema), ...errors },
       },
     }, async (req, reply) => {
@@ -76,13 +101,16 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
         throw new SandgateError('payload_too_large', `the body is ${length} bytes; the limit is ${config.maxUploadBytes} bytes`);
       }
       const dir = await sessionDir(tenantOf(req), req.params.id);
-      const file = await store(req.params.id, dir, req.params['*'], req.raw, req.query.overwrite ?? false);
+      const file = await store(req.params.id, dir, wildcardPath(req.params['*']), req.raw, req.query.overwrite ?? false);
       return reply.status(201).send({ files: [file] });
     });
   });
 
   app.get('/:id/files', {
-    schema: { tags: ['files'], summary: 'List the files of a session', params: SessionParamsSchema, response: { 200: ref(FileListSchema), ...errors } },
+    schema: {
+      operationId: 'listFiles', tags: ['files'], summary: 'List the files of a session',
+      params: SessionParamsSchema, response: { 200: ref(FileListSchema), ...errors },
+    },
   }, async (req) => {
     const dir = await sessionDir(tenantOf(req), req.params.id);
     const { entries, truncated } = await walkTree(dir);
@@ -90,10 +118,13 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   });
 
   app.delete('/:id/files/*', {
-    schema: { tags: ['files'], summary: 'Delete a file or directory of a session', params: FilePathParams, response: { 204: Type.Null(), ...errors } },
+    schema: {
+      operationId: 'deleteFile', tags: ['files'], summary: 'Delete a file or directory of a session',
+      params: FilePathParams, response: { 204: Type.Null(), ...errors },
+    },
   }, async (req, reply) => {
     const dir = await sessionDir(tenantOf(req), req.params.id);
-    await removeInside(dir, normalizeUserPath(req.params['*']));
+    await removeInside(dir, normalizeUserPath(wildcardPath(req.params['*'])));
     return reply.status(204).send(null);
   });
 };

@@ -16,6 +16,7 @@ export const operatorRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
     {
       config: { operator: true, unmetered: true },
       schema: {
+        operationId: 'getMetrics',
         tags: ['system'],
         summary: 'Prometheus metrics of this gateway and of the whole deployment (operator key)',
         produces: ['text/plain'],
@@ -30,6 +31,7 @@ export const operatorRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
     {
       config: { operator: true },
       schema: {
+        operationId: 'getSystemStats',
         tags: ['system'],
         summary: "The deployment's queue, runs, pool, sessions, SSE clients and workers, as JSON (operator key)",
         response: { 200: ref(SystemStatsSchema), ...errors },

@@ -18,7 +18,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     // `curl -X POST .../v1/sessions` sends no body at all: treat it as `{}`.
     preValidation: async (req) => { req.body ??= {}; },
     schema: {
-      tags: ['sessions'], summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
+      operationId: 'createSession', tags: ['sessions'],
+      summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
       body: ref(CreateSessionSchema),
       response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), ...errors },
     },
@@ -29,7 +30,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
 
   app.get('', {
     schema: {
-      tags: ['sessions'],
+      operationId: 'listSessions', tags: ['sessions'],
       summary: 'List live sessions, newest first, a page at a time (a one-shot\'s session is not live)',
       querystring: PageQuerySchema, response: { 200: ref(SessionListSchema), ...errors },
     },
@@ -41,12 +42,12 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   });
 
   app.get('/:id', {
-    schema: { tags: ['sessions'], summary: 'Get a session', params: SessionParamsSchema, response: { 200: ref(SessionSchema), ...errors } },
+    schema: { operationId: 'getSession', tags: ['sessions'], summary: 'Get a session', params: SessionParamsSchema, response: { 200: ref(SessionSchema), ...errors } },
   }, async (req) => presentSession(await sessions.require(tenantOf(req), req.params.id)));
 
   app.post('/:id/restart', {
     schema: {
-      tags: ['sessions'],
+      operationId: 'restartSession', tags: ['sessions'],
       summary: 'Restart the session sandbox: a stateful interpreter starts afresh on the next execution; files stay',
       params: SessionParamsSchema, response: { 200: ref(SessionSchema), 409: ref(ProblemSchema), ...errors },
     },
@@ -60,7 +61,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
 
   app.delete('/:id', {
     schema: {
-      tags: ['sessions'], summary: 'Delete a session and its files; a running execution is cancelled',
+      operationId: 'deleteSession', tags: ['sessions'],
+      summary: 'Delete a session and its files; a running execution is cancelled',
       params: SessionParamsSchema, response: { 204: Type.Null(), ...errors },
     },
   }, async (req, reply) => {

@@ -1,7 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { LANGUAGES, SandgateError, ref, HealthSchema, ProblemSchema, RuntimeListSchema } from '@sandgate/contracts';
+import {
+  LANGUAGES, SandgateError, ref, HealthSchema, ProblemSchema, RuntimeListSchema, WebhookSecretSchema,
+} from '@sandgate/contracts';
 import { WORKER_ALIVE_MS } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { webhookSecret } from '../webhooks/secrets.ts';
 
 const VERSIONS: Record<string, string> = { python: '3.11', javascript: 'node 18', bash: '5.2' };
 
@@ -10,13 +14,17 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
   const { config } = deps;
   app.get('/healthz', {
     config: { public: true, anyHost: true, unmetered: true },
-    schema: { tags: ['system'], summary: 'Liveness: the process answers', response: { 200: ref(HealthSchema) } },
+    schema: {
+      operationId: 'getHealth', tags: ['system'], summary: 'Liveness: the process answers', security: [],
+      response: { 200: ref(HealthSchema) },
+    },
   }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', {
     config: { public: true, anyHost: true, unmetered: true },
     schema: {
-      tags: ['system'], summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
+      operationId: 'getReadiness', tags: ['system'], security: [],
+      summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
       response: { 200: ref(HealthSchema), 503: ref(ProblemSchema) },
     },
   }, async () => {
@@ -28,8 +36,19 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
     return { status: 'ready', checks: { redis, workers: String(workers) } };
   });
 
+  app.get('/v1/webhook-secret', {
+    schema: {
+      operationId: 'getWebhookSecret', tags: ['system'],
+      summary: 'The secret that signs this tenant\'s webhooks (Standard Webhooks: verify webhook-signature with it)',
+      response: { 200: ref(WebhookSecretSchema) },
+    },
+  }, async (req) => ({ secret: webhookSecret(deps.signingKey, tenantOf(req)) }));
+
   app.get('/v1/runtimes', {
-    schema: { tags: ['system'], summary: 'Languages and limits of this deployment', response: { 200: ref(RuntimeListSchema) } },
+    schema: {
+      operationId: 'listRuntimes', tags: ['system'], summary: 'Languages and limits of this deployment',
+      response: { 200: ref(RuntimeListSchema) },
+    },
   }, async () => ({
     runtimes: LANGUAGES.map((language) => ({ language, version: VERSIONS[language]!, image: config.image, sandbox_runtime: config.runtime })),
     limits: {

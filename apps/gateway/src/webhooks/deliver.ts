@@ -1,0 +1,58 @@
+import { lookup } from 'node:dns/promises';
+import { request as httpRequest, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import type { WebhookAllowList } from './allow-list.ts';
+
+export interface Delivery {
+  /** The receiver's status, or null when none came. */
+  statusCode: number | null;
+  /** Why it failed; undefined when the receiver answered 2xx. */
+  error?: string;
+  /** A failure that a retry cannot fix (address refused, a 4xx other than 408/429). */
+  permanent: boolean;
+}
+
+/**
+ * POSTs `body` to `url`: resolves its host, refuses it unless every address is allowed, then connects to the address
+ * it checked (a DNS answer that changes between the check and the connection cannot redirect it). TLS still verifies
+ * the certificate against the URL's host name. No redirects are followed.
+ */
+export async function deliver(url: string, body: string, headers: Record<string, string>,
+  { allow, timeoutMs }: { allow: WebhookAllowList; timeoutMs: number }): Promise<Delivery> {
+  const refusedUrl = allow.refuseUrl(url);
+  if (refusedUrl) return { statusCode: null, error: `not allowed: ${refusedUrl}`, permanent: true };
+  const u = new URL(url);
+  const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
+  let addresses: { address: string; family: number }[];
+  try {
+    addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true, verbatim: true });
+  } catch (err) {
+    return { statusCode: null, error: `cannot resolve ${host}: ${(err as Error).message}`, permanent: false };
+  }
+  const refused = addresses.map((a) => allow.refuseAddress(a.address)).find((r) => r !== null);
+  if (refused || addresses.length === 0) return { statusCode: null, error: `not allowed: ${refused ?? 'no address'}`, permanent: true };
+  const pinned = addresses[0]!;
+  const options: RequestOptions = {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    timeout: timeoutMs,
+    // Every connection goes to the address checked above, whatever DNS answers now.
+    lookup: ((_host: string, opts: { all?: boolean }, cb: (...a: unknown[]) => void) => (opts.all
+      ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family))) as never,
+  };
+  return new Promise<Delivery>((resolve) => {
+    const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, options, (res) => {
+      res.resume();
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) resolve({ statusCode: status, permanent: false });
+      else resolve({ statusCode: status, error: `the receiver answered ${status}`, permanent: isPermanent(status) });
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (err) => resolve({ statusCode: null, error: err.message, permanent: false }));
+    req.end(body);
+  });
+}
+
+/** 4xx means the receiver refused this delivery for good, except 408 (timeout) and 429 (slow down). */
+const isPermanent = (status: number) => status >= 400 && status < 500 && status !== 408 && status !== 429;

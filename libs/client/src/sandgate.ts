@@ -1,0 +1,110 @@
+import { createClient, createConfig, type Client } from './generated/client/index.js';
+import {
+  createSession, getExecution, listFiles, putFile, runExecution,
+} from './generated/sdk.gen.js';
+import type { CreateExecution, CreateSession, Execution, FileEntry, Session } from './generated/types.gen.js';
+import { SandgateApiError, errorOf } from './errors.js';
+import { tailEvents, type TailOptions } from './events.js';
+import { bodyOf, saveTo, type UploadSource } from './files.js';
+
+export interface SandgateOptions {
+  /** The gateway's URL (SANDGATE_PUBLIC_URL), e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** An API key (SANDGATE_API_KEYS); none for a gateway in open mode. */
+  apiKey?: string;
+  /** A fetch of your own (proxies, tests); default: the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface RunOptions {
+  /** Seconds to wait for the result in all; default 300. */
+  timeoutSeconds?: number;
+  signal?: AbortSignal;
+}
+
+const TERMINAL = new Set(['completed', 'failed', 'timeout', 'cancelled', 'error']);
+/** The longest ?wait= the API takes per request. */
+const MAX_WAIT_S = 300;
+
+/** What a generated call answers; its `error` becomes a SandgateApiError. */
+async function ok<T>(call: Promise<{ data?: T; error?: unknown; response?: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (error !== undefined || !response?.ok) throw new SandgateApiError(response?.status ?? 0, (error ?? null) as never);
+  return data as T;
+}
+
+/**
+ * sandgate's client: the generated SDK (`sdk`, every operation of openapi/openapi.json), plus what generators do not
+ * do: `run()` that waits for the result, `events()` that tails a run and resumes after a dropped connection,
+ * `upload()` from a path, a stream or a Blob, `download()` to a file.
+ */
+export class Sandgate {
+  /** The generated client, configured: pass it as `client` to any function of the generated SDK. */
+  readonly client: Client;
+  private readonly baseUrl: string;
+  private readonly apiKey: string | undefined;
+  private readonly fetchFn: typeof fetch;
+
+  constructor({ baseUrl, apiKey, fetch: fetchFn = globalThis.fetch }: SandgateOptions) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.apiKey = apiKey;
+    this.fetchFn = fetchFn;
+    this.client = createClient(createConfig({ baseUrl: this.baseUrl, fetch: fetchFn, ...(apiKey ? { auth: apiKey } : {}) }));
+  }
+
+  createSession(body: CreateSession = {}): Promise<Session> {
+    return ok(createSession({ client: this.client, body }));
+  }
+
+  /** Runs code and waits for its result (waiting in ?wait= slices, so no request outlives a proxy's timeout). */
+  async run(body: CreateExecution, { timeoutSeconds = 300, signal }: RunOptions = {}): Promise<Execution> {
+    const deadline = Date.now() + timeoutSeconds * 1000;
+    const wait = () => Math.max(0, Math.min(MAX_WAIT_S, Math.ceil((deadline - Date.now()) / 1000)));
+    let execution = await ok(runExecution({ client: this.client, body, query: { wait: wait() }, ...(signal ? { signal } : {}) }));
+    while (!TERMINAL.has(execution.state) && Date.now() < deadline && !signal?.aborted) {
+      execution = await ok(getExecution({ client: this.client, path: { id: execution.id }, query: { wait: wait() }, ...(signal ? { signal } : {}) }));
+    }
+    return execution;
+  }
+
+  /** The events of an execution as they happen, resuming with Last-Event-ID after a dropped connection. */
+  events(executionId: string, opts: TailOptions = {}) {
+    const url = `${this.baseUrl}/v1/executions/${encodeURIComponent(executionId)}/events`;
+    return tailEvents((headers, signal) => this.fetchFn(url, { headers: { ...this.auth(), ...headers }, signal }), opts);
+  }
+
+  /**
+   * Uploads one file to `path` in the session (streamed: a file path or a stream is never read whole into memory).
+   * `source` is a local file's path (`{ file: '…' }`), a stream, a Blob, bytes or a string.
+   */
+  async upload(sessionId: string, path: string, source: UploadSource, { overwrite = false } = {}): Promise<FileEntry> {
+    const body = await bodyOf(source);
+    const result = await ok(putFile({
+      client: this.client, path: { id: sessionId, path }, query: { overwrite }, body: body as never,
+      // A stream body needs half-duplex fetch (Node's undici insists on it).
+      ...({ duplex: 'half' } as object),
+    }));
+    return result.files[0]!;
+  }
+
+  /** Every file of a session. */
+  async files(sessionId: string): Promise<FileEntry[]> {
+    return (await ok(listFiles({ client: this.client, path: { id: sessionId } }))).files;
+  }
+
+  /**
+   * Downloads a file to `dest` on disk (streamed) and answers its size: `from` is a `download_url` (signed: no key
+   * needed) or `{ sessionId, path }`.
+   */
+  async download(from: string | { sessionId: string; path: string }, dest: string): Promise<number> {
+    const url = typeof from === 'string' ? from
+      : `${this.baseUrl}/files/${encodeURIComponent(from.sessionId)}/${from.path.split('/').map(encodeURIComponent).join('/')}`;
+    const response = await this.fetchFn(url, { headers: this.auth() });
+    if (!response.ok || !response.body) throw await errorOf(response);
+    return saveTo(response.body, dest);
+  }
+
+  private auth(): Record<string, string> {
+    return this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+  }
+}
