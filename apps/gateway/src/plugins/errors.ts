@@ -50,6 +50,10 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 /** Turns any error into problem+json: ours by code, Fastify's by table, anything else a 500 without internals. */
 export function toProblem(err: unknown, req: FastifyRequest): Problem {
   if (err instanceof SandgateError) return problem(err.code, err.message, req.url, err.extra as Partial<Problem>);
+  // The client went away or stopped sending (a request past its deadline) before its body ended: its fault, not ours.
+  if (req.raw.aborted || (req.raw.destroyed && !req.raw.complete)) {
+    return problem('bad_request', 'the request ended before its body did', req.url);
+  }
   if (isRedisUnavailable(err)) {
     // Redis reconnects within a second or two of coming back (ioredis retries every ≤ 2 s).
     const detail = 'Redis cannot be reached right now; retry shortly';
