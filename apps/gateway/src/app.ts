@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ProblemSchema, SHARED_SCHEMAS, ref } from '@sandgate/contracts';
+import { ProblemSchema, SHARED_SCHEMAS, SandgateError, ref } from '@sandgate/contracts';
 import { DASHBOARD_DIR } from '@sandgate/dashboard';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
@@ -101,6 +101,13 @@ export async function buildApp(
   await app.register(corsPlugin, { config: deps.config });
   await app.register(hostCheckPlugin, { config: deps.config });
   await app.register(authPlugin, { apiKeys: deps.config.apiKeys, operatorKeys: deps.config.operatorKeys });
+  // A Redis that hangs would hold every request for the command timeout: while the watchdog says it does not answer,
+  // what needs it fails at once (probes and the scrape answer on their own; public files need no Redis).
+  app.addHook('onRequest', async (req) => {
+    if (deps.watchdog.up || req.routeOptions.config.unmetered || req.routeOptions.config.public) return;
+    const detail = 'Redis does not answer right now; retry shortly';
+    throw new SandgateError('redis_unavailable', detail, { extra: { retry_after: 1 } });
+  });
   await app.register(limitsPlugin, { deps });
   app.addHook('onResponse', async (req, reply) => {
     deps.metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);

@@ -2,8 +2,8 @@ import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { QueuedExecution } from '@sandgate/contracts';
 import {
-  EndedNotices, EventHub, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, signingKey, watchOutages,
-  whenReady, withScripts, type Config, type ScriptRedis,
+  EndedNotices, EventHub, ExecutionStore, RedisWatchdog, SessionStore, WorkerRegistry, createRedis, keys, signingKey,
+  watchOutages, whenReady, withScripts, type Config, type ScriptRedis,
 } from '@sandgate/state';
 import { UrlSigner, Workspaces } from '@sandgate/storage';
 import { GatewayMetrics } from './metrics.ts';
@@ -26,6 +26,8 @@ export interface GatewayDeps {
   /** The deployment's numbers (/v1/system/stats) and this process's (/metrics). */
   stats: SystemStatsReader;
   metrics: GatewayMetrics;
+  /** Whether Redis answers now: requests fail fast with redis_unavailable while it does not. */
+  watchdog: RedisWatchdog;
   /** Aborted when the gateway starts to shut down: SSE streams and long polls end early (clients go elsewhere). */
   readonly draining: AbortSignal;
   drain(): void;
@@ -64,12 +66,15 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
   const draining = new AbortController();
+  const watchdog = new RedisWatchdog(createRedis(config.redisUrl, 'sandgate-gateway-watchdog', {
+    autoPipelining: false, failFast: true,
+  }));
   const stats = new SystemStatsReader(redis, k, queue);
   const metrics = new GatewayMetrics(stats, redis, k);
   metrics.start();
   return {
     config, log, redis, hub, notices, queue, signer, stats, metrics, signingKey: key, cursors: new Cursors(key),
-    draining: draining.signal,
+    watchdog, draining: draining.signal,
     drain: () => draining.abort(),
     sessions: new SessionStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
@@ -77,6 +82,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     workspaces: new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } }),
     async close() {
       await metrics.close();
+      watchdog.close();
       unwatch();
       await hub.close();
       notices.close();

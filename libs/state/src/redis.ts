@@ -12,10 +12,14 @@ export interface RedisOptions {
 }
 
 /**
- * How long a request-path command waits for Redis's answer before the request fails with redis_unavailable: a
- * request to a Redis that hangs (stopped, partitioned) is answered within a second.
+ * How long a request-path command waits for Redis's answer before its request fails with redis_unavailable. Long
+ * enough for a burst of requests queued behind each other on one connection; a Redis that hangs is caught sooner by
+ * the RedisWatchdog, which fails new requests at once.
  */
-export const REDIS_REQUEST_TIMEOUT_MS = 800;
+export const REDIS_REQUEST_TIMEOUT_MS = 5000;
+/** Redis is taken for hung when the watchdog's PINGs go unanswered this long. */
+export const REDIS_HANG_MS = 800;
+const WATCHDOG_EVERY_MS = 200;
 
 let errors = 0;
 
@@ -93,4 +97,31 @@ export function isRedisUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   if (err.name === 'MaxRetriesPerRequestError') return true;
   return UNAVAILABLE.some((re) => re.test(err.message));
+}
+
+/**
+ * Whether Redis answers right now, from a PING every 200 ms on a connection of its own (so a burst of requests'
+ * commands never delays it): down while the connection is not ready, or when no PONG came back for REDIS_HANG_MS
+ * (a Redis that hangs with its connections open). Requests check it before they send anything to Redis.
+ */
+export class RedisWatchdog {
+  #lastPong = Date.now();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(private readonly redis: Redis) {
+    redis.on('ready', () => { this.#lastPong = Date.now(); });
+    this.#timer = setInterval(() => {
+      if (redis.status === 'ready') redis.ping().then(() => { this.#lastPong = Date.now(); }, () => {});
+    }, WATCHDOG_EVERY_MS);
+    this.#timer.unref();
+  }
+
+  get up(): boolean {
+    return this.redis.status === 'ready' && Date.now() - this.#lastPong < REDIS_HANG_MS;
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.redis.disconnect();
+  }
 }

@@ -50,10 +50,6 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 /** Turns any error into problem+json: ours by code, Fastify's by table, anything else a 500 without internals. */
 export function toProblem(err: unknown, req: FastifyRequest): Problem {
   if (err instanceof SandgateError) return problem(err.code, err.message, req.url, err.extra as Partial<Problem>);
-  // The client went away or stopped sending (a request past its deadline) before its body ended: its fault, not ours.
-  if (req.raw.aborted || (req.raw.destroyed && !req.raw.complete)) {
-    return problem('bad_request', 'the request ended before its body did', req.url);
-  }
   if (isRedisUnavailable(err)) {
     // Redis reconnects within a second or two of coming back (ioredis retries every ≤ 2 s).
     const detail = 'Redis cannot be reached right now; retry shortly';
@@ -76,6 +72,10 @@ export function toProblem(err: unknown, req: FastifyRequest): Problem {
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     const code = (Object.keys(ERROR_STATUS) as ErrorCode[]).find((c) => ERROR_STATUS[c] === e.statusCode) ?? 'bad_request';
     return problem(code, e.message, req.url);
+  }
+  // The client went away or stopped sending (a request past its deadline) before its body ended: its fault, not ours.
+  if (req.raw.aborted || (req.raw.destroyed && !req.raw.complete)) {
+    return problem('bad_request', 'the request ended before its body did', req.url);
   }
   return problem('internal', 'an internal error occurred; it has been logged', req.url);
 }
