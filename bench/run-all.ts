@@ -23,6 +23,7 @@ const BENCHES: { file: string; figures: string[] }[] = [
   { file: 'mcp-session', figures: ['mcp-session'] },
   { file: 'gateway-overhead', figures: ['gateway-overhead', 'gateway-overhead-throughput'] },
   { file: 'sse-fanout', figures: ['sse-fanout'] },
+  { file: 'sse-idle', figures: ['sse-idle'] },
   { file: 'memory-stdout-flood', figures: ['memory-stdout-flood'] },
   { file: 'memory-upload', figures: ['memory-upload'] },
   { file: 'k8s-double-pod', figures: ['k8s-double-pod', 'k8s-double-pod-3c'] },

@@ -4,11 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
-import { pino } from 'pino';
 import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
-import { keys, loadConfig, signingKey, type Config } from '@sandgate/state';
+import { createLogger, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 import { SpecCheck } from './spec-check.ts';
@@ -50,7 +49,7 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
     ...env,
   };
   const config = loadConfig(fullEnv);
-  const log = pino({ level: config.logLevel });
+  const log = createLogger(config, 'sandgate-test', { tty: false });
   const deps = await createGatewayDeps(config, log);
   // The stack holds its webhook dispatcher itself, so that a test can stop it as a gateway's end would.
   const app = await buildApp(deps, { webhooks: false, ...(heartbeatMs ? { heartbeatMs } : {}) });

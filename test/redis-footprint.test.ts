@@ -51,6 +51,8 @@ test('what finished runs leave in Redis: no code, env or stdin, no job, and a TT
   const lasting = [
     /^signing-key$/, /^workers$/, /^sessions:expiry$/, /^q:executions:(meta|id|events|stalled-check|pc|marker)$/,
     new RegExp(`^session:(${oneShot.body.session_id}|${session})$`), /^tenant:default:(sessions|session-list)$/,
+    // The deployment's metrics: counters and histograms of fixed label sets, one snapshot per live process.
+    /^(workers|gateways):stats$/, /^stats:(counters|histogram:(duration|queue_wait))$/,
   ];
   for (const k of keys) {
     if (lasting.some((re) => re.test(k.key))) continue;

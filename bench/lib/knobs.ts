@@ -22,6 +22,9 @@ export const ACCEPT_N = int('BENCH_ACCEPT_N', 5000);
 export const ACCEPT_CONNECTIONS = int('BENCH_ACCEPT_CONNECTIONS', 64);
 /** SSE subscribers on one execution (BENCH_SSE_SUBSCRIBERS, default 1000). */
 export const SSE_SUBSCRIBERS = int('BENCH_SSE_SUBSCRIBERS', 1000);
+/** Idle SSE clients held open on one execution (BENCH_SSE_IDLE, default 10,000), and for how long (ms). */
+export const SSE_IDLE = int('BENCH_SSE_IDLE', 10_000);
+export const SSE_IDLE_HOLD_MS = int('BENCH_SSE_IDLE_HOLD_MS', 20_000);
 /** Pause between warm-pool samples so the pool refills (BENCH_POOL_PACE_MS, default 1000). */
 export const POOL_PACE_MS = int('BENCH_POOL_PACE_MS', 1000);
 /** Repetitions of each memory scenario (BENCH_MEMORY_RUNS, default 3). */

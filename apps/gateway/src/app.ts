@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ProblemSchema, SHARED_SCHEMAS, ref } from '@sandgate/contracts';
+import { ProblemSchema, SHARED_SCHEMAS, SandgateError, ref } from '@sandgate/contracts';
 import { DASHBOARD_DIR } from '@sandgate/dashboard';
 import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
@@ -10,7 +10,7 @@ import { corsPlugin } from './plugins/cors.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
 import { openApiTransform } from './openapi-transform.ts';
 import { startWebhookDispatcher } from './webhooks/dispatcher.ts';
-import { registerErrorHandling } from './plugins/errors.ts';
+import { clientErrorHandler, registerErrorHandling } from './plugins/errors.ts';
 import { hostCheckPlugin } from './plugins/host-check.ts';
 import { acceptEmptyJson } from './plugins/json-body.ts';
 import { limitsPlugin } from './plugins/limits.ts';
@@ -19,7 +19,9 @@ import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes } from './routes/files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
+import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
+import { serverTimeouts } from './timeouts.ts';
 
 export interface AppOptions {
   /** SSE heartbeat interval (ms); default 15 000. */
@@ -52,7 +54,10 @@ export async function buildApp(
     loggerInstance: deps.log,
     genReqId: () => `req_${Date.now().toString(36)}${(requestSeq++).toString(36)}`,
     bodyLimit: 1 << 20,
-    forceCloseConnections: true,
+    ...serverTimeouts(deps.config),
+    // Closing waits for requests in flight (server.ts bounds the wait by SANDGATE_SHUTDOWN_GRACE_S).
+    forceCloseConnections: 'idle',
+    clientErrorHandler,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -89,15 +94,28 @@ export async function buildApp(
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   registerErrorHandling(app);
+  // SSE streams and long polls end first, so that closing does not wait for them.
+  app.addHook('preClose', async () => deps.drain());
   acceptEmptyJson(app);
   // Before the host check and the key: a browser's preflight carries neither a key nor anything to check.
   await app.register(corsPlugin, { config: deps.config });
   await app.register(hostCheckPlugin, { config: deps.config });
-  await app.register(authPlugin, { apiKeys: deps.config.apiKeys });
+  await app.register(authPlugin, { apiKeys: deps.config.apiKeys, operatorKeys: deps.config.operatorKeys });
+  // A Redis that hangs would hold every request for the command timeout: while the watchdog says it does not answer,
+  // what needs it fails at once (probes and the scrape answer on their own; public files need no Redis).
+  app.addHook('onRequest', async (req) => {
+    if (deps.watchdog.up || req.routeOptions.config.unmetered || req.routeOptions.config.public) return;
+    const detail = 'Redis does not answer right now; retry shortly';
+    throw new SandgateError('redis_unavailable', detail, { extra: { retry_after: 1 } });
+  });
   await app.register(limitsPlugin, { deps });
+  app.addHook('onResponse', async (req, reply) => {
+    deps.metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+  });
 
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   await app.register(systemRoutes, { deps });
+  await app.register(operatorRoutes, { deps });
   await app.register(sessionRoutes, { prefix: '/v1/sessions', deps });
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });

@@ -2,11 +2,13 @@ import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { QueuedExecution } from '@sandgate/contracts';
 import {
-  EndedNotices, EventHub, ExecutionStore, SessionStore, WorkerRegistry, createRedis, keys, signingKey, withScripts,
-  type Config, type ScriptRedis,
+  EndedNotices, EventHub, ExecutionStore, RedisWatchdog, SessionStore, WorkerRegistry, createRedis, keys, signingKey,
+  watchOutages, whenReady, withScripts, type Config, type ScriptRedis,
 } from '@sandgate/state';
 import { UrlSigner, Workspaces } from '@sandgate/storage';
+import { GatewayMetrics } from './metrics.ts';
 import { Cursors } from './pagination.ts';
+import { SystemStatsReader } from './system-stats.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -21,6 +23,14 @@ export interface GatewayDeps {
   workers: WorkerRegistry;
   workspaces: Workspaces;
   signer: UrlSigner;
+  /** The deployment's numbers (/v1/system/stats) and this process's (/metrics). */
+  stats: SystemStatsReader;
+  metrics: GatewayMetrics;
+  /** Whether Redis answers now: requests fail fast with redis_unavailable while it does not. */
+  watchdog: RedisWatchdog;
+  /** Aborted when the gateway starts to shut down: SSE streams and long polls end early (clients go elsewhere). */
+  readonly draining: AbortSignal;
+  drain(): void;
   /** The deployment's HMAC key (download URLs, cursors, webhook secrets). */
   signingKey: Buffer;
   cursors: Cursors;
@@ -30,10 +40,15 @@ export interface GatewayDeps {
 export const queuePrefix = (config: Config) => `${config.redisPrefix}:q`;
 
 export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
-  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway'));
+  // The connections requests use fail fast: while Redis is away a request gets 503 redis_unavailable at once.
+  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
   // One blocking XREAD at a time: nothing to batch.
   const reader = createRedis(config.redisUrl, 'sandgate-gateway-events', { autoPipelining: false });
-  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', { autoPipelining: false });
+  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', {
+    autoPipelining: false, failFast: true,
+  });
+  const unwatch = watchOutages(redis, log);
+  await Promise.all([whenReady(redis), whenReady(queueConnection)]);
   const k = keys(config.redisPrefix);
   const hub = new EventHub(reader, redis, log);
   const notices = new EndedNotices(createRedis(config.redisUrl, 'sandgate-gateway-notices', { autoPipelining: false }), k);
@@ -50,13 +65,25 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     publicUrl: config.publicUrl,
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
+  const draining = new AbortController();
+  const watchdog = new RedisWatchdog(createRedis(config.redisUrl, 'sandgate-gateway-watchdog', {
+    autoPipelining: false, failFast: true,
+  }));
+  const stats = new SystemStatsReader(redis, k, queue);
+  const metrics = new GatewayMetrics(stats, redis, k);
+  metrics.start();
   return {
-    config, log, redis, hub, notices, queue, signer, signingKey: key, cursors: new Cursors(key),
+    config, log, redis, hub, notices, queue, signer, stats, metrics, signingKey: key, cursors: new Cursors(key),
+    watchdog, draining: draining.signal,
+    drain: () => draining.abort(),
     sessions: new SessionStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
     workspaces: new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } }),
     async close() {
+      await metrics.close();
+      watchdog.close();
+      unwatch();
       await hub.close();
       notices.close();
       await queue.close();

@@ -18,10 +18,15 @@ type InlineFile = { path: string; bytes: Buffer };
 
 /** Creating, waiting for and cancelling executions: the logic behind /v1/executions, free of HTTP. */
 export class ExecutionService {
+  /** Settles when the gateway starts to shut down: a long poll then answers with the run as it is. */
+  private readonly drained: Promise<'timeout'>;
   private readonly webhooks: WebhookAllowList;
 
   constructor(private readonly d: GatewayDeps) {
     this.webhooks = new WebhookAllowList(d.config.webhookAllow);
+    this.drained = new Promise((resolve) => {
+      d.draining.addEventListener('abort', () => resolve('timeout'), { once: true });
+    });
   }
 
   /**
@@ -68,7 +73,7 @@ export class ExecutionService {
   /** Waits for the notice of the run's end; reads the run when a notice may have been missed, and at the deadline. */
   private async until(rec: ExecutionRecord, ending: NoticeWait, deadline: number): Promise<ExecutionRecord> {
     for (;;) {
-      const notice = await ending.next(deadline);
+      const notice = await Promise.race([ending.next(deadline), this.drained]);
       if (typeof notice === 'object') return endedRecord(rec, notice);
       const now = await this.d.executions.get(rec.id);
       if (notice === 'timeout' || !now || isTerminal(now.state)) return now ?? rec;
@@ -157,7 +162,8 @@ export class ExecutionService {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), seconds * 1000);
     try {
-      for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, ac.signal)) {
+      const stop = AbortSignal.any([ac.signal, this.d.draining]);
+      for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, stop)) {
         const ending = endingOf(ev);
         if (ending) return endedRecord(now, ending);
         if (ev.type === 'result') break;

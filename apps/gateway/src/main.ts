@@ -6,9 +6,13 @@ async function main() {
   const config = loadConfig();
   const log = createLogger(config, 'sandgate-gateway');
   const gateway = await startGateway(config, log);
-  const stop = async () => { await gateway.close(); process.exit(0); };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
+  const stop = async (signal: string) => {
+    log.info({ signal, grace_s: config.shutdownGraceMs / 1000 }, 'stopping: draining requests');
+    await gateway.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
 }
 
 main().catch((err: unknown) => {

@@ -78,7 +78,9 @@ export function openApiTransform({ schema, url, route }: { schema: FastifySchema
     const json = (schema.body as { content?: Record<string, unknown> } | undefined)?.content ?? {};
     out.body = { content: { ...extras.body, ...json } };
   }
-  const responses = { ...(schema.response as Record<string, unknown> | undefined), ...extras.responses };
+  // Every route that reads a body answers 413 past its body limit (Fastify refuses it before the handler).
+  const sized = schema.body || extras.body ? { 413: { $ref: PROBLEM_REF } } : {};
+  const responses = { ...sized, ...(schema.response as Record<string, unknown> | undefined), ...extras.responses };
   out.response = Object.fromEntries(Object.entries(responses)
     .map(([status, r]) => [status, isProblemRef(r) ? problemResponse(status) : r]));
   return { schema: out as FastifySchema, url: path };

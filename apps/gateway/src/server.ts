@@ -3,9 +3,12 @@ import type { Logger } from 'pino';
 import { isLoopbackAddress, redisWarnings, type Config } from '@sandgate/state';
 import { buildApp, type AppOptions } from './app.ts';
 import { createGatewayDeps } from './deps.ts';
+import { startMetricsServer } from './metrics-server.ts';
 
 export interface RunningGateway {
   url: string;
+  /** Where SANDGATE_METRICS_PORT serves /metrics, if set. */
+  metricsUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -32,8 +35,24 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
   const deps = await createGatewayDeps(config, log);
   for (const warning of await redisWarnings(deps.redis)) log.warn(warning);
   const app = await buildApp(deps, options);
+  const metricsServer = config.metricsPort === null ? null
+    : await startMetricsServer(deps.metrics, config.metricsHost, config.metricsPort, log);
+  /**
+   * Stops taking connections, ends SSE streams with a reconnect hint and long polls with the run as it is, waits
+   * for the other requests in flight up to SANDGATE_SHUTDOWN_GRACE_S, then closes what is left.
+   */
   const close = async () => {
-    await app.close();
+    metricsServer?.server.close();
+    metricsServer?.server.closeAllConnections();
+    const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs);
+    // Node closes the connections idle when closing starts; these close those whose last response ends later.
+    const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+    try {
+      await app.close();
+    } finally {
+      clearTimeout(force);
+      clearInterval(idle);
+    }
     await deps.close();
   };
   const url = await app.listen({ host: config.host, port: config.port });
@@ -42,5 +61,5 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
     await close();
     throw refuse(config, `bound to ${bound}`);
   }
-  return { url, close };
+  return { url, metricsUrl: metricsServer?.url ?? null, close };
 }

@@ -40,6 +40,11 @@ export class SseWriter {
     });
   }
 
+  /** Tells the client to reconnect (with Last-Event-ID) after `retryMs`, e.g. to another replica; then end(). */
+  async reconnect(retryMs: number, why: string): Promise<void> {
+    await this.write(`: ${why.replace(/[\r\n]/g, ' ')}\nretry: ${retryMs}\n\n`);
+  }
+
   end(): void {
     clearInterval(this.heartbeat);
     if (!this.res.writableEnded) this.res.end();

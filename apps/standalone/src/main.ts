@@ -18,9 +18,10 @@ async function main() {
   const gateway = await startGateway(config, log);
   log.info({ url: gateway.url, docs: `${gateway.url}/docs`, dashboard: `${gateway.url}/dashboard/` }, 'sandgate is serving');
   const stop = async (signal: string) => {
-    log.info({ signal }, 'stopping');
-    await gateway.close();
-    await worker.close();
+    const grace = config.shutdownGraceMs / 1000;
+    log.info({ signal, grace_s: grace }, 'stopping: draining requests and finishing running executions');
+    // Both at once: the gateway stops taking runs while the worker finishes those it holds.
+    await Promise.all([gateway.close(), worker.close()]);
     await backend.close();
     process.exit(0);
   };

@@ -16,7 +16,7 @@ async function main() {
   await backend.check();
   const worker = await startWorker({ config, log, backend, workspaces, id });
   const stop = async (signal: string) => {
-    log.info({ signal }, 'stopping: finishing running executions');
+    log.info({ signal, grace_s: config.shutdownGraceMs / 1000 }, 'stopping: finishing running executions');
     await worker.close();
     await backend.close();
     process.exit(0);

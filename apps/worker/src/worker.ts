@@ -5,10 +5,11 @@ import type { Logger } from 'pino';
 import { SandgateError, type ExecutionResult, type QueuedExecution } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, limitsFor, platformResult,
-  redisWarnings, withScripts, type Config,
+  DeploymentStats, EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys,
+  limitsFor, platformResult, redisWarnings, withScripts, type Config,
 } from '@sandgate/state';
 import type { Workspaces } from '@sandgate/storage';
+import { WorkerStats } from './worker-stats.ts';
 
 export interface WorkerOptions {
   config: Config;
@@ -28,7 +29,22 @@ export const newWorkerId = () => `${hostname()}-${process.pid}-${randomBytes(3).
 
 export interface RunningWorker {
   readonly id: string;
-  close(): Promise<void>;
+  /**
+   * Stops taking runs and waits for those in flight; past `graceMs` (default SANDGATE_SHUTDOWN_GRACE_S) it stops them,
+   * and they end as `error` with reason `shutdown`. Queued runs stay queued for the other workers.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** The abort reason of runs stopped because their worker shuts down (a cancel aborts without one). */
+const SHUTDOWN = Symbol('shutdown');
+
+/** What a run stopped by its worker's shutdown reports: its output so far, and why it ended. */
+function shutdownResult(result: ExecutionResult, graceMs: number): ExecutionResult {
+  return {
+    ...result, state: 'error', reason: 'shutdown', artifacts: [],
+    message: `the worker shut down and the run did not finish within its grace period of ${graceMs / 1000} s`,
+  };
 }
 
 /**
@@ -44,16 +60,23 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   const sessions = new SessionStore(redis, k);
   const executions = new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds });
   const registry = new WorkerRegistry(redis, k);
+  const deployment = new DeploymentStats(redis, k);
   const inFlight = new Map<string, AbortController>();
+  let graceUsed = config.shutdownGraceMs;
   const wlog = log.child({ worker: id });
+  const stats = new WorkerStats({
+    id, backend, registry, stats: deployment, concurrency: config.workerConcurrency, log: wlog,
+    running: () => inFlight.size,
+  });
   for (const warning of await redisWarnings(redis)) wlog.warn(warning);
 
   await subscriber.subscribe(k.cancelChannel());
   subscriber.on('message', (_channel: string, executionId: string) => inFlight.get(executionId)?.abort());
 
   /** Runs one queued execution to its end; `throttled` when its tenant runs its maximum already (it stays queued). */
-  const run = async (queued: QueuedExecution): Promise<'throttled' | void> => {
-    const jlog = wlog.child({ executionId: queued.execution_id, tenant: queued.tenant });
+  const run = async (queued: QueuedExecution, queuedAt: number): Promise<'throttled' | void> => {
+    // Every line about a run carries its ids and tenant, so `execution_id` finds them all across processes.
+    let jlog = wlog.child({ execution_id: queued.execution_id, tenant: queued.tenant });
     const ac = new AbortController();
     inFlight.set(queued.execution_id, ac);
     try {
@@ -65,6 +88,8 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
         return;
       }
       const { job } = started;
+      jlog = jlog.child({ session_id: job.session_id });
+      deployment.queueWait(Date.now() - queuedAt).catch(() => {});
       // The cancel was published before this run was in `inFlight`: the backend sees it through the signal.
       if (started.state === 'cancel_requested') ac.abort();
       const lease = setInterval(() => {
@@ -74,18 +99,21 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       let result: ExecutionResult;
       try {
         jlog.info({ language: job.language }, 'execution started');
-        result = await backend.execute(job, events, ac.signal);
+        result = await backend.execute(job, events, ac.signal, jlog);
       } catch (err) {
         jlog.error({ err }, 'execution failed in the platform');
         const reason = err instanceof SandgateError && err.code === 'backend_unavailable' ? 'backend_unavailable' : undefined;
+        if (reason) stats.engineErrors++;
         result = platformResult('error', reason, err instanceof SandgateError ? err.message : 'the sandbox backend failed; see the worker log');
       } finally {
         clearInterval(lease);
       }
+      if (ac.signal.reason === SHUTDOWN) result = shutdownResult(result, graceUsed);
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
         executions.finalize(
-          { id: job.execution_id, session_id: job.session_id, tenant: job.tenant }, result, ['running'], events.takePending(),
+          { id: job.execution_id, session_id: job.session_id, tenant: job.tenant, language: job.language },
+          result, ['running'], events.takePending(),
         ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
@@ -97,7 +125,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
 
   const queueConnection = createRedis(config.redisUrl, 'sandgate-worker-queue', { autoPipelining: false });
   const worker = new Worker<QueuedExecution>(config.queueName, async (job: Job<QueuedExecution>, token?: string) => {
-    if ((await run(job.data)) !== 'throttled') return;
+    if ((await run(job.data, job.timestamp)) !== 'throttled') return;
     // Back into the queue, at the same priority, for when one of the tenant's runs has ended.
     await job.moveToDelayed(Date.now() + THROTTLE_DELAY_MS, token);
     throw new DelayedError();
@@ -135,10 +163,18 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
     await endStranded();
     const { live, lost: lostRuns } = await executions.leases();
     for (const lost of lostRuns) {
+      // Ours, and alive: its lease lapsed while Redis was away (renewals failed), not because we stopped.
+      if (inFlight.has(lost)) {
+        await executions.renewLease(lost, id, config.leaseMs);
+        continue;
+      }
       const rec = await executions.get(lost);
       if (!rec) continue;
       const ended = await executions.finalize(rec, platformResult('error', 'worker_lost', 'the worker running this execution stopped'), ['running']);
-      if (ended) wlog.warn({ executionId: lost }, 'execution ended: its worker was lost');
+      if (ended) {
+        const ids = { execution_id: lost, session_id: rec.session_id, tenant: rec.tenant };
+        wlog.warn(ids, 'execution ended: its worker was lost');
+      }
     }
     for (const idInFlight of inFlight.keys()) live.add(idInFlight);
     const workers = await registry.aliveIds(WORKER_ALIVE_MS);
@@ -154,9 +190,12 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   };
   let housekeepingRun: Promise<void> = Promise.resolve();
   const tick = () => {
-    housekeepingRun = housekeeping().catch((err: unknown) => wlog.error({ err }, 'housekeeping failed'));
+    housekeepingRun = housekeeping().catch((err: unknown) => {
+      if (err instanceof SandgateError && err.code === 'backend_unavailable') stats.engineErrors++;
+      wlog.error({ err }, 'housekeeping failed');
+    });
   };
-  const beat = () => void registry.beat(id).catch((err: unknown) => wlog.warn({ err }, 'heartbeat failed'));
+  const beat = () => void stats.beat().catch((err: unknown) => wlog.warn({ err }, 'heartbeat failed'));
   beat();
   tick();
   const timers = [setInterval(beat, heartbeatMs), setInterval(tick, config.sweepIntervalMs)];
@@ -165,9 +204,13 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
 
   return {
     id,
-    async close() {
+    async close(graceMs = config.shutdownGraceMs) {
+      graceUsed = graceMs;
       timers.forEach(clearInterval);
-      await worker.close();
+      const closing = worker.close();
+      const grace = setTimeout(() => { for (const ac of inFlight.values()) ac.abort(SHUTDOWN); }, graceMs);
+      await closing;
+      clearTimeout(grace);
       await housekeepingRun;
       await registry.leave(id).catch(() => {});
       subscriber.disconnect();

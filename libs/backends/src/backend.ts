@@ -1,4 +1,5 @@
 import type { Artifact, ExecutionJob, ExecutionResult, Phase } from '@sandgate/contracts';
+import type { BackendLogger } from './shared/logger.ts';
 
 /** Where a backend reports what happens during one execution, as it happens. */
 export interface EventSink {
@@ -18,6 +19,19 @@ export interface LiveSet {
   workers: ReadonlySet<string>;
 }
 
+/** What a backend reports about itself for /metrics; counters are totals since it was made. */
+export interface BackendStats {
+  /**
+   * One-shot runs that got a warm sandbox (`reused`: one reset after an earlier run) or went cold, and sandboxes lost
+   * to a failed reset; `ready`: warm sandboxes waiting now.
+   */
+  pool: { hits: number; reused: number; misses: number; reset_failed: number; ready: number };
+  /** Session sandboxes running on its engine (every worker of that engine sees the same ones). */
+  sessionSandboxes: number;
+  /** The engine's id, to count those once per engine. */
+  engine: string;
+}
+
 /**
  * Runs executions in sandboxes. Coarse on purpose: one call runs one execution end to end,
  * so no engine type (container, pod) crosses this seam.
@@ -27,11 +41,14 @@ export interface ExecutionBackend {
   /**
    * Runs one execution to its end, reporting events as they happen. Resolves with the result for every
    * outcome of the user's code (failed, timeout, oom, cancelled through `signal`); rejects only when the
-   * platform itself failed (engine unreachable, image missing), with a SandgateError where it can.
+   * platform itself failed (engine unreachable, image missing), with a SandgateError where it can. `log`, the run's
+   * own logger (bound to its execution, session and tenant), takes what the backend says about this run.
    */
-  execute(job: ExecutionJob, events: EventSink, signal: AbortSignal): Promise<ExecutionResult>;
+  execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger): Promise<ExecutionResult>;
   /** Removes every sandbox this backend's deployment owns that nothing in `live` owns; answers with what it removed. */
   sweep(live: LiveSet): Promise<{ removed: string[] }>;
+  /** Its numbers for /metrics; rejects when the engine does not answer. */
+  stats?(): Promise<BackendStats>;
   /** Checks that the engine answers and the image is present; throws a SandgateError otherwise. */
   check(): Promise<void>;
   /** Stops background work (pool refills) and removes this instance's warm pool. */

@@ -1,4 +1,4 @@
-export type { EventSink, ExecutionBackend, LiveSet } from './backend.ts';
+export type { BackendStats, EventSink, ExecutionBackend, LiveSet } from './backend.ts';
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
 export type { PoolStats } from './docker/warm-pool.ts';
 export { hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from './docker/container-spec.ts';

@@ -26,7 +26,7 @@ test('the SDK has a function per operation, named by its operationId', async () 
   const sdk = await import('./generated/sdk.gen.ts');
   assert.deepEqual(Object.keys(sdk).sort(), [
     'cancelExecution', 'createSession', 'deleteFile', 'deleteSession', 'downloadFile', 'getExecution', 'getHealth',
-    'getReadiness', 'getSession', 'getWebhookSecret', 'listExecutions', 'listFiles', 'listRuntimes', 'listSessions', 'putFile',
+    'getMetrics', 'getReadiness', 'getSession', 'getSystemStats', 'getWebhookSecret', 'listExecutions', 'listFiles', 'listRuntimes', 'listSessions', 'putFile',
     'restartSession', 'runExecution', 'streamExecutionEvents', 'uploadFile',
   ]);
 });

@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   file_not_found: 404,
   method_not_allowed: 405,
   not_acceptable: 406,
+  request_timeout: 408,
   file_exists: 409,
   session_busy: 409,
   execution_finished: 409,
@@ -28,12 +29,15 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
   host_not_allowed: 421,
+  headers_too_large: 431,
   max_sessions: 429,
   rate_limited: 429,
   quota_exceeded: 429,
   internal: 500,
   backend_unavailable: 503,
   not_ready: 503,
+  redis_unavailable: 503,
+  insufficient_storage: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -23,7 +23,9 @@ export const isTerminal = (s: string): s is TerminalState => (TERMINAL_STATES as
 export const PHASES = ['queued', 'starting', 'running', 'harvesting', 'done'] as const;
 export type Phase = (typeof PHASES)[number];
 
-export const REASONS = ['oom', 'timeout', 'cancelled', 'worker_lost', 'backend_unavailable', 'output_limit'] as const;
+export const REASONS = [
+  'oom', 'timeout', 'cancelled', 'worker_lost', 'backend_unavailable', 'output_limit', 'shutdown',
+] as const;
 export type Reason = (typeof REASONS)[number];
 
 export const LimitsSchema = Type.Object(

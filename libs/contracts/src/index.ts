@@ -19,7 +19,7 @@ import {
 import {
   PhaseEventSchema, OutputEventSchema, ArtifactEventSchema, ResultEventSchema, ExecutionStreamEventSchema,
 } from './events.ts';
-import { RuntimeSchema, RuntimeListSchema, HealthSchema, WebhookSecretSchema } from './system.ts';
+import { RuntimeSchema, RuntimeListSchema, HealthSchema, SystemStatsSchema, WebhookSecretSchema } from './system.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -27,5 +27,5 @@ export const SHARED_SCHEMAS = [
   CreateExecutionSchema, SessionSchema, SessionListSchema, CreateSessionSchema, FileEntrySchema, FileListSchema,
   UploadResultSchema, UploadJsonSchema, InlineFileSchema, PhaseEventSchema, OutputEventSchema, ArtifactEventSchema,
   ResultEventSchema, ExecutionStreamEventSchema, MultipartUploadSchema, RuntimeSchema, RuntimeListSchema, HealthSchema,
-  WebhookSecretSchema,
+  SystemStatsSchema, WebhookSecretSchema,
 ];

@@ -47,3 +47,25 @@ test('one error names every bad variable', () => {
     assert.match(err2.message, new RegExp(name), `${name} in ${err2.message}`);
   }
 });
+
+test('operator keys, the metrics port, timeouts and the log format', () => {
+  const d = loadConfig({});
+  assert.deepEqual([d.operatorKeys, d.metricsPort, d.metricsHost, d.requestTimeoutMs, d.shutdownGraceMs, d.logFormat],
+    [[], null, '127.0.0.1', 300_000, 30_000, null]);
+  const c = loadConfig({
+    SANDGATE_OPERATOR_KEYS: 'op-key-0123456789ab, op-key-ba9876543210', SANDGATE_METRICS_PORT: '9464',
+    SANDGATE_REQUEST_TIMEOUT_S: '2.5', SANDGATE_SHUTDOWN_GRACE_S: '0', SANDGATE_LOG_FORMAT: 'json',
+  });
+  assert.deepEqual(c.operatorKeys, ['op-key-0123456789ab', 'op-key-ba9876543210']);
+  assert.deepEqual([c.metricsPort, c.requestTimeoutMs, c.shutdownGraceMs, c.logFormat], [9464, 2500, 0, 'json']);
+  let err: unknown;
+  try {
+    loadConfig({ SANDGATE_OPERATOR_KEYS: 'op-key-0123456789ab,tooshortsecret', SANDGATE_LOG_FORMAT: 'xml' });
+  } catch (e) { err = e; }
+  assert.ok(err instanceof ConfigError);
+  assert.match(err.message, /SANDGATE_OPERATOR_KEYS: operator key #2 is shorter than 16 characters/);
+  assert.doesNotMatch(err.message, /tooshortsecret/, 'a key is never printed');
+  let err2: unknown;
+  try { loadConfig({ SANDGATE_LOG_FORMAT: 'xml' }); } catch (e) { err2 = e; }
+  assert.match((err2 as Error).message, /SANDGATE_LOG_FORMAT/);
+});

@@ -47,6 +47,12 @@ export const ConfigSchema = Type.Object({
   tenantLimits: TenantOverridesSchema,
   /** Host names (with an optional :port) the gateway answers to besides the public URL's and loopback's. */
   allowedHosts: Type.Array(Type.String({ pattern: '^[A-Za-z0-9.-]+(:\\d{1,5})?$|^\\[[0-9A-Fa-f:.]+\\](:\\d{1,5})?$' })),
+  operatorKeys: Type.Array(Type.String({ minLength: 16 })),
+  metricsPort: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Null()]),
+  metricsHost: Type.String({ minLength: 1 }),
+  requestTimeoutMs: Type.Integer({ minimum: 1000 }),
+  shutdownGraceMs: Type.Integer({ minimum: 0 }),
+  logFormat: Type.Union([Type.Literal('json'), Type.Literal('pretty'), Type.Null()]),
   /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
   /** Where callback_url may point (host names, `*.domain`, `*`, IPs and CIDRs); empty: no webhooks. */
   webhookAllow: Type.Array(Type.String({ minLength: 1 })),
@@ -84,6 +90,14 @@ export const parseApiKeys = (raw: string): Record<string, string> | string => {
   return keys;
 };
 
+/** 'k1,k2' → ['k1', 'k2']: bearer keys that may read the operator endpoints (/metrics, /v1/system/stats). */
+export const parseOperatorKeys = (raw: string): string[] | string => {
+  const keys = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  // The message never quotes a key: configuration errors are printed and logged.
+  const short = keys.findIndex((k) => k.length < 16);
+  return short < 0 ? keys : `operator key #${short + 1} is shorter than 16 characters`;
+};
+const seconds: Parse = (raw) => Math.round(Number(num(raw)) * 1000);
 /** A JSON object; a string says why it is not one. */
 export const parseJsonObject = (raw: string): Record<string, unknown> | string => {
   try {
@@ -96,7 +110,7 @@ export const parseJsonObject = (raw: string): Record<string, unknown> | string =
 };
 const list: Parse = (raw) => raw.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
 /** Parsers whose string answer is a problem, not a value. */
-const STRUCTURED = new Set<Parse>([parseApiKeys, parseJsonObject]);
+const STRUCTURED = new Set<Parse>([parseApiKeys, parseOperatorKeys, parseJsonObject]);
 
 /** variable → [config field, parser, default]. */
 const VARS: Record<string, [keyof Config, Parse, string | null]> = {
@@ -109,7 +123,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MEMORY_LIMIT: ['memoryMb', (r) => Math.floor(parseBytes(r) / (1 << 20)), '512m'],
   SANDGATE_CPU_LIMIT: ['cpus', num, '1.0'],
   SANDGATE_PIDS_LIMIT: ['pidsLimit', int, '128'],
-  SANDGATE_EXEC_TIMEOUT_S: ['execTimeoutMs', (r) => Math.round(Number(num(r)) * 1000), '60'],
+  SANDGATE_EXEC_TIMEOUT_S: ['execTimeoutMs', seconds, '60'],
   SANDGATE_SESSION_TTL_M: ['sessionTtlSeconds', (r) => Math.round(Number(num(r)) * 60), '30'],
   SANDGATE_MAX_SESSIONS: ['maxSessions', int, '20'],
   SANDGATE_MAX_UPLOAD_BYTES: ['maxUploadBytes', parseBytes, '50MB'],
@@ -130,7 +144,13 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_POOL_MAX_RUNS: ['poolMaxRuns', int, '100'],
   SANDGATE_SANDBOX_UID: ['sandboxUid', int, '1000'],
   SANDGATE_LEASE_MS: ['leaseMs', int, '10000'],
-  SANDGATE_SWEEP_INTERVAL_S: ['sweepIntervalMs', (r) => Math.round(Number(num(r)) * 1000), '30'],
+  SANDGATE_SWEEP_INTERVAL_S: ['sweepIntervalMs', seconds, '30'],
+  SANDGATE_OPERATOR_KEYS: ['operatorKeys', parseOperatorKeys, ''],
+  SANDGATE_METRICS_PORT: ['metricsPort', int, null],
+  SANDGATE_METRICS_HOST: ['metricsHost', str, '127.0.0.1'],
+  SANDGATE_REQUEST_TIMEOUT_S: ['requestTimeoutMs', seconds, '300'],
+  SANDGATE_SHUTDOWN_GRACE_S: ['shutdownGraceMs', seconds, '30'],
+  SANDGATE_LOG_FORMAT: ['logFormat', str, null],
   SANDGATE_TENANT_MAX_RUNNING: ['tenantMaxRunning', int, '8'],
   SANDGATE_TENANT_MAX_QUEUED: ['tenantMaxQueued', int, '200'],
   SANDGATE_TENANT_RUNS_PER_MIN: ['tenantRunsPerMin', int, '600'],

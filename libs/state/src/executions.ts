@@ -7,6 +7,8 @@ import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import type { ScriptRedis } from './scripts.ts';
 import { maxSessionsError } from './sessions.ts';
+import { DeploymentStats } from './deployment-stats.ts';
+import { countRedisError } from './redis.ts';
 import { pageIndex, type Page } from './time-index.ts';
 
 export interface ExecutionMeta {
@@ -56,11 +58,15 @@ const phase = (p: PhaseEvent['phase'], at = Date.now()) =>
 
 /** Execution records and their one-way state machine: queued → running → a terminal state. */
 export class ExecutionStore {
+  private readonly stats: DeploymentStats;
+
   constructor(
     private readonly redis: ScriptRedis,
     private readonly k: Keys,
     private readonly opts: { retentionSeconds: number },
-  ) {}
+  ) {
+    this.stats = new DeploymentStats(redis, k);
+  }
 
   /**
    * Records a queued execution with its spec (the job a worker runs; dropped when the run ends) and takes its
@@ -167,10 +173,11 @@ export class ExecutionStore {
    * Ends a run: state, result, `done` and `result` events and the session lock, in one step.
    * Only from the given states, so concurrent finishers (worker, reaper, cancel) produce one result.
    * `pending` are events of the run not written yet (EventWriter.takePending): they go in before `done`.
+   * The process that ends a run counts it in the deployment's stats (/metrics), after answering.
    */
   async finalize(
-    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant'>, result: ExecutionResult, from: ExecutionState[],
-    pending: string[] = [],
+    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant' | 'language'>, result: ExecutionResult,
+    from: ExecutionState[], pending: string[] = [],
   ): Promise<boolean> {
     const now = Date.now();
     const k = this.k;
@@ -180,6 +187,8 @@ export class ExecutionStore {
       rec.id, now, JSON.stringify(result), result.state, this.opts.retentionSeconds, from.join(','),
       phase('done', now), JSON.stringify({ result } satisfies ResultEvent), ...pending,
     );
+    // Stats must never fail or slow down the ending itself; a lost increment shows as a Redis error.
+    if (r === 1) this.stats.ended(rec.language, result).catch(countRedisError);
     return r === 1;
   }
 

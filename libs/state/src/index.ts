@@ -13,3 +13,4 @@ export * from './platform.ts';
 export * from './tenant-limits.ts';
 export * from './time-index.ts';
 export * from './logger.ts';
+export * from './deployment-stats.ts';

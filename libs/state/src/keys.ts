@@ -28,6 +28,13 @@ export const keys = (p: string) => ({
   running: () => `${p}:running`,
   /** Worker id → last heartbeat (ms). */
   workers: () => `${p}:workers`,
+  /** Worker id → its latest stats snapshot (JSON), published with its heartbeat. */
+  workerStats: () => `${p}:workers:stats`,
+  /** Gateway id → its latest stats snapshot (JSON): what only a gateway process knows, like its SSE subscribers. */
+  gatewayStats: () => `${p}:gateways:stats`,
+  /** Deployment-wide counters (DeploymentStats). */
+  statsCounters: () => `${p}:stats:counters`,
+  statsHistogram: (name: string) => `${p}:stats:histogram:${name}`,
   signingKey: () => `${p}:signing-key`,
   /** Ended executions with a callback_url whose delivery is not queued yet, by end time (ms): see webhooks. */
   webhooksDue: () => `${p}:webhooks:due`,

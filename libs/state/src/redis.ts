@@ -1,12 +1,127 @@
 import { Redis } from 'ioredis';
 
+export interface RedisOptions {
+  /** Batch our own commands of one tick into one write; default true. Off for BullMQ's connections (see below). */
+  autoPipelining?: boolean;
+  /**
+   * For connections that serve HTTP requests: a command fails at once while Redis is unreachable instead of waiting
+   * for a reconnect, fails after REDIS_REQUEST_TIMEOUT_MS when Redis does not answer, and is never sent again after
+   * a reconnect (the client was already told it failed). Default false: wait for Redis, as workers should.
+   */
+  failFast?: boolean;
+}
+
 /**
- * A Redis connection. `maxRetriesPerRequest: null` because BullMQ requires it and because a command
- * should wait for a reconnect rather than fail a request during a short Redis restart.
- * Auto-pipelining batches our own commands of one tick into one write; it is off for BullMQ's
- * connections (`{ autoPipelining: false }`), where ioredis would copy BullMQ's ~60 scripts into
- * every pipeline it builds, costing more CPU than the batching saves.
+ * How long a request-path command waits for Redis's answer before its request fails with redis_unavailable. Long
+ * enough for a burst of requests queued behind each other on one connection; a Redis that hangs is caught sooner by
+ * the RedisWatchdog, which fails new requests at once.
  */
-export function createRedis(url: string, name: string, { autoPipelining = true }: { autoPipelining?: boolean } = {}): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableAutoPipelining: autoPipelining, lazyConnect: false });
+export const REDIS_REQUEST_TIMEOUT_MS = 5000;
+/** Redis is taken for hung when the watchdog's PINGs go unanswered this long. */
+export const REDIS_HANG_MS = 800;
+const WATCHDOG_EVERY_MS = 200;
+
+let errors = 0;
+
+/** Connection and command errors of every connection this process made, for sandgate_redis_errors_total. */
+export const redisErrorCount = (): number => errors;
+/** Counts a failed command whose error no connection reported. */
+export const countRedisError = (): void => { errors++; };
+
+/**
+ * A Redis connection. By default `maxRetriesPerRequest: null`, because BullMQ's workers require it and because a
+ * worker's command should wait for a reconnect rather than lose a run's result during a Redis restart; `failFast`
+ * connections answer an HTTP request in bounded time instead.
+ * Auto-pipelining batches our own commands of one tick into one write; it is off for BullMQ's connections
+ * (`{ autoPipelining: false }`), where ioredis would copy BullMQ's ~60 scripts into every pipeline it builds,
+ * costing more CPU than the batching saves.
+ */
+export function createRedis(
+  url: string, name: string, { autoPipelining = true, failFast = false }: RedisOptions = {},
+): Redis {
+  const redis = new Redis(url, {
+    connectionName: name, enableAutoPipelining: autoPipelining, lazyConnect: false,
+    ...(failFast
+      ? {
+        maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResendUnfulfilledCommands: false,
+        commandTimeout: REDIS_REQUEST_TIMEOUT_MS,
+      }
+      : { maxRetriesPerRequest: null }),
+  });
+  // Counted, not printed: ioredis would print every failed reconnect of an outage; the processes log the outage once.
+  redis.on('error', () => { errors++; });
+  return redis;
+}
+
+/** Resolves once `redis` is connected (at once if it is); rejects only if it is closed for good. */
+export function whenReady(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const ready = () => { redis.off('end', end); resolve(); };
+    const end = () => { redis.off('ready', ready); reject(new Error('the Redis connection was closed')); };
+    redis.once('ready', ready);
+    redis.once('end', end);
+  });
+}
+
+type OutageLog = { warn(o: object, m: string): void; info(o: object, m: string): void };
+
+/**
+ * Logs when `redis` loses its connection and when it has it back: once per outage, not once per retry. Call the
+ * function it returns before closing the connection on purpose.
+ */
+export function watchOutages(redis: Redis, log: OutageLog): () => void {
+  let lostAt: number | null = null;
+  let watching = true;
+  redis.on('close', () => {
+    if (lostAt !== null || !watching) return;
+    lostAt = Date.now();
+    const connection = redis.options.connectionName;
+    log.warn({ connection }, 'lost the connection to Redis; requests answer 503 until it is back');
+  });
+  redis.on('ready', () => {
+    if (lostAt === null) return;
+    log.info({ connection: redis.options.connectionName, down_ms: Date.now() - lostAt }, 'connected to Redis again');
+    lostAt = null;
+  });
+  return () => { watching = false; };
+}
+
+const UNAVAILABLE = [
+  /Stream isn't writeable/, /Command timed out/, /Connection is closed/, /Reached the max retries per request limit/,
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH/, /LOADING Redis is loading/,
+];
+
+/** True for an error that says Redis could not be reached or did not answer (not one Redis answered with). */
+export function isRedisUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err.name === 'MaxRetriesPerRequestError') return true;
+  return UNAVAILABLE.some((re) => re.test(err.message));
+}
+
+/**
+ * Whether Redis answers right now, from a PING every 200 ms on a connection of its own (so a burst of requests'
+ * commands never delays it): down while the connection is not ready, or when no PONG came back for REDIS_HANG_MS
+ * (a Redis that hangs with its connections open). Requests check it before they send anything to Redis.
+ */
+export class RedisWatchdog {
+  #lastPong = Date.now();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(private readonly redis: Redis) {
+    redis.on('ready', () => { this.#lastPong = Date.now(); });
+    this.#timer = setInterval(() => {
+      if (redis.status === 'ready') redis.ping().then(() => { this.#lastPong = Date.now(); }, () => {});
+    }, WATCHDOG_EVERY_MS);
+    this.#timer.unref();
+  }
+
+  get up(): boolean {
+    return this.redis.status === 'ready' && Date.now() - this.#lastPong < REDIS_HANG_MS;
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.redis.disconnect();
+  }
 }

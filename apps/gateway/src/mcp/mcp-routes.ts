@@ -13,6 +13,7 @@ import { originPolicy, trustedOrigins } from '../plugins/origin-policy.ts';
 import { RunCancels } from './run-cancels.ts';
 import { RunTool } from './run-tool.ts';
 import { McpTools } from './tools.ts';
+import { holdOpen } from '../timeouts.ts';
 
 export interface McpRouteOptions {
   deps: GatewayDeps;
@@ -66,6 +67,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
       }
     }
 
+    // A tool call may follow its run to the end in silence (no progress asked for): no idle timeout meanwhile.
+    holdOpen(req, Infinity);
     const done = new AbortController();
     const quota = (kind: Quota) => app.enforceQuota(req, kind);
     const server = buildMcpServer(tools, { tenant, mcpSession, closed: done.signal, log: req.log, quota }, version);

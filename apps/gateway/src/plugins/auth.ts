@@ -12,29 +12,51 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Routes that authorise by other means (health, docs, signed downloads). */
     public?: boolean;
+    /** Operator routes (/metrics, /v1/system/stats): an operator key, not a tenant's (open mode: anyone). */
+    operator?: boolean;
   }
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-/**
- * Bearer API keys → tenants. With no keys configured every request is the one open tenant
- * (the server refuses to listen beyond loopback in that mode, see server.ts).
- */
-export const authPlugin = fp(async (app: FastifyInstance, opts: { apiKeys: Record<string, string> }) => {
-  const table = Object.entries(opts.apiKeys).map(([key, tenant]) => ({ hash: digest(key), tenant }));
-  const open = table.length === 0;
-  const lookup = (token: string): string | null => {
+/** Compares every row, whatever matches, so the time taken says nothing about which key matched. */
+function matcher<T>(rows: [string, T][]): (token: string) => T | null {
+  const table = rows.map(([key, value]) => ({ hash: digest(key), value }));
+  return (token) => {
     const h = digest(token);
-    let found: string | null = null;
-    for (const row of table) if (timingSafeEqual(row.hash, h)) found = row.tenant;
+    let found: T | null = null;
+    for (const row of table) if (timingSafeEqual(row.hash, h)) found = row.value;
     return found;
   };
+}
+
+/**
+ * Bearer API keys → tenants, and operator keys for the operator routes. With no API keys configured every request
+ * is the one open tenant (the server refuses to listen beyond loopback in that mode, see server.ts), and the
+ * operator routes are as open as the rest.
+ */
+export interface AuthOptions {
+  apiKeys: Record<string, string>;
+  operatorKeys: string[];
+}
+
+export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => {
+  const open = Object.keys(opts.apiKeys).length === 0;
+  const tenantOfKey = matcher(Object.entries(opts.apiKeys));
+  const isOperator = matcher(opts.operatorKeys.map((k) => [k, true]));
   app.decorateRequest('tenant', null);
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (open) { req.tenant = OPEN_TENANT; return; }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    req.tenant = m ? lookup(m[1]!) : null;
+    if (req.routeOptions.config.operator) {
+      if (m && isOperator(m[1]!)) return;
+      if (m && tenantOfKey(m[1]!)) {
+        throw new SandgateError('forbidden', 'this endpoint is for operators: use a key from SANDGATE_OPERATOR_KEYS');
+      }
+      const detail = m ? 'the key is not valid' : 'send an operator key as "Authorization: Bearer <key>"';
+      throw new SandgateError('unauthorized', detail);
+    }
+    req.tenant = m ? tenantOfKey(m[1]!) : null;
     if (req.tenant || req.routeOptions.config.public) return;
     throw new SandgateError('unauthorized', m ? 'the API key is not valid' : 'send an API key as "Authorization: Bearer <key>"');
   });

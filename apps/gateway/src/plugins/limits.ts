@@ -11,6 +11,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The per-minute quota of the tenant a request counts against, besides its requests per minute. */
     quota?: Quota;
+    /**
+     * Never counted: health probes and the metrics scrape. Counting needs Redis, and these must answer while it is
+     * away (liveness does not depend on it, readiness and /metrics report it).
+     */
+    unmetered?: boolean;
   }
   interface FastifyInstance {
     /**
@@ -83,6 +88,7 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
     if (req.tenant) await enforce(quotas[quota], limitsFor(config, req.tenant), req);
   });
   app.addHook('onRequest', async (req, reply) => {
+    if (req.routeOptions.config.unmetered) return;
     const quota = req.routeOptions.config.quota;
     // Both counts go out together (one round trip on the auto-pipelined connection).
     await Promise.all([

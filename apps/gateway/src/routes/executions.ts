@@ -1,17 +1,34 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
   CreateExecutionSchema, ExecutionListQuerySchema, ExecutionStreamEventSchema, ExecutionListSchema, ExecutionParamsSchema, ExecutionSchema, ProblemSchema,
   SandgateError, WaitQuerySchema, isTerminal, ref,
 } from '@sandgate/contracts';
-import { isStreamId } from '@sandgate/state';
+import { isStreamId, type ExecutionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { ExecutionService } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { toProblem } from '../plugins/errors.ts';
 import { presentExecution } from '../present.ts';
 import { SseWriter } from '../sse.ts';
+import { holdOpen } from '../timeouts.ts';
+
+/**
+ * Binds a run's ids and tenant to every later log line of this request, the closing "request completed" one included
+ * (Fastify logs that through the reply's logger).
+ */
+function bindRun(
+  req: FastifyRequest, reply: FastifyReply, rec: Pick<ExecutionRecord, 'id' | 'session_id' | 'tenant'>,
+): void {
+  const log = req.log.child({ execution_id: rec.id, session_id: rec.session_id, tenant: rec.tenant });
+  req.log = log;
+  reply.log = log;
+}
+
+/** How soon a client reconnects when this gateway ends its stream to shut down. */
+const RECONNECT_MS = 250;
 
 export interface ExecutionRouteOptions {
   deps: GatewayDeps;
@@ -47,7 +64,9 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       response: { 200: ref(ExecutionSchema), 202: ref(ExecutionSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema), 429: ref(ProblemSchema), ...errors },
     },
   }, async (req, reply) => {
+    holdOpen(req, (req.query.wait ?? 0) * 1000);
     const rec = await service.create(tenantOf(req), req.body, req.query.wait);
+    bindRun(req, reply, rec);
     const body = present(rec);
     return reply.status(isTerminal(rec.state) ? 200 : 202).header('location', body.links.self).send(body);
   });
@@ -73,9 +92,13 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       summary: 'Get an execution (and its result once it has ended); ?wait=<s> blocks until it ends',
       params: ExecutionParamsSchema, querystring: WaitQuerySchema, response: { 200: ref(ExecutionSchema), ...errors },
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     let rec = await executions.require(tenantOf(req), req.params.id);
-    if (req.query.wait) rec = await service.wait(rec, req.query.wait);
+    bindRun(req, reply, rec);
+    if (req.query.wait) {
+      holdOpen(req, req.query.wait * 1000);
+      rec = await service.wait(rec, req.query.wait);
+    }
     return present(rec);
   });
 
@@ -85,7 +108,11 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       summary: 'Cancel an execution; answers with its state once it has ended (or after 10 s)',
       params: ExecutionParamsSchema, response: { 200: ref(ExecutionSchema), ...errors },
     },
-  }, async (req) => present(await service.cancel(await executions.require(tenantOf(req), req.params.id))));
+  }, async (req, reply) => {
+    const rec = await executions.require(tenantOf(req), req.params.id);
+    bindRun(req, reply, rec);
+    return present(await service.cancel(rec));
+  });
 
   app.get('/:id/events', {
     config: { openapi: { responses: EVENT_STREAM_RESPONSES } },
@@ -105,6 +132,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     },
   }, async (req, reply) => {
     const rec = await executions.require(tenantOf(req), req.params.id);
+    bindRun(req, reply, rec);
     const header = req.headers['last-event-id'];
     const after = (Array.isArray(header) ? header[0] : header) ?? req.query.last_event_id ?? null;
     if (after !== null && !isStreamId(after)) throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
@@ -118,14 +146,21 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
     const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
     const sse = new SseWriter(reply.raw, headers, { heartbeatMs, retryMs: 2000 });
+    deps.metrics.sseOpened();
     try {
-      for await (const ev of deps.hub.subscribe(key, after, sse.closed)) {
+      const stop = AbortSignal.any([sse.closed, deps.draining]);
+      for await (const ev of deps.hub.subscribe(key, after, stop)) {
         await sse.send({ id: ev.id, event: ev.type, data: ev.data });
+      }
+      // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
+      if (deps.draining.aborted) {
+        await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
       }
     } catch (err) {
       req.log.error({ err }, 'event stream failed');
       await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
     } finally {
+      deps.metrics.sseClosed();
       sse.end();
     }
   });

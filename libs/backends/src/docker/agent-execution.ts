@@ -1,4 +1,5 @@
 import type Dockerode from 'dockerode';
+import { ENGINE_STOPPED, stoppedByEngine } from './engine-stops.ts';
 import type { Artifact, ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import { harvest, snapshot } from '../shared/artifacts.ts';
@@ -22,7 +23,7 @@ export interface AgentRunSetup {
   artifactUrl: (sessionId: string, path: string) => string;
   kill(): Promise<void>;
   /** After the stream ended without an exit frame: how the sandbox ended, and what to tell the user. */
-  postMortem(): Promise<{ exitCode: number; oomKilled: boolean; message: string }>;
+  postMortem(): Promise<Death & { message: string }>;
   /**
    * After a run that ended on its own, before its files are harvested: stops whatever it left running, so that the
    * artifacts are the files as they will stay. Pool sandboxes reset here.
@@ -68,19 +69,32 @@ async function describeEnd(end: AgentRunEnd, s: AgentRunSetup): Promise<RunEnd> 
   if (end.exit !== undefined) return { exitCode: end.exit.code, timedOut, cancelled, oomKilled: end.exit.oom === true };
   if (timedOut || cancelled) return { exitCode: -1, timedOut, cancelled, oomKilled: false };
   const death = await s.postMortem();
-  return { exitCode: death.exitCode, timedOut, cancelled, oomKilled: death.oomKilled, lost: death.message };
+  const why = death.engineStopped ? { engineStopped: ENGINE_STOPPED } : { lost: death.message };
+  return { exitCode: death.exitCode, timedOut, cancelled, oomKilled: death.oomKilled, ...why };
 }
 
 /**
  * How a sandbox ended that stopped mid-run. The attach stream can end a moment before the engine has recorded the
  * exit, so the exit is waited for (briefly); one still running after that is in no known state and is killed.
  */
-export async function deathOf(container: Dockerode.Container, kill: () => Promise<void>): Promise<{ exitCode: number; oomKilled: boolean }> {
+export async function deathOf(
+  container: Dockerode.Container, kill: () => Promise<void>, sinceMs: number,
+): Promise<Death> {
   const stopped = await Promise.race([
     container.wait({ condition: 'not-running' }).then(() => true, () => true),
     new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000).unref()),
   ]);
   if (!stopped) await kill().catch(() => {});
   const state = await container.inspect().then((info) => info.State, () => undefined);
-  return { exitCode: state?.ExitCode ?? -1, oomKilled: state?.OOMKilled === true };
+  const oomKilled = state?.OOMKilled === true;
+  // One we had to kill here was in no known state; one that stopped on its own may have been stopped by the engine.
+  const engineStopped = stopped && !oomKilled && await stoppedByEngine(container, sinceMs);
+  return { exitCode: state?.ExitCode ?? -1, oomKilled, engineStopped };
+}
+
+/** How a sandbox that stopped mid-run ended: its exit status, an OOM kill, or the engine stopping it. */
+export interface Death {
+  exitCode: number;
+  oomKilled: boolean;
+  engineStopped: boolean;
 }

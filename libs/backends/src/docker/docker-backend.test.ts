@@ -175,7 +175,8 @@ test('by default a backend keeps two warm sandboxes of its deployment and instan
     assert.equal(c.Labels['org.sandgate.kind'], 'pool');
     assert.equal(c.Labels['org.sandgate.instance'], 'worker-default');
   }
-  assert.deepEqual(backend.poolStats(), { hits: 0, reused: 0, misses: 0, size: 2, ready: 2, starting: 0, recycled: 0 });
+  assert.deepEqual(backend.poolStats(), { hits: 0, reused: 0, misses: 0, size: 2, ready: 2, starting: 0,
+    recycled: 0, resetFailed: 0 });
   await backend.close();
   assert.deepEqual(await pool(), []);
   assert.deepEqual(await readdir(join(dataDir, 'pool')), [], 'and their slot directories');

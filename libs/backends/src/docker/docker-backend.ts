@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
-import type { EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
-import { DEFAULT_DEPLOYMENT } from '../shared/labels.ts';
+import type { BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
+import { DEFAULT_DEPLOYMENT, LABELS } from '../shared/labels.ts';
 import { silentLogger, type BackendLogger } from '../shared/logger.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../shared/output.ts';
 import { buildResult } from '../shared/result.ts';
@@ -97,6 +97,7 @@ export class DockerBackend implements ExecutionBackend {
   // In flight here: sweep never removes their sandboxes, whatever `live` the caller computed.
   readonly #running = new Set<string>();
   readonly #activeSessions = new Set<string>();
+  #engineId: string | undefined;
 
   constructor({
     docker = new Dockerode(), image = 'sandgate/runtime:1', runtime, workspaces, user = '1000:1000',
@@ -126,16 +127,20 @@ export class DockerBackend implements ExecutionBackend {
     });
   }
 
-  async execute(job: ExecutionJob, events: EventSink, signal: AbortSignal): Promise<ExecutionResult> {
+  async execute(
+    job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger,
+  ): Promise<ExecutionResult> {
     this.#running.add(job.execution_id);
     try {
-      return await this.#execute(job, events, signal);
+      return await this.#execute(job, events, signal, log ?? this.#log);
     } finally {
       this.#running.delete(job.execution_id);
     }
   }
 
-  async #execute(job: ExecutionJob, events: EventSink, signal: AbortSignal): Promise<ExecutionResult> {
+  async #execute(
+    job: ExecutionJob, events: EventSink, signal: AbortSignal, log: BackendLogger,
+  ): Promise<ExecutionResult> {
     // Idempotent: makes a missing workspace and gives it back to the sandbox user if it was not.
     const dir = await this.#workspaces.create(job.session_id);
     events.phase('starting');
@@ -143,7 +148,7 @@ export class DockerBackend implements ExecutionBackend {
       const empty = { text: '', truncated: false };
       return buildResult({ end: { exitCode: -1, timedOut: false, oomKilled: false, cancelled: true }, limits: job, stdout: empty, stderr: empty, artifacts: [], durationMs: 0 });
     }
-    const common = { maxOutputBytes: this.#maxOutputBytes, artifactUrl: this.#artifactUrl, log: this.#log };
+    const common = { maxOutputBytes: this.#maxOutputBytes, artifactUrl: this.#artifactUrl, log };
     if (job.sandbox === 'session' || job.sandbox === 'stateful') {
       this.#activeSessions.add(job.session_id);
       try {
@@ -183,6 +188,22 @@ export class DockerBackend implements ExecutionBackend {
     await this.#docker.getImage(image).inspect().catch((err: unknown) => {
       throw isNotFound(err) ? imageMissing(image, err) : engineError(err, image);
     });
+  }
+
+  async stats(): Promise<BackendStats> {
+    const pool = this.#pool.stats();
+    this.#engineId ??= (await this.#docker.info() as { ID: string }).ID;
+    const sessions = await this.#docker.listContainers({
+      filters: {
+        label: [`${LABELS.deployment}=${this.#settings.deployment}`, `${LABELS.kind}=session`], status: ['running'],
+      },
+    });
+    return {
+      pool: {
+        hits: pool.hits, reused: pool.reused, misses: pool.misses, reset_failed: pool.resetFailed, ready: pool.ready,
+      },
+      sessionSandboxes: sessions.length, engine: this.#engineId,
+    };
   }
 
   /** Hits, misses and fill of the warm pool. */

@@ -175,6 +175,7 @@ test('a sandbox whose reset does not finish in time is killed before the harvest
   assert.notEqual(next.container, first);
   assert.ok(!next.tmp.includes('f0'));
   assert.equal(f.backend.poolStats().reused, 0);
+  assert.equal(f.backend.poolStats().resetFailed, 1, 'counted for sandgate_pool_events_total{event="reset_failed"}');
 });
 
 test('an empty pool falls back to a cold container; a run is never refused', async (t) => {
@@ -192,7 +193,8 @@ test('pool size 0 runs everything cold and counts misses', async (t) => {
   const f = await fixture(t, { poolSize: 0 });
   await f.backend.poolReady();
   for (let i = 0; i < 2; i++) assert.equal((await f.run(f.job({ code: 'print(2)' }))).stdout, '2\n');
-  assert.deepEqual(f.backend.poolStats(), { hits: 0, reused: 0, misses: 2, size: 0, ready: 0, starting: 0, recycled: 0 });
+  assert.deepEqual(f.backend.poolStats(), { hits: 0, reused: 0, misses: 2, size: 0, ready: 0, starting: 0,
+    recycled: 0, resetFailed: 0 });
 });
 
 test('a run that asks for other limits gets a warm sandbox resized to them, and the pool follows', async (t) => {

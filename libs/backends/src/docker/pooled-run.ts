@@ -36,6 +36,7 @@ export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, j
     let reset = false;
     const { container } = sandbox;
     const kill = async (): Promise<void> => { await container.kill({ signal: 'SIGKILL' }); };
+    const startedAt = Date.now();
     const outcome = await runInAgent({
       job, events, signal, dir, channel: sandbox.channel, mode: 'process',
       // A one-shot has no state worth an interrupt: a timeout or cancel kills the sandbox, as a cold one.
@@ -44,7 +45,7 @@ export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, j
       artifactUrl: ctx.artifactUrl,
       kill,
       postMortem: async () => {
-        const death = await deathOf(container, kill);
+        const death = await deathOf(container, kill, startedAt);
         return { ...death, message: `The sandbox stopped during this run (exit status ${death.exitCode}).` };
       },
       quiesce: async () => {
@@ -88,6 +89,7 @@ async function resetSandbox(ctx: PooledRunContext, sandbox: PooledSandbox, job: 
     return true;
   } catch (err) {
     ctx.log.warn({ executionId: job.execution_id, container: sandbox.name, err }, 'pool sandbox could not be reset; it is removed');
+    ctx.pool.recordResetFailure();
     return false;
   }
 }

@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { RunEnd } from '../shared/result.ts';
 import { timerDelay } from '../shared/timers.ts';
+import { ENGINE_STOPPED, stoppedByEngine } from './engine-stops.ts';
 
 export interface RunIo {
   stdout: Writable;
@@ -48,6 +49,7 @@ export async function runContainer(container: Dockerode.Container, io: RunIo, ct
     throw err;
   });
   const startedAt = performance.now();
+  const startedAtMs = Date.now();
   ctl.onStarted();
   const killer = new Killer(container);
   const timer = setTimeout(() => killer.kill('timeout'), timerDelay(ctl.timeoutMs));
@@ -60,7 +62,13 @@ export async function runContainer(container: Dockerode.Container, io: RunIo, ct
     const state = await stoppedState(container, exited);
     const durationMs = performance.now() - startedAt;
     const killedBy = await killer.settled();
-    return { started: true, ...state, timedOut: killedBy === 'timeout', cancelled: killedBy === 'cancelled', durationMs };
+    // Killed by a signal this run did not send: by the engine, or by the code itself?
+    const engineStopped = killedBy === null && !state.oomKilled && (state.exitCode > 128 || state.exitCode === -1)
+      && await stoppedByEngine(container, startedAtMs);
+    return {
+      started: true, ...state, timedOut: killedBy === 'timeout', cancelled: killedBy === 'cancelled', durationMs,
+      ...(engineStopped ? { engineStopped: ENGINE_STOPPED } : {}),
+    };
   } finally {
     clearTimeout(timer);
     ctl.signal.removeEventListener('abort', onAbort);
@@ -97,7 +105,9 @@ class Killer {
  * if the program closed its stdio and lives on, the registered wait covers the rest.
  */
 async function stoppedState(container: Dockerode.Container, exited: Promise<unknown>): Promise<{ exitCode: number; oomKilled: boolean }> {
-  let info = await container.inspect();
+  // An engine that went away with the container has no state to give: it stopped the run, not the code.
+  let info = await container.inspect().catch(() => null);
+  if (info === null) return { exitCode: -1, oomKilled: false };
   if (info.State.Running) {
     await exited;
     info = await container.inspect();

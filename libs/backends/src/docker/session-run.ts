@@ -1,7 +1,7 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import type { BackendLogger } from '../shared/logger.ts';
-import { deathOf, runInAgent, type AgentOutcome } from './agent-execution.ts';
+import { deathOf, runInAgent, type AgentOutcome, type Death } from './agent-execution.ts';
 import { engineError } from './engine-errors.ts';
 import type { SessionSandbox, SessionSandboxes } from './session-sandboxes.ts';
 
@@ -25,6 +25,7 @@ export async function runInSession(ctx: SessionRunContext, job: ExecutionJob, di
   for (let attempt = 1; ; attempt++) {
     const sandbox = await ctx.sessions.acquire(job, dir).catch((err: unknown) => { throw engineError(err, ctx.image); });
     let outcome: AgentOutcome;
+    const startedAt = Date.now();
     try {
       outcome = await runInAgent({
         job, events, signal, dir, channel: sandbox.channel,
@@ -33,7 +34,7 @@ export async function runInSession(ctx: SessionRunContext, job: ExecutionJob, di
         maxOutputBytes: ctx.maxOutputBytes,
         artifactUrl: ctx.artifactUrl,
         kill: () => ctx.sessions.kill(sandbox.container),
-        postMortem: () => postMortem(ctx, job, sandbox),
+        postMortem: () => postMortem(ctx, job, sandbox, startedAt),
       });
     } finally {
       ctx.sessions.release(sandbox);
@@ -55,10 +56,14 @@ export async function runInSession(ctx: SessionRunContext, job: ExecutionJob, di
 }
 
 /** How a session sandbox that stopped mid-run ended. It is left stopped: the next run replaces it and reports the restart. */
-async function postMortem(ctx: SessionRunContext, job: ExecutionJob, sandbox: SessionSandbox): Promise<{ exitCode: number; oomKilled: boolean; message: string }> {
-  const { exitCode, oomKilled } = await deathOf(sandbox.container, () => ctx.sessions.kill(sandbox.container));
+async function postMortem(
+  ctx: SessionRunContext, job: ExecutionJob, sandbox: SessionSandbox, sinceMs: number,
+): Promise<Death & { message: string }> {
+  const kill = () => ctx.sessions.kill(sandbox.container);
+  const { exitCode, oomKilled, engineStopped } = await deathOf(sandbox.container, kill, sinceMs);
   const what = job.sandbox === 'stateful' ? 'The Python interpreter of this session' : 'The session sandbox';
   const after = job.sandbox === 'stateful' ? 'its variables are gone; the next run starts a fresh interpreter' : 'the next run starts a fresh sandbox';
   ctx.log.warn({ executionId: job.execution_id, sessionId: job.session_id, exitCode, oomKilled }, 'session sandbox died mid-run');
-  return { exitCode, oomKilled, message: `${what} died during this run (exit status ${exitCode}); ${after}.` };
+  const message = `${what} died during this run (exit status ${exitCode}); ${after}.`;
+  return { exitCode, oomKilled, engineStopped, message };
 }

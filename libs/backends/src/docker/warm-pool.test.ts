@@ -34,7 +34,8 @@ const poolContainers = (deployment: string) =>
 test('the pool fills to its size, hands each sandbox out once, and counts hits and misses', async (t) => {
   const { pool: p, slots, deployment } = await pool(t, 2);
   await p.whenReady();
-  assert.deepEqual(p.stats(), { hits: 0, reused: 0, misses: 0, size: 2, ready: 2, starting: 0, recycled: 0 });
+  assert.deepEqual(p.stats(), { hits: 0, reused: 0, misses: 0, size: 2, ready: 2, starting: 0,
+    recycled: 0, resetFailed: 0 });
   const listed = await poolContainers(deployment);
   assert.equal(listed.length, 2);
   assert.ok(listed.every((c) => c.State === 'running' && c.Labels['org.sandgate.instance'] === 'worker-test'));
@@ -45,7 +46,8 @@ test('the pool fills to its size, hands each sandbox out once, and counts hits a
   assert.notEqual(a.container.id, b.container.id);
   assert.notEqual(a.slotDir, b.slotDir);
   assert.equal(none, undefined);
-  assert.deepEqual({ ...p.stats(), starting: 0 }, { hits: 2, reused: 0, misses: 1, size: 2, ready: 0, starting: 0, recycled: 0 });
+  assert.deepEqual({ ...p.stats(), starting: 0 }, { hits: 2, reused: 0, misses: 1, size: 2, ready: 0, starting: 0,
+    recycled: 0, resetFailed: 0 });
   p.release(a);
   p.release(b);
   await p.whenSettled();
@@ -89,7 +91,8 @@ test('size 0 is ready at once and only misses', async (t) => {
   const { pool: p } = await pool(t, 0);
   await p.whenReady();
   assert.equal(p.take('t1'), undefined);
-  assert.deepEqual(p.stats(), { hits: 0, reused: 0, misses: 1, size: 0, ready: 0, starting: 0, recycled: 0 });
+  assert.deepEqual(p.stats(), { hits: 0, reused: 0, misses: 1, size: 0, ready: 0, starting: 0,
+    recycled: 0, resetFailed: 0 });
 });
 
 test('a pool that cannot start sandboxes keeps retrying in the background and closes promptly', async (t) => {

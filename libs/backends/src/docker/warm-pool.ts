@@ -29,6 +29,8 @@ export interface PoolStats {
   reused: number;
   /** One-shot runs that went cold: pool empty, disabled, or the warm sandbox could not be used. */
   misses: number;
+  /** Sandboxes given up after a run because their reset failed or took too long. */
+  resetFailed: number;
   /** Fresh sandboxes the pool keeps ready. */
   size: number;
   ready: number;
@@ -81,6 +83,7 @@ export class WarmPool {
   #hits = 0;
   #reused = 0;
   #misses = 0;
+  #resetFailed = 0;
   #failures = 0;
   #retry: NodeJS.Timeout | undefined;
   #closed = false;
@@ -130,6 +133,11 @@ export class WarmPool {
     this.#limits = { memory_mb: limits.memory_mb, cpus: limits.cpus };
   }
 
+  /** A sandbox's reset after its run failed: it is removed, and counted. */
+  recordResetFailure(): void {
+    this.#resetFailed++;
+  }
+
   /** A taken sandbox turned out unusable and the run went cold: it counts as a miss. */
   recordFallback(): void {
     this.#hits--;
@@ -152,7 +160,8 @@ export class WarmPool {
 
   stats(): PoolStats {
     return {
-      hits: this.#hits, reused: this.#reused, misses: this.#misses, size: this.#o.size, ready: this.#idle.length,
+      hits: this.#hits, reused: this.#reused, misses: this.#misses, resetFailed: this.#resetFailed, size: this.#o.size,
+      ready: this.#idle.length,
       starting: this.#starting, recycled: this.#recycled.length,
     };
   }

@@ -15,6 +15,11 @@ export interface RunEnd {
    * interpreter died): why, for people. The run failed, whatever its exit status says.
    */
   lost?: string;
+  /**
+   * The engine stopped the sandbox mid-run (it shut down or restarted, or the container was stopped through it): why,
+   * for people. The run ends as `error` with reason `backend_unavailable`, whatever its exit status says.
+   */
+  engineStopped?: string;
 }
 
 /** The limits the messages quote, so a person reading the result knows which one was hit. */
@@ -36,6 +41,9 @@ export function outcomeOf(end: RunEnd, limits: RunLimits): Outcome {
   }
   if (end.cancelled) {
     return { state: 'cancelled', exit_code: end.exitCode, reason: 'cancelled', message: 'Cancelled before it finished.' };
+  }
+  if (end.engineStopped !== undefined) {
+    return { state: 'error', exit_code: end.exitCode, reason: 'backend_unavailable', message: end.engineStopped };
   }
   if (end.oomKilled) {
     return { state: 'failed', exit_code: end.exitCode, reason: 'oom', message: `Killed for exceeding the ${limits.memory_mb} MB memory limit.` };

@@ -80,7 +80,7 @@ export type ExecutionResult = {
     stderr_truncated: boolean;
     artifacts: Array<Artifact>;
     duration_ms: number;
-    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit';
+    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown';
     /**
      * Why the platform ended the run, for people.
      */
@@ -454,6 +454,81 @@ export type Health = {
 };
 
 /**
+ * SystemStats
+ */
+export type SystemStats = {
+    generated_at: string;
+    /**
+     * BullMQ jobs by state, now.
+     */
+    queue: {
+        waiting: number;
+        active: number;
+        delayed: number;
+        prioritized: number;
+    };
+    /**
+     * Runs queued and running now, and runs ended by state since the deployment's Redis was first used.
+     */
+    executions: {
+        /**
+         * Queued now.
+         */
+        queued: number;
+        /**
+         * Running now.
+         */
+        running: number;
+        completed: number;
+        failed: number;
+        timeout: number;
+        cancelled: number;
+        error: number;
+    };
+    pool: {
+        /**
+         * One-shots served by a warm sandbox.
+         */
+        hits: number;
+        /**
+         * One-shots that went cold.
+         */
+        misses: number;
+        /**
+         * Hits served by a sandbox reset after an earlier run of the same tenant.
+         */
+        reused: number;
+        /**
+         * Warm sandboxes ready now, over every live worker.
+         */
+        ready: number;
+    };
+    sessions: {
+        /**
+         * Sessions whose idle TTL has not run out.
+         */
+        live: number;
+        /**
+         * Session sandboxes running, over every engine.
+         */
+        sandboxes: number;
+    };
+    /**
+     * Clients following an execution's events, over every live gateway.
+     */
+    sse_subscribers: number;
+    /**
+     * Workers with a heartbeat in the last 15 s.
+     */
+    workers: Array<{
+        id: string;
+        last_heartbeat_at: string;
+        concurrency: number;
+        running: number;
+    }>;
+};
+
+/**
  * WebhookSecret
  */
 export type WebhookSecret = {
@@ -583,6 +658,88 @@ export type ListRuntimesResponses = {
 
 export type ListRuntimesResponse = ListRuntimesResponses[keyof ListRuntimesResponses];
 
+export type GetMetricsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/metrics';
+};
+
+export type GetMetricsErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type GetMetricsError = GetMetricsErrors[keyof GetMetricsErrors];
+
+export type GetMetricsResponses = {
+    /**
+     * Prometheus text format 0.0.4
+     */
+    200: string;
+};
+
+export type GetMetricsResponse = GetMetricsResponses[keyof GetMetricsResponses];
+
+export type GetSystemStatsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/system/stats';
+};
+
+export type GetSystemStatsErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type GetSystemStatsError = GetSystemStatsErrors[keyof GetSystemStatsErrors];
+
+export type GetSystemStatsResponses = {
+    /**
+     * Default Response
+     */
+    200: SystemStats;
+};
+
+export type GetSystemStatsResponse = GetSystemStatsResponses[keyof GetSystemStatsResponses];
+
 export type ListSessionsData = {
     body?: never;
     path?: never;
@@ -661,6 +818,10 @@ export type CreateSessionErrors = {
      * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
      */
     404: Problem;
+    /**
+     * Too large (payload_too_large)
+     */
+    413: Problem;
     /**
      * This gateway does not answer to the request's Host (host_not_allowed)
      */

@@ -1,0 +1,94 @@
+import type { BackendStats, ExecutionBackend } from '@sandgate/backends';
+import {
+  redisErrorCount,
+  type CounterName,
+  type DeploymentStats,
+  type Labels,
+  type WorkerRegistry,
+} from '@sandgate/state';
+
+export interface WorkerStatsOptions {
+  id: string;
+  backend: ExecutionBackend;
+  registry: WorkerRegistry;
+  stats: DeploymentStats;
+  concurrency: number;
+  /** Runs the worker holds now. */
+  running: () => number;
+  log: { warn(obj: object, msg: string): void };
+}
+
+type Totals = Record<string, number>;
+const COUNTERS: [string, CounterName, Labels][] = [
+  ['hit', 'pool', { event: 'hit' }],
+  ['miss', 'pool', { event: 'miss' }],
+  ['reuse', 'pool', { event: 'reuse' }],
+  ['reset_failed', 'pool', { event: 'reset_failed' }],
+  ['engine', 'engine_errors', {}],
+  ['redis', 'redis_errors', {}],
+];
+
+/**
+ * A worker's heartbeat with its numbers: it stamps the worker alive with a snapshot of its gauges (runs held, warm
+ * sandboxes, session sandboxes on its engine), and adds what its counters grew by since the last beat to the
+ * deployment's totals, so that any gateway reports every worker and nothing is lost when a worker goes away.
+ */
+export class WorkerStats {
+  /** Engine failures seen by this worker (a run's, a sweep's, a stats read's). */
+  engineErrors = 0;
+  #backend: BackendStats | undefined;
+  #sent: Totals = {};
+  #refreshing = false;
+
+  constructor(private readonly o: WorkerStatsOptions) {}
+
+  /**
+   * Stamps the heartbeat with the numbers known now, then refreshes them from the engine in the background: the
+   * heartbeat never waits for an engine that is slow to answer (a late heartbeat would make the worker look dead).
+   */
+  async beat(): Promise<void> {
+    const b = this.#backend;
+    await this.o.registry.beat(this.o.id, {
+      concurrency: this.o.concurrency,
+      running: this.o.running(),
+      pool_ready: b?.pool.ready ?? 0,
+      session_sandboxes: b?.sessionSandboxes ?? 0,
+      engine: b?.engine ?? '',
+    });
+    void this.#refresh();
+  }
+
+  async #refresh(): Promise<void> {
+    if (this.#refreshing || !this.o.backend.stats) return;
+    this.#refreshing = true;
+    try {
+      this.#backend = await this.o.backend.stats();
+    } catch (err) {
+      this.engineErrors++;
+      this.o.log.warn({ err }, 'could not read the backend stats');
+    }
+    try {
+      await this.#publish();
+    } catch (err) {
+      // Not marked sent: the next beat adds the growth again.
+      this.o.log.warn({ err }, 'could not publish the worker counters');
+    } finally {
+      this.#refreshing = false;
+    }
+  }
+
+  async #publish(): Promise<void> {
+    const p = this.#backend?.pool;
+    const sent = this.#sent;
+    const now: Totals = {
+      hit: p?.hits ?? sent.hit ?? 0,
+      miss: p?.misses ?? sent.miss ?? 0,
+      reuse: p?.reused ?? sent.reuse ?? 0,
+      reset_failed: p?.reset_failed ?? sent.reset_failed ?? 0,
+      engine: this.engineErrors,
+      redis: redisErrorCount(),
+    };
+    await this.o.stats.add(COUNTERS.map(([key, name, labels]) => [name, labels, now[key]! - (this.#sent[key] ?? 0)]));
+    this.#sent = now;
+  }
+}
