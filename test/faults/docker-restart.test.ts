@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { loadConfig } from '@sandgate/state';
 import { until } from '../harness.ts';
 import { ownDockerd } from './own-dockerd.ts';
@@ -7,8 +8,14 @@ import { api, startDeployment } from './processes.ts';
 
 test('Docker engine restarted mid-run: the run ends with a platform reason, the worker carries on, orphans are swept', async (t) => {
   const image = loadConfig({}).image;
+  const links = () => execFileSync('ip', ['-o', 'link', 'show', 'type', 'bridge'], { encoding: 'utf8' });
+  const sharedBridge = /\bdocker0\b/.test(links());
   const engine = await ownDockerd(image);
-  t.after(() => engine.close());
+  t.after(async () => {
+    await engine.close();
+    // The second engine must leave the shared engine's network alone.
+    if (sharedBridge) assert.match(links(), /\bdocker0\b/, 'the shared engine lost its docker0 bridge');
+  });
   t.diagnostic(`copied ${image} into the test's own engine in ${engine.loadMs} ms`);
   const { d, gateway } = await startDeployment(t, { DOCKER_HOST: engine.host, SANDGATE_POOL_SIZE: '1' });
   const ours = () =>

@@ -1,7 +1,8 @@
 /**
  * A Docker engine of the test's own, for the fault that restarts the engine: the shared engine serves every other
  * test on this machine and is never restarted. It has its own data root, exec root, pidfile, socket and cgroup
- * parent, no bridge and no iptables rules, so nothing it does reaches the shared engine's containers or networks.
+ * parent, a bridge of its own and no iptables rules, so nothing it does reaches the shared engine's containers or
+ * networks. Not `--bridge none`: an engine started that way deletes the host's docker0, the shared engine's bridge.
  * The runtime image is copied in from the shared engine (docker save | docker load).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -29,6 +30,8 @@ export async function ownDockerd(image: string): Promise<OwnDockerd> {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-dockerd-'));
   const socket = join(dir, 'docker.sock');
   await writeFile(join(dir, 'daemon.json'), '{}\n');
+  const bridge = `sgf${randomBytes(4).toString('hex')}`;
+  await createBridge(bridge);
   const args = [
     '--config-file',
     join(dir, 'daemon.json'),
@@ -41,7 +44,7 @@ export async function ownDockerd(image: string): Promise<OwnDockerd> {
     '-H',
     `unix://${socket}`,
     '--bridge',
-    'none',
+    bridge,
     '--iptables=false',
     '--ip6tables=false',
     '--ip-masq=false',
@@ -99,6 +102,7 @@ export async function ownDockerd(image: string): Promise<OwnDockerd> {
         `grep -o ' ${dir}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l`,
       ]).catch(() => {});
       await rm(dir, { recursive: true, force: true });
+      await sh(`ip link delete ${bridge}`).catch(() => {});
     },
   };
   await d.start();
@@ -108,4 +112,12 @@ export async function ownDockerd(image: string): Promise<OwnDockerd> {
   });
   d.loadMs = Date.now() - t0;
   return d;
+}
+
+const sh = (command: string) => promisify(execFile)('sh', ['-c', command]);
+
+/** A bridge for the engine's default network, on a private /24 no other network here uses. */
+async function createBridge(name: string): Promise<void> {
+  const subnet = `10.231.${randomBytes(1)[0]}`;
+  await sh(`ip link add ${name} type bridge && ip addr add ${subnet}.1/24 dev ${name} && ip link set ${name} up`);
 }
