@@ -30,7 +30,12 @@ const JSON_TYPES = new Set(['application/json', 'application/problem+json']);
  */
 export class SpecCheck {
   // quick: no check of the document itself (its OpenAPI 3.0 schema refuses 3.1; Redocly lints it), lazy validators.
-  private readonly api = new OpenAPIBackend({ definition: structuredClone(DOC), strict: true, quick: true });
+  private readonly api = new OpenAPIBackend({
+    definition: structuredClone(DOC),
+    strict: true,
+    quick: true,
+    customizeAjv: (ajv) => addFormats.default(ajv),
+  });
   private readonly ajv = addFormats.default(new Ajv2020({ strict: false, allErrors: true, formats: { binary: true } }));
   private ready: Promise<unknown> | null = null;
 

@@ -21,10 +21,10 @@ test("a second tenant sees none of the first one's sessions or runs, even in the
   await page.locator(`tr[data-session="${sessionA}"]`).waitFor();
   await page.goto(`${d.base}#/runs/${runA.id}`);
   await page.locator('.live-run .console').filter({ hasText: secret }).waitFor();
-  assert.ok(
-    await page.evaluate(() => Object.keys(sessionStorage).some((k) => k.startsWith('sandgate.run.'))),
-    'the run view is kept',
-  );
+  // The record's output can show before the stream has been folded and kept: wait for the view to be kept.
+  await page.waitForFunction(() => Object.keys(sessionStorage).some((k) => k.startsWith('sandgate.run.')), null, {
+    timeout: 30_000,
+  });
 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key').waitFor();

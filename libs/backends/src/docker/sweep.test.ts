@@ -62,6 +62,18 @@ test('sweep keeps session sandboxes of live sessions and pool sandboxes of live 
   for (const kept of [liveSessionId, liveWorkerId, ownPoolId, otherDeployment]) assert.equal(await containerGone(kept), false);
 });
 
+test("sweep removes a live worker's pool sandbox once it has stopped (an engine restart stops them all)", async (t) => {
+  const f = await fixture(t);
+  const running = await labelled(t, poolLabels(f.deployment, 'worker-live'));
+  const stopped = await labelled(t, poolLabels(f.deployment, 'worker-live'));
+  await docker.getContainer(stopped).kill();
+  await docker.getContainer(stopped).wait();
+  const { removed } = await f.backend.sweep(live({ workers: new Set(['worker-live']) }));
+  assert.deepEqual(removed, ['worker-live']);
+  assert.equal(await containerGone(stopped), true);
+  assert.equal(await containerGone(running), false, 'a running pool sandbox of a live worker is kept');
+});
+
 test('sweep keeps containers younger than its grace period', async (t) => {
   const f = await fixture(t, { sweepGraceMs: 60_000 });
   const young = await labelled(t, execution(f.deployment, id('exec')));

@@ -25,7 +25,7 @@ export async function sweepContainers(scope: SweepScope, live: LiveSet): Promise
   const containers = await docker.listContainers({ all: true, filters: { label: [MANAGED_SELECTOR] } });
   const removed: string[] = [];
   for (const info of containers) {
-    if (!isOrphan(info.Labels, live, deployment) || info.Created > newest) continue;
+    if (!(isOrphan(info.Labels, live, deployment) || isDeadPoolSandbox(info)) || info.Created > newest) continue;
     try {
       await docker.getContainer(info.Id).remove({ force: true });
     } catch (err) {
@@ -37,6 +37,14 @@ export async function sweepContainers(scope: SweepScope, live: LiveSet): Promise
     if (kindOf(info.Labels) === 'pool') await removeSlot(scope, info);
   }
   return removed;
+}
+
+/**
+ * A warm-pool sandbox that has stopped is of no use to anyone, even when its worker lives: an engine restart stops
+ * them all while the pool cannot remove them (the engine is down when it learns of it), and nothing else would.
+ */
+function isDeadPoolSandbox(info: Dockerode.ContainerInfo): boolean {
+  return kindOf(info.Labels) === 'pool' && (info.State === 'exited' || info.State === 'dead');
 }
 
 /** A pool container's slot directory, learnt from its mount; a slot a run adopted is gone already. */
