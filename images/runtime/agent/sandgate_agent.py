@@ -29,6 +29,7 @@ import threading
 from sandgate_io import Pump, write_all
 from sandgate_process import ProcessRunner
 import sandgate_reset
+import sandgate_seccomp
 import sandgate_stateful
 
 
@@ -46,6 +47,9 @@ class Protocol:
 
 
 def harden():
+    # Before anything is started: every program the agent runs inherits the filter (sandgate_seccomp.py). Without
+    # it the agent does not serve; the host then discards the sandbox.
+    sandgate_seccomp.install()
     # Not dumpable: a program of the same uid can then neither ptrace this agent nor open
     # /proc/<agent>/fd/<protocol fd> to write frames of its own.
     try:
@@ -143,6 +147,16 @@ class Agent:
             frame.update(ok=False, error="%s: %s" % (type(e).__name__, e))
         self.proto.send(frame)
 
+    def end_leftovers(self):
+        """Nothing a run started outlives it: daemons (setsid, double forks) would otherwise live on in a session
+        sandbox for as long as the session, outside every run's limits. A stateful session's interpreter is this
+        agent itself, so its state stays; a pre-started interpreter is started afresh after the run."""
+        self.process.forget_zygote()
+        try:
+            sandgate_reset.kill_all_others()
+        except sandgate_reset.ResetError as e:
+            self.proto.send({"t": "err", "d": "sandgate agent: %s\n" % e})
+
     def run(self, msg):
         cap = msg.get("cap") if isinstance(msg.get("cap"), int) else 100_000
         run_id = msg.get("id") if isinstance(msg.get("id"), str) else None
@@ -156,6 +170,7 @@ class Agent:
         except Exception as e:  # the agent's own failure (no threads or pids left, ...): the run still ends
             self.proto.send({"t": "err", "d": "sandgate agent: the run failed: %s: %s\n" % (type(e).__name__, e)})
             frame = {"code": 126}
+        self.end_leftovers()
         oom_after = oom_kills()
         if oom_before is not None and oom_after is not None and oom_after > oom_before:
             frame["oom"] = True

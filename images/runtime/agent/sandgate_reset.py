@@ -1,8 +1,9 @@
 """Reset of a pool sandbox between two one-shot runs: afterwards nothing of the earlier run is left in it.
 
 What a run as the sandbox user can leave behind, and how each goes:
-- processes (daemons, setsid, stopped ones): SIGKILL to every process but PID 1 (the root init) and this
-  agent, until /proc shows none. The agent is not dumpable, so no program could ptrace it or open its fds.
+- processes (daemons, setsid, stopped ones): SIGKILL to every process but PID 1 (the init, which runs as root)
+  and this agent, until /proc shows none. The agent is not dumpable and its seccomp filter (sandgate_seccomp.py)
+  denies ptrace and changing another process's limits or priority, so no program could reach into it.
 - files: the root filesystem is read-only; the writable mounts are /mnt/data (the session's directory,
   which the host moves out of the sandbox itself), and /tmp, /dev/shm and /dev/mqueue, emptied here.
 - System V shared memory, message queues and semaphores, which outlive their processes: removed.

@@ -14,9 +14,13 @@ test('an agent sandbox has the same lock-down as a one-execution sandbox, and ke
   assert.equal(spec.HostConfig?.Runtime, 'runsc');
   assert.equal(spec.HostConfig?.NetworkMode, 'none');
   assert.equal(spec.NetworkDisabled, true);
-  assert.deepEqual(spec.Cmd, ['python3', '-u', AGENT_PATH, '--prewarm=fresh']);
+  assert.deepEqual(spec.Cmd, [
+    'setpriv', '--reuid=1000', '--regid=1000', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--',
+    'python3', '-u', AGENT_PATH, '--prewarm=fresh',
+  ]);
   assert.deepEqual(spec.Env, [], 'no variable of the worker, and none of any job');
-  assert.equal(spec.User, '1000:1000');
+  assert.equal(spec.User, '0:0', 'root for the init and setpriv alone, which drops to the sandbox user');
+  assert.deepEqual(spec.HostConfig?.CapAdd, ['SETUID', 'SETGID', 'SETPCAP']);
   assert.equal(spec.OpenStdin, true);
   assert.equal(spec.StdinOnce, false);
   assert.equal(spec.Tty, false);

@@ -1,5 +1,5 @@
 import type Dockerode from 'dockerode';
-import { hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
+import { asSandboxUser, CONTAINER_USER, hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 
 /** Where the image keeps the in-sandbox agent (images/runtime/agent/). */
 export const AGENT_PATH = '/usr/lib/sandgate/agent/sandgate_agent.py';
@@ -31,10 +31,10 @@ export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.
   return {
     name: sandbox.name,
     Image: s.image,
-    Cmd: ['python3', '-u', AGENT_PATH, `--prewarm=${sandbox.prewarm}`],
+    Cmd: asSandboxUser(s.user, ['python3', '-u', AGENT_PATH, `--prewarm=${sandbox.prewarm}`]),
     // Nothing of the worker's environment; a job's variables reach only the program they are for, per run.
     Env: [],
-    User: s.user,
+    User: CONTAINER_USER,
     WorkingDir: WORKDIR,
     Labels: sandbox.labels,
     Tty: false,

@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { ExecutionJob, Language } from '@sandgate/contracts';
 import { ownershipLabels } from '../shared/labels.ts';
+import { parseUser } from './pool-dirs.ts';
 
 /** Where the session's workspace appears inside the sandbox. */
 export const WORKDIR = '/mnt/data';
@@ -35,6 +36,20 @@ export function commandFor(language: Language, code: string): string[] {
   }
 }
 
+/**
+ * `cmd` run as the sandbox user. The container itself starts as root so that its init (PID 1, which holds the
+ * container's stdio: the worker's channel to an agent) has a uid no sandboxed program has, and cannot be traced or
+ * read through /proc by one; setpriv then drops to the sandbox user with no capability left, not even in the
+ * bounding set, before anything of ours or the user's runs.
+ */
+export function asSandboxUser(user: string, cmd: string[]): string[] {
+  const { uid, gid } = parseUser(user);
+  return ['setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--', ...cmd];
+}
+
+/** Who a sandbox's container starts as: root, for its init and for setpriv (see asSandboxUser). */
+export const CONTAINER_USER = '0:0';
+
 /** The deterministic container name: a retried job finds its predecessor by it. */
 export const containerName = (executionId: string): string => `sandgate-${executionId}`;
 
@@ -44,10 +59,10 @@ export function containerSpec(job: ExecutionJob, workspaceDir: string, s: Sandbo
   return {
     name: containerName(job.execution_id),
     Image: s.image,
-    Cmd: commandFor(job.language, job.code),
+    Cmd: asSandboxUser(s.user, commandFor(job.language, job.code)),
     // Only the job's variables: the worker's own environment (Redis URL, keys) must never reach the sandbox.
     Env: Object.entries(job.env).map(([k, v]) => `${k}=${v}`),
-    User: s.user,
+    User: CONTAINER_USER,
     WorkingDir: WORKDIR,
     Labels: ownershipLabels(job, s.deployment),
     Tty: false,
@@ -67,6 +82,8 @@ export function hostConfig(limits: SandboxLimits, workspaceDir: string, s: Sandb
   return {
     NetworkMode: 'none',
     CapDrop: ['ALL'],
+    // Only for the init and setpriv, which run as root: setpriv drops all three before it starts the program.
+    CapAdd: ['SETUID', 'SETGID', 'SETPCAP'],
     SecurityOpt: ['no-new-privileges'],
     ReadonlyRootfs: true,
     Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${s.tmpfsBytes}` },
