@@ -31,3 +31,16 @@ test('a cold run has a container of its own, labelled with its deployment and ex
   assert.equal(await containerGone(containerName(job.execution_id)), true);
   assert.deepEqual(sink.phases, ['running', 'harvesting']);
 });
+
+test('a one-shot sandbox caps its output at the source: a 100 MB flood sends the worker the cap and one byte', async (t) => {
+  const finished: Record<string, unknown>[] = [];
+  const logger = { ...silentLogger, info: (obj: object, msg?: string) => { if (msg === 'execution finished') finished.push(obj as Record<string, unknown>); } };
+  const f = await fixture(t, { logger, maxOutputBytes: 1000 });
+  const r = await f.run(f.job({ language: 'bash', code: 'head -c 100000000 /dev/zero | tr "\\0" x; echo done >&2; exit 3' }));
+  assert.deepEqual([r.state, r.exit_code], ['failed', 3]);
+  assert.equal(r.stdout, 'x'.repeat(1000));
+  assert.equal(r.stdout_truncated, true);
+  assert.equal(r.stderr, 'done\n', 'stderr has a cap of its own and ends in full');
+  assert.equal(finished.length, 1);
+  assert.equal(finished[0]!.outputBytes, 1001 + 5, 'the worker got the cap plus one byte of stdout, and stderr');
+});

@@ -38,7 +38,11 @@ export async function runCold(ctx: ColdRunContext, job: ExecutionJob, dir: strin
       buildResult({ end: run, limits: job, stdout, stderr, artifacts, durationMs });
     if (!run.started) return finish(0);
     const result = finish(run.durationMs, await harvest(run, job, dir, before, events, ctx.artifactUrl));
-    ctx.log.info({ executionId: job.execution_id, sandbox: 'cold', state: result.state, exitCode: result.exit_code, durationMs: result.duration_ms }, 'execution finished');
+    // outputBytes: what crossed from the sandbox to this worker, which the sandbox's own cap keeps near the limit.
+    ctx.log.info({
+      executionId: job.execution_id, sandbox: 'cold', state: result.state, exitCode: result.exit_code,
+      durationMs: result.duration_ms, outputBytes: stdout.totalBytes + stderr.totalBytes,
+    }, 'execution finished');
     return result;
   } finally {
     await remove(ctx, container, job.execution_id);
@@ -46,7 +50,7 @@ export async function runCold(ctx: ColdRunContext, job: ExecutionJob, dir: strin
 }
 
 async function create(ctx: ColdRunContext, job: ExecutionJob, dir: string): Promise<Dockerode.Container> {
-  const spec = containerSpec(job, dir, ctx.settings);
+  const spec = containerSpec(job, dir, ctx.settings, ctx.maxOutputBytes);
   try {
     return await ctx.docker.createContainer(spec);
   } catch (err) {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { commandFor, containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
+import { CAPPED_PATH, commandFor, containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
 
 const job: ExecutionJob = {
   execution_id: 'exec_0123456789abcdef', tenant: 'acme', session_id: 'sess_0123456789ab', language: 'python',
@@ -20,13 +20,18 @@ test('the code is an argument, never parsed by a shell', () => {
 
 test('the spec locks the sandbox down and carries only the job env', () => {
   process.env.SANDGATE_SPEC_SECRET = 'leak';
-  const spec = containerSpec(job, '/data/sessions/sess_0123456789ab', settings);
+  const spec = containerSpec(job, '/data/sessions/sess_0123456789ab', settings, 4096);
   delete process.env.SANDGATE_SPEC_SECRET;
   assert.equal(spec.name, containerName(job.execution_id));
   assert.equal(spec.name, 'sandgate-exec_0123456789abcdef');
   assert.deepEqual(spec.Env, ['A=1', 'B=two=2']);
   assert.equal(spec.NetworkDisabled, true);
   assert.equal(spec.OpenStdin, false);
+  assert.equal(spec.User, '0:0', 'root only for the init and setpriv');
+  assert.deepEqual(spec.Cmd, [
+    'setpriv', '--reuid=1000', '--regid=1000', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--',
+    'python3', '-I', '-S', CAPPED_PATH, '4096', '--', 'python3', '-c', 'print(1)',
+  ]);
   assert.equal(spec.Labels?.['org.sandgate.tenant'], 'acme');
   assert.equal(spec.Labels?.['org.sandgate.deployment'], 'dep-a');
   assert.equal(spec.Labels?.['org.sandgate.kind'], 'execution');
@@ -45,7 +50,7 @@ test('the spec locks the sandbox down and carries only the job env', () => {
 });
 
 test('stdin and the runtime are set only when asked for', () => {
-  const spec = containerSpec({ ...job, stdin: 'in' }, '/d', { ...settings, runtime: 'runsc' });
+  const spec = containerSpec({ ...job, stdin: 'in' }, '/d', { ...settings, runtime: 'runsc' }, 4096);
   assert.equal(spec.OpenStdin, true);
   assert.equal(spec.StdinOnce, true);
   assert.equal(spec.AttachStdin, true);

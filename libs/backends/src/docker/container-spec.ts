@@ -50,16 +50,27 @@ export function asSandboxUser(user: string, cmd: string[]): string[] {
 /** Who a sandbox's container starts as: root, for its init and for setpriv (see asSandboxUser). */
 export const CONTAINER_USER = '0:0';
 
+/** Where the image keeps the program that caps a one-execution sandbox's output at the source. */
+export const CAPPED_PATH = '/usr/lib/sandgate/agent/sandgate_capped.py';
+
+/** `cmd` with its stdout and stderr each cut after `cap` bytes (and one more) inside the sandbox. */
+export const cappedAtSource = (cap: number, cmd: string[]): string[] => ['python3', '-I', '-S', CAPPED_PATH, String(cap), '--', ...cmd];
+
 /** The deterministic container name: a retried job finds its predecessor by it. */
 export const containerName = (executionId: string): string => `sandgate-${executionId}`;
 
 /** Create options for one execution's sandbox; see DESIGN.md "The sandbox" for each restriction. */
-export function containerSpec(job: ExecutionJob, workspaceDir: string, s: SandboxSettings): Dockerode.ContainerCreateOptions {
+export function containerSpec(
+  job: ExecutionJob,
+  workspaceDir: string,
+  s: SandboxSettings,
+  outputCap: number,
+): Dockerode.ContainerCreateOptions {
   const withStdin = job.stdin !== null;
   return {
     name: containerName(job.execution_id),
     Image: s.image,
-    Cmd: asSandboxUser(s.user, commandFor(job.language, job.code)),
+    Cmd: asSandboxUser(s.user, cappedAtSource(outputCap, commandFor(job.language, job.code))),
     // Only the job's variables: the worker's own environment (Redis URL, keys) must never reach the sandbox.
     Env: Object.entries(job.env).map(([k, v]) => `${k}=${v}`),
     User: CONTAINER_USER,
