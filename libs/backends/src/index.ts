@@ -3,7 +3,10 @@ export { DockerBackend, type DockerBackendOptions } from './docker/docker-backen
 export type { PoolStats } from './docker/warm-pool.ts';
 export { hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from './docker/container-spec.ts';
 export { OutputCollector, DEFAULT_MAX_OUTPUT_BYTES } from './shared/output.ts';
-export { snapshot, collectArtifacts, MAX_ARTIFACTS, MAX_WALK_ENTRIES, type Snapshot, type CollectOptions } from './shared/artifacts.ts';
+export {
+  snapshot, collectArtifacts, MAX_ARTIFACTS, MAX_WALK_ENTRIES, MAX_HARVEST_HASH_BYTES, HARVEST_DEADLINE_MS,
+  type Snapshot, type CollectOptions, type Harvest,
+} from './shared/artifacts.ts';
 export { buildResult, outcomeOf, type RunEnd, type RunLimits, type ResultParts, type CapturedOutput } from './shared/result.ts';
 export {
   LABELS, MANAGED_SELECTOR, DEFAULT_DEPLOYMENT, ownershipLabels, poolLabels, sessionLabels, executionOf, deploymentOf, kindOf, ownerOf, isOrphan,

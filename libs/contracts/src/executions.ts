@@ -59,6 +59,10 @@ export const ExecutionResultSchema = Type.Object(
     stdout_truncated: Type.Boolean(),
     stderr_truncated: Type.Boolean(),
     artifacts: Type.Array(ref(ArtifactSchema)),
+    artifacts_truncated: Type.Optional(Type.Boolean({
+      description: 'Present (true) when some files the run created or changed are not listed: past 1000 files, past '
+        + '4 GiB hashed in all, or past the 60 s the listing may take. They are in the session all the same.',
+    })),
     duration_ms: Type.Integer(),
     reason: Type.Optional(Type.Union(REASONS.map((r) => Type.Literal(r)))),
     message: Type.Optional(Type.String({ description: 'Why the platform ended the run, for people.' })),

@@ -1,8 +1,8 @@
 import type Dockerode from 'dockerode';
 import { ENGINE_STOPPED, stoppedByEngine } from './engine-stops.ts';
-import type { Artifact, ExecutionJob, ExecutionResult } from '@sandgate/contracts';
+import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { harvest, snapshot } from '../shared/artifacts.ts';
+import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
 import { OutputCollector } from '../shared/output.ts';
 import { buildResult, type RunEnd } from '../shared/result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
@@ -52,16 +52,19 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   );
   stdout.end();
   stderr.end();
-  const finish = (runEnd: RunEnd, artifacts: Artifact[] = []): ExecutionResult =>
-    buildResult({ end: runEnd, limits: job, stdout, stderr, artifacts, durationMs: end.durationMs });
+  const finish = (runEnd: RunEnd, found: Harvest = { artifacts: [], truncated: false }): ExecutionResult =>
+    buildResult({
+      end: runEnd, limits: job, stdout, stderr, artifacts: found.artifacts, artifactsTruncated: found.truncated,
+      durationMs: end.durationMs,
+    });
   if (!end.started) {
     const stopped = end.timedOut || end.cancelled;
     return { started: false, retryable: !stopped, result: finish({ exitCode: -1, timedOut: end.timedOut, oomKilled: false, cancelled: !end.timedOut }) };
   }
   const runEnd = await describeEnd(end, s);
   if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
-  const artifacts = await harvest(runEnd, job, s.dir, before, events, s.artifactUrl);
-  return { started: true, result: finish(runEnd, artifacts), exit: end.exit };
+  const found = await harvest(runEnd, job, s.dir, before, events, s.artifactUrl, s.signal);
+  return { started: true, result: finish(runEnd, found), exit: end.exit };
 }
 
 async function describeEnd(end: AgentRunEnd, s: AgentRunSetup): Promise<RunEnd> {

@@ -44,3 +44,14 @@ test('a one-shot sandbox caps its output at the source: a 100 MB flood sends the
   assert.equal(finished.length, 1);
   assert.equal(finished[0]!.outputBytes, 1001 + 5, 'the worker got the cap plus one byte of stdout, and stderr');
 });
+
+test('a run that makes a thousand sparse 1 TiB files completes; they are left out of its artifacts, which says so', async (t) => {
+  const f = await fixture(t);
+  const r = await f.run(f.job({
+    language: 'bash',
+    code: 'for i in $(seq 1000); do truncate -s 1T "sparse-$i"; done; echo ok > small.txt',
+  }));
+  assert.equal(r.state, 'completed', r.stderr);
+  assert.deepEqual(r.artifacts.map((a) => a.path), ['small.txt']);
+  assert.equal(r.artifacts_truncated, true);
+});

@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
-import type { Artifact, ExecutionJob, ExecutionResult } from '@sandgate/contracts';
+import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { harvest, snapshot } from '../shared/artifacts.ts';
+import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import { OutputCollector } from '../shared/output.ts';
 import { buildResult } from '../shared/result.ts';
@@ -34,10 +34,12 @@ export async function runCold(ctx: ColdRunContext, job: ExecutionJob, dir: strin
     ).catch((err: unknown) => { throw engineError(err, ctx.settings.image); });
     stdout.end();
     stderr.end();
-    const finish = (durationMs: number, artifacts: Artifact[] = []): ExecutionResult =>
-      buildResult({ end: run, limits: job, stdout, stderr, artifacts, durationMs });
+    const finish = (durationMs: number, found: Harvest = { artifacts: [], truncated: false }): ExecutionResult =>
+      buildResult({
+        end: run, limits: job, stdout, stderr, artifacts: found.artifacts, artifactsTruncated: found.truncated, durationMs,
+      });
     if (!run.started) return finish(0);
-    const result = finish(run.durationMs, await harvest(run, job, dir, before, events, ctx.artifactUrl));
+    const result = finish(run.durationMs, await harvest(run, job, dir, before, events, ctx.artifactUrl, signal));
     // outputBytes: what crossed from the sandbox to this worker, which the sandbox's own cap keeps near the limit.
     ctx.log.info({
       executionId: job.execution_id, sandbox: 'cold', state: result.state, exitCode: result.exit_code,

@@ -65,6 +65,8 @@ export interface ResultParts {
   stderr: CapturedOutput;
   /** Files created or changed by the run; dropped unless the run completed. */
   artifacts: Artifact[];
+  /** Some changed files were left out by the harvest's bounds. */
+  artifactsTruncated?: boolean;
   durationMs: number;
 }
 
@@ -81,6 +83,7 @@ export function buildResult(parts: ResultParts): ExecutionResult {
     artifacts: outcome.state === 'completed' ? parts.artifacts : [],
     duration_ms: Math.max(0, Math.round(parts.durationMs)),
   };
+  if (outcome.state === 'completed' && parts.artifactsTruncated === true) result.artifacts_truncated = true;
   if (outcome.reason !== undefined) result.reason = outcome.reason;
   if (outcome.message !== undefined) result.message = outcome.message;
   return result;

@@ -79,6 +79,10 @@ export type ExecutionResult = {
     stdout_truncated: boolean;
     stderr_truncated: boolean;
     artifacts: Array<Artifact>;
+    /**
+     * Present (true) when some files the run created or changed are not listed: past 1000 files, past 4 GiB hashed in all, or past the 60 s the listing may take. They are in the session all the same.
+     */
+    artifacts_truncated?: boolean;
     duration_ms: number;
     reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown';
     /**
