@@ -79,3 +79,33 @@ test('sessions and executions are listed a page at a time, newest first, with a 
   const page2 = await get(`/v1/sessions?limit=3&cursor=${encodeURIComponent(page1.body.next_cursor)}`);
   assert.deepEqual(page2.body.sessions.map((x: any) => x.id), [...created].reverse().slice(3, 6));
 });
+
+test("a session's files are listed a page at a time in walk order; a cursor serves only its own session", async (t) => {
+  const s = await startStack({ worker: noopBackend });
+  t.after(() => s.close());
+  const get = (path: string) => s.api('GET', path);
+  const [session, other] = [(await s.api('POST', '/v1/sessions', {})).body.id, (await s.api('POST', '/v1/sessions', {})).body.id];
+  // `a/…` sorts before `a-c` segment by segment, though not as plain strings: a page boundary inside `a/` must not
+  // lose `a-c`.
+  const paths = ['a-c', 'z.txt', 'b/deep/er/x.csv', ...Array.from({ length: 20 }, (_, i) => `a/f${String(i).padStart(2, '0')}`)];
+  for (const path of paths) {
+    const r = await s.api('POST', `/v1/sessions/${session}/files`, { path, content_base64: Buffer.from(path).toString('base64') });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  }
+  const { seen, sizes } = await pages(get, `/v1/sessions/${session}/files`, 'files', 7);
+  assert.deepEqual(sizes, [7, 7, 7, 2]);
+  const listed = seen.map((f) => f.path);
+  assert.deepEqual(listed, [...Array.from({ length: 20 }, (_, i) => `a/f${String(i).padStart(2, '0')}`), 'a-c', 'b/deep/er/x.csv', 'z.txt']);
+  const whole = await get(`/v1/sessions/${session}/files`);
+  assert.deepEqual(whole.body.files.map((f: any) => f.path), listed, 'default limit 1000: one page');
+  assert.equal(whole.body.next_cursor, null);
+  assert.equal(whole.body.truncated, false);
+
+  const cursor = (await get(`/v1/sessions/${session}/files?limit=2`)).body.next_cursor as string;
+  for (const path of [`/v1/sessions/${other}/files?cursor=${encodeURIComponent(cursor)}`, `/v1/sessions/${session}/files?cursor=x`, `/v1/sessions?cursor=${encodeURIComponent(cursor)}`]) {
+    const r = await get(path);
+    assert.equal(r.status, 400, path);
+    assert.equal(r.body.code, 'invalid_cursor', path);
+  }
+  for (const bad of ['0', '1001']) assert.equal((await get(`/v1/sessions/${session}/files?limit=${bad}`)).body.code, 'validation_failed');
+});

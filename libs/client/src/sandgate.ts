@@ -87,9 +87,16 @@ export class Sandgate {
     return result.files[0]!;
   }
 
-  /** Every file of a session. */
+  /** Every file of a session, page after page. */
   async files(sessionId: string): Promise<FileEntry[]> {
-    return (await ok(listFiles({ client: this.client, path: { id: sessionId } }))).files;
+    const all: FileEntry[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await ok(listFiles({ client: this.client, path: { id: sessionId }, query: { cursor } }));
+      all.push(...page.files);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+    return all;
   }
 
   /**

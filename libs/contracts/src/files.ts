@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ref } from './common.ts';
+import { NextCursorSchema, PageQuerySchema, ref } from './common.ts';
 
 export const FileEntrySchema = Type.Object(
   {
@@ -15,9 +15,23 @@ export const FileEntrySchema = Type.Object(
 export type FileEntry = Static<typeof FileEntrySchema>;
 
 export const FileListSchema = Type.Object(
-  { files: Type.Array(ref(FileEntrySchema)), truncated: Type.Boolean() },
+  {
+    files: Type.Array(ref(FileEntrySchema)),
+    next_cursor: NextCursorSchema,
+    truncated: Type.Boolean({
+      description: 'Some files cannot be listed at all: deeper than 32 levels, or in a directory of more than 100,000 '
+        + 'entries. Paging (next_cursor) is how the rest of a long listing comes.',
+    }),
+  },
   { $id: 'FileList', title: 'FileList' },
 );
+
+/** A page of a session's files: paths in walk order (segment by segment), `limit` at a time. */
+export const FilePageQuerySchema = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Files per page.' })),
+  cursor: PageQuerySchema.properties.cursor,
+});
+export type FilePageQuery = Static<typeof FilePageQuerySchema>;
 export type FileList = Static<typeof FileListSchema>;
 
 export const UploadResultSchema = Type.Object(

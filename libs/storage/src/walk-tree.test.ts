@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { link, mkdir, rename, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { code, fixture, hammer, mkfifo, mknodNull, startSwapper } from './hostile-fixture.ts';
-import { walkTree } from './walk-tree.ts';
+import { comparePaths, walkTree } from './walk-tree.ts';
 
 const paths = async (root: string, opts?: Parameters<typeof walkTree>[1]) => (await walkTree(root, opts)).entries.map((e) => e.path);
 
@@ -18,8 +18,9 @@ test('lists regular files recursively, sorted, with their stat fields', async (t
   await writeFile(join(root, 'out-2.txt'), '');
   const { entries, truncated } = await walkTree(root);
   assert.equal(truncated, false);
+  // Walk order: segment by segment, so a directory's files come right after its name (`out/…` before `out-2.txt`).
   assert.deepEqual(entries.map((e) => [e.path, e.size]), [
-    ['out-2.txt', 0], ['out/a.csv', 1], ['out/charts/b.png', 2], ['z.txt', 3],
+    ['out/a.csv', 1], ['out/charts/b.png', 2], ['out-2.txt', 0], ['z.txt', 3],
   ]);
   const st = await stat(join(root, 'z.txt'));
   assert.deepEqual(entries[3], { path: 'z.txt', size: 3, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev, ctimeMs: st.ctimeMs });
@@ -108,4 +109,26 @@ test('never lists outside while another process keeps swapping a directory and a
   });
   t.diagnostic([...seen].sort().join(' '));
   assert.ok(seen.has('d/inside.txt'), 'the directory was listed while in place');
+});
+
+test('a listing resumes after any path it gave, page by page, in walk order, each file once', async (t) => {
+  const { root } = await fixture(t);
+  const all = ['a/b/c.txt', 'a/b-d.txt', 'a/x.txt', 'a-c.txt', 'b.txt', 'b0/z.txt'];
+  for (const p of all) {
+    await mkdir(join(root, p, '..'), { recursive: true });
+    await writeFile(join(root, p), p);
+  }
+  assert.deepEqual(await paths(root), all, 'walk order');
+  assert.deepEqual([...all].sort(comparePaths), all);
+  for (const size of [1, 2, 4]) {
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await walkTree(root, { maxEntries: size, after });
+      seen.push(...page.entries.map((e) => e.path));
+      if (!page.more) break;
+      after = page.entries.at(-1)!.path;
+    }
+    assert.deepEqual(seen, all, `pages of ${size}`);
+  }
 });

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
-  FileListSchema, MultipartUploadSchema, ProblemSchema, SandgateError, SessionParamsSchema, UploadJsonSchema, UploadResultSchema, ref, type FileEntry,
+  FileListSchema, FilePageQuerySchema, MultipartUploadSchema, ProblemSchema, SandgateError, SessionParamsSchema, UploadJsonSchema, UploadResultSchema, ref, type FileEntry,
 } from '@sandgate/contracts';
 import { normalizeUserPath, removeInside, walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
@@ -29,7 +29,7 @@ const RAW_BODY = {
 
 /** Session files: upload (multipart, raw PUT, JSON+base64), list, delete. Every byte is streamed to disk. */
 export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const { config, signer } = deps;
+  const { config, signer, cursors } = deps;
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema) };
 
   await app.register(multipart, {
@@ -109,12 +109,22 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   app.get('/:id/files', {
     schema: {
       operationId: 'listFiles', tags: ['files'], summary: 'List the files of a session',
-      params: SessionParamsSchema, response: { 200: ref(FileListSchema), ...errors },
+      description: 'Paths in walk order (segment by segment, so `a/b` before `a-c`), `limit` at a time; '
+        + '`next_cursor` gives the next page.',
+      params: SessionParamsSchema, querystring: FilePageQuerySchema, response: { 200: ref(FileListSchema), ...errors },
     },
   }, async (req) => {
-    const dir = await sessionDir(tenantOf(req), req.params.id);
-    const { entries, truncated } = await walkTree(dir);
-    return { files: entries.map((e) => presentFile(req.params.id, e, signer)), truncated };
+    const tenant = tenantOf(req);
+    const dir = await sessionDir(tenant, req.params.id);
+    const scope = `files\n${tenant}\n${req.params.id}`;
+    const after = cursors.decode(scope, req.query.cursor) ?? undefined;
+    const { entries, truncated, more } = await walkTree(dir, { maxEntries: req.query.limit ?? 1000, after });
+    const last = entries.at(-1);
+    return {
+      files: entries.map((e) => presentFile(req.params.id, e, signer)),
+      next_cursor: more && last ? cursors.encode(scope, last.path) : null,
+      truncated: truncated && !more,
+    };
   });
 
   app.delete('/:id/files/*', {

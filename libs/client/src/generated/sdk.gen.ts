@@ -115,6 +115,8 @@ export const restartSession = <ThrowOnError extends boolean = false>(options: Op
 
 /**
  * List the files of a session
+ *
+ * Paths in walk order (segment by segment, so `a/b` before `a-c`), `limit` at a time; `next_cursor` gives the next page.
  */
 export const listFiles = <ThrowOnError extends boolean = false>(options: Options<ListFilesData, ThrowOnError>): RequestResult<ListFilesResponses, ListFilesErrors, ThrowOnError> => (options.client ?? client).get<ListFilesResponses, ListFilesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -293,6 +293,13 @@ export type FileEntry = {
  */
 export type FileList = {
     files: Array<FileEntry>;
+    /**
+     * Pass as `cursor` for the next page; null on the last page. A page may hold fewer than `limit` items and still have a next one.
+     */
+    next_cursor: string | null;
+    /**
+     * Some files cannot be listed at all: deeper than 32 levels, or in a directory of more than 100,000 entries. Paging (next_cursor) is how the rest of a long listing comes.
+     */
     truncated: boolean;
 };
 
@@ -997,7 +1004,16 @@ export type ListFilesData = {
     path: {
         id: string;
     };
-    query?: never;
+    query?: {
+        /**
+         * Files per page.
+         */
+        limit?: number;
+        /**
+         * The next_cursor of the previous page; absent: the first page.
+         */
+        cursor?: string;
+    };
     url: '/v1/sessions/{id}/files';
 };
 
