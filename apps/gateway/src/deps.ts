@@ -5,7 +5,7 @@ import {
   EndedNotices, EventHub, ExecutionStore, RedisWatchdog, SessionStore, WorkerRegistry, createRedis, keys, signingKey,
   watchOutages, whenReady, withScripts, type Config, type ScriptRedis,
 } from '@sandgate/state';
-import { UrlSigner, Workspaces } from '@sandgate/storage';
+import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
 import { GatewayMetrics } from './metrics.ts';
 import { Cursors } from './pagination.ts';
 import { SystemStatsReader } from './system-stats.ts';
@@ -69,6 +69,10 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   const watchdog = new RedisWatchdog(createRedis(config.redisUrl, 'sandgate-gateway-watchdog', {
     autoPipelining: false, failFast: true,
   }));
+  const workspaces = await openWorkspaces({
+    dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+    sessionDiskBytes: config.sessionDiskBytes, warn: (message) => log.warn(message),
+  });
   const stats = new SystemStatsReader(redis, k, queue);
   const metrics = new GatewayMetrics(stats, redis, k);
   metrics.start();
@@ -79,7 +83,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     sessions: new SessionStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
-    workspaces: new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } }),
+    workspaces,
     async close() {
       await metrics.close();
       watchdog.close();

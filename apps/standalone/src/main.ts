@@ -1,13 +1,16 @@
 import { startGateway } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker } from '@sandgate/worker';
 import { ConfigError, createLogger, createRedis, keys, loadConfig, signingKey } from '@sandgate/state';
-import { Workspaces } from '@sandgate/storage';
+import { openWorkspaces } from '@sandgate/storage';
 
 /** `npm start`: gateway and worker in one process, for a single machine. */
 async function main() {
   const config = loadConfig();
   const log = createLogger(config, 'sandgate');
-  const workspaces = new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
+  const workspaces = await openWorkspaces({
+    dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+    sessionDiskBytes: config.sessionDiskBytes, warn: (message) => log.warn(message),
+  });
   const redis = createRedis(config.redisUrl, 'sandgate-boot');
   const key = await signingKey(redis, keys(config.redisPrefix), config.signingKey);
   redis.disconnect();

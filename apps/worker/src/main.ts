@@ -1,5 +1,5 @@
 import { ConfigError, createLogger, createRedis, keys, loadConfig, signingKey } from '@sandgate/state';
-import { Workspaces } from '@sandgate/storage';
+import { openWorkspaces } from '@sandgate/storage';
 import { createBackend } from './backend.ts';
 import { newWorkerId, startWorker } from './worker.ts';
 
@@ -7,7 +7,10 @@ import { newWorkerId, startWorker } from './worker.ts';
 async function main() {
   const config = loadConfig();
   const log = createLogger(config, 'sandgate-worker');
-  const workspaces = new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
+  const workspaces = await openWorkspaces({
+    dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+    sessionDiskBytes: config.sessionDiskBytes, warn: (message) => log.warn(message),
+  });
   const redis = createRedis(config.redisUrl, 'sandgate-worker-boot');
   const key = await signingKey(redis, keys(config.redisPrefix), config.signingKey);
   redis.disconnect();

@@ -24,7 +24,7 @@ export const PHASES = ['queued', 'starting', 'running', 'harvesting', 'done'] as
 export type Phase = (typeof PHASES)[number];
 
 export const REASONS = [
-  'oom', 'timeout', 'cancelled', 'worker_lost', 'backend_unavailable', 'output_limit', 'shutdown',
+  'oom', 'timeout', 'cancelled', 'worker_lost', 'backend_unavailable', 'output_limit', 'shutdown', 'disk_quota',
 ] as const;
 export type Reason = (typeof REASONS)[number];
 

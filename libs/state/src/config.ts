@@ -21,6 +21,8 @@ export const ConfigSchema = Type.Object({
   sessionTtlSeconds: Type.Integer({ minimum: 60 }),
   maxSessions: Type.Integer({ minimum: 1 }),
   maxUploadBytes: Type.Integer({ minimum: 1 }),
+  /** Per-session disk quota (btrfs data directory); 0: none. */
+  sessionDiskBytes: Type.Integer({ minimum: 0 }),
   maxArtifactReadBytes: Type.Integer({ minimum: 1 }),
   maxOutputBytes: Type.Integer({ minimum: 1024 }),
   maxCodeBytes: Type.Integer({ minimum: 1 }),
@@ -127,6 +129,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_SESSION_TTL_M: ['sessionTtlSeconds', (r) => Math.round(Number(num(r)) * 60), '30'],
   SANDGATE_MAX_SESSIONS: ['maxSessions', int, '20'],
   SANDGATE_MAX_UPLOAD_BYTES: ['maxUploadBytes', parseBytes, '50MB'],
+  SANDGATE_SESSION_DISK_BYTES: ['sessionDiskBytes', parseBytes, '1GiB'],
   SANDGATE_MAX_ARTIFACT_READ_BYTES: ['maxArtifactReadBytes', parseBytes, '10MB'],
   SANDGATE_MAX_OUTPUT_BYTES: ['maxOutputBytes', parseBytes, '100KB'],
   SANDGATE_MAX_CODE_BYTES: ['maxCodeBytes', parseBytes, '100KB'],

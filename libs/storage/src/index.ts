@@ -8,3 +8,4 @@ export * from './sha256-inside.ts';
 export * from './mime.ts';
 export * from './url-signer.ts';
 export * from './workspaces.ts';
+export * from './disk-quota.ts';

@@ -1,10 +1,11 @@
 import { constants } from 'node:fs';
-import { chmod, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandgateError, SESSION_ID_PATTERN } from '@sandgate/contracts';
 import { errno, openRoot } from './fd-path.ts';
 import { removeDirAt } from './remove-tree.ts';
 import { walkTree } from './walk-tree.ts';
+import { SubvolumeQuota } from './disk-quota.ts';
 import type { Owner } from './write-inside.ts';
 
 const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
@@ -15,6 +16,8 @@ export interface WorkspacesOptions {
   dataDir: string;
   /** Owner of each session directory: the sandbox user (uid 1000), so code can write to /mnt/data. Default: unchanged. */
   owner?: Owner;
+  /** Per-session disk quota (see SubvolumeQuota): each session directory is then a subvolume with that limit. */
+  quota?: SubvolumeQuota;
 }
 
 /** Session workspaces on the local filesystem, each bind-mounted as /mnt/data into its sandbox. */
@@ -23,9 +26,12 @@ export class Workspaces {
   readonly dataDir: string;
   readonly #sessionsDir: string;
   readonly #owner: Owner | undefined;
+  /** The per-session disk quota, when the data directory enforces one. */
+  readonly quota: SubvolumeQuota | undefined;
 
-  constructor({ dataDir, owner }: WorkspacesOptions) {
+  constructor({ dataDir, owner, quota }: WorkspacesOptions) {
     this.dataDir = dataDir;
+    this.quota = quota;
     this.#sessionsDir = join(dataDir, 'sessions');
     this.#owner = owner;
   }
@@ -45,9 +51,16 @@ export class Workspaces {
     await mkdir(this.#sessionsDir, { recursive: true, mode: 0o711 });
     await chmod(this.dataDir, 0o711);
     await chmod(this.#sessionsDir, 0o711);
-    await mkdir(dir, 0o755).catch((e: unknown) => {
-      if (errno(e) !== 'EEXIST') throw e;
-    });
+    if (this.quota) {
+      // Another process may make the same session's subvolume at the same moment: one that exists is what we want.
+      await lstat(dir).catch(() => this.quota!.create(dir).catch(async (e: unknown) => {
+        if (!(await lstat(dir).then(() => true, () => false))) throw e;
+      }));
+    } else {
+      await mkdir(dir, 0o755).catch((e: unknown) => {
+        if (errno(e) !== 'EEXIST') throw e;
+      });
+    }
     // Through an fd opened without following, so nothing planted at that name can redirect the chown.
     const handle = await open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW).catch((e: unknown) => {
       throw new SandgateError('invalid_path', `${dir} exists and is not a directory`, { cause: e });
@@ -71,11 +84,38 @@ export class Workspaces {
       if (errno(e) === 'ENOENT') return;
       throw e;
     }
+    const subvolume = this.quota ? await this.quota.idOf(join(this.#sessionsDir, sessionId)) : undefined;
     try {
       // The contents were written by the sandbox, so they are removed without following anything.
       await removeDirAt(sessions, sessionId);
     } finally {
       await sessions.close();
     }
+    if (subvolume !== undefined) await this.quota!.forget(subvolume, this.dataDir);
   }
+}
+
+export interface OpenWorkspacesOptions {
+  dataDir: string;
+  owner: Owner;
+  /** SANDGATE_SESSION_DISK_BYTES; 0: no quota. */
+  sessionDiskBytes: number;
+  /** Told when the quota cannot be enforced on this data directory. */
+  warn(message: string): void;
+}
+
+/**
+ * The workspaces of a gateway or worker: with per-session disk quotas when the data directory can enforce them
+ * (btrfs with quotas on, as scripts/setup.sh makes it), without (and a warning) when it cannot.
+ */
+export async function openWorkspaces({ dataDir, owner, sessionDiskBytes, warn }: OpenWorkspacesOptions): Promise<Workspaces> {
+  if (sessionDiskBytes === 0) return new Workspaces({ dataDir, owner });
+  await mkdir(dataDir, { recursive: true, mode: 0o711 });
+  const quota = await SubvolumeQuota.forDataDir(dataDir, sessionDiskBytes);
+  if ('unavailable' in quota) {
+    warn(`per-session disk quotas are off: ${quota.unavailable}. scripts/setup.sh puts the data directory on a btrfs `
+      + 'filesystem with quotas (see docs/reliability.md); SANDGATE_SESSION_DISK_BYTES=0 silences this');
+    return new Workspaces({ dataDir, owner });
+  }
+  return new Workspaces({ dataDir, owner, quota });
 }

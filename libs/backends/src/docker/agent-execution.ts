@@ -3,8 +3,9 @@ import { ENGINE_STOPPED, stoppedByEngine } from './engine-stops.ts';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
+import type { SubvolumeQuota } from '@sandgate/storage';
 import { OutputCollector } from '../shared/output.ts';
-import { buildResult, type RunEnd } from '../shared/result.ts';
+import { buildResult, type RunEnd, withDiskQuota } from '../shared/result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
 import type { ExitFrame } from './agent-frames.ts';
 
@@ -20,6 +21,8 @@ export interface AgentRunSetup {
   /** How long an interrupted run may take to end before the sandbox is killed; 0 kills at once. */
   interruptGraceMs: number;
   maxOutputBytes: number;
+  /** Per-session disk quota, where the data directory enforces one: a failure at it gets reason disk_quota. */
+  quota?: SubvolumeQuota;
   artifactUrl: (sessionId: string, path: string) => string;
   kill(): Promise<void>;
   /** After the stream ended without an exit frame: how the sandbox ended, and what to tell the user. */
@@ -61,7 +64,7 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
     const stopped = end.timedOut || end.cancelled;
     return { started: false, retryable: !stopped, result: finish({ exitCode: -1, timedOut: end.timedOut, oomKilled: false, cancelled: !end.timedOut }) };
   }
-  const runEnd = await describeEnd(end, s);
+  const runEnd = await withDiskQuota(await describeEnd(end, s), s.dir, s.quota);
   if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
   const found = await harvest(runEnd, job, s.dir, before, events, s.artifactUrl, s.signal);
   return { started: true, result: finish(runEnd, found), exit: end.exit };

@@ -4,7 +4,8 @@ import type { EventSink } from '../backend.ts';
 import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import { OutputCollector } from '../shared/output.ts';
-import { buildResult } from '../shared/result.ts';
+import { buildResult, withDiskQuota, type RunEnd } from '../shared/result.ts';
+import type { SubvolumeQuota } from '@sandgate/storage';
 import { containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
 import { engineError, forceRemove, statusOf } from './engine-errors.ts';
 import { runContainer } from './run-container.ts';
@@ -13,6 +14,8 @@ export interface ColdRunContext {
   docker: Dockerode;
   settings: SandboxSettings;
   maxOutputBytes: number;
+  /** Per-session disk quota, where the data directory enforces one: a failure at it gets reason disk_quota. */
+  quota?: SubvolumeQuota;
   artifactUrl: (sessionId: string, path: string) => string;
   log: BackendLogger;
 }
@@ -34,12 +37,13 @@ export async function runCold(ctx: ColdRunContext, job: ExecutionJob, dir: strin
     ).catch((err: unknown) => { throw engineError(err, ctx.settings.image); });
     stdout.end();
     stderr.end();
-    const finish = (durationMs: number, found: Harvest = { artifacts: [], truncated: false }): ExecutionResult =>
+    const finish = (end: RunEnd, durationMs: number, found: Harvest = { artifacts: [], truncated: false }): ExecutionResult =>
       buildResult({
-        end: run, limits: job, stdout, stderr, artifacts: found.artifacts, artifactsTruncated: found.truncated, durationMs,
+        end, limits: job, stdout, stderr, artifacts: found.artifacts, artifactsTruncated: found.truncated, durationMs,
       });
-    if (!run.started) return finish(0);
-    const result = finish(run.durationMs, await harvest(run, job, dir, before, events, ctx.artifactUrl, signal));
+    if (!run.started) return finish(run, 0);
+    const end = await withDiskQuota(run, dir, ctx.quota);
+    const result = finish(end, run.durationMs, await harvest(end, job, dir, before, events, ctx.artifactUrl, signal));
     // outputBytes: what crossed from the sandbox to this worker, which the sandbox's own cap keeps near the limit.
     ctx.log.info({
       executionId: job.execution_id, sandbox: 'cold', state: result.state, exitCode: result.exit_code,

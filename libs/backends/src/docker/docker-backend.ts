@@ -116,7 +116,7 @@ export class DockerBackend implements ExecutionBackend {
     this.#interruptGraceMs = interruptGraceMs;
     this.#resetTimeoutMs = poolResetTimeoutMs;
     // Beside the sessions, on their filesystem, so that a rename can hand a slot directory to a session.
-    this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user));
+    this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user), workspaces.quota);
     this.#sessions = new SessionSandboxes(docker, this.#settings, logger, READY_TIMEOUT_MS);
     this.#pool = new WarmPool({
       docker, settings: this.#settings, slots: this.#slots, instanceId, size: poolSize, limits: poolLimits, log: logger,
@@ -148,7 +148,7 @@ export class DockerBackend implements ExecutionBackend {
       const empty = { text: '', truncated: false };
       return buildResult({ end: { exitCode: -1, timedOut: false, oomKilled: false, cancelled: true }, limits: job, stdout: empty, stderr: empty, artifacts: [], durationMs: 0 });
     }
-    const common = { maxOutputBytes: this.#maxOutputBytes, artifactUrl: this.#artifactUrl, log };
+    const common = { maxOutputBytes: this.#maxOutputBytes, quota: this.#workspaces.quota, artifactUrl: this.#artifactUrl, log };
     if (job.sandbox === 'session' || job.sandbox === 'stateful') {
       this.#activeSessions.add(job.session_id);
       try {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readdir, rename, rmdir } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
-import type { Owner } from '@sandgate/storage';
+import { dirname, join, relative, sep } from 'node:path';
+import type { Owner, SubvolumeQuota } from '@sandgate/storage';
 
 /** Parses a `uid:gid` user spec; a bare uid means the same gid. */
 export function parseUser(user: string): Owner {
@@ -14,10 +14,13 @@ export function parseUser(user: string): Owner {
 export class SlotDirs {
   readonly root: string;
   readonly #owner: Owner;
+  /** With per-session disk quotas each slot is a subvolume with the quota, and becomes the session's when adopted. */
+  readonly quota: SubvolumeQuota | undefined;
 
-  constructor(dataDir: string, owner: Owner) {
+  constructor(dataDir: string, owner: Owner, quota?: SubvolumeQuota) {
     this.root = join(dataDir, 'pool');
     this.#owner = owner;
+    this.quota = quota;
   }
 
   /** A new random slot id and its empty directory, owned by the sandbox user. */
@@ -27,7 +30,9 @@ export class SlotDirs {
     await chmod(this.root, 0o711);
     const slot = randomBytes(6).toString('hex');
     const dir = join(this.root, slot);
-    await mkdir(dir, 0o755);
+    if (this.quota) await this.quota.create(dir);
+    else await mkdir(dir, 0o755);
+    await chmod(dir, 0o755);
     await chown(dir, this.#owner.uid, this.#owner.gid);
     return { slot, dir };
   }
@@ -38,9 +43,11 @@ export class SlotDirs {
    */
   async remove(dir: string): Promise<void> {
     if (!this.owns(dir)) return;
+    const subvolume = this.quota ? await this.quota.idOf(dir) : undefined;
     await rmdir(dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
+    if (subvolume !== undefined) await this.quota!.forget(subvolume, this.root);
   }
 
   /** Whether `dir` is a slot directory of this pool root (sweep learns slot paths from the engine). */
@@ -57,7 +64,8 @@ export class SlotDirs {
  * the session's again. Renames only: nothing is copied or followed, so symlinks the sandbox made stay inert.
  * On failure the entries moved so far are put back.
  */
-export async function adoptWorkspace(sessionDir: string, slotDir: string): Promise<void> {
+export async function adoptWorkspace(sessionDir: string, slotDir: string, quota?: SubvolumeQuota): Promise<void> {
+  if (quota) return adoptSubvolume(sessionDir, slotDir, quota);
   const moved: string[] = [];
   try {
     for (const name of await readdir(sessionDir)) {
@@ -69,6 +77,19 @@ export async function adoptWorkspace(sessionDir: string, slotDir: string): Promi
     for (const name of moved) await rename(join(slotDir, name), join(sessionDir, name)).catch(() => {});
     throw err;
   }
+}
+
+/**
+ * adoptWorkspace under per-session disk quotas: files cannot be renamed from one subvolume into another, so only an
+ * empty session (a one-shot's, as every pooled run is) takes the slot's subvolume, limit and all; one with files
+ * fails here and the run goes cold in its own subvolume.
+ */
+async function adoptSubvolume(sessionDir: string, slotDir: string, quota: SubvolumeQuota): Promise<void> {
+  if ((await readdir(sessionDir)).length > 0) throw new Error('the session has files in a subvolume of its own');
+  const old = await quota.idOf(sessionDir);
+  await rmdir(sessionDir);
+  await rename(slotDir, sessionDir);
+  if (old !== undefined) await quota.forget(old, dirname(sessionDir));
 }
 
 /**

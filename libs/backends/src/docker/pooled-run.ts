@@ -1,5 +1,6 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
+import type { SubvolumeQuota } from '@sandgate/storage';
 import type { BackendLogger } from '../shared/logger.ts';
 import { deathOf, runInAgent } from './agent-execution.ts';
 import { resources } from './container-spec.ts';
@@ -12,6 +13,7 @@ export interface PooledRunContext {
   /** A reset takes milliseconds; one that takes longer is fighting something the run left, and loses the sandbox. */
   resetTimeoutMs: number;
   maxOutputBytes: number;
+  quota?: SubvolumeQuota;
   artifactUrl: (sessionId: string, path: string) => string;
   log: BackendLogger;
 }
@@ -42,6 +44,7 @@ export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, j
       // A one-shot has no state worth an interrupt: a timeout or cancel kills the sandbox, as a cold one.
       interruptGraceMs: 0,
       maxOutputBytes: ctx.maxOutputBytes,
+      quota: ctx.quota,
       artifactUrl: ctx.artifactUrl,
       kill,
       postMortem: async () => {
@@ -80,7 +83,7 @@ async function prepare(ctx: PooledRunContext, sandbox: PooledSandbox, job: Execu
     await sandbox.container.update(want);
     sandbox.limits = { memory_mb: job.memory_mb, cpus: job.cpus };
   }
-  await adoptWorkspace(dir, sandbox.slotDir);
+  await adoptWorkspace(dir, sandbox.slotDir, ctx.slots.quota);
 }
 
 async function resetSandbox(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob): Promise<boolean> {
@@ -96,6 +99,9 @@ async function resetSandbox(ctx: PooledRunContext, sandbox: PooledSandbox, job: 
 
 /** Moves the session's files out of the sandbox, which may then serve again; false if they could not all move. */
 async function handBack(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob, dir: string): Promise<boolean> {
+  // Under disk quotas the slot's subvolume is the session's now, and files cannot move out of it by rename: the
+  // sandbox serves this one run, and the pool makes a fresh one.
+  if (ctx.slots.quota) return false;
   try {
     await releaseWorkspace(dir, sandbox.slotDir, ctx.slots);
     return true;

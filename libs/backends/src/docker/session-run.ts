@@ -1,5 +1,6 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
+import type { SubvolumeQuota } from '@sandgate/storage';
 import type { BackendLogger } from '../shared/logger.ts';
 import { deathOf, runInAgent, type AgentOutcome, type Death } from './agent-execution.ts';
 import { engineError } from './engine-errors.ts';
@@ -10,6 +11,7 @@ export interface SessionRunContext {
   /** The runtime image, for error messages. */
   image: string;
   maxOutputBytes: number;
+  quota?: SubvolumeQuota;
   interruptGraceMs: number;
   artifactUrl: (sessionId: string, path: string) => string;
   log: BackendLogger;
@@ -32,6 +34,7 @@ export async function runInSession(ctx: SessionRunContext, job: ExecutionJob, di
         mode: stateful ? 'stateful' : 'process',
         interruptGraceMs: ctx.interruptGraceMs,
         maxOutputBytes: ctx.maxOutputBytes,
+      quota: ctx.quota,
         artifactUrl: ctx.artifactUrl,
         kill: () => ctx.sessions.kill(sandbox.container),
         postMortem: () => postMortem(ctx, job, sandbox, startedAt),

@@ -1,4 +1,5 @@
 import type { Artifact, ExecutionResult } from '@sandgate/contracts';
+import type { SubvolumeQuota } from '@sandgate/storage';
 
 /** How a sandbox ended, as the engine saw it. */
 export interface RunEnd {
@@ -20,6 +21,8 @@ export interface RunEnd {
    * for people. The run ends as `error` with reason `backend_unavailable`, whatever its exit status says.
    */
   engineStopped?: string;
+  /** The program failed with the session's files at its disk quota: why, for people. */
+  diskQuota?: string;
 }
 
 /** The limits the messages quote, so a person reading the result knows which one was hit. */
@@ -48,6 +51,9 @@ export function outcomeOf(end: RunEnd, limits: RunLimits): Outcome {
   if (end.oomKilled) {
     return { state: 'failed', exit_code: end.exitCode, reason: 'oom', message: `Killed for exceeding the ${limits.memory_mb} MB memory limit.` };
   }
+  if (end.diskQuota !== undefined) {
+    return { state: 'failed', exit_code: end.exitCode, reason: 'disk_quota', message: end.diskQuota };
+  }
   if (end.lost !== undefined) return { state: 'failed', exit_code: end.exitCode, message: end.lost };
   return { state: end.exitCode === 0 ? 'completed' : 'failed', exit_code: end.exitCode };
 }
@@ -68,6 +74,16 @@ export interface ResultParts {
   /** Some changed files were left out by the harvest's bounds. */
   artifactsTruncated?: boolean;
   durationMs: number;
+}
+
+/**
+ * A failed run whose session is at its disk quota failed because of it (the kernel answered EDQUOT): the end says so.
+ * Looked at only for runs that failed on their own, where the quota is the likely cause.
+ */
+export async function withDiskQuota(end: RunEnd, dir: string, quota: SubvolumeQuota | undefined): Promise<RunEnd> {
+  if (!quota || end.exitCode === 0 || end.timedOut || end.cancelled || end.oomKilled || end.engineStopped) return end;
+  if (!(await quota.reached(dir))) return end;
+  return { ...end, diskQuota: `The session's files reached its disk quota of ${quota.bytes} bytes.` };
 }
 
 /** Assembles the one ExecutionResult every backend returns, from what it observed. */

@@ -84,7 +84,7 @@ export type ExecutionResult = {
      */
     artifacts_truncated?: boolean;
     duration_ms: number;
-    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown';
+    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown' | 'disk_quota';
     /**
      * Why the platform ended the run, for people.
      */
