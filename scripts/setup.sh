@@ -65,6 +65,8 @@ missing=()
 { have docker && have dockerd; } || missing+=(docker.io)
 # The README's curl walk-through is a test (test/readme-curl.test.ts).
 have curl || missing+=(curl)
+# Per-session disk quotas: the data directory on btrfs with quotas (below).
+have mkfs.btrfs || missing+=(btrfs-progs)
 have jq || missing+=(jq)
 if [[ -z ${SANDGATE_BASE_IMAGE:-} ]]; then
   have debootstrap || missing+=(debootstrap)
@@ -165,6 +167,42 @@ if have redis-server && ! redis_ok; then
   redis_ok || die "Redis does not answer PING after starting it"
 fi
 if have redis-server; then say "Redis answers PING${REDIS_URL:+ at $REDIS_URL}"; fi
+
+# --- Data directory: btrfs with quotas, for per-session disk quotas ---------------------
+# Each session is a btrfs subvolume with a qgroup limit (SANDGATE_SESSION_DISK_BYTES); the kernel enforces it.
+# As root, an empty or missing data directory gets a btrfs filesystem on a sparse loop file beside it.
+data_dir="${SANDGATE_DATA_DIR:-/var/lib/sandgate}"
+data_image="${SANDGATE_DATA_IMAGE:-${data_dir%/}.btrfs}"
+on_btrfs() { [[ $(stat -f -c %T "$1" 2>/dev/null) == btrfs ]]; }
+if [[ ${SANDGATE_SESSION_DISK_BYTES:-} == 0 ]]; then
+  say "per-session disk quotas are off (SANDGATE_SESSION_DISK_BYTES=0)"
+elif on_btrfs "$data_dir"; then
+  ((is_root)) && btrfs quota enable "$data_dir" 2>/dev/null
+  say "data directory $data_dir is on btrfs (per-session disk quotas)"
+elif ((is_root)) && have mkfs.btrfs; then
+  if [[ -d $data_dir && -n $(ls -A "$data_dir" 2>/dev/null) ]]; then
+    warn "$data_dir holds files and is not on btrfs: per-session disk quotas stay off" \
+      "(move its contents away and run this again, or mount a btrfs filesystem there)"
+  else
+    if [[ ! -f $data_image ]]; then
+      free_kb=$(df -Pk "$(dirname "$data_image")" | awk 'NR == 2 { print $4 }')
+      size_kb=$((free_kb / 2))
+      ((size_kb > 20 * 1024 * 1024)) && size_kb=$((20 * 1024 * 1024))
+      ((size_kb >= 1024 * 1024)) || die "less than 2 GiB free beside $data_dir for its filesystem image"
+      truncate -s "${size_kb}K" "$data_image"
+      mkfs.btrfs -q -f "$data_image" >/dev/null || die "mkfs.btrfs $data_image failed"
+      say "made $data_image ($((size_kb / 1024 / 1024)) GiB, sparse) for the data directory"
+    fi
+    mkdir -p "$data_dir"
+    mount -o loop "$data_image" "$data_dir" || die "could not mount $data_image at $data_dir"
+    btrfs quota enable "$data_dir" || die "could not enable btrfs quotas on $data_dir"
+    chmod 0711 "$data_dir"
+    say "data directory $data_dir: btrfs on $data_image with quotas (mounted until reboot; this script mounts it again)"
+  fi
+else
+  warn "per-session disk quotas need $data_dir on btrfs with quotas: run this script as root to make one on a loop" \
+    "file, or mount a btrfs filesystem there and run 'btrfs quota enable $data_dir'"
+fi
 
 # --- gVisor runtime in /etc/docker/daemon.json ------------------------------------
 daemon_json_has_runsc() {
