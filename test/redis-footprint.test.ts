@@ -50,7 +50,7 @@ test('what finished runs leave in Redis: no code, env or stdin, no job, and a TT
   // tenant or live session, and is removed with it.
   const lasting = [
     /^signing-key$/, /^workers$/, /^sessions:expiry$/, /^q:executions:(meta|id|events|stalled-check|pc|marker)$/,
-    new RegExp(`^session:(${oneShot.body.session_id}|${session})$`), /^tenant:default:(sessions|session-list)$/,
+    new RegExp(`^session:(${oneShot.body.session_id}|${session})$`), /^tenant:default:(sessions|session-list|storage)$/,
     // The deployment's metrics: counters and histograms of fixed label sets, one snapshot per live process.
     /^(workers|gateways):stats$/, /^stats:(counters|histogram:(duration|queue_wait))$/,
   ];

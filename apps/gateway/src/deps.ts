@@ -4,6 +4,7 @@ import type { QueuedExecution } from '@sandgate/contracts';
 import {
   EndedNotices, EventHub, ExecutionStore, RedisWatchdog, SessionStore, WorkerRegistry, createRedis, keys, signingKey,
   watchOutages, whenReady, withScripts, type Config, type ScriptRedis,
+  StorageLedger,
 } from '@sandgate/state';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
 import { GatewayMetrics } from './metrics.ts';
@@ -19,6 +20,8 @@ export interface GatewayDeps {
   notices: EndedNotices;
   queue: Queue<QueuedExecution>;
   sessions: SessionStore;
+  /** Bytes each tenant stores, per session (SANDGATE_TENANT_STORAGE_BYTES). */
+  ledger: StorageLedger;
   executions: ExecutionStore;
   workers: WorkerRegistry;
   workspaces: Workspaces;
@@ -81,6 +84,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     watchdog, draining: draining.signal,
     drain: () => draining.abort(),
     sessions: new SessionStore(redis, k),
+    ledger: new StorageLedger(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
     workspaces,

@@ -42,6 +42,7 @@ export class ExecutionService {
     if (inline > Math.min(MAX_INLINE_BYTES, config.maxUploadBytes)) {
       throw new SandgateError('payload_too_large', `inline files total ${inline} bytes; upload large files with POST /v1/sessions/{id}/files`);
     }
+    await this.checkStorage(tenant);
     const session = body.session_id ? await this.d.sessions.require(tenant, body.session_id) : null;
     const sandbox = !session ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
     if (sandbox === 'stateful' && job.language !== 'python') {
@@ -105,6 +106,17 @@ export class ExecutionService {
       await this.d.queue.add('execute', { execution_id: meta.id, tenant: meta.tenant }, { jobId: meta.id, priority });
     } catch (err) {
       await this.failToQueue(meta, err);
+    }
+  }
+
+  /** A tenant at its storage quota runs nothing more (runs write files) until it deletes files or sessions. */
+  private async checkStorage(tenant: string): Promise<void> {
+    const limit = limitsFor(this.d.config, tenant).storage_bytes;
+    if (limit === 0) return;
+    const used = await this.d.ledger.total(tenant);
+    if (used >= limit) {
+      throw new SandgateError('storage_quota_exceeded', `the tenant's files take ${used} bytes, its whole storage quota `
+        + `of ${limit} bytes; delete files or sessions to run again`);
     }
   }
 

@@ -1,5 +1,7 @@
 import type { Readable } from 'node:stream';
-import type { FileEntry } from '@sandgate/contracts';
+import { statfs } from 'node:fs/promises';
+import { SandgateError, type FileEntry } from '@sandgate/contracts';
+import { limitsFor } from '@sandgate/state';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
 import { presentFile } from './present.ts';
@@ -15,14 +17,46 @@ export class FileService {
     return this.d.workspaces.create(s.id);
   }
 
-  /** Streams `source` into the session at `path` (a client path, checked here); an existing file needs `overwrite`. */
+  /**
+   * Streams `source` into the session at `path` (a client path, checked here); an existing file needs `overwrite`.
+   * Refused before anything is kept when the data directory is short of free space (insufficient_storage) or the file
+   * would take the tenant past its storage quota (storage_quota_exceeded); the session's new size is then recorded.
+   */
   async store(
-    sessionId: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream, overwrite: boolean,
+    tenant: string, sessionId: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream,
+    overwrite: boolean,
   ): Promise<FileEntry> {
-    const { config, signer } = this.d;
+    const { config, signer, ledger, workspaces } = this.d;
+    await this.checkFreeSpace();
+    const limit = limitsFor(config, tenant).storage_bytes;
     const stat = await writeFileInside(dir, normalizeUserPath(path), source, {
       maxBytes: config.maxUploadBytes, overwrite, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+      beforePlace: async (bytes) => {
+        if (limit === 0) return;
+        const used = await ledger.total(tenant);
+        if (used + bytes > limit) {
+          throw new SandgateError('storage_quota_exceeded', `this file of ${bytes} bytes would take the tenant's files `
+            + `to ${used + bytes} bytes; the quota is ${limit} bytes. Delete files or sessions to make room.`);
+        }
+      },
     });
+    await this.recordUsage(tenant, sessionId);
     return presentFile(sessionId, { path, size: stat.size, mtimeMs: stat.mtimeMs }, signer);
+  }
+
+  /** Measures the session's files again, for the tenant's storage quota (after an upload or a delete). */
+  async recordUsage(tenant: string, sessionId: string): Promise<void> {
+    await this.d.ledger.record(tenant, sessionId, await this.d.workspaces.usedBytes(sessionId));
+  }
+
+  /** insufficient_storage while the data directory has less than SANDGATE_MIN_FREE_BYTES free. */
+  private async checkFreeSpace(): Promise<void> {
+    const { dataDir, minFreeBytes } = this.d.config;
+    const fs = await statfs(dataDir);
+    const free = fs.bavail * fs.bsize;
+    if (free < minFreeBytes) {
+      throw new SandgateError('insufficient_storage', `the server has ${free} bytes free for files, less than the `
+        + `${minFreeBytes} it keeps in reserve; uploads resume when space is freed`);
+    }
   }
 }

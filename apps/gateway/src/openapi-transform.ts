@@ -27,13 +27,14 @@ const PROBLEM_DESCRIPTIONS: Record<string, string> = {
   404: 'No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)',
   405: 'Method not allowed',
   409: 'Conflicts with the current state (file_exists, session_busy)',
-  413: 'Too large (payload_too_large)',
+  413: 'Too large (payload_too_large), or past the tenant\'s storage quota (storage_quota_exceeded)',
   415: 'Unsupported Content-Type (unsupported_media_type)',
   416: 'The Range cannot be satisfied (range_not_satisfiable)',
   421: 'This gateway does not answer to the request\'s Host (host_not_allowed)',
   429: 'A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After',
   500: 'Internal error',
   503: 'Not ready, or a dependency is unavailable (not_ready, backend_unavailable)',
+  507: 'The server is short of disk for files (insufficient_storage)',
 };
 const RETRY_AFTER = { 'retry-after': { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying.' } };
 

@@ -31,5 +31,6 @@ export class SessionService {
     if (s.currentExecutionId) await executions.requestCancel(s.currentExecutionId);
     await sessions.delete(s, true);
     await workspaces.remove(s.id);
+    await this.d.ledger.forget(tenant, s.id);
   }
 }

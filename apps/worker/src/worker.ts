@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { SandgateError, type ExecutionResult, type QueuedExecution } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  DeploymentStats, EventWriter, ExecutionStore, SessionStore, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys,
+  DeploymentStats, EventWriter, ExecutionStore, SessionStore, StorageLedger, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys,
   limitsFor, platformResult, redisWarnings, withScripts, type Config,
 } from '@sandgate/state';
 import type { Workspaces } from '@sandgate/storage';
@@ -61,6 +61,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   const executions = new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds });
   const registry = new WorkerRegistry(redis, k);
   const deployment = new DeploymentStats(redis, k);
+  const ledger = new StorageLedger(redis, k);
   const inFlight = new Map<string, AbortController>();
   let graceUsed = config.shutdownGraceMs;
   const wlog = log.child({ worker: id });
@@ -109,6 +110,9 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
         clearInterval(lease);
       }
       if (ac.signal.reason === SHUTDOWN) result = shutdownResult(result, graceUsed);
+      // What the run wrote counts against its tenant's storage quota, before anyone learns that it ended.
+      await ledger.record(job.tenant, job.session_id, await workspaces.usedBytes(job.session_id))
+        .catch((err: unknown) => jlog.warn({ err }, 'could not record the session\'s storage'));
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
         executions.finalize(
@@ -185,6 +189,7 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       if (s.tenant === null) await sessions.forget(s.id);
       else if (!(await sessions.delete({ id: s.id, tenant: s.tenant }, false))) continue;
       await workspaces.remove(s.id);
+      if (s.tenant !== null) await ledger.forget(s.tenant, s.id);
       wlog.info({ sessionId: s.id }, 'expired session removed');
     }
   };

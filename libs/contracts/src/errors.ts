@@ -26,6 +26,7 @@ export const ERROR_STATUS = {
   session_busy: 409,
   execution_finished: 409,
   payload_too_large: 413,
+  storage_quota_exceeded: 413,
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
   host_not_allowed: 421,

@@ -45,6 +45,9 @@ export const ConfigSchema = Type.Object({
   tenantMaxQueued: Type.Integer({ minimum: 0 }),
   tenantRunsPerMin: Type.Integer({ minimum: 0 }),
   tenantUploadsPerMin: Type.Integer({ minimum: 0 }),
+  tenantStorageBytes: Type.Integer({ minimum: 0 }),
+  /** Uploads are refused while the data directory has less free space than this. */
+  minFreeBytes: Type.Integer({ minimum: 0 }),
   rateLimitPerMin: Type.Integer({ minimum: 0 }),
   tenantLimits: TenantOverridesSchema,
   /** Host names (with an optional :port) the gateway answers to besides the public URL's and loopback's. */
@@ -158,6 +161,8 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_TENANT_MAX_QUEUED: ['tenantMaxQueued', int, '200'],
   SANDGATE_TENANT_RUNS_PER_MIN: ['tenantRunsPerMin', int, '600'],
   SANDGATE_TENANT_UPLOADS_PER_MIN: ['tenantUploadsPerMin', int, '600'],
+  SANDGATE_TENANT_STORAGE_BYTES: ['tenantStorageBytes', parseBytes, '10GiB'],
+  SANDGATE_MIN_FREE_BYTES: ['minFreeBytes', parseBytes, '256MiB'],
   SANDGATE_RATE_LIMIT_PER_MIN: ['rateLimitPerMin', int, '6000'],
   SANDGATE_TENANT_LIMITS: ['tenantLimits', parseJsonObject, '{}'],
   SANDGATE_ALLOWED_HOSTS: ['allowedHosts', list, ''],

@@ -14,3 +14,4 @@ export * from './tenant-limits.ts';
 export * from './time-index.ts';
 export * from './logger.ts';
 export * from './deployment-stats.ts';
+export * from './storage-ledger.ts';

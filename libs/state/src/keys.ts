@@ -10,6 +10,8 @@ export const keys = (p: string) => ({
   tenantSessionList: (tenant: string) => `${p}:tenant:${tenant}:session-list`,
   /** A tenant's executions within the retention, as time-index members. */
   tenantExecutions: (tenant: string) => `${p}:tenant:${tenant}:execution-list`,
+  /** Session id → bytes of its files, per tenant (StorageLedger). */
+  tenantStorage: (tenant: string) => `${p}:tenant:${tenant}:storage`,
   /** A tenant's queued executions, by their rank in the tenant's queue (fair scheduling). */
   tenantQueued: (tenant: string) => `${p}:tenant:${tenant}:queued`,
   /** Ids of a tenant's running executions (SANDGATE_TENANT_MAX_RUNNING). */

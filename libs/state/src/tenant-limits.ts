@@ -9,6 +9,7 @@ export const TenantLimitsSchema = Type.Object({
   runs_per_min: count('executions created per minute'),
   uploads_per_min: count('file uploads per minute'),
   requests_per_min: count('requests per minute'),
+  storage_bytes: count('bytes of files over all the tenant\'s sessions (uploads and what runs write)'),
 }, { additionalProperties: false });
 export type TenantLimits = Static<typeof TenantLimitsSchema>;
 
@@ -24,6 +25,7 @@ interface LimitsConfig {
   tenantRunsPerMin: number;
   tenantUploadsPerMin: number;
   rateLimitPerMin: number;
+  tenantStorageBytes: number;
   tenantLimits: TenantOverrides;
 }
 
@@ -35,6 +37,7 @@ export function limitsFor(config: LimitsConfig, tenant: string): TenantLimits {
     runs_per_min: config.tenantRunsPerMin,
     uploads_per_min: config.tenantUploadsPerMin,
     requests_per_min: config.rateLimitPerMin,
+    storage_bytes: config.tenantStorageBytes,
     ...config.tenantLimits[tenant],
   };
 }

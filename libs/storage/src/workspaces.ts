@@ -74,6 +74,17 @@ export class Workspaces {
     return dir;
   }
 
+  /**
+   * Bytes the session's files take: the subvolume's own count under disk quotas, else the sizes of its files (as far
+   * as a bounded walk sees). 0 for a session with no directory.
+   */
+  async usedBytes(sessionId: string): Promise<number> {
+    const dir = this.dir(sessionId);
+    if (this.quota) return (await this.quota.usage(dir).catch(() => ({ used: 0 }))).used;
+    const walked = await walkTree(dir).catch(() => ({ entries: [] }));
+    return walked.entries.reduce((sum, e) => sum + e.size, 0);
+  }
+
   /** Deletes the session directory and everything in it; a missing one is not an error. */
   async remove(sessionId: string): Promise<void> {
     this.dir(sessionId);

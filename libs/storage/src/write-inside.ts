@@ -12,7 +12,13 @@ const FILE_MODE = 0o644;
 const DIR_MODE = 0o755;
 
 export interface Owner { uid: number; gid: number }
-export interface WriteOptions { maxBytes: number; overwrite: boolean; owner?: Owner }
+export interface WriteOptions {
+  maxBytes: number;
+  overwrite: boolean;
+  owner?: Owner;
+  /** Called with the bytes written before the file takes its name; throwing leaves everything as it was. */
+  beforePlace?(bytes: number): Promise<void>;
+}
 
 /** Opens (creating when missing) each parent directory, refusing anything that is not a real directory. */
 async function openParents(root: string, relPath: string, segments: string[], owner?: Owner): Promise<FileHandle> {
@@ -118,6 +124,7 @@ async function writeInDir(dir: FileHandle, leaf: string, relPath: string, source
   try {
     await file.chmod(FILE_MODE);
     await copyLimited(source, file, opts.maxBytes);
+    if (opts.beforePlace) await opts.beforePlace((await file.stat()).size);
     await place(dir, temp, leaf, relPath, opts.overwrite);
     placed = true;
     // After placing, so a non-root gateway with CAP_CHOWN still passes protected_hardlinks on link().

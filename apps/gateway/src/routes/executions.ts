@@ -61,7 +61,10 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       operationId: 'runExecution', tags: ['executions'],
       summary: 'Run code. 202 with the queued execution, or with ?wait=<s> 200 with its result once it ends within the wait',
       body: ref(CreateExecutionSchema), querystring: WaitQuerySchema,
-      response: { 200: ref(ExecutionSchema), 202: ref(ExecutionSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema), 429: ref(ProblemSchema), ...errors },
+      response: {
+        200: ref(ExecutionSchema), 202: ref(ExecutionSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema),
+        429: ref(ProblemSchema), 507: ref(ProblemSchema), ...errors,
+      },
     },
   }, async (req, reply) => {
     holdOpen(req, (req.query.wait ?? 0) * 1000);

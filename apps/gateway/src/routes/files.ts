@@ -48,7 +48,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
       summary: 'Upload files: multipart/form-data (fields `path`, `overwrite` before the files) or JSON with base64 content',
       params: SessionParamsSchema, querystring: OverwriteQuery,
       body: { content: { 'application/json': { schema: ref(UploadJsonSchema) } } } as never,
-      response: { 201: ref(UploadResultSchema), ...errors },
+      response: { 201: ref(UploadResultSchema), ...errors, 507: ref(ProblemSchema) },
     },
   }, async (req, reply) => {
     const dir = await sessionDir(tenantOf(req), req.params.id);
@@ -56,7 +56,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     if (!req.isMultipart()) {
       const body = req.body as { path: string; content_base64: string; overwrite?: boolean };
       const bytes = Buffer.from(body.content_base64, 'base64');
-      files.push(await store(req.params.id, dir, body.path, Readable.from([bytes]), body.overwrite ?? req.query.overwrite ?? false));
+      files.push(await store(tenantOf(req), req.params.id, dir, body.path, Readable.from([bytes]), body.overwrite ?? req.query.overwrite ?? false));
       return reply.status(201).send({ files });
     }
     const fields: Record<string, string> = {};
@@ -72,7 +72,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
         const path = files.length === 0 && fields.path ? fields.path : part.filename;
         if (!path) { part.file.resume(); throw new SandgateError('invalid_path', 'a file part needs a filename or a preceding `path` field'); }
         const overwrite = fields.overwrite === undefined ? (req.query.overwrite ?? false) : /^(true|1|yes)$/i.test(fields.overwrite);
-        const file = await store(req.params.id, dir, path, part.file, overwrite);
+        const file = await store(tenantOf(req), req.params.id, dir, path, part.file, overwrite);
         files.push(file);
         if (!overwrite) created.push(file.path);
       }
@@ -93,7 +93,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
       config: { quota: 'uploads', openapi: { body: RAW_BODY } },
       schema: {
         operationId: 'putFile', tags: ['files'], summary: 'Upload one file with the raw request body (streamed)',
-        params: FilePathParams, querystring: OverwriteQuery, response: { 201: ref(UploadResultSchema), ...errors },
+        params: FilePathParams, querystring: OverwriteQuery, response: { 201: ref(UploadResultSchema), ...errors, 507: ref(ProblemSchema) },
       },
     }, async (req, reply) => {
       const length = Number(req.headers['content-length'] ?? NaN);
@@ -101,7 +101,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
         throw new SandgateError('payload_too_large', `the body is ${length} bytes; the limit is ${config.maxUploadBytes} bytes`);
       }
       const dir = await sessionDir(tenantOf(req), req.params.id);
-      const file = await store(req.params.id, dir, wildcardPath(req.params['*']), req.raw, req.query.overwrite ?? false);
+      const file = await store(tenantOf(req), req.params.id, dir, wildcardPath(req.params['*']), req.raw, req.query.overwrite ?? false);
       return reply.status(201).send({ files: [file] });
     });
   });
@@ -135,6 +135,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   }, async (req, reply) => {
     const dir = await sessionDir(tenantOf(req), req.params.id);
     await removeInside(dir, normalizeUserPath(wildcardPath(req.params['*'])));
+    await service.recordUsage(tenantOf(req), req.params.id);
     return reply.status(204).send(null);
   });
 };

@@ -830,7 +830,7 @@ export type CreateSessionErrors = {
      */
     404: Problem;
     /**
-     * Too large (payload_too_large)
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
      */
     413: Problem;
     /**
@@ -1039,7 +1039,7 @@ export type ListFilesErrors = {
      */
     409: Problem;
     /**
-     * Too large (payload_too_large)
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
      */
     413: Problem;
     /**
@@ -1099,7 +1099,7 @@ export type UploadFileErrors = {
      */
     409: Problem;
     /**
-     * Too large (payload_too_large)
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
      */
     413: Problem;
     /**
@@ -1110,6 +1110,10 @@ export type UploadFileErrors = {
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
+    /**
+     * The server is short of disk for files (insufficient_storage)
+     */
+    507: Problem;
 };
 
 export type UploadFileError = UploadFileErrors[keyof UploadFileErrors];
@@ -1158,7 +1162,7 @@ export type DeleteFileErrors = {
      */
     409: Problem;
     /**
-     * Too large (payload_too_large)
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
      */
     413: Problem;
     /**
@@ -1225,7 +1229,7 @@ export type PutFileErrors = {
      */
     409: Problem;
     /**
-     * Too large (payload_too_large)
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
      */
     413: Problem;
     /**
@@ -1236,6 +1240,10 @@ export type PutFileErrors = {
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
+    /**
+     * The server is short of disk for files (insufficient_storage)
+     */
+    507: Problem;
 };
 
 export type PutFileError = PutFileErrors[keyof PutFileErrors];
@@ -1339,7 +1347,7 @@ export type RunExecutionErrors = {
      */
     409: Problem;
     /**
-     * Too large (payload_too_large)
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
      */
     413: Problem;
     /**
@@ -1350,6 +1358,10 @@ export type RunExecutionErrors = {
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
+    /**
+     * The server is short of disk for files (insufficient_storage)
+     */
+    507: Problem;
 };
 
 export type RunExecutionError = RunExecutionErrors[keyof RunExecutionErrors];
