@@ -51,14 +51,14 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
     schema: {
       operationId: 'getWebhookSecret', tags: ['system'],
       summary: 'The secret that signs this tenant\'s webhooks (Standard Webhooks: verify webhook-signature with it)',
-      response: { 200: ref(WebhookSecretSchema) },
+      response: { 200: ref(WebhookSecretSchema), 401: ref(ProblemSchema) },
     },
   }, async (req) => ({ secret: webhookSecret(deps.signingKey, tenantOf(req)) }));
 
   app.get('/v1/runtimes', {
     schema: {
       operationId: 'listRuntimes', tags: ['system'], summary: 'Languages and limits of this deployment',
-      response: { 200: ref(RuntimeListSchema) },
+      response: { 200: ref(RuntimeListSchema), 401: ref(ProblemSchema) },
     },
   }, async () => ({
     runtimes: LANGUAGES.map((language) => ({ language, version: VERSIONS[language]!, image: config.image, sandbox_runtime: config.runtime })),

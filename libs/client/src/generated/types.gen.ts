@@ -612,6 +612,10 @@ export type GetWebhookSecretData = {
 
 export type GetWebhookSecretErrors = {
     /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
      * The request's Origin is not allowed (origin_not_allowed, forbidden)
      */
     403: Problem;
@@ -644,6 +648,10 @@ export type ListRuntimesData = {
 };
 
 export type ListRuntimesErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
     /**
      * The request's Origin is not allowed (origin_not_allowed, forbidden)
      */
