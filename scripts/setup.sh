@@ -80,6 +80,10 @@ have go || missing+=(golang-go)
 # The dashboard's browser tests drive Debian's Chromium (fonts-dejavu-core: text in screenshots).
 if ((for_tests)); then
   have chromium || missing+=(chromium)
+  # n8n's SQLite binding is built with node-gyp (the n8n test).
+  have g++ || missing+=(g++)
+  have make || missing+=(make)
+  have python3 || missing+=(python3)
   [[ -d /usr/share/fonts/truetype/dejavu ]] || missing+=(fonts-dejavu-core)
 fi
 # Docker loads its AppArmor profile when the kernel has AppArmor enabled; that
@@ -301,6 +305,23 @@ if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-loc
   fi
 else
   say "node_modules up to date"
+fi
+
+# --- n8n, for the test that runs docs/n8n.md's workflow in it (--for-tests) ---------------
+# The npm package n8n (2.8.4: the last whose engines allow Node 20) in .cache/, with its SQLite binding built here
+# (its install script would fetch a prebuilt one from the network; node-gyp builds it from the bundled source).
+if ((for_tests)); then
+  n8n_dir="$ROOT/.cache/n8n-2.8.4"
+  if [[ ! -x $n8n_dir/node_modules/.bin/n8n || ! -f $n8n_dir/node_modules/sqlite3/build/Release/node_sqlite3.node ]]; then
+    say "installing n8n 2.8.4 into .cache/ for the n8n test (npm, then building its SQLite binding: a few minutes)"
+    mkdir -p "$n8n_dir"
+    printf '%s\n' '{ "name": "sandgate-n8n-test", "private": true, "dependencies": { "n8n": "2.8.4" },' \
+      '  "overrides": { "xlsx": "0.18.5" } }' > "$n8n_dir/package.json"
+    (cd "$n8n_dir" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error </dev/null >/dev/null \
+      && npm rebuild sqlite3 --loglevel=error </dev/null >/dev/null) \
+      || die "could not install n8n 2.8.4 for the n8n test (npm install in $n8n_dir; its SQLite binding needs g++ and make)"
+  fi
+  say "n8n $("$n8n_dir/node_modules/.bin/n8n" --version 2>/dev/null) for the n8n test"
 fi
 
 # --- dashboard ----------------------------------------------------------------------

@@ -144,14 +144,14 @@ class ProcessRunner:
     def run(self, msg, cap):
         self.clean = False
         try:
-            child = self._start(msg)
+            child, go = self._start(msg)
         except (OSError, ValueError, KeyError) as e:
             self.proto.send({"t": "err", "d": "sandgate: cannot start the program: %s\n" % e})
             return {"code": 127}
         with self.lock:
             self.child, self.killed = child, False
         try:
-            return self._follow(child, msg, cap)
+            return self._follow(child, go, msg, cap)
         except BaseException:
             kill_group(child.proc.pid)
             raise
@@ -159,9 +159,11 @@ class ProcessRunner:
             with self.lock:
                 self.child = None
 
-    def _follow(self, child, msg, cap):
+    def _follow(self, child, go, msg, cap):
         if self.interrupted.is_set():
             self.interrupt()
+        # Every thread this run needs is started before its code is: code that forks up to the pids limit at once
+        # must not leave the agent unable to follow it.
         threading.Thread(target=feed, args=(child.proc.stdin, msg.get("stdin")), daemon=True).start()
         wake_r, wake_w = os.pipe()
 
@@ -173,6 +175,7 @@ class ProcessRunner:
             os.close(wake_w)
 
         threading.Thread(target=reap, daemon=True).start()
+        go()
         drain_pipes(self.proto, {child.out_r: StreamCap("out", cap), child.err_r: StreamCap("err", cap)}, wake_r)
         os.close(wake_r)
         with self.lock:
@@ -189,16 +192,19 @@ class ProcessRunner:
         if usable and msg["language"] == "python" and not any(k.startswith(STARTUP_VARS) for k in env):
             request = marshal.dumps({"code": msg["code"], "env": env})
             fd, zygote.request_w = zygote.request_w, None
-            try:
-                write_all(fd, request)
-            finally:
-                os.close(fd)
-            return zygote
+
+            def go():
+                try:
+                    write_all(fd, request)
+                finally:
+                    os.close(fd)
+
+            return zygote, go
         if zygote is not None:
             zygote.discard()
         full_env = dict(self.base_env)
         full_env.update(env)
-        return Spawned(COMMANDS[msg["language"]] + [msg["code"]], full_env)
+        return Spawned(COMMANDS[msg["language"]] + [msg["code"]], full_env), lambda: None
 
 
 def kill_group(pid):
