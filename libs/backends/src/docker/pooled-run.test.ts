@@ -197,7 +197,7 @@ test('pool size 0 runs everything cold and counts misses', async (t) => {
     recycled: 0, resetFailed: 0 });
 });
 
-test('a run that asks for other limits gets a warm sandbox resized to them, and the pool follows', async (t) => {
+test("a run that asks for other limits gets a warm sandbox resized to them; the pool keeps the deployment's limits", async (t) => {
   const f = await fixture(t, { poolSize: 1, poolLimits: { memory_mb: 256, cpus: 1 } });
   await f.backend.poolReady();
   const r = await f.run(f.job({ memory_mb: 300, cpus: 0.5, language: 'bash', code: 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us' }));
@@ -206,7 +206,15 @@ test('a run that asks for other limits gets a warm sandbox resized to them, and 
   await f.backend.poolReady();
   const [next] = await docker.listContainers({ filters: { label: [`org.sandgate.deployment=${f.deployment}`, 'org.sandgate.kind=pool'] } });
   const info = await docker.getContainer(next!.Id).inspect();
-  assert.deepEqual([info.HostConfig.Memory, info.HostConfig.NanoCpus], [300 * 1024 * 1024, 5e8], 'the pool follows the limits runs ask for');
+  assert.deepEqual([info.HostConfig.Memory, info.HostConfig.NanoCpus], [256 * 1024 * 1024, 1e9], "one tenant's limits never become the pool's");
+  // A tiny limit one run asks for (16 MB: too small for the agent) does not make the refills fail either.
+  const tiny = await f.run(f.job({ memory_mb: 16, code: 'print("small")' }));
+  assert.notEqual(tiny.state, 'error', tiny.stderr);
+  await f.backend.poolReady();
+  const [after] = await docker.listContainers({ filters: { label: [`org.sandgate.deployment=${f.deployment}`, 'org.sandgate.kind=pool'] } });
+  assert.equal((await docker.getContainer(after!.Id).inspect()).HostConfig.Memory, 256 * 1024 * 1024);
+  const next2 = await f.run(f.job({ code: 'print("pooled")' }));
+  assert.equal(next2.stdout, 'pooled\n');
 });
 
 test('a pooled run past its timeout or cancelled is killed and its sandbox removed', async (t) => {

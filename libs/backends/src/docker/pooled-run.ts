@@ -73,13 +73,13 @@ export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, j
 
 /**
  * Gives the sandbox the job's limits and the session's files. Limits other than the sandbox's are set with `docker
- * update` (gVisor cannot: the run then goes cold), and the pool makes its next sandboxes with them.
+ * update` (gVisor cannot: the run then goes cold). The pool keeps making sandboxes with the deployment's limits: one
+ * tenant's request never becomes every later run's starting point.
  */
 async function prepare(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob, dir: string): Promise<void> {
   const want = resources(job);
   const has = resources(sandbox.limits);
   if (want.Memory !== has.Memory || want.NanoCpus !== has.NanoCpus) {
-    ctx.pool.retarget(job);
     await sandbox.container.update(want);
     sandbox.limits = { memory_mb: job.memory_mb, cpus: job.cpus };
   }

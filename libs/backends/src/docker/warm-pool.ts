@@ -45,7 +45,7 @@ export interface WarmPoolOptions {
   slots: SlotDirs;
   instanceId: string;
   size: number;
-  /** Memory and CPUs pooled sandboxes are made with, until retarget() changes them. */
+  /** Memory and CPUs every pooled sandbox is made with: the deployment's, whatever a run asks for. */
   limits: SandboxLimits;
   log: BackendLogger;
   readyTimeoutMs: number;
@@ -77,7 +77,7 @@ export class WarmPool {
   // Oldest first.
   readonly #recycled: Recycled[] = [];
   readonly #tasks = new Set<Promise<unknown>>();
-  #limits: SandboxLimits;
+  readonly #limits: SandboxLimits;
   #readyWaiters: (() => void)[] = [];
   #starting = 0;
   #hits = 0;
@@ -123,14 +123,6 @@ export class WarmPool {
     this.#recycled.push({ sandbox, expiry });
     while (this.#recycled.length > this.#o.maxRecycled) this.#expire(this.#recycled[0]!.sandbox);
     this.#fill();
-  }
-
-  /**
-   * Sandboxes made from now on get these limits: the pool follows what one-shot runs ask for, so a deployment whose
-   * runs all ask for the same non-default limits stops paying a resize (or, where the runtime cannot resize, a miss).
-   */
-  retarget(limits: SandboxLimits): void {
-    this.#limits = { memory_mb: limits.memory_mb, cpus: limits.cpus };
   }
 
   /** A sandbox's reset after its run failed: it is removed, and counted. */
