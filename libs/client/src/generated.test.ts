@@ -25,8 +25,8 @@ test('the committed generated client is what hey-api makes of openapi/openapi.js
 test('the SDK has a function per operation, named by its operationId', async () => {
   const sdk = await import('./generated/sdk.gen.ts');
   assert.deepEqual(Object.keys(sdk).sort(), [
-    'cancelExecution', 'createSession', 'deleteFile', 'deleteSession', 'downloadFile', 'getExecution', 'getHealth',
-    'getMetrics', 'getReadiness', 'getSession', 'getSystemStats', 'getWebhookSecret', 'listExecutions', 'listFiles', 'listRuntimes', 'listSessions', 'putFile',
+    'cancelExecution', 'createSession', 'deleteFile', 'deleteSession', 'downloadFile', 'getExecution',
+    'getExecutionOutput', 'getHealth', 'getMetrics', 'getReadiness', 'getSession', 'getSystemStats', 'getWebhookSecret', 'listExecutions', 'listFiles', 'listRuntimes', 'listSessions', 'putFile',
     'restartSession', 'runExecution', 'streamExecutionEvents', 'uploadFile',
   ]);
 });

@@ -166,6 +166,33 @@ export const ExecutionListQuerySchema = Type.Object({
 
 export const ExecutionParamsSchema = Type.Object({ id: ExecutionIdSchema });
 
+const offset = (stream: string) => Type.Optional(Type.Integer({
+  minimum: 0, default: 0, description: `Bytes of ${stream} (UTF-8) already read: the ${stream}_offset a previous answer gave.`,
+}));
+export const OutputQuerySchema = Type.Object({
+  stdout_offset: offset('stdout'),
+  stderr_offset: offset('stderr'),
+  max_bytes: Type.Optional(Type.Integer({
+    minimum: 1, maximum: 1 << 20, default: 65536, description: 'At most this many bytes of each stream per answer.',
+  })),
+});
+export type OutputQuery = Static<typeof OutputQuerySchema>;
+
+/** What a polling client reads: the output since its offsets, and where to read from next. */
+export const ExecutionOutputSchema = Type.Object(
+  {
+    execution_id: ExecutionIdSchema,
+    state: ExecutionStateSchema,
+    ended: Type.Boolean({ description: 'The run has ended: once the offsets stop moving, nothing more will come.' }),
+    stdout: Type.String(),
+    stderr: Type.String(),
+    stdout_offset: Type.Integer({ description: 'Pass back as stdout_offset for what comes next.' }),
+    stderr_offset: Type.Integer({ description: 'Pass back as stderr_offset for what comes next.' }),
+  },
+  { $id: 'ExecutionOutput', title: 'ExecutionOutput' },
+);
+export type ExecutionOutput = Static<typeof ExecutionOutputSchema>;
+
 /**
  * Where a run happens: `oneshot` in a fresh sandbox (from the warm pool when one is ready) that is
  * removed afterwards; `session` as a new process in the session's long-lived sandbox; `stateful` in

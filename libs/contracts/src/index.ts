@@ -14,7 +14,7 @@ import {
 } from './files.ts';
 import {
   ArtifactSchema, ExecutionResultSchema, ExecutionSchema, ExecutionListSchema, CreateExecutionSchema, LimitsSchema,
-  WebhookAttemptSchema, WebhookStatusSchema,
+  WebhookAttemptSchema, WebhookStatusSchema, ExecutionOutputSchema,
 } from './executions.ts';
 import {
   PhaseEventSchema, OutputEventSchema, ArtifactEventSchema, ResultEventSchema, ExecutionStreamEventSchema,
@@ -27,5 +27,5 @@ export const SHARED_SCHEMAS = [
   CreateExecutionSchema, SessionSchema, SessionListSchema, CreateSessionSchema, FileEntrySchema, FileListSchema,
   UploadResultSchema, UploadJsonSchema, InlineFileSchema, PhaseEventSchema, OutputEventSchema, ArtifactEventSchema,
   ResultEventSchema, ExecutionStreamEventSchema, MultipartUploadSchema, RuntimeSchema, RuntimeListSchema, HealthSchema,
-  SystemStatsSchema, WebhookSecretSchema,
+  SystemStatsSchema, WebhookSecretSchema, ExecutionOutputSchema,
 ];

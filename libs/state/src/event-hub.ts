@@ -93,6 +93,11 @@ export class EventHub {
     }
   }
 
+  /** Every event of a stream so far, read in pages (no subscription). */
+  history(key: string): AsyncGenerator<StoredEvent> {
+    return this.range(key, '0-0', '+');
+  }
+
   /** Entries in (after, until], paged. */
   private async *range(key: string, after: string, until: string): AsyncGenerator<StoredEvent> {
     let from = after;

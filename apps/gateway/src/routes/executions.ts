@@ -4,9 +4,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
   CreateExecutionSchema, ExecutionListQuerySchema, ExecutionStreamEventSchema, ExecutionListSchema, ExecutionParamsSchema, ExecutionSchema, ProblemSchema,
-  SandgateError, WaitQuerySchema, isTerminal, ref,
+  ExecutionOutputSchema, OutputQuerySchema, SandgateError, WaitQuerySchema, isTerminal, ref,
 } from '@sandgate/contracts';
-import { isStreamId, type ExecutionRecord } from '@sandgate/state';
+import { isStreamId, keys, type ExecutionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { ExecutionService } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -105,6 +105,38 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     return present(rec);
   });
 
+  app.get('/:id/output', {
+    schema: {
+      operationId: 'getExecutionOutput', tags: ['executions'],
+      summary: 'The output of an execution since given byte offsets, for clients that poll instead of holding SSE',
+      description: 'Ask again with the offsets of the answer until `ended` is true and the offsets stop moving. Each '
+        + 'answer carries at most `max_bytes` of each stream, cut on a character boundary.',
+      params: ExecutionParamsSchema, querystring: OutputQuerySchema,
+      response: { 200: ref(ExecutionOutputSchema), 416: ref(ProblemSchema), ...errors },
+    },
+  }, async (req, reply) => {
+    const rec = await executions.require(tenantOf(req), req.params.id);
+    bindRun(req, reply, rec);
+    const { stdout_offset: outAt = 0, stderr_offset: errAt = 0, max_bytes: max = 65536 } = req.query;
+    const ended = rec.result !== undefined && rec.result !== null;
+    let out = '';
+    let err = '';
+    if (ended) {
+      out = rec.result!.stdout;
+      err = rec.result!.stderr;
+    } else {
+      for await (const ev of deps.hub.history(keys(config.redisPrefix).events(rec.id))) {
+        if (ev.type === 'stdout') out += JSON.parse(ev.data).text;
+        else if (ev.type === 'stderr') err += JSON.parse(ev.data).text;
+      }
+    }
+    const [stdout, stdoutOffset] = sliceFrom(out, outAt, max, 'stdout_offset');
+    const [stderr, stderrOffset] = sliceFrom(err, errAt, max, 'stderr_offset');
+    return {
+      execution_id: rec.id, state: rec.state, ended, stdout, stderr, stdout_offset: stdoutOffset, stderr_offset: stderrOffset,
+    };
+  });
+
   app.post('/:id/cancel', {
     schema: {
       operationId: 'cancelExecution', tags: ['executions'],
@@ -168,3 +200,18 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     }
   });
 };
+
+/**
+ * At most `max` bytes of `text` (as UTF-8) from byte `offset`, ended on a character boundary, and the offset after
+ * them. An offset past the end, or inside a character, was not one this endpoint gave: range_not_satisfiable.
+ */
+function sliceFrom(text: string, offset: number, max: number, name: string): [string, number] {
+  const bytes = Buffer.from(text, 'utf8');
+  const isContinuation = (i: number) => i < bytes.length && (bytes[i]! & 0xc0) === 0x80;
+  if (offset > bytes.length || isContinuation(offset)) {
+    throw new SandgateError('range_not_satisfiable', `${name} ${offset} is not an offset of this output (${bytes.length} bytes so far)`);
+  }
+  let end = Math.min(bytes.length, offset + max);
+  while (end > offset && isContinuation(end)) end--;
+  return [bytes.subarray(offset, end).toString('utf8'), end];
+}

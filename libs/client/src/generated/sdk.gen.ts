@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
+import type { CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -188,6 +188,17 @@ export const runExecution = <ThrowOnError extends boolean = false>(options: Opti
 export const getExecution = <ThrowOnError extends boolean = false>(options: Options<GetExecutionData, ThrowOnError>): RequestResult<GetExecutionResponses, GetExecutionErrors, ThrowOnError> => (options.client ?? client).get<GetExecutionResponses, GetExecutionErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/executions/{id}',
+    ...options
+});
+
+/**
+ * The output of an execution since given byte offsets, for clients that poll instead of holding SSE
+ *
+ * Ask again with the offsets of the answer until `ended` is true and the offsets stop moving. Each answer carries at most `max_bytes` of each stream, cut on a character boundary.
+ */
+export const getExecutionOutput = <ThrowOnError extends boolean = false>(options: Options<GetExecutionOutputData, ThrowOnError>): RequestResult<GetExecutionOutputResponses, GetExecutionOutputErrors, ThrowOnError> => (options.client ?? client).get<GetExecutionOutputResponses, GetExecutionOutputErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/executions/{id}/output',
     ...options
 });
 

@@ -549,6 +549,28 @@ export type WebhookSecret = {
     secret: string;
 };
 
+/**
+ * ExecutionOutput
+ */
+export type ExecutionOutput = {
+    execution_id: string;
+    state: 'queued' | 'running' | 'completed' | 'failed' | 'timeout' | 'cancelled' | 'error';
+    /**
+     * The run has ended: once the offsets stop moving, nothing more will come.
+     */
+    ended: boolean;
+    stdout: string;
+    stderr: string;
+    /**
+     * Pass back as stdout_offset for what comes next.
+     */
+    stdout_offset: number;
+    /**
+     * Pass back as stderr_offset for what comes next.
+     */
+    stderr_offset: number;
+};
+
 export type GetHealthData = {
     body?: never;
     path?: never;
@@ -1438,6 +1460,70 @@ export type GetExecutionResponses = {
 };
 
 export type GetExecutionResponse = GetExecutionResponses[keyof GetExecutionResponses];
+
+export type GetExecutionOutputData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * Bytes of stdout (UTF-8) already read: the stdout_offset a previous answer gave.
+         */
+        stdout_offset?: number;
+        /**
+         * Bytes of stderr (UTF-8) already read: the stderr_offset a previous answer gave.
+         */
+        stderr_offset?: number;
+        /**
+         * At most this many bytes of each stream per answer.
+         */
+        max_bytes?: number;
+    };
+    url: '/v1/executions/{id}/output';
+};
+
+export type GetExecutionOutputErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * The Range cannot be satisfied (range_not_satisfiable)
+     */
+    416: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type GetExecutionOutputError = GetExecutionOutputErrors[keyof GetExecutionOutputErrors];
+
+export type GetExecutionOutputResponses = {
+    /**
+     * Default Response
+     */
+    200: ExecutionOutput;
+};
+
+export type GetExecutionOutputResponse = GetExecutionOutputResponses[keyof GetExecutionOutputResponses];
 
 export type CancelExecutionData = {
     body?: never;
