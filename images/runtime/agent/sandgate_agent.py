@@ -28,6 +28,7 @@ import threading
 
 from sandgate_io import Pump, write_all
 from sandgate_process import ProcessRunner
+import sandgate_process
 import sandgate_reset
 import sandgate_seccomp
 import sandgate_stateful
@@ -141,7 +142,7 @@ class Agent:
         frame = {"t": "reset", "id": msg.get("id") if isinstance(msg.get("id"), str) else None, "ok": True}
         try:
             self.process.forget_zygote()
-            sandgate_reset.reset()
+            sandgate_reset.reset(sandgate_process.RUN_AS)
             self.process.clean = True
         except Exception as e:
             frame.update(ok=False, error="%s: %s" % (type(e).__name__, e))
@@ -179,6 +180,13 @@ class Agent:
         self.proto.send(frame)
 
 
+def arg(argv, name, default):
+    for a in argv:
+        if a.startswith("--%s=" % name):
+            return a.split("=", 1)[1]
+    return default
+
+
 def prewarm_arg(argv):
     for arg in argv:
         if arg.startswith("--prewarm="):
@@ -187,4 +195,7 @@ def prewarm_arg(argv):
 
 
 if __name__ == "__main__":
+    user = arg(sys.argv[1:], "run-as", None)
+    if user is not None:
+        sandgate_process.run_as(user)
     Agent(prewarm_arg(sys.argv[1:])).serve()

@@ -14,6 +14,25 @@ import threading
 from sandgate_io import WORKDIR, StreamCap, drain_pipes, write_all
 
 COMMANDS = {"python": ["python3", "-c"], "javascript": ["node", "-e"], "bash": ["bash", "-c"]}
+
+# What every program is started through when the agent runs as a uid of its own (pool and process-session
+# sandboxes): choom puts it first in line for the OOM killer, so many small processes outgrowing the limit together
+# do not take the agent with them; setpriv makes it the sandbox user with no capability left. Empty when the agent
+# is the sandbox user itself (stateful sessions, whose interpreter is the agent).
+AS_USER = []
+# (uid, gid) of the sandbox user when the agent is another uid, else None.
+RUN_AS = None
+
+
+def run_as(user):
+    """`user` is "uid:gid": programs are started as that user when this process is another one."""
+    global RUN_AS
+    uid, _, gid = user.partition(":")
+    if int(uid) == os.getuid():
+        return
+    RUN_AS = (int(uid), int(gid or uid))
+    AS_USER[:] = ["choom", "-n", "1000", "--", "setpriv", "--reuid=" + uid, "--regid=" + (gid or uid), "--clear-groups",
+                  "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
 # Variables Python reads only at start-up: a job that sets one gets a real new interpreter.
 STARTUP_VARS = ("PYTHON", "LC_", "LANG")
 
@@ -64,7 +83,7 @@ class Spawned:
         err_r, err_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                argv, cwd=WORKDIR, env=env, stdin=subprocess.PIPE, stdout=out_w, stderr=err_w,
+                AS_USER + argv, cwd=WORKDIR, env=env, stdin=subprocess.PIPE, stdout=out_w, stderr=err_w,
                 process_group=0, close_fds=True, pass_fds=pass_fds)
         except BaseException:
             os.close(out_r)
@@ -78,6 +97,7 @@ class Spawned:
         # First in line for the OOM killer, it and all it starts, so that many small processes outgrowing the
         # limit together do not take the agent with them (raising a score needs no privilege). Best effort: a
         # program that has started already runs at 0 until this lands; a zygote has it before any user code.
+        # (Started through AS_USER, it has the score from choom already, and this write is not allowed.)
         try:
             with open("/proc/%d/oom_score_adj" % self.proc.pid, "w") as fh:
                 fh.write("1000")

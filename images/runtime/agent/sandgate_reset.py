@@ -25,8 +25,35 @@ class ResetError(Exception):
     pass
 
 
-def reset():
+def reset(user=None):
+    """`user`: (uid, gid) of the sandbox user when this agent is another uid: the files and IPC objects a run left
+    are then removed by a forked copy of the agent that has become their owner (only an owner may remove them)."""
     kill_all_others()
+    if user is None:
+        return clean()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        status = 0
+        try:
+            os.setgroups([])
+            os.setresgid(user[1], user[1], user[1])
+            os.setresuid(user[0], user[0], user[0])
+            clean()
+        except BaseException as e:
+            os.write(w, ("%s: %s" % (type(e).__name__, e)).encode()[:4000])
+            status = 1
+        os._exit(status)
+    os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        why = fh.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        raise ResetError("cleaning as the sandbox user failed: %s" % (why or status))
+
+
+def clean():
     for path in SCRATCH:
         empty(path)
     remove_sysv_ipc()
@@ -126,3 +153,4 @@ def sysv_ids(kind):
     except OSError as e:
         # Objects that cannot be listed cannot be proved gone: the sandbox is not reused.
         raise ResetError("cannot list System V %s objects: %s" % (kind, e))
+

@@ -1,7 +1,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
@@ -20,6 +20,7 @@ interface Agent {
 async function agent(t: TestContext, prewarm: Prewarm = 'always'): Promise<Agent> {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-agent-'));
   await chown(dir, SANDBOX_UID, SANDBOX_UID);
+  await chmod(dir, 0o755); // as the pool and sessions make them: the agent (another uid) passes through
   t.after(() => rm(dir, { recursive: true, force: true }));
   const settings = { image: IMAGE, runtime: undefined, user: '1000:1000', pidsLimit: 64, tmpfsBytes: 8 << 20, nofile: 256, deployment: 'test-agent' };
   const name = `sandgate-test-agent-${randomBytes(4).toString('hex')}`;

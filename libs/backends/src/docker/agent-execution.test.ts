@@ -4,7 +4,7 @@ import { silentLogger } from '../shared/logger.ts';
 import { deathOf, runInAgent, type AgentRunSetup } from './agent-execution.ts';
 import { SessionSandboxes } from './session-sandboxes.ts';
 import { sessionContainerName } from './agent-spec.ts';
-import { artifactUrl, docker, fixture, IMAGE, RecordingSink, removeContainer } from './testing.ts';
+import { artifactUrl, docker, fixture, IMAGE, killAgentOf, RecordingSink, removeContainer } from './testing.ts';
 
 /** A session sandbox to drive runInAgent with, as the session and pool runs do. */
 async function sandbox(t: TestContext) {
@@ -40,10 +40,12 @@ test('a run reports its output, phases and artifacts; the sandbox stays for the 
 
 test('a sandbox that dies mid-run is failed with the post-mortem\'s message and exit status', async (t) => {
   const s = await sandbox(t);
-  const outcome = await runInAgent(s.setup({ language: 'bash', code: 'kill -KILL $PPID; sleep 5' }));
+  // A run cannot kill its agent (another uid): it is killed from outside mid-run, as a crash of it would end it.
+  const sink = new RecordingSink((text) => { if (text.includes('before')) void killAgentOf(s.container); });
+  const outcome = await runInAgent(s.setup({ language: 'bash', code: 'echo before; sleep 30' }, sink));
   assert.equal(outcome.started, true);
   assert.deepEqual([outcome.result.state, outcome.result.message], ['failed', 'it died']);
-  // The code killed its own agent: no engine did, so the run failed rather than hit a platform fault.
+  // No engine stopped it, so the run failed rather than hit a platform fault.
   const death = await deathOf(s.container, async () => {}, Date.now() - 60_000);
   assert.deepEqual(death, { exitCode: 137, oomKilled: false, engineStopped: false });
 });

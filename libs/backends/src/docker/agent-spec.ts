@@ -1,4 +1,5 @@
 import type Dockerode from 'dockerode';
+import { parseUser } from './pool-dirs.ts';
 import { asSandboxUser, CONTAINER_USER, hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 
 /** Where the image keeps the in-sandbox agent (images/runtime/agent/). */
@@ -14,6 +15,34 @@ export type Prewarm = 'never' | 'fresh' | 'always';
 /** A session's long-lived sandbox: any worker on the host finds it by this name. */
 export const sessionContainerName = (sessionId: string): string => `sandgate-s-${sessionId}`;
 
+/** The uid the agent of pool and process-session sandboxes runs as: one that no program it starts has. */
+export const AGENT_UID = 999;
+/** What that agent keeps: to start programs as the sandbox user (setpriv) and to end them (reset, cancel). */
+const AGENT_CAPS = ['setuid', 'setgid', 'setpcap', 'kill'].map((c) => `+${c}`).join(',');
+
+/**
+ * The agent's command. In pool and process-session sandboxes it runs as AGENT_UID with just AGENT_CAPS, and starts
+ * every program as the sandbox user through setpriv, so no run can trace it, change its limits or signal it. A
+ * stateful session runs its code inside the agent (the interpreter is the session's state): there the agent is the
+ * sandbox user, not dumpable and under its seccomp filter, and the sandbox serves that one session only. So is it
+ * under gVisor (`runsc`), which does not carry ambient capabilities across exec: there gVisor's own kernel stands
+ * between the sandbox and the host as well.
+ */
+export function agentCommand(sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<SandboxSettings, 'user' | 'runtime'>): string[] {
+  const { user } = s;
+  const prewarm = `--prewarm=${sandbox.prewarm}`;
+  if (sandbox.prewarm === 'never' || s.runtime === 'runsc') {
+    return asSandboxUser(user, ['python3', '-u', AGENT_PATH, prewarm]);
+  }
+  const { uid, gid } = parseUser(user);
+  // -S: no site hooks, which would leave files of the agent's uid in /tmp for the sandbox user's reset to trip on.
+  return [
+    'setpriv', `--reuid=${AGENT_UID}`, `--regid=${AGENT_UID}`, '--clear-groups', `--inh-caps=-all,${AGENT_CAPS}`,
+    `--ambient-caps=${AGENT_CAPS}`, `--bounding-set=-all,${AGENT_CAPS}`, '--',
+    'python3', '-u', '-S', AGENT_PATH, prewarm, `--run-as=${uid}:${gid}`,
+  ];
+}
+
 export interface AgentSandbox {
   name: string;
   labels: Record<string, string>;
@@ -28,10 +57,11 @@ export interface AgentSandbox {
  * agent as its program and stdin kept open as the agent's control channel.
  */
 export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.ContainerCreateOptions {
+  const host = hostConfig(sandbox.limits, sandbox.workspaceDir, s);
   return {
     name: sandbox.name,
     Image: s.image,
-    Cmd: asSandboxUser(s.user, ['python3', '-u', AGENT_PATH, `--prewarm=${sandbox.prewarm}`]),
+    Cmd: agentCommand(sandbox, s),
     // Nothing of the worker's environment; a job's variables reach only the program they are for, per run.
     Env: [],
     User: CONTAINER_USER,
@@ -45,6 +75,6 @@ export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.
     // Stdin outlives each attach: every run attaches, sends its request, and detaches.
     StdinOnce: false,
     NetworkDisabled: true,
-    HostConfig: hostConfig(sandbox.limits, sandbox.workspaceDir, s),
+    HostConfig: { ...host, CapAdd: [...(host.CapAdd ?? []), 'KILL'] },
   };
 }

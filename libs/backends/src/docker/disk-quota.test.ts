@@ -62,7 +62,7 @@ for (const mode of RUN_MODES) {
     const sandbox = mode === 'session' ? 'session' : 'oneshot';
     const { job, result } = await q.run({ sandbox, code: FILL });
     assert.equal(result.state, 'failed', result.stderr);
-    assert.equal(result.reason, 'disk_quota');
+    assert.equal(result.reason, 'disk_quota', `${result.stderr} ${result.message}`);
     assert.match(result.message ?? '', new RegExp(`disk quota of ${QUOTA} bytes`));
     assert.match(result.stderr, /Disk quota exceeded/);
     const dir = q.workspaces.dir(job.session_id);

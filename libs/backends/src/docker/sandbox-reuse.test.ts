@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { AGENT_UID } from './agent-spec.ts';
 import { modeFixture, newSessionId, RUN_MODES } from './testing.ts';
 
 /**
@@ -13,7 +14,8 @@ PTRACE_SEIZE, PRIO_USER = 0x4206, 2
 def agent_pid():
     for name in os.listdir("/proc"):
         try:
-            if name.isdigit() and b"sandgate_agent.py" in open("/proc/%s/cmdline" % name, "rb").read():
+            cmdline = open("/proc/%s/cmdline" % name, "rb").read()
+            if name.isdigit() and cmdline.startswith(b"python3") and b"sandgate_agent.py" in cmdline:
                 return int(name)
         except OSError:
             pass
@@ -33,7 +35,7 @@ targets = {"init": 1}
 agent = agent_pid()
 if agent is not None:
     targets["agent"] = agent
-out = {"init_uid": os.stat("/proc/1").st_uid}
+out = {"init_uid": os.stat("/proc/1").st_uid, "agent_uid": agent and int(open("/proc/%d/status" % agent).read().split("Uid:")[1].split()[0])}
 for what, pid in targets.items():
     out[what] = {
         "ptrace": errno_of(lambda: libc.ptrace(PTRACE_SEIZE, pid, 0, 0)),
@@ -70,6 +72,7 @@ for (const mode of RUN_MODES) {
     assert.equal(a.state, 'completed', a.stderr);
     const out = JSON.parse(a.stdout);
     assert.equal(out.init_uid, 0, 'the init runs as root, a uid no sandboxed program has');
+    if (mode !== 'cold') assert.equal(out.agent_uid, AGENT_UID, 'the agent runs as a uid of its own');
     const denied = (errno: number) => errno === EPERM || errno === EACCES;
     for (const what of mode === 'cold' ? ['init'] : ['init', 'agent']) {
       assert.ok(out[what], `${what} found: ${a.stdout}`);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chown, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sessionContainerName } from './agent-spec.ts';
-import { docker, fixture, SANDBOX_UID } from './testing.ts';
+import { docker, fixture, killAgentOf, RecordingSink, SANDBOX_UID } from './testing.ts';
 
 /** The container a run happened in, and when its PID 1 started: both stay the same while a sandbox is reused. */
 const WHOAMI = 'import re\ncg = re.search(r"[0-9a-f]{64}", open("/proc/self/cgroup").read()).group(0)\nprint(cg, open("/proc/1/stat").read().split()[21])';
@@ -77,8 +77,12 @@ test('a session sandbox that dies mid-run is reported, and the next run gets a f
   const dir = await f.workspaces.create(f.job().session_id);
   await writeFile(join(dir, 'data.csv'), 'a\n');
   await chown(join(dir, 'data.csv'), SANDBOX_UID, SANDBOX_UID);
-  // The program's parent is the agent: killing it ends the sandbox mid-run.
-  const died = await f.run(f.job({ sandbox: 'session', language: 'bash', code: 'echo before; kill -KILL $PPID; sleep 5' }));
+  // The agent dies mid-run (killed from outside: a run cannot, it is another uid), which ends the sandbox.
+  const job = f.job({ sandbox: 'session', language: 'bash', code: 'echo before; sleep 30' });
+  const sink = new RecordingSink((text) => {
+    if (text.includes('before')) void killAgentOf(docker.getContainer(sessionContainerName(job.session_id)));
+  });
+  const died = await f.run(job, sink);
   assert.equal(died.state, 'failed');
   assert.match(died.message ?? '', /session sandbox died during this run/);
   const next = await f.run(f.job({ sandbox: 'session', language: 'bash', code: 'cat data.csv' }));

@@ -149,3 +149,15 @@ export async function runtimes(): Promise<string[]> {
   const info = (await docker.info()) as { Runtimes?: Record<string, unknown> };
   return Object.keys(info.Runtimes ?? {});
 }
+
+/**
+ * Kills the agent of an agent sandbox from outside, as a crash of it would end it (a run cannot: the agent is another
+ * uid). Through `docker exec` as root, which the sandbox's KILL capability lets signal the agent.
+ */
+export async function killAgentOf(container: Dockerode.Container): Promise<void> {
+  const script = 'for p in /proc/[0-9]*; do case "$(tr "\\0" " " < "$p/cmdline")" in '
+    + 'python3*sandgate_agent.py*) kill -KILL "${p#/proc/}";; esac; done';
+  const exec = await container.exec({ Cmd: ['sh', '-c', script], User: '0:0', AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({});
+  await new Promise<void>((resolve) => { stream.on('end', resolve); stream.on('error', () => resolve()); stream.resume(); });
+}
