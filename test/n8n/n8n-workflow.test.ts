@@ -6,7 +6,11 @@ import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startStack } from '../harness.ts';
+import { spawn } from 'node:child_process';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startStack, until } from '../harness.ts';
+import { freePort } from '../redis-and-ports.ts';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
@@ -19,12 +23,18 @@ interface NodeRun {
   data?: { main: { json: any; binary?: Record<string, { data: string; mimeType: string; fileName: string }> }[][] };
 }
 
-/** The workflow JSON of docs/n8n.md, exactly as a user copies it. */
-async function docWorkflow(): Promise<any> {
+/** A workflow JSON of docs/n8n.md (the first after `heading`), exactly as a user copies it. */
+async function docWorkflow(heading = '## Workflow: upload a CSV, run code, download the chart'): Promise<any> {
   const md = await readFile(join(ROOT, 'docs/n8n.md'), 'utf8');
-  const block = /## Workflow: upload a CSV, run code, download the chart[\s\S]*?```json\n([\s\S]*?)\n```/.exec(md);
-  assert.ok(block, 'docs/n8n.md has the workflow');
+  const block = new RegExp(`${heading}[\\s\\S]*?\`\`\`json\\n([\\s\\S]*?)\\n\`\`\``).exec(md);
+  assert.ok(block, `docs/n8n.md has the workflow under "${heading}"`);
   return JSON.parse(block[1]!);
+}
+
+/** Sets the named fields of a Set node. */
+function configure(wf: any, node: string, values: Record<string, string>): void {
+  const fields = wf.nodes.find((n: any) => n.name === node).parameters.assignments.assignments;
+  for (const [name, value] of Object.entries(values)) fields.find((a: any) => a.name === name).value = value;
 }
 
 test("docs/n8n.md's workflow, imported into n8n and run, uploads a CSV, runs pandas and downloads the chart", async (t) => {
@@ -73,4 +83,67 @@ test("docs/n8n.md's workflow, imported into n8n and run, uploads a CSV, runs pan
   const csv = await fetch(files.body.files.find((f: any) => f.path === 'sales.csv').download_url);
   assert.equal(await csv.text(), wf.nodes.find((n: any) => n.name === 'Config').parameters.assignments.assignments
     .find((a: any) => a.name === 'csv').value);
+});
+
+test("docs/n8n.md's callback workflow, published in n8n, submits a run and goes on when sandgate calls its Wait node back", async (t) => {
+  await access(N8N).catch(() => assert.fail(`${N8N} is missing: run \`bash scripts/setup.sh --for-tests\` (it installs n8n)`));
+  const s = await startStack({ env: { SANDGATE_API_KEYS: `${KEY}:n8n`, SANDGATE_WEBHOOK_ALLOW: '127.0.0.1' } });
+  t.after(() => s.close());
+  const home = await mkdtemp(join(tmpdir(), 'sandgate-n8n-'));
+  t.after(() => rm(home, { recursive: true, force: true }));
+
+  // What the workflow's last node produced is posted to this receiver: the test's window into the workflow.
+  let report: (body: any) => void = () => {};
+  const reported = new Promise<any>((resolve) => { report = resolve; });
+  const receiver = createServer((req: IncomingMessage, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => { body += c; });
+    req.on('end', () => { res.end('ok'); report(JSON.parse(body)); });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+
+  const wf = await docWorkflow('## Long runs: submit, then wait for sandgate to call back');
+  configure(wf, 'Config', { base_url: s.url, api_key: KEY });
+  wf.nodes.push({
+    parameters: {
+      method: 'POST', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/report`,
+      sendBody: true, specifyBody: 'json', jsonBody: '={{ JSON.stringify($json) }}', options: {},
+    },
+    id: '7a000000-0000-4000-8000-0000000000ff', name: 'Report', type: 'n8n-nodes-base.httpRequest', typeVersion: 4.2,
+    position: [1000, 0],
+  });
+  wf.connections.Result = { main: [[{ node: 'Report', type: 'main', index: 0 }]] };
+  const id = 'sgDocCallback001';
+  await writeFile(join(home, 'workflow.json'), JSON.stringify([{ ...wf, id, active: false }]));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env = {
+    ...process.env, N8N_USER_FOLDER: home, N8N_DIAGNOSTICS_ENABLED: 'false', N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+    N8N_PERSONALIZATION_ENABLED: 'false', N8N_PORT: String(port), N8N_LISTEN_ADDRESS: '127.0.0.1', WEBHOOK_URL: `${base}/`,
+  };
+  await run(N8N, ['import:workflow', `--input=${join(home, 'workflow.json')}`], { env, timeout: 180_000 });
+  await run(N8N, ['publish:workflow', `--id=${id}`], { env, timeout: 180_000 });
+  const n8n = spawn(N8N, ['start'], { env, stdio: 'ignore', detached: true });
+  t.after(() => { try { process.kill(-n8n.pid!, 'SIGKILL'); } catch { /* gone */ } });
+
+  // The production webhook answers once n8n has activated the published workflow.
+  const started = await until('n8n to take the webhook', async () => {
+    const r = await fetch(`${base}/webhook/sandgate-run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      .catch(() => null);
+    return r?.status === 200 ? r : null;
+  }, 120_000, 500);
+  assert.deepEqual(await started.json(), { message: 'Workflow was started' });
+
+  const result = await Promise.race([
+    reported,
+    new Promise((_, reject) => setTimeout(() => reject(new Error('the workflow never reported')), 120_000).unref()),
+  ]) as { execution_id: string; state: string; stdout: string };
+  assert.equal(result.state, 'completed');
+  assert.equal(result.stdout, 'done after a while\n');
+  // n8n may go on with the workflow before sandgate has recorded its answer to the callback.
+  await until('the callback to be recorded as delivered', async () => {
+    const rec = await s.api('GET', `/v1/executions/${result.execution_id}`, undefined, { authorization: `Bearer ${KEY}` });
+    return rec.body.webhook?.state === 'delivered';
+  }, 30_000);
 });
