@@ -93,7 +93,7 @@ if command -v flock >/dev/null 2>&1 && { [[ -w $lockfile ]] || [[ ! -e $lockfile
 fi
 
 # The image depends on the Dockerfile and on what it COPYs (agent/): a change to either rebuilds it.
-sha="$(cd "$HERE" && { sha256sum Dockerfile; find agent -type f -name '*.py' | LC_ALL=C sort | xargs -r sha256sum; } | sha256sum | cut -d' ' -f1)"
+sha="$(cd "$HERE" && { sha256sum Dockerfile; find agent -type f | LC_ALL=C sort | xargs -r sha256sum; } | sha256sum | cut -d' ' -f1)"
 old_id="$(docker image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 if [[ -n $old_id && ${SANDGATE_FORCE_REBUILD:-0} != 1 ]]; then
   built_from="$(docker image inspect --format "{{ index .Config.Labels \"$SHA_LABEL\" }}" "$IMAGE" 2>/dev/null || true)"
