@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { statfs } from 'node:fs/promises';
+import { lstat, statfs } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -37,6 +38,22 @@ export class SubvolumeQuota {
     await btrfs('qgroup', 'limit', String(this.bytes), dir);
   }
 
+  /** Makes `dir` a limited subvolume unless it exists: another process making the same one at once is no error. */
+  async ensure(dir: string): Promise<void> {
+    const exists = () => lstat(dir).then(() => true, () => false);
+    if (await exists()) return;
+    await this.create(dir).catch(async (e: unknown) => {
+      if (!(await exists())) throw e;
+    });
+  }
+
+  /** Runs `remove`, which deletes the subvolume at `dir`, then drops its accounting (stale qgroups stay otherwise). */
+  async removing(dir: string, remove: () => Promise<void>): Promise<void> {
+    const id = (await btrfs('inspect-internal', 'rootid', dir).catch(() => '')).trim();
+    await remove();
+    if (id) await btrfs('qgroup', 'destroy', `0/${id}`, dirname(dir)).catch(() => {});
+  }
+
   /** Bytes the subvolume at `dir` holds, and its limit. */
   async usage(dir: string): Promise<{ used: number; limit: number }> {
     const out = await btrfs('qgroup', 'show', '-rf', '--raw', dir);
@@ -50,15 +67,5 @@ export class SubvolumeQuota {
   async reached(dir: string): Promise<boolean> {
     const { used, limit } = await this.usage(dir).catch(() => ({ used: 0, limit: Number.POSITIVE_INFINITY }));
     return used + REACHED_SLACK_BYTES >= limit;
-  }
-
-  /** The subvolume id of `dir`, to drop its qgroup once it is deleted (`forget`). */
-  async idOf(dir: string): Promise<string | undefined> {
-    return (await btrfs('inspect-internal', 'rootid', dir).catch(() => '')).trim() || undefined;
-  }
-
-  /** Drops the accounting of a deleted subvolume (btrfs keeps it as a stale qgroup otherwise). */
-  async forget(id: string, anyPathOnFs: string): Promise<void> {
-    await btrfs('qgroup', 'destroy', `0/${id}`, anyPathOnFs).catch(() => {});
   }
 }

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { chmod, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandgateError, SESSION_ID_PATTERN } from '@sandgate/contracts';
 import { errno, openRoot } from './fd-path.ts';
@@ -52,10 +52,7 @@ export class Workspaces {
     await chmod(this.dataDir, 0o711);
     await chmod(this.#sessionsDir, 0o711);
     if (this.quota) {
-      // Another process may make the same session's subvolume at the same moment: one that exists is what we want.
-      await lstat(dir).catch(() => this.quota!.create(dir).catch(async (e: unknown) => {
-        if (!(await lstat(dir).then(() => true, () => false))) throw e;
-      }));
+      await this.quota.ensure(dir);
     } else {
       await mkdir(dir, 0o755).catch((e: unknown) => {
         if (errno(e) !== 'EEXIST') throw e;
@@ -95,14 +92,14 @@ export class Workspaces {
       if (errno(e) === 'ENOENT') return;
       throw e;
     }
-    const subvolume = this.quota ? await this.quota.idOf(join(this.#sessionsDir, sessionId)) : undefined;
+    // The contents were written by the sandbox, so they are removed without following anything.
+    const remove = () => removeDirAt(sessions, sessionId);
     try {
-      // The contents were written by the sandbox, so they are removed without following anything.
-      await removeDirAt(sessions, sessionId);
+      if (this.quota) await this.quota.removing(join(this.#sessionsDir, sessionId), remove);
+      else await remove();
     } finally {
       await sessions.close();
     }
-    if (subvolume !== undefined) await this.quota!.forget(subvolume, this.dataDir);
   }
 }
 

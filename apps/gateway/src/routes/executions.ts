@@ -6,7 +6,7 @@ import {
   CreateExecutionSchema, ExecutionListQuerySchema, ExecutionStreamEventSchema, ExecutionListSchema, ExecutionParamsSchema, ExecutionSchema, ProblemSchema,
   ExecutionOutputSchema, OutputQuerySchema, SandgateError, WaitQuerySchema, isTerminal, ref,
 } from '@sandgate/contracts';
-import { isStreamId, keys, type ExecutionRecord } from '@sandgate/state';
+import { isStreamId, type ExecutionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { ExecutionService } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -125,7 +125,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       out = rec.result!.stdout;
       err = rec.result!.stderr;
     } else {
-      for await (const ev of deps.hub.history(keys(config.redisPrefix).events(rec.id))) {
+      for await (const ev of deps.hub.history(executions.eventsKey(rec.id))) {
         if (ev.type === 'stdout') out += JSON.parse(ev.data).text;
         else if (ev.type === 'stderr') err += JSON.parse(ev.data).text;
       }

@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import { parseUser } from './pool-dirs.ts';
-import { asSandboxUser, CONTAINER_USER, hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
+import { asSandboxUser, CONTAINER_USER, hostConfig, setpriv, WORKDIR, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 
 /** Where the image keeps the in-sandbox agent (images/runtime/agent/). */
 export const AGENT_PATH = '/usr/lib/sandgate/agent/sandgate_agent.py';
@@ -36,11 +36,9 @@ export function agentCommand(sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<San
   }
   const { uid, gid } = parseUser(user);
   // -S: no site hooks, which would leave files of the agent's uid in /tmp for the sandbox user's reset to trip on.
-  return [
-    'setpriv', `--reuid=${AGENT_UID}`, `--regid=${AGENT_UID}`, '--clear-groups', `--inh-caps=-all,${AGENT_CAPS}`,
-    `--ambient-caps=${AGENT_CAPS}`, `--bounding-set=-all,${AGENT_CAPS}`, '--',
-    'python3', '-u', '-S', AGENT_PATH, prewarm, `--run-as=${uid}:${gid}`,
-  ];
+  return setpriv(
+    { uid: AGENT_UID, gid: AGENT_UID }, ['python3', '-u', '-S', AGENT_PATH, prewarm, `--run-as=${uid}:${gid}`], AGENT_CAPS,
+  );
 }
 
 export interface AgentSandbox {

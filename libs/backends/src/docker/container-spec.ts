@@ -43,8 +43,19 @@ export function commandFor(language: Language, code: string): string[] {
  * bounding set, before anything of ours or the user's runs.
  */
 export function asSandboxUser(user: string, cmd: string[]): string[] {
-  const { uid, gid } = parseUser(user);
-  return ['setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--', ...cmd];
+  return setpriv(parseUser(user), cmd);
+}
+
+/**
+ * `cmd` as `uid:gid` through setpriv, with no supplementary group and no capability but `keep` (`+name,…`), which
+ * it holds as ambient capabilities across exec.
+ */
+export function setpriv({ uid, gid }: { uid: number; gid: number }, cmd: string[], keep = ''): string[] {
+  const also = keep ? `,${keep}` : '';
+  return [
+    'setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', `--inh-caps=-all${also}`,
+    ...(keep ? [`--ambient-caps=${keep}`] : []), `--bounding-set=-all${also}`, '--', ...cmd,
+  ];
 }
 
 /** Who a sandbox's container starts as: root, for its init and for setpriv (see asSandboxUser). */

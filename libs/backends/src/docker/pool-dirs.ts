@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readdir, rename, rmdir } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import type { Owner, SubvolumeQuota } from '@sandgate/storage';
 
 /** Parses a `uid:gid` user spec; a bare uid means the same gid. */
@@ -43,11 +43,11 @@ export class SlotDirs {
    */
   async remove(dir: string): Promise<void> {
     if (!this.owns(dir)) return;
-    const subvolume = this.quota ? await this.quota.idOf(dir) : undefined;
-    await rmdir(dir).catch((err: NodeJS.ErrnoException) => {
+    const remove = () => rmdir(dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
-    if (subvolume !== undefined) await this.quota!.forget(subvolume, this.root);
+    if (this.quota) await this.quota.removing(dir, remove);
+    else await remove();
   }
 
   /** Whether `dir` is a slot directory of this pool root (sweep learns slot paths from the engine). */
@@ -86,10 +86,8 @@ export async function adoptWorkspace(sessionDir: string, slotDir: string, quota?
  */
 async function adoptSubvolume(sessionDir: string, slotDir: string, quota: SubvolumeQuota): Promise<void> {
   if ((await readdir(sessionDir)).length > 0) throw new Error('the session has files in a subvolume of its own');
-  const old = await quota.idOf(sessionDir);
-  await rmdir(sessionDir);
+  await quota.removing(sessionDir, () => rmdir(sessionDir));
   await rename(slotDir, sessionDir);
-  if (old !== undefined) await quota.forget(old, dirname(sessionDir));
 }
 
 /**
