@@ -66,11 +66,15 @@ test("sweep removes a live worker's pool sandbox once it has stopped (an engine 
   const f = await fixture(t);
   const running = await labelled(t, poolLabels(f.deployment, 'worker-live'));
   const stopped = await labelled(t, poolLabels(f.deployment, 'worker-live'));
-  await docker.getContainer(stopped).kill();
-  await docker.getContainer(stopped).wait();
+  const otherDeployment = await labelled(t, poolLabels(`${f.deployment}-other`, 'worker-other'));
+  for (const c of [stopped, otherDeployment]) {
+    await docker.getContainer(c).kill();
+    await docker.getContainer(c).wait();
+  }
   const { removed } = await f.backend.sweep(live({ workers: new Set(['worker-live']) }));
   assert.deepEqual(removed, ['worker-live']);
   assert.equal(await containerGone(stopped), true);
+  assert.equal(await containerGone(otherDeployment), false, "another deployment's stopped pool sandbox is its own sweep's");
   assert.equal(await containerGone(running), false, 'a running pool sandbox of a live worker is kept');
 });
 

@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import type { LiveSet } from '../backend.ts';
-import { isOrphan, kindOf, MANAGED_SELECTOR, ownerOf } from '../shared/labels.ts';
+import { deploymentOf, isOrphan, kindOf, MANAGED_SELECTOR, ownerOf } from '../shared/labels.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import { WORKDIR } from './container-spec.ts';
 import { isNotFound } from './engine-errors.ts';
@@ -25,7 +25,7 @@ export async function sweepContainers(scope: SweepScope, live: LiveSet): Promise
   const containers = await docker.listContainers({ all: true, filters: { label: [MANAGED_SELECTOR] } });
   const removed: string[] = [];
   for (const info of containers) {
-    if (!(isOrphan(info.Labels, live, deployment) || isDeadPoolSandbox(info)) || info.Created > newest) continue;
+    if (!(isOrphan(info.Labels, live, deployment) || isDeadPoolSandbox(info, deployment)) || info.Created > newest) continue;
     try {
       await docker.getContainer(info.Id).remove({ force: true });
     } catch (err) {
@@ -42,9 +42,11 @@ export async function sweepContainers(scope: SweepScope, live: LiveSet): Promise
 /**
  * A warm-pool sandbox that has stopped is of no use to anyone, even when its worker lives: an engine restart stops
  * them all while the pool cannot remove them (the engine is down when it learns of it), and nothing else would.
+ * Another deployment's are its own sweep's to remove.
  */
-function isDeadPoolSandbox(info: Dockerode.ContainerInfo): boolean {
-  return kindOf(info.Labels) === 'pool' && (info.State === 'exited' || info.State === 'dead');
+function isDeadPoolSandbox(info: Dockerode.ContainerInfo, deployment: string): boolean {
+  if (deploymentOf(info.Labels) !== deployment || kindOf(info.Labels) !== 'pool') return false;
+  return info.State === 'exited' || info.State === 'dead';
 }
 
 /** A pool container's slot directory, learnt from its mount; a slot a run adopted is gone already. */
