@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
-import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
+import { DockerBackend, type BackendName, type ExecutionBackend } from '@sandgate/backends';
+import { K8sDouble } from '@sandgate/k8s-double';
 import { createLogger, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
@@ -36,16 +37,48 @@ export interface StackOptions {
   /** Bearer key sent by `api()` by default. */
   apiKey?: string;
   heartbeatMs?: number;
+  /**
+   * The backend of the stack's workers: `docker`, or `kubernetes` against a Kubernetes API double (libs/k8s-double)
+   * that runs the Pods on this Docker engine. Default: SANDGATE_TEST_BACKEND, else docker.
+   */
+  backend?: BackendName;
+}
+
+/** The backend end-to-end tests run on: the whole suite runs once per backend (scripts/run-tests.sh). */
+export const TEST_BACKEND: BackendName = process.env.SANDGATE_TEST_BACKEND === 'kubernetes' ? 'kubernetes' : 'docker';
+
+/** A Kubernetes API double for a stack whose gateway listens on `port`: its Pods may reach that port only. */
+async function kubernetesFor(port: number, dataDir: string): Promise<{ env: Record<string, string>; close(): Promise<void> }> {
+  const double = await K8sDouble.start({ hostPorts: [port] });
+  const kubeconfig = join(dataDir, '..', `kubeconfig-${double.id}.yaml`);
+  await writeFile(kubeconfig, double.kubeconfigYaml(), { mode: 0o600 });
+  return {
+    env: {
+      SANDGATE_BACKEND: 'kubernetes', SANDGATE_K8S_NAMESPACE: double.namespace, SANDGATE_K8S_KUBECONFIG: kubeconfig,
+      SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${port}`, SANDGATE_HOST: '0.0.0.0',
+      SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      // The runtime image a test run builds for itself (images/runtime/build.sh honours the same variable).
+      ...(process.env.SANDGATE_IMAGE ? { SANDGATE_IMAGE: process.env.SANDGATE_IMAGE } : {}),
+    },
+    async close() {
+      await double.close();
+      await rm(kubeconfig, { force: true });
+    },
+  };
 }
 
 /** A whole sandgate on loopback: real Redis (own key prefix), real HTTP, optionally a real worker on Docker. */
-export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs }: StackOptions = {}): Promise<Stack> {
+export async function startStack({
+  env = {}, worker = true, apiKey, heartbeatMs, backend = TEST_BACKEND,
+}: StackOptions = {}): Promise<Stack> {
   const prefix = `sgtest${randomBytes(4).toString('hex')}`;
   const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-test-'));
   const port = await freePort();
+  const cluster = backend === 'kubernetes' ? await kubernetesFor(port, dataDir) : undefined;
   const fullEnv: Record<string, string> = {
     REDIS_URL, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_DATA_DIR: dataDir, SANDGATE_PORT: String(port),
     SANDGATE_LOG_LEVEL: process.env.SANDGATE_TEST_LOG_LEVEL ?? 'silent', SANDGATE_SWEEP_INTERVAL_S: '2', SANDGATE_LEASE_MS: '3000',
+    ...cluster?.env,
     ...env,
   };
   const config = loadConfig(fullEnv);
@@ -55,7 +88,9 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
   const app = await buildApp(deps, { webhooks: false, ...(heartbeatMs ? { heartbeatMs } : {}) });
   let webhooks = config.webhookAllow.length > 0 ? startWebhookDispatcher(deps, log) : null;
   const spec = watchSpec(app);
-  const url = await app.listen({ host: '127.0.0.1', port });
+  // A cluster's Pods reach the gateway on the host's address on their network, not on loopback.
+  await app.listen({ host: cluster ? '0.0.0.0' : '127.0.0.1', port });
+  const url = `http://127.0.0.1:${port}`;
   const workers: RunningWorker[] = [];
   const backends: ExecutionBackend[] = [];
   const stack: Stack = {
@@ -98,6 +133,7 @@ export async function startStack({ env = {}, worker = true, apiKey, heartbeatMs 
       await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
       await deleteKeys(prefix);
       await deps.close();
+      await cluster?.close();
       await rm(dataDir, { recursive: true, force: true });
       assert.deepEqual(mismatches, [], 'every request and response of this stack matches openapi/openapi.json');
     },

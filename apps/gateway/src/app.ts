@@ -21,6 +21,7 @@ import { fileRoutes } from './routes/files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
+import { transferRoutes } from './routes/transfers.ts';
 import { serverTimeouts } from './timeouts.ts';
 
 export interface AppOptions {
@@ -120,6 +121,7 @@ export async function buildApp(
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(downloadRoutes, { deps });
+  await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });
   await app.register(dashboardRoutes, { dir: dashboardDir });
   if (webhooks && deps.config.webhookAllow.length > 0) {

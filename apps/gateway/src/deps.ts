@@ -4,7 +4,7 @@ import type { QueuedExecution } from '@sandgate/contracts';
 import {
   EndedNotices, EventHub, ExecutionStore, RedisWatchdog, SessionStore, WorkerRegistry, createRedis, keys, signingKey,
   watchOutages, whenReady, withScripts, type Config, type ScriptRedis,
-  StorageLedger,
+  StorageLedger, TransferGrants,
 } from '@sandgate/state';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
 import { GatewayMetrics } from './metrics.ts';
@@ -25,6 +25,8 @@ export interface GatewayDeps {
   executions: ExecutionStore;
   workers: WorkerRegistry;
   workspaces: Workspaces;
+  /** Sandbox Pods' tokens for a session's files (the Kubernetes backend's stage and harvest). */
+  transfers: TransferGrants;
   signer: UrlSigner;
   /** The deployment's numbers (/v1/system/stats) and this process's (/metrics). */
   stats: SystemStatsReader;
@@ -85,6 +87,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     drain: () => draining.abort(),
     sessions: new SessionStore(redis, k),
     ledger: new StorageLedger(redis, k),
+    transfers: new TransferGrants(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
     workspaces,

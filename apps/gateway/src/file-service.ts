@@ -24,13 +24,13 @@ export class FileService {
    */
   async store(
     tenant: string, sessionId: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream,
-    overwrite: boolean,
+    overwrite: boolean, maxBytes = this.d.config.maxUploadBytes,
   ): Promise<FileEntry> {
-    const { config, signer, ledger, workspaces } = this.d;
+    const { config, signer, ledger } = this.d;
     await this.checkFreeSpace();
     const limit = limitsFor(config, tenant).storage_bytes;
     const stat = await writeFileInside(dir, normalizeUserPath(path), source, {
-      maxBytes: config.maxUploadBytes, overwrite, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+      maxBytes, overwrite, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
       beforePlace: async (bytes) => {
         if (limit === 0) return;
         const used = await ledger.total(tenant);

@@ -1,11 +1,14 @@
+import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { DockerBackend, type ExecutionBackend } from '@sandgate/backends';
-import type { Config } from '@sandgate/state';
+import { DockerBackend, KubernetesBackend, type ExecutionBackend, type GrantTransfer } from '@sandgate/backends';
+import { createRedis, keys, TransferGrants, type Config } from '@sandgate/state';
 import { UrlSigner, type Workspaces } from '@sandgate/storage';
 
-/** The backend the configuration names. */
+/** The backend the configuration names (SANDGATE_BACKEND). */
 export function createBackend(config: Config, log: Logger, workspaces: Workspaces, signingKey: Buffer, instanceId: string): ExecutionBackend {
   const signer = new UrlSigner({ key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds });
+  const artifactUrl = (sessionId: string, path: string) => signer.downloadUrl(sessionId, path);
+  if (config.backend === 'kubernetes') return kubernetesBackend(config, log, workspaces, artifactUrl);
   return new DockerBackend({
     image: config.image,
     runtime: config.runtime,
@@ -19,7 +22,36 @@ export function createBackend(config: Config, log: Logger, workspaces: Workspace
     concurrency: config.workerConcurrency,
     poolLimits: { memory_mb: config.memoryMb, cpus: config.cpus },
     maxOutputBytes: config.maxOutputBytes,
-    artifactUrl: (sessionId, path) => signer.downloadUrl(sessionId, path),
+    artifactUrl,
     logger: log.child({ component: 'docker' }),
+  });
+}
+
+function kubernetesBackend(
+  config: Config, log: Logger, workspaces: Workspaces, artifactUrl: (sessionId: string, path: string) => string,
+): ExecutionBackend {
+  const kubeConfig = new k8s.KubeConfig();
+  if (config.k8sKubeconfig !== null) kubeConfig.loadFromFile(config.k8sKubeconfig);
+  else kubeConfig.loadFromDefault();
+  const redis = createRedis(config.redisUrl, 'sandgate-worker-transfers');
+  const grants = new TransferGrants(redis, keys(config.redisPrefix));
+  const grantTransfer: GrantTransfer = async (job, ttlSeconds) => {
+    const token = await grants.grant({ execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant }, ttlSeconds);
+    return { token, revoke: () => grants.revoke(token) };
+  };
+  return new KubernetesBackend({
+    kubeConfig,
+    namespace: config.k8sNamespace,
+    gatewayUrl: config.k8sGatewayUrl!,
+    grantTransfer,
+    workspaces,
+    artifactUrl,
+    image: config.image,
+    ...(config.k8sHelperImage ? { helperImage: config.k8sHelperImage } : {}),
+    ...(config.k8sRuntimeClass ? { runtimeClassName: config.k8sRuntimeClass } : {}),
+    deployment: config.redisPrefix,
+    maxOutputBytes: config.maxOutputBytes,
+    logger: log.child({ component: 'kubernetes' }),
+    onClose: async () => { await redis.quit().catch(() => redis.disconnect()); },
   });
 }

@@ -26,25 +26,12 @@ import signal
 import sys
 import threading
 
-from sandgate_io import Pump, write_all
+from sandgate_io import Protocol, Pump, oom_kills, write_all
 from sandgate_process import ProcessRunner
 import sandgate_process
 import sandgate_reset
 import sandgate_seccomp
 import sandgate_stateful
-
-
-class Protocol:
-    """The private protocol fd: whole frames, one writer at a time."""
-
-    def __init__(self, fd):
-        self.fd = fd
-        self.lock = threading.Lock()
-
-    def send(self, frame):
-        data = (json.dumps(frame, separators=(",", ":")) + "\n").encode("ascii")
-        with self.lock:
-            write_all(self.fd, data)
 
 
 def harden():
@@ -61,20 +48,6 @@ def harden():
     # we start still die of these signals, while a stray one sent to the agent does not end it.
     for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"):
         signal.signal(getattr(signal, name), lambda *_: None)
-
-
-def oom_kills():
-    """The memory cgroup's OOM kill counter (v1 or v2), or None where the sandbox cannot read it."""
-    for path in ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"):
-        try:
-            with open(path) as fh:
-                for line in fh:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return None
 
 
 class Agent:

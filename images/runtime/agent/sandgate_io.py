@@ -1,4 +1,5 @@
 """Output plumbing of the sandgate agent: pipes in, capped out/err frames out."""
+import json
 import os
 import selectors
 import threading
@@ -9,6 +10,33 @@ READ_CHUNK = 65536
 # Reads after a run has ended: what is already in the pipes, but not forever from a process that escaped
 # its group and keeps writing.
 MAX_DRAIN_READS = 64
+
+
+class Protocol:
+    """The private protocol fd: whole frames, one writer at a time."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def send(self, frame):
+        data = (json.dumps(frame, separators=(",", ":")) + "\n").encode("ascii")
+        with self.lock:
+            write_all(self.fd, data)
+
+
+def oom_kills():
+    """The memory cgroup's OOM kill counter (v1 or v2), or None where the sandbox cannot read it."""
+    for path in ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 class StreamCap:

@@ -1,4 +1,5 @@
 import type { Artifact, ExecutionJob, ExecutionResult, Phase } from '@sandgate/contracts';
+import type { BackendCapabilities } from './capabilities.ts';
 import type { BackendLogger } from './shared/logger.ts';
 
 /** Where a backend reports what happens during one execution, as it happens. */
@@ -38,6 +39,8 @@ export interface BackendStats {
  */
 export interface ExecutionBackend {
   readonly name: string;
+  /** What it can run; execute() rejects the rest with unsupported_by_backend. */
+  readonly capabilities: BackendCapabilities;
   /**
    * Runs one execution to its end, reporting events as they happen. Resolves with the result for every
    * outcome of the user's code (failed, timeout, oom, cancelled through `signal`); rejects only when the

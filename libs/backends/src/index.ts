@@ -1,7 +1,12 @@
 export type { BackendStats, EventSink, ExecutionBackend, LiveSet } from './backend.ts';
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
+export { KubernetesBackend, type KubernetesBackendOptions } from './kubernetes/kubernetes-backend.ts';
+export type { GrantTransfer, TransferGrant, PodTiming } from './kubernetes/pod-run.ts';
+export { podName, secretName, sandboxPod, transferSecret, CONTAINERS, type PodSettings } from './kubernetes/pod-spec.ts';
+export { CAPABILITIES, type BackendCapabilities, type BackendName } from './capabilities.ts';
 export type { PoolStats } from './docker/warm-pool.ts';
-export { hostConfig, WORKDIR, type SandboxLimits, type SandboxSettings } from './docker/container-spec.ts';
+export { hostConfig, type SandboxLimits, type SandboxSettings } from './docker/container-spec.ts';
+export { commandFor, WORKDIR } from './shared/sandbox.ts';
 export { OutputCollector, DEFAULT_MAX_OUTPUT_BYTES } from './shared/output.ts';
 export {
   snapshot, collectArtifacts, MAX_ARTIFACTS, MAX_WALK_ENTRIES, MAX_HARVEST_HASH_BYTES, HARVEST_DEADLINE_MS,

@@ -35,6 +35,7 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   quota_exceeded: 429,
   internal: 500,
+  unsupported_by_backend: 501,
   backend_unavailable: 503,
   not_ready: 503,
   redis_unavailable: 503,

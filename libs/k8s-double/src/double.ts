@@ -16,6 +16,7 @@ import { createApiServer, type ApiCall } from './server.ts';
 import { Store, type K8sObject, type Kind } from './store.ts';
 import { GarbageCollector } from './gc.ts';
 import { PausePool } from './pod-sandbox.ts';
+import { removePodVolume } from './pod-volumes.ts';
 import { fenceChain, HostFence, removeFence } from './host-fence.ts';
 
 export interface K8sDoubleOptions {
@@ -256,14 +257,7 @@ export async function removeDoubleObjects(docker: Dockerode, id?: string): Promi
     ),
   );
   const { Volumes = [] } = await docker.listVolumes({ filters: { label: [label] } });
-  await Promise.all(
-    Volumes.map((v) =>
-      docker
-        .getVolume(v.Name)
-        .remove({ force: true })
-        .catch(() => {}),
-    ),
-  );
+  await Promise.all(Volumes.map((v) => removePodVolume(docker, { dockerVolume: v.Name, hostPath: v.Mountpoint })));
   const networks = await docker.listNetworks({ filters: { label: [label] } });
   await Promise.all(
     networks.map((n) =>

@@ -7,7 +7,7 @@ import type { NodeContext } from './node-context.ts';
 import { k8sTime, PodStatusModel, qosClassOf, type ContainerRecord } from './pod-status.ts';
 import type { Container, PodSpec } from './pod-types.ts';
 import { mountVolumes } from './pod-mounts.ts';
-import { diskUsage, type PodVolume } from './pod-volumes.ts';
+import { diskUsage, removePodVolume, type PodVolume } from './pod-volumes.ts';
 import type { K8sObject } from './store.ts';
 
 /** How a Pod is ended from outside its own containers. */
@@ -343,14 +343,7 @@ export class PodWorker {
       await this.done;
       const ids = [...this.containers.values(), ...(this.#pause ? [this.#pause] : [])];
       await Promise.all(ids.map((c) => c.remove({ force: true }).catch(() => {})));
-      await Promise.all(
-        [...this.#volumes.values()].map((v) =>
-          this.ctx.docker
-            .getVolume(v.dockerVolume)
-            .remove({ force: true })
-            .catch(() => {}),
-        ),
-      );
+      await Promise.all([...this.#volumes.values()].map((v) => removePodVolume(this.ctx.docker, v)));
     })();
     return this.#destroyed;
   }

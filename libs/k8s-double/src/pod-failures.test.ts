@@ -76,6 +76,24 @@ test('an emptyDir over its sizeLimit evicts the Pod: Failed/Evicted, kubelet mes
   assert.match(log, /^unable to retrieve container logs for docker:\/\/[0-9a-f]{64}$/);
 });
 
+test('a memory-backed emptyDir lives as long as its Pod: what the init container wrote, the app container reads', async (t) => {
+  const f = await startDouble(t);
+  const scratch = { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] };
+  await f.core.createNamespacedPod({
+    namespace: f.namespace,
+    body: pod('tmpfs-2', {
+      volumes: [{ name: 'scratch', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
+      initContainers: [shContainer('stage', 'echo kept > /scratch/note', scratch)],
+      containers: [shContainer('runner', 'cat /scratch/note; df -k /scratch | tail -1', scratch)],
+    }),
+  });
+  const { pod: p } = await waitForPod(f, 'tmpfs-2', terminal);
+  assert.equal(p.status?.phase, 'Succeeded');
+  const log = await f.core.readNamespacedPodLog({ name: 'tmpfs-2', namespace: f.namespace, container: 'runner' });
+  assert.match(log, /^kept\n/);
+  assert.match(log, /^tmpfs\s+1024\s/m);
+});
+
 test('a memory-backed emptyDir is a tmpfs of sizeLimit: the writer gets ENOSPC, no eviction', async (t) => {
   const f = await startDouble(t);
   await f.core.createNamespacedPod({

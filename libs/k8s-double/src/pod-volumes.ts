@@ -1,9 +1,13 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { chmod, chown, lstat, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
 import { dockerName, podLabels, type PodRef } from './docker-labels.ts';
 import type { Volume } from './pod-types.ts';
 import { parseQuantity } from './quantity.ts';
+
+const execFileAsync = promisify(execFile);
 
 /** A volume of a running Pod: the Docker volume behind it and what the kubelet must watch. */
 export interface PodVolume {
@@ -12,6 +16,8 @@ export interface PodVolume {
   /** Host path of the volume's contents (the engine is local), for usage and for writing Secret files. */
   hostPath: string;
   readOnly: boolean;
+  /** A memory-backed emptyDir: a tmpfs mounted on hostPath, unmounted before the volume is removed. */
+  tmpfs?: boolean;
   /** Disk-backed emptyDir with a sizeLimit: the eviction manager measures it. */
   evictAbove?: { bytes: number; quantity: string };
 }
@@ -33,24 +39,22 @@ export async function createEmptyDir(
   const memory = v.emptyDir?.medium === 'Memory';
   const limit = v.emptyDir?.sizeLimit;
   const bytes = limit === undefined ? undefined : Math.floor(parseQuantity(limit));
-  const driverOpts = memory ? { type: 'tmpfs', device: 'tmpfs', o: `size=${bytes ?? 64 << 20},mode=1777` } : undefined;
   const volume = dockerName(ref, `vol-${v.name}`);
-  await docker.createVolume({
-    Name: volume,
-    Labels: podLabels(ref),
-    ...(driverOpts ? { DriverOpts: driverOpts } : {}),
-  });
+  await docker.createVolume({ Name: volume, Labels: podLabels(ref) });
   const hostPath = (await docker.getVolume(volume).inspect()).Mountpoint;
-  if (!memory) {
-    // A tmpfs volume is mounted only when first used; its mode option covers it. A disk one exists now.
-    if (fsGroup !== undefined) await chown(hostPath, 0, fsGroup);
-    await chmod(hostPath, fsGroup === undefined ? 0o777 : 0o2777);
+  if (memory) {
+    // The kubelet mounts a tmpfs for the Pod's whole life. A Docker tmpfs volume would be unmounted (and emptied)
+    // whenever no container uses it, e.g. between an init container and the app containers: mount one here instead.
+    await execFileAsync('mount', ['-t', 'tmpfs', '-o', `size=${bytes ?? 64 << 20},mode=1777`, 'tmpfs', hostPath]);
   }
+  if (fsGroup !== undefined) await chown(hostPath, 0, fsGroup);
+  await chmod(hostPath, fsGroup === undefined ? (memory ? 0o1777 : 0o777) : 0o2777);
   return {
     name: v.name,
     dockerVolume: volume,
     hostPath,
     readOnly: false,
+    ...(memory ? { tmpfs: true } : {}),
     ...(!memory && bytes !== undefined ? { evictAbove: { bytes, quantity: String(limit) } } : {}),
   };
 }
@@ -100,4 +104,15 @@ export async function diskUsage(dir: string): Promise<number> {
   };
   await walk(dir);
   return total;
+}
+
+/** Removes a Pod's volume, unmounting its tmpfs first (a mounted directory cannot be removed). */
+export async function removePodVolume(docker: Dockerode, v: { dockerVolume: string; hostPath: string }): Promise<void> {
+  await unmountTmpfs(v.hostPath);
+  await docker.getVolume(v.dockerVolume).remove({ force: true }).catch(() => {});
+}
+
+/** Unmounts whatever is mounted on `path` (lazily: a container still exiting may hold it); nothing mounted is fine. */
+export async function unmountTmpfs(path: string): Promise<void> {
+  await execFileAsync('umount', ['-l', path]).catch(() => {});
 }

@@ -11,7 +11,18 @@ export const ConfigSchema = Type.Object({
   redisUrl: Type.String({ pattern: '^rediss?://' }),
   redisPrefix: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,32}$' }),
   queueName: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
-  backend: Type.Literal('docker'),
+  /** Where sandboxes run: the local Docker engine, or Pods of a Kubernetes cluster (docs/kubernetes.md). */
+  backend: Type.Union([Type.Literal('docker'), Type.Literal('kubernetes')]),
+  /** Kubernetes: the namespace sandbox Pods are made in. */
+  k8sNamespace: Type.String({ pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' }),
+  /** Kubernetes: the RuntimeClass of sandbox Pods (e.g. gvisor); null: the cluster's default runtime. */
+  k8sRuntimeClass: Type.Union([Type.String({ pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' }), Type.Null()]),
+  /** Kubernetes: the gateway's URL as sandbox Pods reach it (their files go through it, never a shared path). */
+  k8sGatewayUrl: Type.Union([Type.String({ pattern: '^https?://[^/]+(/.*[^/])?$' }), Type.Null()]),
+  /** Kubernetes: the image of the stage and harvest containers; null: the runtime image, which has what they need. */
+  k8sHelperImage: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
+  /** Kubernetes: a kubeconfig file; null: the in-cluster service account, or $KUBECONFIG. */
+  k8sKubeconfig: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
   image: Type.String({ minLength: 1 }),
   runtime: Type.Union([Type.Literal('runc'), Type.Literal('runsc')]),
   memoryMb: Type.Integer({ minimum: 16 }),
@@ -123,6 +134,11 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_REDIS_PREFIX: ['redisPrefix', str, 'sandgate'],
   SANDGATE_QUEUE: ['queueName', str, 'executions'],
   SANDGATE_BACKEND: ['backend', str, 'docker'],
+  SANDGATE_K8S_NAMESPACE: ['k8sNamespace', str, 'sandgate'],
+  SANDGATE_K8S_RUNTIME_CLASS: ['k8sRuntimeClass', (r) => r.trim() === '' ? null : r, null],
+  SANDGATE_K8S_GATEWAY_URL: ['k8sGatewayUrl', str, null],
+  SANDGATE_K8S_HELPER_IMAGE: ['k8sHelperImage', (r) => r.trim() === '' ? null : r, null],
+  SANDGATE_K8S_KUBECONFIG: ['k8sKubeconfig', str, null],
   SANDGATE_IMAGE: ['image', str, 'sandgate/runtime:1'],
   SANDGATE_RUNTIME: ['runtime', str, 'runc'],
   SANDGATE_MEMORY_LIMIT: ['memoryMb', (r) => Math.floor(parseBytes(r) / (1 << 20)), '512m'],
@@ -193,6 +209,9 @@ export function loadConfig(env: Env = process.env): Config {
     out[field] = value;
   }
   out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;
+  if (out.backend === 'kubernetes' && out.k8sGatewayUrl === null) {
+    problems.push('SANDGATE_K8S_GATEWAY_URL: the kubernetes backend needs the URL sandbox Pods reach the gateway at');
+  }
   if (problems.length === 0) {
     for (const e of Value.Errors(ConfigSchema, out)) {
       const field = (k: string) => `/${VARS[k]![0]}`;

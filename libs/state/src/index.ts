@@ -15,3 +15,4 @@ export * from './time-index.ts';
 export * from './logger.ts';
 export * from './deployment-stats.ts';
 export * from './storage-ledger.ts';
+export * from './transfer-grants.ts';

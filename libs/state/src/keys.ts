@@ -38,6 +38,8 @@ export const keys = (p: string) => ({
   statsCounters: () => `${p}:stats:counters`,
   statsHistogram: (name: string) => `${p}:stats:histogram:${name}`,
   signingKey: () => `${p}:signing-key`,
+  /** A sandbox Pod's grant to read and write one session's files, by the sha256 of its token (TransferGrants). */
+  transferGrant: (tokenHash: string) => `${p}:transfer:${tokenHash}`,
   /** Ended executions with a callback_url whose delivery is not queued yet, by end time (ms): see webhooks. */
   webhooksDue: () => `${p}:webhooks:due`,
   cancelChannel: () => `${p}:cancel`,

@@ -55,6 +55,10 @@ export function toProblem(err: unknown, req: FastifyRequest): Problem {
     const detail = 'Redis cannot be reached right now; retry shortly';
     return problem('redis_unavailable', detail, req.url, { retry_after: 1 });
   }
+  if ((err as NodeJS.ErrnoException).code === 'EDQUOT') {
+    const detail = 'the session\'s files reached its disk quota (SANDGATE_SESSION_DISK_BYTES); delete some to make room';
+    return problem('storage_quota_exceeded', detail, req.url);
+  }
   if ((err as NodeJS.ErrnoException).code === 'ENOSPC') {
     return problem('insufficient_storage', 'the data directory is full; retry once space is freed', req.url);
   }

@@ -25,13 +25,17 @@ function authority(raw: string): [string, string] | null {
 }
 
 /**
- * Which Host headers this gateway answers: loopback (any port), the public URL's host and port, and
- * SANDGATE_ALLOWED_HOSTS (`name` for any port, `name:port` for one).
+ * Which Host headers this gateway answers: loopback (any port), the public URL's host and port, the URL sandbox Pods
+ * reach it at (SANDGATE_K8S_GATEWAY_URL), and SANDGATE_ALLOWED_HOSTS (`name` for any port, `name:port` for one).
  */
-export function hostPolicy(config: Pick<Config, 'publicUrl' | 'allowedHosts'>): (host: string) => boolean {
-  const pub = new URL(config.publicUrl);
+export function hostPolicy(
+  config: Pick<Config, 'publicUrl' | 'allowedHosts'> & Partial<Pick<Config, 'k8sGatewayUrl'>>,
+): (host: string) => boolean {
+  const authorityOf = (url: URL) => `${url.hostname.replace(/^\[(.*)\]$/, '$1')}:${url.port || DEFAULT_PORT[url.protocol]}`;
   const allowed = [
-    `${pub.hostname.replace(/^\[(.*)\]$/, '$1')}:${pub.port || DEFAULT_PORT[pub.protocol]}`,
+    authorityOf(new URL(config.publicUrl)),
+    // Sandbox Pods reach the gateway for their files at this URL.
+    ...(config.k8sGatewayUrl ? [authorityOf(new URL(config.k8sGatewayUrl))] : []),
     ...config.allowedHosts.map((h) => authority(h)).filter((a) => a !== null)
       .map(([name, port]) => (port ? `${name}:${port}` : name)),
   ];

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
 import { AgentChannel, type AgentRunEnd } from './agent-channel.ts';
-import type { RunRequest } from './agent-frames.ts';
+import type { RunRequest } from '../shared/agent-frames.ts';
 import { agentSpec, type Prewarm } from './agent-spec.ts';
 import { docker, IMAGE, removeContainer, SANDBOX_UID } from './testing.ts';
 

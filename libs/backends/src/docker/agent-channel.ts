@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { encodeMessage, FrameDecoder, INTERRUPT, type AgentFrame, type ExitFrame, type RunRequest } from './agent-frames.ts';
+import { encodeMessage, FrameDecoder, INTERRUPT, type AgentFrame, type ExitFrame, type RunRequest } from '../shared/agent-frames.ts';
 import { timerDelay } from '../shared/timers.ts';
 import { AttachDemuxer } from './attach-demux.ts';
 

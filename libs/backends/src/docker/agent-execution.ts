@@ -7,7 +7,7 @@ import type { SubvolumeQuota } from '@sandgate/storage';
 import { OutputCollector } from '../shared/output.ts';
 import { buildResult, type RunEnd, withDiskQuota } from '../shared/result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
-import type { ExitFrame } from './agent-frames.ts';
+import type { ExitFrame } from '../shared/agent-frames.ts';
 
 /** One run in a sandbox that runs the agent (warm-pool or session sandbox). */
 export interface AgentRunSetup {

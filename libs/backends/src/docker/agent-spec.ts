@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import { parseUser } from './pool-dirs.ts';
-import { asSandboxUser, CONTAINER_USER, hostConfig, setpriv, WORKDIR, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
+import { WORKDIR } from '../shared/sandbox.ts';
+import { asSandboxUser, CONTAINER_USER, hostConfig, setpriv, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 
 /** Where the image keeps the in-sandbox agent (images/runtime/agent/). */
 export const AGENT_PATH = '/usr/lib/sandgate/agent/sandgate_agent.py';

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { CAPPED_PATH, commandFor, containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
+import { commandFor } from '../shared/sandbox.ts';
+import { CAPPED_PATH, containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
 
 const job: ExecutionJob = {
   execution_id: 'exec_0123456789abcdef', tenant: 'acme', session_id: 'sess_0123456789ab', language: 'python',

@@ -1,10 +1,9 @@
 import type Dockerode from 'dockerode';
-import type { ExecutionJob, Language } from '@sandgate/contracts';
+import type { ExecutionJob } from '@sandgate/contracts';
 import { ownershipLabels } from '../shared/labels.ts';
+import { commandFor, WORKDIR } from '../shared/sandbox.ts';
 import { parseUser } from './pool-dirs.ts';
 
-/** Where the session's workspace appears inside the sandbox. */
-export const WORKDIR = '/mnt/data';
 
 /** The engine-facing settings a container spec needs beyond the job itself. */
 export interface SandboxSettings {
@@ -22,18 +21,6 @@ export interface SandboxSettings {
 export interface SandboxLimits {
   memory_mb: number;
   cpus: number;
-}
-
-/** The program that runs `code`, passed as an argument so no shell ever parses it. */
-export function commandFor(language: Language, code: string): string[] {
-  switch (language) {
-    case 'python':
-      return ['python3', '-c', code];
-    case 'javascript':
-      return ['node', '-e', code];
-    case 'bash':
-      return ['bash', '-c', code];
-  }
 }
 
 /**

@@ -3,10 +3,11 @@ import Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
 import type { BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
+import { CAPABILITIES, type BackendCapabilities } from '../capabilities.ts';
 import { DEFAULT_DEPLOYMENT, LABELS } from '../shared/labels.ts';
 import { silentLogger, type BackendLogger } from '../shared/logger.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../shared/output.ts';
-import { buildResult } from '../shared/result.ts';
+import { beginRun, InFlight } from '../shared/lifecycle.ts';
 import { runCold } from './cold-run.ts';
 import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
 import { engineError, imageMissing, isNotFound } from './engine-errors.ts';
@@ -81,6 +82,7 @@ const RECYCLED_IDLE_MS = 60_000;
  */
 export class DockerBackend implements ExecutionBackend {
   readonly name = 'docker';
+  readonly capabilities: BackendCapabilities = CAPABILITIES.docker;
   readonly #docker: Dockerode;
   readonly #settings: SandboxSettings;
   readonly #workspaces: Workspaces;
@@ -94,8 +96,7 @@ export class DockerBackend implements ExecutionBackend {
   readonly #slots: SlotDirs;
   readonly #pool: WarmPool;
   readonly #sessions: SessionSandboxes;
-  // In flight here: sweep never removes their sandboxes, whatever `live` the caller computed.
-  readonly #running = new Set<string>();
+  readonly #inFlight = new InFlight();
   readonly #activeSessions = new Set<string>();
   #engineId: string | undefined;
 
@@ -127,27 +128,16 @@ export class DockerBackend implements ExecutionBackend {
     });
   }
 
-  async execute(
-    job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger,
-  ): Promise<ExecutionResult> {
-    this.#running.add(job.execution_id);
-    try {
-      return await this.#execute(job, events, signal, log ?? this.#log);
-    } finally {
-      this.#running.delete(job.execution_id);
-    }
+  execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger): Promise<ExecutionResult> {
+    return this.#inFlight.around(job.execution_id, () => this.#execute(job, events, signal, log ?? this.#log));
   }
 
   async #execute(
     job: ExecutionJob, events: EventSink, signal: AbortSignal, log: BackendLogger,
   ): Promise<ExecutionResult> {
-    // Idempotent: makes a missing workspace and gives it back to the sandbox user if it was not.
-    const dir = await this.#workspaces.create(job.session_id);
-    events.phase('starting');
-    if (signal.aborted) {
-      const empty = { text: '', truncated: false };
-      return buildResult({ end: { exitCode: -1, timedOut: false, oomKilled: false, cancelled: true }, limits: job, stdout: empty, stderr: empty, artifacts: [], durationMs: 0 });
-    }
+    const begun = await beginRun(this.#workspaces, job, events, signal);
+    if (begun.result) return begun.result;
+    const { dir } = begun;
     const common = { maxOutputBytes: this.#maxOutputBytes, quota: this.#workspaces.quota, artifactUrl: this.#artifactUrl, log };
     if (job.sandbox === 'session' || job.sandbox === 'stateful') {
       this.#activeSessions.add(job.session_id);
@@ -171,7 +161,7 @@ export class DockerBackend implements ExecutionBackend {
    */
   async sweep(live: LiveSet): Promise<{ removed: string[] }> {
     const keep: LiveSet = {
-      executions: new Set([...live.executions, ...this.#running]),
+      executions: this.#inFlight.with(live.executions),
       sessions: new Set([...live.sessions, ...this.#activeSessions]),
       workers: new Set([...live.workers, this.#instanceId]),
     };

@@ -2,7 +2,7 @@ import type Dockerode from 'dockerode';
 import type { LiveSet } from '../backend.ts';
 import { deploymentOf, isOrphan, kindOf, MANAGED_SELECTOR, ownerOf } from '../shared/labels.ts';
 import type { BackendLogger } from '../shared/logger.ts';
-import { WORKDIR } from './container-spec.ts';
+import { WORKDIR } from '../shared/sandbox.ts';
 import { isNotFound } from './engine-errors.ts';
 import type { SlotDirs } from './pool-dirs.ts';
 

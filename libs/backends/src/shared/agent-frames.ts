@@ -20,6 +20,10 @@ export interface ExitFrame {
   restarted?: boolean;
   /** The sandbox's memory cgroup OOM-killed something during the run. */
   oom?: boolean;
+  /** One-execution Pods: the runner killed the program at its time limit. */
+  timedOut?: boolean;
+  /** One-execution Pods: how long the program ran, as the runner measured it. */
+  durationMs?: number;
 }
 
 /** The answer to a reset: `ok` only when nothing of the earlier runs is left in the sandbox. */
@@ -99,6 +103,8 @@ export function parseFrame(line: string): AgentFrame | undefined {
       if (typeof f.value === 'string') exit.value = f.value;
       if (typeof f.restarted === 'boolean') exit.restarted = f.restarted;
       if (f.oom === true) exit.oom = true;
+      if (f.timed_out === true) exit.timedOut = true;
+      if (typeof f.duration_ms === 'number' && f.duration_ms >= 0) exit.durationMs = f.duration_ms;
       return exit;
     }
     default:

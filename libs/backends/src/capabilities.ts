@@ -1,0 +1,24 @@
+import type { ExecutionJob } from '@sandgate/contracts';
+
+/** The backends sandgate has (SANDGATE_BACKEND). */
+export type BackendName = 'docker' | 'kubernetes';
+
+/** What a backend can run; the gateway refuses the rest with `unsupported_by_backend` before anything is queued. */
+export interface BackendCapabilities {
+  /** Where runs may happen (ExecutionJob.sandbox). */
+  sandboxes: readonly ExecutionJob['sandbox'][];
+  /** One-shots may take a warm, already started sandbox. */
+  warmPool: boolean;
+  /** Sandboxes may run under gVisor. */
+  gvisor: boolean;
+}
+
+/**
+ * Each backend's capabilities, importable without the backend itself (the gateway never loads an engine client).
+ * Kubernetes runs one-shots and process-session runs as a Pod per execution; stateful sessions need a long-lived
+ * session Pod, which it does not have yet (docs/kubernetes.md).
+ */
+export const CAPABILITIES: Record<BackendName, BackendCapabilities> = {
+  docker: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true },
+  kubernetes: { sandboxes: ['oneshot', 'session'], warmPool: false, gvisor: true },
+};

@@ -1,0 +1,124 @@
+import * as k8s from '@kubernetes/client-node';
+import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
+import type { Workspaces } from '@sandgate/storage';
+import type { BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
+import { CAPABILITIES, type BackendCapabilities } from '../capabilities.ts';
+import { DEFAULT_DEPLOYMENT, LABELS } from '../shared/labels.ts';
+import { beginRun, InFlight } from '../shared/lifecycle.ts';
+import { silentLogger, type BackendLogger } from '../shared/logger.ts';
+import { DEFAULT_MAX_OUTPUT_BYTES } from '../shared/output.ts';
+import { clusterError, PodApi } from './api.ts';
+import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
+import type { PodSettings } from './pod-spec.ts';
+import { sweepPods } from './sweep.ts';
+
+export interface KubernetesBackendOptions {
+  /** How to reach the API server: a kubeconfig (the in-cluster service account, $KUBECONFIG or a file). */
+  kubeConfig: k8s.KubeConfig;
+  /** The namespace sandbox Pods are made in; the worker's Role grants its verbs there only. */
+  namespace: string;
+  /** The gateway's URL as sandbox Pods reach it: stage and harvest move the session's files through it. */
+  gatewayUrl: string;
+  /** Grants one execution's Pod access to its session's files. */
+  grantTransfer: GrantTransfer;
+  workspaces: Workspaces;
+  artifactUrl: (sessionId: string, path: string) => string;
+  image?: string;
+  helperImage?: string;
+  runtimeClassName?: string;
+  deployment?: string;
+  maxOutputBytes?: number;
+  /** The workspace emptyDir's sizeLimit: the session disk quota. Default: the workspaces' own quota, or none. */
+  workspaceBytes?: number;
+  tmpfsBytes?: number;
+  logger?: BackendLogger;
+  /** Sweep keeps Pods younger than this: the live set it is given may predate them. Default 60 s. */
+  sweepGraceMs?: number;
+  timing?: Partial<PodTiming>;
+  /** Called by close(): what the caller made for this backend (e.g. the Redis connection of grantTransfer) goes. */
+  onClose?: () => Promise<void>;
+}
+
+const DEFAULT_TIMING: PodTiming = {
+  pollMinMs: 50, pollMaxMs: 500, startupMs: 180_000, deadRunnerGraceMs: 10_000, resultLagMs: 5_000,
+};
+
+/**
+ * Runs executions as Kubernetes Pods with plain REST calls only (no exec, attach, port-forward or watch): a Pod per
+ * execution for one-shots and process-session runs. The session's files move through the gateway (stage and harvest
+ * containers), never a path shared with the node. Stateful sessions are not supported yet (see CAPABILITIES).
+ */
+export class KubernetesBackend implements ExecutionBackend {
+  readonly name = 'kubernetes';
+  readonly capabilities: BackendCapabilities = CAPABILITIES.kubernetes;
+  readonly api: PodApi;
+  readonly #workspaces: Workspaces;
+  readonly #settings: PodSettings;
+  readonly #options: KubernetesBackendOptions;
+  readonly #log: BackendLogger;
+  readonly #timing: PodTiming;
+  readonly #inFlight = new InFlight();
+  readonly #sweepGraceMs: number;
+
+  constructor(options: KubernetesBackendOptions) {
+    const image = options.image ?? 'sandgate/runtime:1';
+    this.#options = options;
+    this.#log = options.logger ?? silentLogger;
+    this.api = new PodApi(options.kubeConfig, options.namespace, this.#log);
+    this.#workspaces = options.workspaces;
+    this.#timing = { ...DEFAULT_TIMING, ...options.timing };
+    this.#sweepGraceMs = options.sweepGraceMs ?? 60_000;
+    this.#settings = {
+      image,
+      helperImage: options.helperImage ?? image,
+      runtimeClassName: options.runtimeClassName,
+      deployment: options.deployment ?? DEFAULT_DEPLOYMENT,
+      workspaceBytes: options.workspaceBytes ?? options.workspaces.quota?.bytes ?? 0,
+      tmpfsBytes: options.tmpfsBytes ?? 64 << 20,
+      maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+      harvestGraceMs: 30_000,
+      startupAllowanceMs: this.#timing.startupMs,
+    };
+  }
+
+  execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger): Promise<ExecutionResult> {
+    return this.#inFlight.around(job.execution_id, async () => {
+      if (!this.capabilities.sandboxes.includes(job.sandbox)) {
+        throw new SandgateError('unsupported_by_backend', `the kubernetes backend cannot run ${job.sandbox} sandboxes`);
+      }
+      const begun = await beginRun(this.#workspaces, job, events, signal);
+      if (begun.result) return begun.result;
+      return runInPod({
+        api: this.api, settings: this.#settings, gatewayUrl: this.#options.gatewayUrl,
+        grantTransfer: this.#options.grantTransfer, maxOutputBytes: this.#settings.maxOutputBytes,
+        quota: this.#workspaces.quota, artifactUrl: this.#options.artifactUrl, log: log ?? this.#log, timing: this.#timing,
+      }, job, begun.dir, events, signal);
+    });
+  }
+
+  async sweep(live: LiveSet): Promise<{ removed: string[] }> {
+    const keep = { ...live, executions: this.#inFlight.with(live.executions) };
+    const removed = await sweepPods(this.api, this.#settings.deployment, keep, this.#sweepGraceMs, this.#log);
+    if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');
+    return { removed };
+  }
+
+  /** The API server answers and the namespace is ours to list Pods in. */
+  async check(): Promise<void> {
+    await this.api.listPods(`${LABELS.deployment}=${this.#settings.deployment}`).catch((err: unknown) => {
+      throw clusterError(err, `listing Pods in namespace ${this.api.namespace}`);
+    });
+  }
+
+  async stats(): Promise<BackendStats> {
+    return {
+      pool: { hits: 0, reused: 0, misses: 0, reset_failed: 0, ready: 0 },
+      sessionSandboxes: 0,
+      engine: `kubernetes:${this.#options.kubeConfig.getCurrentCluster()?.server ?? 'in-cluster'}/${this.api.namespace}`,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.#options.onClose?.();
+  }
+}

@@ -1,0 +1,80 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
+import type { ExecutionJob } from '@sandgate/contracts';
+import { validateManifest } from '@sandgate/k8s-double';
+import { CONTAINERS, podName, sandboxPod, secretName, transferSecret, type PodSettings } from './pod-spec.ts';
+
+const SETTINGS: PodSettings = {
+  image: 'sandgate/runtime:1', helperImage: 'sandgate/runtime:1', runtimeClassName: 'gvisor', deployment: 'prod',
+  workspaceBytes: 1 << 30, tmpfsBytes: 64 << 20, maxOutputBytes: 100_000, harvestGraceMs: 30_000, startupAllowanceMs: 180_000,
+};
+const JOB: ExecutionJob = {
+  execution_id: 'exec_0123456789abcdef', tenant: 'acme', session_id: 'sess_0123456789abcdef', language: 'python',
+  code: 'print("hi")', timeout_ms: 30_000, memory_mb: 512, cpus: 1, env: { MODE: 'test' }, stdin: 'input',
+  sandbox: 'oneshot', generation: 0,
+};
+
+const all = (pod: k8s.V1Pod): k8s.V1Container[] => [...pod.spec!.initContainers ?? [], ...pod.spec!.containers];
+
+test('names are valid DNS-1123 labels, deterministic per execution, and distinct for ids that differ only in case or _', () => {
+  const names = ['exec_0123456789abcdef', 'EXEC_0123456789ABCDEF', 'exec-0123456789abcdef', `exec_${'x'.repeat(200)}`].map(podName);
+  for (const n of [...names, ...names.map((n) => `${n}-transfer`)]) {
+    assert.match(n, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, n);
+    assert.ok(n.length <= 63 + '-transfer'.length, n);
+  }
+  assert.ok(names.every((n) => n.length <= 63));
+  assert.equal(new Set(names).size, names.length);
+  assert.equal(podName(JOB.execution_id), podName(JOB.execution_id));
+  assert.equal(secretName(JOB.execution_id), `${podName(JOB.execution_id)}-transfer`);
+});
+
+test('the Pod: exec-free, no token, every container non-root with a read-only root and no capability', async () => {
+  const pod = sandboxPod(JOB, SETTINGS, 'attempt1');
+  const spec = pod.spec!;
+  assert.equal(spec.restartPolicy, 'Never');
+  assert.equal(spec.automountServiceAccountToken, false);
+  assert.equal(spec.enableServiceLinks, false);
+  assert.equal(spec.runtimeClassName, 'gvisor');
+  assert.equal(spec.securityContext?.seccompProfile?.type, 'RuntimeDefault');
+  assert.ok(spec.activeDeadlineSeconds! > (JOB.timeout_ms + SETTINGS.startupAllowanceMs) / 1000, 'the deadline covers startup and the run');
+  for (const c of all(pod)) {
+    const sc = c.securityContext!;
+    assert.equal(sc.runAsNonRoot, true, c.name);
+    assert.ok(sc.runAsUser! > 0, c.name);
+    assert.equal(sc.readOnlyRootFilesystem, true, c.name);
+    assert.equal(sc.allowPrivilegeEscalation, false, c.name);
+    assert.deepEqual(sc.capabilities?.drop, ['ALL'], c.name);
+    assert.equal(sc.capabilities?.add, undefined, c.name);
+  }
+  assert.deepEqual(pod.metadata?.labels, {
+    'org.sandgate.managed': 'true', 'org.sandgate.deployment': 'prod', 'org.sandgate.kind': 'execution',
+    'org.sandgate.execution': JOB.execution_id, 'org.sandgate.session': JOB.session_id, 'org.sandgate.tenant': 'acme',
+  });
+  const workspace = spec.volumes!.find((v) => v.name === 'workspace')!;
+  assert.equal(workspace.emptyDir?.sizeLimit, '1024Mi', 'the workspace is bounded by the session disk quota');
+  assert.equal(spec.volumes!.find((v) => v.name === 'tmp')!.emptyDir?.medium, 'Memory');
+  await validateManifest(pod); // throws on anything the API server's schema refuses
+});
+
+test('the transfer Secret is mounted into stage and harvest only: the runner, where user code runs, never sees it', () => {
+  const pod = sandboxPod(JOB, SETTINGS, 'attempt1');
+  const secretVolumes = pod.spec!.volumes!.filter((v) => v.secret !== undefined).map((v) => v.name);
+  assert.deepEqual(secretVolumes, ['transfer']);
+  const mounting = all(pod).filter((c) => c.volumeMounts?.some((m) => secretVolumes.includes(m.name))).map((c) => c.name);
+  assert.deepEqual(mounting.sort(), [CONTAINERS.harvest, CONTAINERS.stage].sort());
+  const runner = pod.spec!.containers.find((c) => c.name === CONTAINERS.runner)!;
+  assert.deepEqual(runner.env, [{ name: 'MODE', value: 'test' }], 'only the job\'s variables, no envFrom');
+  assert.equal(runner.envFrom, undefined);
+  assert.ok(all(pod).every((c) => !JSON.stringify(c).includes('secretKeyRef')));
+  assert.deepEqual(runner.resources?.limits, { memory: '512Mi', cpu: '1' });
+});
+
+test('the Secret carries the grant and stdin, and is owned by its Pod', async () => {
+  const pod = { ...sandboxPod(JOB, SETTINGS, 'a'), metadata: { ...sandboxPod(JOB, SETTINGS, 'a').metadata, uid: 'u-1' } };
+  const secret = transferSecret(JOB, pod, 'prod', 'http://gateway:8080', 'tok');
+  assert.deepEqual(secret.metadata?.ownerReferences, [{ apiVersion: 'v1', kind: 'Pod', name: podName(JOB.execution_id), uid: 'u-1' }]);
+  assert.deepEqual(secret.stringData, { url: 'http://gateway:8080', token: 'tok', stdin: 'input' });
+  assert.deepEqual(transferSecret({ ...JOB, stdin: null }, pod, 'prod', 'http://g', 't').stringData, { url: 'http://g', token: 't' });
+  await validateManifest(secret);
+});

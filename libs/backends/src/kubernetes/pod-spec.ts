@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto';
+import type * as k8s from '@kubernetes/client-node';
+import type { ExecutionJob } from '@sandgate/contracts';
+import { commandFor, WORKDIR } from '../shared/sandbox.ts';
+import { ownershipLabels } from '../shared/labels.ts';
+
+/** Where the runtime image keeps the program each sandbox Pod container runs (images/runtime/agent/sandgate_pod.py). */
+export const POD_PROGRAM = '/usr/lib/sandgate/agent/sandgate_pod.py';
+export const CONTAINERS = { stage: 'stage', runner: 'runner', harvest: 'harvest' } as const;
+/** The uid and gid every container of a sandbox Pod runs as: the image's `sandbox` user, never root. */
+export const SANDBOX_UID = 1000;
+/** Annotation naming the attempt that made a Pod: a worker deletes only Pods of its own attempt. */
+export const ATTEMPT_ANNOTATION = 'org.sandgate/attempt';
+
+/** What a sandbox Pod needs beyond the job itself. */
+export interface PodSettings {
+  image: string;
+  /** Image of stage and harvest; they need python3 and sandgate_pod.py, which the runtime image has. */
+  helperImage: string;
+  runtimeClassName: string | undefined;
+  deployment: string;
+  /** The workspace emptyDir's sizeLimit (the session disk quota); 0: none. */
+  workspaceBytes: number;
+  /** Size of the runner's memory-backed /tmp. */
+  tmpfsBytes: number;
+  maxOutputBytes: number;
+  /** How long harvest waits for the runner beyond the run's timeout before it reports what it has. */
+  harvestGraceMs: number;
+  /** Image pulls, scheduling and stage: part of activeDeadlineSeconds, which counts from the Pod's start. */
+  startupAllowanceMs: number;
+}
+
+/**
+ * The Pod and Secret names of an execution: deterministic, so any worker replica finds them by the execution id
+ * alone, and valid DNS-1123 labels (lowercase alphanumerics and '-', at most 63), which `exec_…` is not.
+ */
+export function podName(executionId: string): string {
+  const readable = executionId.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+  const digest = createHash('sha256').update(executionId).digest('hex').slice(0, 8);
+  return `sandgate-${readable}-${digest}`.slice(0, 63).replace(/-+$/, '');
+}
+
+export const secretName = (executionId: string): string => `${podName(executionId)}-transfer`;
+
+const RESTRICTED: k8s.V1SecurityContext = {
+  runAsNonRoot: true,
+  runAsUser: SANDBOX_UID,
+  runAsGroup: SANDBOX_UID,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+const VOLUMES = {
+  workspace: { name: 'workspace', mountPath: WORKDIR },
+  tmp: { name: 'tmp', mountPath: '/tmp' },
+  run: { name: 'run', mountPath: '/sandgate/run' },
+  handoff: { name: 'handoff', mountPath: '/sandgate/handoff' },
+  transfer: { name: 'transfer', mountPath: '/sandgate/transfer', readOnly: true },
+} satisfies Record<string, k8s.V1VolumeMount>;
+
+const readOnly = (m: k8s.V1VolumeMount): k8s.V1VolumeMount => ({ ...m, readOnly: true });
+const mib = (bytes: number) => `${Math.max(1, Math.ceil(bytes / (1 << 20)))}Mi`;
+const python = (...args: string[]) => ['python3', '-I', '-S', POD_PROGRAM, ...args];
+/** Stage and harvest move files, nothing more: small, fixed resources. */
+const HELPER_RESOURCES: k8s.V1ResourceRequirements = {
+  limits: { memory: '128Mi', cpu: '500m' }, requests: { memory: '32Mi', cpu: '50m' },
+};
+
+/**
+ * The Pod of one execution: stage (init container) fetches the session's files, runner runs the code, harvest sends
+ * back what it wrote. Every container is non-root with a read-only root, no capability and no token; the transfer
+ * Secret is mounted into stage and harvest only, never into the runner, where the user's code runs.
+ */
+export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string): k8s.V1Pod {
+  const runnerCommand = python(
+    'run', String(s.maxOutputBytes), String(job.timeout_ms), '--', ...commandFor(job.language, job.code),
+  );
+  const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
+  const stdinBytes = job.stdin === null ? 0 : Buffer.byteLength(job.stdin);
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: podName(job.execution_id),
+      labels: ownershipLabels(job, s.deployment),
+      annotations: { [ATTEMPT_ANNOTATION]: attempt },
+    },
+    spec: {
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      terminationGracePeriodSeconds: 0,
+      // Bounds the Pod even when every worker is gone: startup, the run, and harvest.
+      activeDeadlineSeconds: Math.ceil((s.startupAllowanceMs + job.timeout_ms + s.harvestGraceMs) / 1000) + 30,
+      ...(s.runtimeClassName ? { runtimeClassName: s.runtimeClassName } : {}),
+      securityContext: {
+        runAsNonRoot: true, runAsUser: SANDBOX_UID, runAsGroup: SANDBOX_UID, fsGroup: SANDBOX_UID,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      volumes: [
+        { name: 'workspace', emptyDir: workspace },
+        { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: mib(s.tmpfsBytes) } },
+        { name: 'run', emptyDir: { medium: 'Memory', sizeLimit: mib(stdinBytes + (1 << 20)) } },
+        { name: 'handoff', emptyDir: { sizeLimit: '64Mi' } },
+        { name: 'transfer', secret: { secretName: secretName(job.execution_id), defaultMode: 0o440 } },
+      ],
+      initContainers: [{
+        name: CONTAINERS.stage,
+        image: s.helperImage,
+        command: python('stage'),
+        volumeMounts: [VOLUMES.workspace, VOLUMES.run, VOLUMES.handoff, VOLUMES.transfer],
+        resources: HELPER_RESOURCES,
+        securityContext: RESTRICTED,
+      }],
+      containers: [
+        {
+          name: CONTAINERS.runner,
+          image: s.image,
+          command: runnerCommand,
+          workingDir: WORKDIR,
+          // Only the job's variables: nothing of the platform's reaches the user's code.
+          env: Object.entries(job.env).map(([name, value]) => ({ name, value })),
+          volumeMounts: [VOLUMES.workspace, VOLUMES.tmp, VOLUMES.run],
+          resources: {
+            limits: { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) },
+            requests: { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) },
+          },
+          securityContext: RESTRICTED,
+        },
+        {
+          name: CONTAINERS.harvest,
+          image: s.helperImage,
+          command: python('harvest', String(job.timeout_ms + s.harvestGraceMs)),
+          volumeMounts: [readOnly(VOLUMES.workspace), readOnly(VOLUMES.run), readOnly(VOLUMES.handoff), VOLUMES.transfer],
+          resources: HELPER_RESOURCES,
+          securityContext: RESTRICTED,
+        },
+      ],
+    },
+  };
+}
+
+/** The per-execution Secret: the gateway's URL and the transfer token (and stdin), owned by the Pod. */
+export function transferSecret(
+  job: ExecutionJob, pod: k8s.V1Pod, deployment: string, gatewayUrl: string, token: string,
+): k8s.V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: secretName(job.execution_id),
+      labels: ownershipLabels(job, deployment),
+      // Collected with its Pod: the token never outlives the run, even when the worker dies in between.
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: pod.metadata!.name!, uid: pod.metadata!.uid! }],
+    },
+    type: 'Opaque',
+    stringData: { url: gatewayUrl, token, ...(job.stdin === null ? {} : { stdin: job.stdin }) },
+  };
+}
