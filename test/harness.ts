@@ -7,7 +7,7 @@ import Dockerode from 'dockerode';
 import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import { DockerBackend, type BackendName, type ExecutionBackend } from '@sandgate/backends';
-import { K8sDouble } from '@sandgate/k8s-double';
+import { K8sDouble, type K8sDoubleOptions } from '@sandgate/k8s-double';
 import { createLogger, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
@@ -19,6 +19,8 @@ export interface Stack {
   env: Record<string, string>;
   deps: GatewayDeps;
   worker: RunningWorker | null;
+  /** The Kubernetes API double the stack's workers use (backend kubernetes only). */
+  cluster?: K8sDouble;
   /** JSON request with the stack's default API key (if any). */
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   /** Starts a worker in this process: on Docker, or on `backend` (e.g. test/noop-backend.ts). */
@@ -42,17 +44,22 @@ export interface StackOptions {
    * that runs the Pods on this Docker engine. Default: SANDGATE_TEST_BACKEND, else docker.
    */
   backend?: BackendName;
+  /** Options of the Kubernetes API double (backend kubernetes): RBAC rules, quotas, node settings. */
+  cluster?: Omit<K8sDoubleOptions, 'hostPorts'>;
 }
 
 /** The backend end-to-end tests run on: the whole suite runs once per backend (scripts/run-tests.sh). */
 export const TEST_BACKEND: BackendName = process.env.SANDGATE_TEST_BACKEND === 'kubernetes' ? 'kubernetes' : 'docker';
 
 /** A Kubernetes API double for a stack whose gateway listens on `port`: its Pods may reach that port only. */
-async function kubernetesFor(port: number, dataDir: string): Promise<{ env: Record<string, string>; close(): Promise<void> }> {
-  const double = await K8sDouble.start({ hostPorts: [port] });
+async function kubernetesFor(port: number, dataDir: string, options: StackOptions['cluster']): Promise<{
+  double: K8sDouble; env: Record<string, string>; close(): Promise<void>;
+}> {
+  const double = await K8sDouble.start({ ...options, hostPorts: [port] });
   const kubeconfig = join(dataDir, '..', `kubeconfig-${double.id}.yaml`);
   await writeFile(kubeconfig, double.kubeconfigYaml(), { mode: 0o600 });
   return {
+    double,
     env: {
       SANDGATE_BACKEND: 'kubernetes', SANDGATE_K8S_NAMESPACE: double.namespace, SANDGATE_K8S_KUBECONFIG: kubeconfig,
       SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${port}`, SANDGATE_HOST: '0.0.0.0',
@@ -69,12 +76,12 @@ async function kubernetesFor(port: number, dataDir: string): Promise<{ env: Reco
 
 /** A whole sandgate on loopback: real Redis (own key prefix), real HTTP, optionally a real worker on Docker. */
 export async function startStack({
-  env = {}, worker = true, apiKey, heartbeatMs, backend = TEST_BACKEND,
+  env = {}, worker = true, apiKey, heartbeatMs, backend = TEST_BACKEND, cluster: clusterOptions,
 }: StackOptions = {}): Promise<Stack> {
   const prefix = `sgtest${randomBytes(4).toString('hex')}`;
   const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-test-'));
   const port = await freePort();
-  const cluster = backend === 'kubernetes' ? await kubernetesFor(port, dataDir) : undefined;
+  const cluster = backend === 'kubernetes' ? await kubernetesFor(port, dataDir, clusterOptions) : undefined;
   const fullEnv: Record<string, string> = {
     REDIS_URL, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_DATA_DIR: dataDir, SANDGATE_PORT: String(port),
     SANDGATE_LOG_LEVEL: process.env.SANDGATE_TEST_LOG_LEVEL ?? 'silent', SANDGATE_SWEEP_INTERVAL_S: '2', SANDGATE_LEASE_MS: '3000',
@@ -94,7 +101,7 @@ export async function startStack({
   const workers: RunningWorker[] = [];
   const backends: ExecutionBackend[] = [];
   const stack: Stack = {
-    url, config, deps, env: fullEnv, worker: null,
+    url, config, deps, env: fullEnv, worker: null, ...(cluster ? { cluster: cluster.double } : {}),
     async api(method, path, body, headers = {}) {
       const h: Record<string, string> = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers };
       if (body !== undefined) h['content-type'] ??= 'application/json';

@@ -1,4 +1,5 @@
-import type { SessionMode } from '@sandgate/contracts';
+import { CAPABILITIES } from '@sandgate/backends/capabilities';
+import { SandgateError, type SessionMode } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
 import type { GatewayDeps } from './deps.ts';
 
@@ -16,6 +17,10 @@ export class SessionService {
   /** A new session of the tenant, within its limit of live sessions, with its (empty) directory. */
   async open(tenant: string, { mode, ttlSeconds, metadata }: OpenSession = {}): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
+    if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
+      throw new SandgateError('unsupported_by_backend', `stateful sessions are not available on the ${config.backend} `
+        + 'backend of this deployment; use a process session (mode "process"), whose files persist between runs');
+    }
     const s = await sessions.create(tenant, {
       ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions,
       metadata: metadata ?? {}, mode,

@@ -166,7 +166,7 @@ def run(args):
             # First in line for the OOM killer, so that this process outlives the program and reports it.
             with open("/proc/self/oom_score_adj", "w") as fh:
                 fh.write("1000")
-            os.execvp(argv[0], argv)
+            os.execvpe(argv[0], argv, user_environment())
         except OSError as e:
             os.write(2, ("sandgate: cannot run %s: %s\n" % (argv[0], e.strerror)).encode())
             os._exit(127)
@@ -203,6 +203,12 @@ def run(args):
     }
     proto.send(frame)
     write_atomically(EXIT, json.dumps(frame))
+
+
+def user_environment():
+    """This container's environment without what the kubelet adds to every container even with service links off
+    (KUBERNETES_SERVICE_*, KUBERNETES_PORT*): the code sees the image's variables and the job's, as on Docker."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("KUBERNETES_SERVICE_", "KUBERNETES_PORT"))}
 
 
 def kill_group(pid):

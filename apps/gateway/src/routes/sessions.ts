@@ -21,7 +21,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       operationId: 'createSession', tags: ['sessions'],
       summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
       body: ref(CreateSessionSchema),
-      response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), ...errors },
+      response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), 501: ref(ProblemSchema), ...errors },
     },
   }, async (req, reply) => {
     const s = await service.open(tenantOf(req), { ttlSeconds: req.body.ttl_seconds, metadata: req.body.metadata, mode: req.body.mode });

@@ -871,6 +871,10 @@ export type CreateSessionErrors = {
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
+    /**
+     * Error
+     */
+    501: Problem;
 };
 
 export type CreateSessionError = CreateSessionErrors[keyof CreateSessionErrors];
