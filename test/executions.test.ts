@@ -1,14 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import Dockerode from 'dockerode';
 import { startStack, until } from './harness.ts';
 import { readSse } from './sse-client.ts';
 
-const docker = new Dockerode();
 const CANARY = `canary-${process.pid}-${Date.now()}`;
 /** Docker sets a container's hostname to its short id: code that prints it names its own sandbox, pooled or not. */
 const PRINT_HOSTNAME = 'import socket\nprint(socket.gethostname(), flush=True)\n';
-const containerExists = (shortId: string) => docker.getContainer(shortId).inspect().then(() => true, () => false);
 
 test('executions through HTTP keep every sandbox rule', async (t) => {
   const key = 'k'.repeat(32);
@@ -50,9 +47,9 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
     assert.equal(r.body.result.exit_code, -1);
     assert.equal(r.body.result.reason, 'timeout');
     assert.ok(elapsed < 2000 + 2000, `ended after ${elapsed} ms`);
-    const sandbox = r.body.result.stdout.trim();
-    assert.match(sandbox, /^[0-9a-f]{12}$/);
-    await until('its container to be removed', async () => !(await containerExists(sandbox)), 10_000);
+    const sandbox = { hostname: r.body.result.stdout.trim(), executionId: r.body.id };
+    if (s.cluster === undefined) assert.match(sandbox.hostname, /^[0-9a-f]{12}$/, 'a container\'s short id');
+    await until('its sandbox to be removed', async () => !(await s.sandboxExists(sandbox)), 10_000);
   });
 
   await t.test('a memory bomb ends as oom', async () => {
@@ -103,18 +100,19 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
 
   await t.test('cancel kills a running execution and removes its container', async () => {
     const created = await s.api('POST', '/v1/executions', { language: 'python', code: `${PRINT_HOSTNAME}import time\ntime.sleep(60)\n` });
-    let sandbox = '';
+    let hostname = '';
     await readSse(created.body.links.events, {
       headers: { authorization: `Bearer ${key}` },
-      onEvent: (ev) => { if (ev.event === 'stdout') sandbox = JSON.parse(ev.data).text.trim(); return sandbox === ''; },
+      onEvent: (ev) => { if (ev.event === 'stdout') hostname = JSON.parse(ev.data).text.trim(); return hostname === ''; },
     });
-    assert.equal(await containerExists(sandbox), true, 'running in its sandbox');
+    const sandbox = { hostname, executionId: created.body.id };
+    assert.equal(await s.sandboxExists(sandbox), true, 'running in its sandbox');
     const cancelled = await s.api('POST', `/v1/executions/${created.body.id}/cancel`);
     assert.equal(cancelled.status, 200);
     assert.equal(cancelled.body.state, 'cancelled');
     assert.equal(cancelled.body.result.reason, 'cancelled');
     // A pooled sandbox is killed at once and removed just after the result (off the hot path).
-    await until('its container to be removed', async () => !(await containerExists(sandbox)), 10_000);
+    await until('its sandbox to be removed', async () => !(await s.sandboxExists(sandbox)), 10_000);
     const again = await s.api('POST', `/v1/executions/${created.body.id}/cancel`);
     assert.equal(again.body.state, 'cancelled', 'cancelling twice is harmless');
     const listed = await s.api('GET', `/v1/executions?state=cancelled`);

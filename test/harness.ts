@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
-import { DockerBackend, type BackendName, type ExecutionBackend } from '@sandgate/backends';
+import { DockerBackend, podName, type BackendName, type ExecutionBackend } from '@sandgate/backends';
 import { K8sDouble, type K8sDoubleOptions } from '@sandgate/k8s-double';
 import { createLogger, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
@@ -21,6 +21,11 @@ export interface Stack {
   worker: RunningWorker | null;
   /** The Kubernetes API double the stack's workers use (backend kubernetes only). */
   cluster?: K8sDouble;
+  /**
+   * Whether the sandbox of a run is still there: on Docker the container named by the hostname the code printed
+   * (its short id), on Kubernetes the execution's Pod.
+   */
+  sandboxExists(run: { hostname: string; executionId: string }): Promise<boolean>;
   /** JSON request with the stack's default API key (if any). */
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   /** Starts a worker in this process: on Docker, or on `backend` (e.g. test/noop-backend.ts). */
@@ -102,6 +107,10 @@ export async function startStack({
   const backends: ExecutionBackend[] = [];
   const stack: Stack = {
     url, config, deps, env: fullEnv, worker: null, ...(cluster ? { cluster: cluster.double } : {}),
+    async sandboxExists({ hostname, executionId }) {
+      if (cluster) return cluster.double.store.get('Pod', cluster.double.namespace, podName(executionId)) !== undefined;
+      return new Dockerode().getContainer(hostname).inspect().then(() => true, () => false);
+    },
     async api(method, path, body, headers = {}) {
       const h: Record<string, string> = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers };
       if (body !== undefined) h['content-type'] ??= 'application/json';
