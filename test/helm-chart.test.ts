@@ -9,7 +9,7 @@ const REDIS = { redis: { url: 'redis://redis.data.svc:6379' } };
 const CONTRACT = {
   pods: ['create', 'delete', 'get', 'list'],
   'pods/log': ['get'],
-  secrets: ['create', 'delete', 'get', 'list', 'update'],
+  secrets: ['create', 'update'],
 };
 
 const find = (ms: Manifest[], kind: string, nameEnd = ''): Manifest[] =>

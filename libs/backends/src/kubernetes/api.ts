@@ -98,16 +98,6 @@ export class PodApi {
     return this.#call('update secrets', (o) => this.#core.replaceNamespacedSecret({ name, namespace: this.namespace, body }, o));
   }
 
-  listSecrets(labelSelector: string, _continue?: string): Promise<k8s.V1SecretList> {
-    return this.#call('list secrets', (o) => this.#core.listNamespacedSecret({
-      namespace: this.namespace, labelSelector, limit: 500, ...(_continue ? { _continue } : {}),
-    }, o));
-  }
-
-  async deleteSecret(name: string): Promise<void> {
-    await this.#call('delete secrets', (o) => this.#core.deleteNamespacedSecret({ name, namespace: this.namespace }, o));
-  }
-
   async #call<T>(what: string, call: (options: k8s.ConfigurationOptions) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       this.calls.set(what, (this.calls.get(what) ?? 0) + 1);

@@ -1,0 +1,92 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import { KubernetesBackend, podName, secretName, type EventSink } from '@sandgate/backends';
+import type { ExecutionJob } from '@sandgate/contracts';
+import type { PolicyRule } from '@sandgate/k8s-double';
+import { TransferGrants, keys } from '@sandgate/state';
+import { renderChart } from '../../scripts/helm-render/render.ts';
+import { startStack } from '../harness.ts';
+
+const sink = (): EventSink & { out: string[] } => {
+  const out: string[] = [];
+  return { out, phase: () => {}, stdout: (t) => out.push(t), stderr: () => {}, artifact: () => {} };
+};
+
+/**
+ * The chart's Role against the Kubernetes backend's real calls, both ways: the API double enforces the Role (any
+ * other call is a 403), and the backend's runs, retries of a run whose worker died, check and sweep use every verb
+ * the Role grants. A verb the backend stops using, or starts to need, fails this test. Secrets are created, or
+ * replaced for a retried run, and never read, listed or deleted: each is owned by its Pod.
+ */
+test('kubernetes: the chart Role grants exactly the calls the backend makes', async (t) => {
+  const ms = await renderChart({ values: { redis: { url: 'redis://r:6379' } }, name: 'sg', namespace: 'sandgate' });
+  const role = ms.find((m) => m.kind === 'Role')!;
+  const rules = role.rules as PolicyRule[];
+  const s = await startStack({
+    backend: 'kubernetes', worker: false,
+    cluster: { namespaces: [role.metadata.namespace!], rbac: { user: 'system:serviceaccount:sandgate:sg-sandgate-worker', rules } },
+  });
+  t.after(() => s.close());
+  const double = s.cluster!;
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromOptions(double.kubeconfig);
+  const grants = new TransferGrants(s.deps.redis, keys(s.config.redisPrefix));
+  const backend = new KubernetesBackend({
+    kubeConfig, namespace: double.namespace, gatewayUrl: s.config.k8sGatewayUrl!, workspaces: s.deps.workspaces,
+    artifactUrl: (session, path) => `${s.url}/files/${session}/${path}`, deployment: s.config.redisPrefix, sweepGraceMs: 0,
+    grantTransfer: async (job, ttl) => {
+      const token = await grants.grant({ execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant }, ttl);
+      return { token, revoke: () => grants.revoke(token) };
+    },
+  });
+  const job = (id: string): ExecutionJob => ({
+    execution_id: id, tenant: 'acme', session_id: `sess_${id.slice(-12)}`, language: 'python', code: 'print("ran")',
+    timeout_ms: 10_000, memory_mb: 128, cpus: 0.5, env: {}, stdin: null, sandbox: 'oneshot', generation: 0,
+  });
+  const labels = (id: string) => ({
+    'org.sandgate.managed': 'true', 'org.sandgate.deployment': s.config.redisPrefix, 'org.sandgate.kind': 'execution',
+    'org.sandgate.execution': id,
+  });
+  const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+
+  await backend.check();
+  // A retry of an execution whose worker died after making its Secret: the leftover Secret is replaced.
+  const retried = 'exec_aaaaaaaaaaaaaaa1';
+  await core.createNamespacedSecret({
+    namespace: double.namespace, body: { metadata: { name: secretName(retried), labels: labels(retried) }, stringData: { token: 'old' } },
+  });
+  const events = sink();
+  const result = await backend.execute(job(retried), events, new AbortController().signal);
+  assert.equal(result.state, 'completed', result.stderr);
+  assert.equal(events.out.join(''), 'ran\n');
+  // What a worker that died left: a Pod no live execution owns. Sweep removes it (its Secret goes with it).
+  const dead = 'exec_aaaaaaaaaaaaaaa2';
+  await core.createNamespacedPod({
+    namespace: double.namespace,
+    body: {
+      metadata: { name: podName(dead), labels: labels(dead) },
+      spec: {
+        restartPolicy: 'Never', automountServiceAccountToken: false,
+        containers: [{
+          name: 'runner', image: 'sandgate/runtime:1', command: ['sleep', '30'],
+          securityContext: {
+            runAsNonRoot: true, runAsUser: 1000, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] },
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+        }],
+      },
+    },
+  });
+  const swept = await backend.sweep({ executions: new Set(), sessions: new Set(), workers: new Set() });
+  assert.deepEqual(swept.removed, [dead]);
+  await backend.close();
+
+  const denied = double.calls.filter((c) => c.status === 403).map((c) => `${c.verb} ${c.resource}`);
+  assert.deepEqual(denied, [], 'every call the backend made is allowed by the Role');
+  const granted = rules.flatMap((r) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${v} ${res}`))).sort();
+  // The test's own setup calls (creating leftovers) are made with the same identity; the backend's own calls are
+  // the rest, so both sets are compared against what the backend recorded itself.
+  const used = [...backend.api.calls.keys()].sort();
+  assert.deepEqual(used, granted, 'the backend uses every verb the Role grants, and only those');
+});
