@@ -27,6 +27,7 @@ const BENCHES: { file: string; figures: string[] }[] = [
   { file: 'memory-stdout-flood', figures: ['memory-stdout-flood'] },
   { file: 'memory-upload', figures: ['memory-upload'] },
   { file: 'k8s-double-pod', figures: ['k8s-double-pod', 'k8s-double-pod-3c'] },
+  { file: 'http-oneshot-k8s', figures: ['http-oneshot-k8s'] },
 ];
 const BENCH_TIMEOUT_MS = 300_000;
 /** The bench running now (its own process group): Ctrl-C or SIGTERM here is passed on, so it cleans up. */

@@ -4,10 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(find apps libs test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
-# SANDGATE_TEST_SKIP: an extended regex of paths to leave out (scripts/test-on-node.sh uses it for a stated part).
+# SANDGATE_TEST_ONLY / SANDGATE_TEST_SKIP: extended regexes of the paths to keep / to leave out (the Kubernetes pass
+# and scripts/test-on-node.sh run a stated part).
+if [[ -n ${SANDGATE_TEST_ONLY:-} ]]; then
+  mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -E -- "$SANDGATE_TEST_ONLY")
+fi
 if [[ -n ${SANDGATE_TEST_SKIP:-} ]]; then
   mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -Ev -- "$SANDGATE_TEST_SKIP")
 fi
 if [ "${#files[@]}" -eq 0 ]; then echo "no test files found" >&2; exit 1; fi
-echo "==> ${#files[@]} test files"
+echo "==> ${#files[@]} test files${SANDGATE_TEST_BACKEND:+ on the ${SANDGATE_TEST_BACKEND} backend}"
 exec node --import tsx --test --test-concurrency=1 --test-timeout=600000 "$@" "${files[@]}"

@@ -26,6 +26,8 @@ export interface Stack {
    * (its short id), on Kubernetes the execution's Pod.
    */
   sandboxExists(run: { hostname: string; executionId: string }): Promise<boolean>;
+  /** How many sandboxes (containers on Docker, Pods on Kubernetes) carry this execution's label. */
+  sandboxesOf(executionId: string): Promise<number>;
   /** JSON request with the stack's default API key (if any). */
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   /** Starts a worker in this process: on Docker, or on `backend` (e.g. test/noop-backend.ts). */
@@ -110,6 +112,14 @@ export async function startStack({
     async sandboxExists({ hostname, executionId }) {
       if (cluster) return cluster.double.store.get('Pod', cluster.double.namespace, podName(executionId)) !== undefined;
       return new Dockerode().getContainer(hostname).inspect().then(() => true, () => false);
+    },
+    async sandboxesOf(executionId) {
+      if (cluster) {
+        return cluster.double.store.list('Pod', cluster.double.namespace)
+          .filter((p) => p.metadata.labels?.['org.sandgate.execution'] === executionId).length;
+      }
+      const label = `org.sandgate.execution=${executionId}`;
+      return (await new Dockerode().listContainers({ all: true, filters: { label: [label] } })).length;
     },
     async api(method, path, body, headers = {}) {
       const h: Record<string, string> = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers };

@@ -2,13 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import Dockerode from 'dockerode';
 import { startStack, until } from './harness.ts';
 
-const docker = new Dockerode();
 const WORKER_MAIN = fileURLToPath(new URL('../apps/worker/src/main.ts', import.meta.url));
-const containersOf = (executionId: string) =>
-  docker.listContainers({ all: true, filters: { label: [`org.sandgate.execution=${executionId}`] } });
 
 test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost and its container is removed', async (t) => {
   const s = await startStack({ worker: false });
@@ -22,11 +18,11 @@ test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost an
   assert.equal(created.status, 202);
   const id = created.body.id as string;
   await until('the run to start in the child worker', async () => (await s.api('GET', `/v1/executions/${id}`)).body.state === 'running', 60_000);
-  await until('its container', async () => (await containersOf(id)).length > 0, 20_000);
+  await until('its sandbox', async () => (await s.sandboxesOf(id)) > 0, 20_000);
 
   child.kill('SIGKILL');
   await new Promise((r) => child.once('exit', r));
-  assert.equal((await containersOf(id)).length, 1, 'the container outlives its worker');
+  assert.equal(await s.sandboxesOf(id), 1, 'the sandbox outlives its worker');
 
   const killedAt = Date.now();
   await s.startWorker();
@@ -36,7 +32,7 @@ test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost an
   }, 30_000);
   assert.equal(ended.state, 'error', stderr);
   assert.equal(ended.result.reason, 'worker_lost');
-  await until('the orphaned container to be removed', async () => (await containersOf(id)).length === 0, 30_000);
+  await until('the orphaned sandbox to be removed', async () => (await s.sandboxesOf(id)) === 0, 30_000);
   const took = Date.now() - killedAt;
   assert.ok(took < 20_000, `cleaned up ${took} ms after the kill (lease 3 s, sweep every 2 s)`);
 

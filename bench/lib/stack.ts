@@ -81,7 +81,7 @@ export async function startStack(names: EntryName[], env: Record<string, string>
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 3, connectionName: 'sandgate-bench' });
   let closing: Promise<Record<string, string>> | null = null;
   const stack: Stack = {
-    url: `http://127.0.0.1:${port}`, prefix, dataDir, env: fullEnv, procs: [], redis,
+    url: `http://127.0.0.1:${fullEnv.SANDGATE_PORT}`, prefix, dataDir, env: fullEnv, procs: [], redis,
     async start(name, nodeArgs = []) {
       const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ENTRY[name]], {
         cwd: ROOT,

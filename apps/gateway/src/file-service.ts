@@ -21,14 +21,16 @@ export class FileService {
    * Streams `source` into the session at `path` (a client path, checked here); an existing file needs `overwrite`.
    * Refused before anything is kept when the data directory is short of free space (insufficient_storage) or the file
    * would take the tenant past its storage quota (storage_quota_exceeded); the session's new size is then recorded.
+   * `maxBytes` bounds the file (default SANDGATE_MAX_UPLOAD_BYTES); without `tenantQuota` only the session's disk
+   * quota bounds it, as for files a run writes (the tenant's quota is checked before each run).
    */
   async store(
     tenant: string, sessionId: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream,
-    overwrite: boolean, maxBytes = this.d.config.maxUploadBytes,
+    overwrite: boolean, { maxBytes = this.d.config.maxUploadBytes, tenantQuota = true } = {},
   ): Promise<FileEntry> {
     const { config, signer, ledger } = this.d;
     await this.checkFreeSpace();
-    const limit = limitsFor(config, tenant).storage_bytes;
+    const limit = tenantQuota ? limitsFor(config, tenant).storage_bytes : 0;
     const stat = await writeFileInside(dir, normalizeUserPath(path), source, {
       maxBytes, overwrite, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
       beforePlace: async (bytes) => {

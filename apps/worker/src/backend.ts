@@ -51,6 +51,8 @@ function kubernetesBackend(
     ...(config.k8sRuntimeClass ? { runtimeClassName: config.k8sRuntimeClass } : {}),
     deployment: config.redisPrefix,
     maxOutputBytes: config.maxOutputBytes,
+    // The Pod's workspace is its own disk: bounded by the session quota whatever the data directory's filesystem.
+    workspaceBytes: config.sessionDiskBytes,
     logger: log.child({ component: 'kubernetes' }),
     onClose: async () => { await redis.quit().catch(() => redis.disconnect()); },
   });

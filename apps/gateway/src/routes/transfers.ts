@@ -66,10 +66,12 @@ export const transferRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
     raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
     raw.put('/files/*', { config, schema: { ...INTERNAL, params: PathParams } }, async (req, reply) => {
       const grant = await grantOf(req);
-      // A run may write any file its disk quota allows; the tenant's storage quota still applies here.
+      // What a run wrote is bounded as on every backend: by the session's disk quota, not by the upload limit nor
+      // the tenant's storage quota (checked before the run; what the run wrote then counts against it).
       const maxBytes = deps.config.sessionDiskBytes > 0 ? deps.config.sessionDiskBytes : Number.MAX_SAFE_INTEGER;
       const entry = await files.store(
-        grant.tenant, grant.session_id, await dirOf(grant), wildcardPath(req.params['*']), req.raw, true, maxBytes,
+        grant.tenant, grant.session_id, await dirOf(grant), wildcardPath(req.params['*']), req.raw, true,
+        { maxBytes, tenantQuota: false },
       );
       return reply.status(201).send({ path: entry.path, size: entry.size_bytes });
     });

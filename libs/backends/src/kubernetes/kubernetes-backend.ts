@@ -32,7 +32,7 @@ export interface KubernetesBackendOptions {
   workspaceBytes?: number;
   tmpfsBytes?: number;
   logger?: BackendLogger;
-  /** Sweep keeps Pods younger than this: the live set it is given may predate them. Default 60 s. */
+  /** Sweep keeps Pods younger than this: the live set it is given may predate them. Default 5 s, as on Docker. */
   sweepGraceMs?: number;
   timing?: Partial<PodTiming>;
   /** Called by close(): what the caller made for this backend (e.g. the Redis connection of grantTransfer) goes. */
@@ -67,7 +67,7 @@ export class KubernetesBackend implements ExecutionBackend {
     this.api = new PodApi(options.kubeConfig, options.namespace, this.#log);
     this.#workspaces = options.workspaces;
     this.#timing = { ...DEFAULT_TIMING, ...options.timing };
-    this.#sweepGraceMs = options.sweepGraceMs ?? 60_000;
+    this.#sweepGraceMs = options.sweepGraceMs ?? 5_000;
     this.#settings = {
       image,
       helperImage: options.helperImage ?? image,
