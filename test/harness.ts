@@ -8,7 +8,7 @@ import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps }
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import { DockerBackend, podName, type BackendName, type ExecutionBackend } from '@sandgate/backends';
 import { K8sDouble, type K8sDoubleOptions } from '@sandgate/k8s-double';
-import { createLogger, keys, loadConfig, signingKey, type Config } from '@sandgate/state';
+import { createLogger, loadConfig, type Config } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 import { SpecCheck } from './spec-check.ts';
@@ -133,7 +133,7 @@ export async function startStack({
     async startWorker(given) {
       const workspaces = new Workspaces({ dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
       const id = newWorkerId();
-      const backend = given ?? createBackend(config, log, workspaces, await signingKey(deps.redis, keys(prefix), config.signingKey), id);
+      const backend = given ?? createBackend(config, log, workspaces, id);
       const w = await startWorker({ config, log, backend, workspaces, id, heartbeatMs: 1000 });
       backends.push(backend);
       workers.push(w);

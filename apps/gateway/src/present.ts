@@ -41,6 +41,19 @@ export function presentExecution(r: ExecutionRecord, publicUrl: string, signer: 
   };
 }
 
+/**
+ * An event's data as a client gets it: an artifact's download URL, and those of the result's artifacts, signed now by
+ * the gateway (workers hold no signing key: what they wrote is the file's plain URL). Other events pass unchanged.
+ */
+export function presentEventData(type: string, data: string, sessionId: string, signer: UrlSigner): string {
+  if (type !== 'artifact' && type !== 'result') return data;
+  const sign = <A extends { path: string }>(a: A): A => ({ ...a, download_url: signer.downloadUrl(sessionId, a.path) });
+  const parsed = JSON.parse(data) as { artifact?: { path: string }; result?: { artifacts?: { path: string }[] } };
+  if (parsed.artifact) parsed.artifact = sign(parsed.artifact);
+  if (parsed.result?.artifacts) parsed.result.artifacts = parsed.result.artifacts.map(sign);
+  return JSON.stringify(parsed);
+}
+
 export function presentFile(sessionId: string, e: Pick<TreeEntry, 'path' | 'size' | 'mtimeMs'>, signer: UrlSigner): FileEntry {
   return {
     path: e.path,

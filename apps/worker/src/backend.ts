@@ -2,12 +2,14 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { DockerBackend, KubernetesBackend, type ExecutionBackend, type GrantTransfer } from '@sandgate/backends';
 import { createRedis, keys, TransferGrants, type Config } from '@sandgate/state';
-import { UrlSigner, type Workspaces } from '@sandgate/storage';
+import { fileUrl, type Workspaces } from '@sandgate/storage';
 
-/** The backend the configuration names (SANDGATE_BACKEND). */
-export function createBackend(config: Config, log: Logger, workspaces: Workspaces, signingKey: Buffer, instanceId: string): ExecutionBackend {
-  const signer = new UrlSigner({ key: signingKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadUrlTtlSeconds });
-  const artifactUrl = (sessionId: string, path: string) => signer.downloadUrl(sessionId, path);
+/**
+ * The backend the configuration names (SANDGATE_BACKEND). Workers hold no signing key: artifacts carry the file's
+ * plain URL, and the gateway signs it whenever it presents one (responses, SSE, MCP, webhooks).
+ */
+export function createBackend(config: Config, log: Logger, workspaces: Workspaces, instanceId: string): ExecutionBackend {
+  const artifactUrl = (sessionId: string, path: string) => fileUrl(config.publicUrl, sessionId, path);
   if (config.backend === 'kubernetes') return kubernetesBackend(config, log, workspaces, artifactUrl);
   return new DockerBackend({
     image: config.image,

@@ -13,6 +13,15 @@ export interface UrlSignerOptions {
 const EXPIRES = /^[0-9]{1,12}$/;
 const SIG = /^[A-Za-z0-9_-]{43}$/; // 32 bytes of base64url, unpadded
 
+/**
+ * A session file's URL without a signature: `${publicUrl}/files/${sessionId}/${path}`, which an API key of the
+ * session's tenant authorises. Workers put it on artifacts; the gateway signs it when it presents them (UrlSigner).
+ */
+export function fileUrl(publicUrl: string, sessionId: string, relPath: string): string {
+  const encoded = normalizeUserPath(relPath).split('/').map(encodeURIComponent).join('/');
+  return `${publicUrl.replace(/\/+$/, '')}/files/${encodeURIComponent(sessionId)}/${encoded}`;
+}
+
 /** Signed, expiring download URLs: `${publicUrl}/files/${sessionId}/${path}?expires=<unix s>&sig=<base64url>`. */
 export class UrlSigner {
   readonly #key: Buffer;
@@ -32,8 +41,7 @@ export class UrlSigner {
     const path = normalizeUserPath(relPath);
     const expires = String(Math.floor(now / 1000 + this.#ttlSeconds));
     const sig = this.#sign(sessionId, path, expires);
-    const encoded = path.split('/').map(encodeURIComponent).join('/');
-    return `${this.#publicUrl}/files/${encodeURIComponent(sessionId)}/${encoded}?expires=${expires}&sig=${sig}`;
+    return `${fileUrl(this.#publicUrl, sessionId, path)}?expires=${expires}&sig=${sig}`;
   }
 
   /** True only for an unexpired URL signed for exactly this session and path. `now` in milliseconds. Never throws. */

@@ -11,7 +11,7 @@ import type { GatewayDeps } from '../deps.ts';
 import { ExecutionService } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { toProblem } from '../plugins/errors.ts';
-import { presentExecution } from '../present.ts';
+import { presentEventData, presentExecution } from '../present.ts';
 import { SseWriter } from '../sse.ts';
 import { holdOpen } from '../timeouts.ts';
 
@@ -185,7 +185,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     try {
       const stop = AbortSignal.any([sse.closed, deps.draining]);
       for await (const ev of deps.hub.subscribe(key, after, stop)) {
-        await sse.send({ id: ev.id, event: ev.type, data: ev.data });
+        await sse.send({ id: ev.id, event: ev.type, data: presentEventData(ev.type, ev.data, rec.session_id, signer) });
       }
       // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
       if (deps.draining.aborted) {
