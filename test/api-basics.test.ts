@@ -133,7 +133,7 @@ test('API keys map to tenants and refuse everything else', async (t) => {
 
 test('without API keys the gateway refuses to listen beyond loopback', async () => {
   const { startGateway } = await import('@sandgate/gateway');
-  const { loadConfig } = await import('@sandgate/state');
+  const { loadConfig } = await import('@sandgate/config');
   const { pino } = await import('pino');
   const config = loadConfig({ SANDGATE_HOST: '0.0.0.0', SANDGATE_PORT: '0', SANDGATE_LOG_LEVEL: 'silent' });
   await assert.rejects(startGateway(config, pino({ level: 'silent' })), /refusing to listen on 0\.0\.0\.0 \(it resolves to 0\.0\.0\.0\) without authentication: set SANDGATE_API_KEYS/);

@@ -8,7 +8,7 @@ import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps }
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import { DockerBackend, podName, type BackendName, type ExecutionBackend } from '@sandgate/backends';
 import { K8sDouble, type K8sDoubleOptions } from '@sandgate/k8s-double';
-import { createLogger, loadConfig, type Config } from '@sandgate/state';
+import { createLogger, loadConfig, type Config } from '@sandgate/config';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 import { SpecCheck } from './spec-check.ts';

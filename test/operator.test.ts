@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway } from '@sandgate/gateway';
-import { createLogger, loadConfig } from '@sandgate/state';
+import { createLogger, loadConfig } from '@sandgate/config';
 import { freePort } from './redis-and-ports.ts';
 import { startStack, until } from './harness.ts';
 

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OPEN_TENANT, newExecutionId } from '@sandgate/state';
+import { newExecutionId } from '@sandgate/state';
+import { OPEN_TENANT } from '@sandgate/config';
 import { startStack, until } from './harness.ts';
 import { noopBackend } from './noop-backend.ts';
 

@@ -4,7 +4,7 @@
  * HTTP, validation, Redis records, the queue, the worker's bookkeeping, the event stream and the wait.
  */
 import { buildApp, createGatewayDeps } from '@sandgate/gateway';
-import { createLogger, loadConfig } from '@sandgate/state';
+import { createLogger, loadConfig } from '@sandgate/config';
 import { Workspaces } from '@sandgate/storage';
 import { newWorkerId, startWorker } from '@sandgate/worker';
 import { noopBackend } from '../../test/noop-backend.ts';

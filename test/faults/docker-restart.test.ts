@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { loadConfig } from '@sandgate/state';
+import { loadConfig } from '@sandgate/config';
 import { until } from '../harness.ts';
 import { ownDockerd } from './own-dockerd.ts';
 import { api, startDeployment } from './processes.ts';

@@ -1,11 +1,8 @@
 import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { QueuedExecution } from '@sandgate/contracts';
-import {
-  EndedNotices, EventHub, ExecutionStore, RedisWatchdog, SessionStore, WorkerRegistry, createRedis, keys, signingKey,
-  watchOutages, whenReady, withScripts, type Config, type ScriptRedis,
-  StorageLedger, TransferGrants,
-} from '@sandgate/state';
+import { EndedNotices, EventHub, ExecutionStore, RedisWatchdog, SessionStore, WorkerRegistry, createRedis, keys, signingKey, watchOutages, whenReady, withScripts, type ScriptRedis, StorageLedger, TransferGrants } from '@sandgate/state';
+import { type Config } from '@sandgate/config';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
 import { GatewayMetrics } from './metrics.ts';
 import { Cursors } from './pagination.ts';

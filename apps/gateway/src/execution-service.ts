@@ -2,10 +2,8 @@ import { Readable } from 'node:stream';
 import {
   LANGUAGES, SandgateError, isTerminal, type CreateExecution, type ExecutionJob, type Language,
 } from '@sandgate/contracts';
-import {
-  MAX_PRIORITY, endedRecord, endingOf, limitsFor, maxInFlight, newExecutionId, newSessionId, platformResult,
-  type ExecutionMeta, type ExecutionRecord, type NoticeWait, type StartOptions,
-} from '@sandgate/state';
+import { MAX_PRIORITY, endedRecord, endingOf, newExecutionId, newSessionId, platformResult, type ExecutionMeta, type ExecutionRecord, type NoticeWait, type StartOptions } from '@sandgate/state';
+import { limitsFor, maxInFlight } from '@sandgate/config';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
 import { WebhookAllowList } from './webhooks/allow-list.ts';

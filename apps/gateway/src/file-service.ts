@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { statfs } from 'node:fs/promises';
 import { SandgateError, type FileEntry } from '@sandgate/contracts';
-import { limitsFor } from '@sandgate/state';
+import { limitsFor } from '@sandgate/config';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
 import { presentFile } from './present.ts';

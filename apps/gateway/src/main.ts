@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, loadConfig } from '@sandgate/state';
+import { ConfigError, createLogger, loadConfig } from '@sandgate/config';
 import { startGateway } from './server.ts';
 
 /** `npm run start:gateway`: the HTTP gateway alone (workers run elsewhere). */

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { loadConfig } from '@sandgate/state';
+import { loadConfig } from '@sandgate/config';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './deps.ts';
 

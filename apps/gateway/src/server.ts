@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import type { Logger } from 'pino';
-import { isLoopbackAddress, redisWarnings, type Config } from '@sandgate/state';
+import { redisWarnings } from '@sandgate/state';
+import { isLoopbackAddress, type Config } from '@sandgate/config';
 import { buildApp, type AppOptions } from './app.ts';
 import { createGatewayDeps } from './deps.ts';
 import { startMetricsServer } from './metrics-server.ts';

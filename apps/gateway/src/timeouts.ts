@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { Config } from '@sandgate/state';
+import type { Config } from '@sandgate/config';
 
 /** A client has this long to send its request line and headers (slowloris). */
 export const HEADERS_TIMEOUT_MS = 10_000;

@@ -1,6 +1,6 @@
 import { startGateway } from '@sandgate/gateway';
 import { bootWorker } from '@sandgate/worker';
-import { ConfigError, createLogger, loadConfig } from '@sandgate/state';
+import { ConfigError, createLogger, loadConfig } from '@sandgate/config';
 
 /** `npm start`: gateway and worker in one process, for a single machine. */
 async function main() {

@@ -1,7 +1,8 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { DockerBackend, KubernetesBackend, type ExecutionBackend, type GrantTransfer } from '@sandgate/backends';
-import { createRedis, keys, TransferGrants, type Config } from '@sandgate/state';
+import { createRedis, keys, TransferGrants } from '@sandgate/state';
+import { type Config } from '@sandgate/config';
 import { fileUrl, type Workspaces } from '@sandgate/storage';
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ExecutionBackend } from '@sandgate/backends';
-import type { Config } from '@sandgate/state';
+import type { Config } from '@sandgate/config';
 import { openWorkspaces } from '@sandgate/storage';
 import { createBackend } from './backend.ts';
 import { newWorkerId, startWorker, type RunningWorker } from './worker.ts';

@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, loadConfig } from '@sandgate/state';
+import { ConfigError, createLogger, loadConfig } from '@sandgate/config';
 import { bootWorker } from './boot.ts';
 
 /** `npm run start:worker`: one worker process; run as many as the engine can take. */

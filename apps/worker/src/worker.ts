@@ -4,10 +4,8 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { SandgateError, type ExecutionResult, type QueuedExecution } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
-import {
-  DeploymentStats, EventWriter, ExecutionStore, SessionStore, StorageLedger, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys,
-  limitsFor, platformResult, redisWarnings, withScripts, type Config,
-} from '@sandgate/state';
+import { DeploymentStats, EventWriter, ExecutionStore, SessionStore, StorageLedger, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, platformResult, redisWarnings, withScripts } from '@sandgate/state';
+import { limitsFor, type Config } from '@sandgate/config';
 import type { Workspaces } from '@sandgate/storage';
 import { WorkerStats } from './worker-stats.ts';
 

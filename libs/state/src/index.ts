@@ -1,4 +1,3 @@
-export * from './config.ts';
 export * from './keys.ts';
 export * from './redis.ts';
 export * from './redis-check.ts';
@@ -10,9 +9,7 @@ export * from './event-hub.ts';
 export * from './event-writer.ts';
 export * from './ended-notices.ts';
 export * from './platform.ts';
-export * from './tenant-limits.ts';
 export * from './time-index.ts';
-export * from './logger.ts';
 export * from './deployment-stats.ts';
 export * from './storage-ledger.ts';
 export * from './transfer-grants.ts';

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { SandgateError } from '@sandgate/contracts';
-import { OPEN_TENANT } from '@sandgate/state';
+import { OPEN_TENANT } from '@sandgate/config';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import cors from '@fastify/cors';
-import type { Config } from '@sandgate/state';
+import type { Config } from '@sandgate/config';
 
 /** What a browser page may send: the key, JSON, SSE resumption, ranges and conditional downloads, MCP's headers. */
 const ALLOWED_HEADERS = [

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { SandgateError } from '@sandgate/contracts';
-import { isLoopbackAddress, type Config } from '@sandgate/state';
+import { isLoopbackAddress, type Config } from '@sandgate/config';
 import { originPolicy, trustedOrigins } from './origin-policy.ts';
 
 declare module 'fastify' {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { SandgateError, type ErrorCode } from '@sandgate/contracts';
-import { limitsFor, type TenantLimits } from '@sandgate/state';
+import { limitsFor, type TenantLimits } from '@sandgate/config';
 import type { GatewayDeps } from '../deps.ts';
 
 export type Quota = 'runs' | 'uploads';

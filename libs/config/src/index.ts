@@ -1,0 +1,3 @@
+export * from './config.ts';
+export * from './tenant-limits.ts';
+export * from './logger.ts';
