@@ -45,8 +45,13 @@ async function latency(stack: Stack): Promise<void> {
   const cpuMs = (await stackCpuMs(stack)) - cpu0;
   const s = summarize(lat);
   emit({
-    ...LATENCY, ...s, warmup_runs: LATENCY_WARMUP, sandgate_cpu_ms_per_execution: round(cpuMs / lat.length), phases_p50_ms: medians(segs),
-    target: LATENCY.target, pass: s.p50_ms <= 3,
+    ...LATENCY,
+    ...s,
+    warmup_runs: LATENCY_WARMUP,
+    sandgate_cpu_ms_per_execution: round(cpuMs / lat.length),
+    phases_p50_ms: medians(segs),
+    target: LATENCY.target,
+    pass: s.p50_ms <= 3,
   });
 }
 
@@ -54,31 +59,45 @@ async function throughput(stack: Stack): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: ACCEPT_CONNECTIONS });
   const post = async () => {
     const t0 = performance.now();
-    expectStatus(await request('POST', `${stack.url}/v1/executions`, { json: BODY, agent }), [202], 'POST /v1/executions');
+    expectStatus(
+      await request('POST', `${stack.url}/v1/executions`, { json: BODY, agent }),
+      [202],
+      'POST /v1/executions',
+    );
     return performance.now() - t0;
   };
   // Read-only use of sandgate's queue (default SANDGATE_QUEUE name) to see when the worker has drained it.
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue('executions', { connection, prefix: `${stack.prefix}:q` });
   try {
-    await fanOut(Math.min(500, ACCEPT_N), ACCEPT_CONNECTIONS, async () => { await post(); });
+    await fanOut(Math.min(500, ACCEPT_N), ACCEPT_CONNECTIONS, async () => {
+      await post();
+    });
     await drain(queue, 60_000);
     const lat: number[] = [];
     const cpu0 = await stackCpuMs(stack);
     const t0 = performance.now();
-    const wallMs = await fanOut(ACCEPT_N, ACCEPT_CONNECTIONS, async () => { lat.push(await post()); });
+    const wallMs = await fanOut(ACCEPT_N, ACCEPT_CONNECTIONS, async () => {
+      lat.push(await post());
+    });
     const cpuAcceptingMs = (await stackCpuMs(stack)) - cpu0;
     const drained = await drain(queue, 120_000);
     const drainMs = performance.now() - t0;
     const cpuMs = (await stackCpuMs(stack)) - cpu0;
     const perSecond = ACCEPT_N / (wallMs / 1000);
     emit({
-      ...THROUGHPUT, ...summarize(lat), accepted_per_s: round(perSecond), connections: ACCEPT_CONNECTIONS, wall_ms: round(wallMs),
-      completed_per_s: drained ? round(ACCEPT_N / (drainMs / 1000)) : null, queue_drained: drained,
+      ...THROUGHPUT,
+      ...summarize(lat),
+      accepted_per_s: round(perSecond),
+      connections: ACCEPT_CONNECTIONS,
+      wall_ms: round(wallMs),
+      completed_per_s: drained ? round(ACCEPT_N / (drainMs / 1000)) : null,
+      queue_drained: drained,
       // While accepting, the worker in the same process is already draining the queue: both are in the first figure.
       sandgate_cpu_ms_per_execution_while_accepting: round(cpuAcceptingMs / ACCEPT_N),
       sandgate_cpu_ms_per_execution_until_drained: round(cpuMs / ACCEPT_N),
-      target: THROUGHPUT.target, pass: perSecond >= 1000,
+      target: THROUGHPUT.target,
+      pass: perSecond >= 1000,
     });
   } finally {
     await queue.close();
@@ -103,8 +122,16 @@ main(async () => {
   try {
     // Every POST without session_id makes a session: lift the per-tenant limit (default 20) for this bench.
     stack = await startStack(['noop'], { SANDGATE_MAX_SESSIONS: '1000000' });
-    try { await latency(stack); } catch (e) { emitError(LATENCY.bench, LATENCY.target, e); }
-    try { await throughput(stack); } catch (e) { emitError(THROUGHPUT.bench, THROUGHPUT.target, e); }
+    try {
+      await latency(stack);
+    } catch (e) {
+      emitError(LATENCY.bench, LATENCY.target, e);
+    }
+    try {
+      await throughput(stack);
+    } catch (e) {
+      emitError(THROUGHPUT.bench, THROUGHPUT.target, e);
+    }
   } catch (e) {
     emitError(LATENCY.bench, LATENCY.target, e);
     emitError(THROUGHPUT.bench, THROUGHPUT.target, e);

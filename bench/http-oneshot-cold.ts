@@ -23,7 +23,11 @@ async function sample(stack: Stack, events: DockerEventLog | null) {
   const r = await runWait(stack, BODY);
   const tl = await timelineOf(stack.redis, stack.prefix, r.exec.id);
   const engine = events?.byExecution.get(r.exec.id);
-  return { ms: r.ms, seg: tl ? segments(tl, r.sentAt, r.doneAt, engine) : {}, cleanup: () => deleteSession(stack, r.exec.session_id) };
+  return {
+    ms: r.ms,
+    seg: tl ? segments(tl, r.sentAt, r.doneAt, engine) : {},
+    cleanup: () => deleteSession(stack, r.exec.session_id),
+  };
 }
 
 main(async () => {
@@ -34,7 +38,10 @@ main(async () => {
   try {
     stack = await startStack(['standalone'], { SANDGATE_POOL_SIZE: '0', SANDGATE_MAX_SESSIONS: '100000' });
     await events.start();
-    for (let i = 0; i < WARMUP; i++) { await (await sample(stack, null)).cleanup(); await rawColdRun(runId, ws.dir); }
+    for (let i = 0; i < WARMUP; i++) {
+      await (await sample(stack, null)).cleanup();
+      await rawColdRun(runId, ws.dir);
+    }
     const http: number[] = [];
     const raw: number[] = [];
     const rawSteps: Record<string, number>[] = [];
@@ -65,16 +72,23 @@ main(async () => {
     const ratio = h.p50_ms / r.p50_ms;
     const fromRun = rawColdFromRun().p50Ms;
     emit({
-      bench: BENCH, ...h,
-      raw_p50_ms: r.p50_ms, overhead_p50_ms: round(h.p50_ms - r.p50_ms),
+      bench: BENCH,
+      ...h,
+      raw_p50_ms: r.p50_ms,
+      overhead_p50_ms: round(h.p50_ms - r.p50_ms),
       ...(fromRun ? { raw_bench_p50_ms: fromRun, ratio_vs_raw_bench: round(h.p50_ms / fromRun, 3) } : {}),
-      phases_p50_ms: medians(segs), raw_steps_p50_ms: medians(rawSteps),
+      phases_p50_ms: medians(segs),
+      raw_steps_p50_ms: medians(rawSteps),
       cpu_ms_per_run: {
-        raw_client: round(cpu.rawClient / N), raw_engine: round(cpu.rawEngine / N),
-        sandgate: round(cpu.sandgate / N), sandgate_engine: round(cpu.sandgateEngine / N),
+        raw_client: round(cpu.rawClient / N),
+        raw_engine: round(cpu.rawEngine / N),
+        sandgate: round(cpu.sandgate / N),
+        sandgate_engine: round(cpu.sandgateEngine / N),
       },
       pool_size: 0,
-      target: TARGET, ratio, pass: ratio <= 1.15,
+      target: TARGET,
+      ratio,
+      pass: ratio <= 1.15,
     });
   } catch (e) {
     emitError(BENCH, TARGET, e);

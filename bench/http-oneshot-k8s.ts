@@ -43,16 +43,30 @@ main(async () => {
     const kubeconfig = join(dir, 'kubeconfig.yaml');
     await writeFile(kubeconfig, double.kubeconfigYaml(), { mode: 0o600 });
     const k8s = await startStack(['standalone'], {
-      ...LIMITS, SANDGATE_PORT: String(port), SANDGATE_HOST: '0.0.0.0', SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
-      SANDGATE_BACKEND: 'kubernetes', SANDGATE_K8S_NAMESPACE: double.namespace, SANDGATE_K8S_KUBECONFIG: kubeconfig,
+      ...LIMITS,
+      SANDGATE_PORT: String(port),
+      SANDGATE_HOST: '0.0.0.0',
+      SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      SANDGATE_BACKEND: 'kubernetes',
+      SANDGATE_K8S_NAMESPACE: double.namespace,
+      SANDGATE_K8S_KUBECONFIG: kubeconfig,
       SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${port}`,
     });
     stacks.push(k8s);
     const docker = await startStack(['standalone'], { ...LIMITS, SANDGATE_POOL_SIZE: '0' });
     stacks.push(docker);
-    const sessions = { k8s: (await createSession(k8s, { mode: 'process' })).id, docker: (await createSession(docker, { mode: 'process' })).id };
-    for (const [stack, id] of [[k8s, sessions.k8s], [docker, sessions.docker]] as const) {
-      const put = await fetch(`${stack.url}/v1/sessions/${id}/files/note.txt`, { method: 'PUT', body: 'x'.repeat(1000) });
+    const sessions = {
+      k8s: (await createSession(k8s, { mode: 'process' })).id,
+      docker: (await createSession(docker, { mode: 'process' })).id,
+    };
+    for (const [stack, id] of [
+      [k8s, sessions.k8s],
+      [docker, sessions.docker],
+    ] as const) {
+      const put = await fetch(`${stack.url}/v1/sessions/${id}/files/note.txt`, {
+        method: 'PUT',
+        body: 'x'.repeat(1000),
+      });
       if (put.status !== 201) throw new Error(`upload: ${put.status} ${await put.text()}`);
     }
     for (let i = 0; i < WARMUP; i++) {
@@ -61,7 +75,12 @@ main(async () => {
       await runWait(k8s, { ...SESSION_BODY, session_id: sessions.k8s }, { wait: 60 });
       await runWait(docker, { ...SESSION_BODY, session_id: sessions.docker }, { wait: 60 });
     }
-    const times = { k8s: [] as number[], docker: [] as number[], k8sSession: [] as number[], dockerSession: [] as number[] };
+    const times = {
+      k8s: [] as number[],
+      docker: [] as number[],
+      k8sSession: [] as number[],
+      dockerSession: [] as number[],
+    };
     const calls = { oneShot: 0, session: 0 };
     for (let i = 0; i < N; i++) {
       let before = double.calls.length;
@@ -71,7 +90,9 @@ main(async () => {
       before = double.calls.length;
       times.k8sSession.push((await runWait(k8s, { ...SESSION_BODY, session_id: sessions.k8s }, { wait: 60 })).ms);
       calls.session += double.calls.length - before;
-      times.dockerSession.push((await runWait(docker, { ...SESSION_BODY, session_id: sessions.docker }, { wait: 60 })).ms);
+      times.dockerSession.push(
+        (await runWait(docker, { ...SESSION_BODY, session_id: sessions.docker }, { wait: 60 })).ms,
+      );
     }
     const k = summarize(times.k8s);
     const d = summarize(times.docker);
@@ -80,13 +101,19 @@ main(async () => {
     const ratio = k.p50_ms / d.p50_ms;
     const perRun = calls.oneShot / N;
     emit({
-      bench: BENCH, ...k,
+      bench: BENCH,
+      ...k,
       docker_cold_p50_ms: d.p50_ms,
-      session_run_p50_ms: ks.p50_ms, docker_session_p50_ms: ds.p50_ms, session_ratio: round(ks.p50_ms / ds.p50_ms, 3),
-      api_calls_per_oneshot: round(perRun, 1), api_calls_per_session_run: round(calls.session / N, 1),
+      session_run_p50_ms: ks.p50_ms,
+      docker_session_p50_ms: ds.p50_ms,
+      session_ratio: round(ks.p50_ms / ds.p50_ms, 3),
+      api_calls_per_oneshot: round(perRun, 1),
+      api_calls_per_session_run: round(calls.session / N, 1),
       api_requests_per_s_at_10_runs_per_s: round(perRun * 10, 1),
       verbs: double.verbs(),
-      target: TARGET, ratio: round(ratio, 3), pass: ratio <= 1.3,
+      target: TARGET,
+      ratio: round(ratio, 3),
+      pass: ratio <= 1.3,
     });
   } catch (e) {
     emitError(BENCH, TARGET, e);

@@ -23,7 +23,7 @@ const BODY = { language: 'python', code: 'print(1)' };
 const POOL_SIZE = 2;
 const NOT_POOLED = 'the pool served no run: every execution created its own container';
 
-async function latency(stack: Stack, events: DockerEventLog, raw: (() => Promise<number>)): Promise<void> {
+async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<number>): Promise<void> {
   for (let i = 0; i < WARMUP; i++) {
     const r = await runWait(stack, BODY);
     await deleteSession(stack, r.exec.session_id);
@@ -48,16 +48,25 @@ async function latency(stack: Stack, events: DockerEventLog, raw: (() => Promise
   const fromRun = rawColdFromRun().p50Ms;
   const ratio = s.p50_ms / rawP50;
   emit({
-    ...LATENCY, ...s, raw_p50_ms: rawP50, ...(fromRun ? { raw_bench_p50_ms: fromRun } : {}),
-    served_from_pool: pooled, pool_size: POOL_SIZE, pace_ms: POOL_PACE_MS, phases_p50_ms: medians(segs),
+    ...LATENCY,
+    ...s,
+    raw_p50_ms: rawP50,
+    ...(fromRun ? { raw_bench_p50_ms: fromRun } : {}),
+    served_from_pool: pooled,
+    pool_size: POOL_SIZE,
+    pace_ms: POOL_PACE_MS,
+    phases_p50_ms: medians(segs),
     ...(pooled === 0 ? { error: NOT_POOLED } : {}),
-    ratio, pass: pooled > 0 && ratio <= 0.4,
+    ratio,
+    pass: pooled > 0 && ratio <= 0.4,
   });
 }
 
-async function throughput(stack: Stack, events: DockerEventLog, raw: (() => Promise<number>)): Promise<void> {
+async function throughput(stack: Stack, events: DockerEventLog, raw: () => Promise<number>): Promise<void> {
   // Raw cold at the same concurrency, just before (the pool sits full and idle meanwhile).
-  const rawWallMs = await fanOut(THROUGHPUT_N, CONCURRENCY, async () => { await raw(); });
+  const rawWallMs = await fanOut(THROUGHPUT_N, CONCURRENCY, async () => {
+    await raw();
+  });
   const rawPerSecond = THROUGHPUT_N / (rawWallMs / 1000);
   await fanOut(WARMUP * CONCURRENCY, CONCURRENCY, async () => {
     const r = await runWait(stack, BODY, { wait: 60 });
@@ -80,13 +89,23 @@ async function throughput(stack: Stack, events: DockerEventLog, raw: (() => Prom
   const fromRun = rawColdFromRun().perSecond;
   const ratio = perSecond / rawPerSecond;
   emit({
-    ...THROUGHPUT, ...summarize(lat), executions_per_s: round(perSecond), raw_executions_per_s: round(rawPerSecond),
+    ...THROUGHPUT,
+    ...summarize(lat),
+    executions_per_s: round(perSecond),
+    raw_executions_per_s: round(rawPerSecond),
     ...(fromRun ? { raw_bench_executions_per_s: fromRun } : {}),
-    concurrency: CONCURRENCY, worker_concurrency: CONCURRENCY, pool_size: POOL_SIZE, served_from_pool: pooled, wall_ms: round(wallMs),
+    concurrency: CONCURRENCY,
+    worker_concurrency: CONCURRENCY,
+    pool_size: POOL_SIZE,
+    served_from_pool: pooled,
+    wall_ms: round(wallMs),
     // A cold run creates its container, a single-use pool sandbox is replaced; a recycled one costs the engine nothing.
-    warmup_runs: WARMUP * CONCURRENCY, containers_created: created, engine_containers_created_per_s: round(creates / (wallMs / 1000)),
+    warmup_runs: WARMUP * CONCURRENCY,
+    containers_created: created,
+    engine_containers_created_per_s: round(creates / (wallMs / 1000)),
     ...(pooled === 0 ? { error: NOT_POOLED } : {}),
-    ratio, pass: pooled > 0 && ratio >= 3,
+    ratio,
+    pass: pooled > 0 && ratio >= 3,
   });
 }
 
@@ -98,13 +117,23 @@ main(async () => {
   let events: DockerEventLog | null = null;
   try {
     stack = await startStack(['standalone'], {
-      SANDGATE_POOL_SIZE: String(POOL_SIZE), SANDGATE_MAX_SESSIONS: '100000', SANDGATE_WORKER_CONCURRENCY: String(CONCURRENCY),
+      SANDGATE_POOL_SIZE: String(POOL_SIZE),
+      SANDGATE_MAX_SESSIONS: '100000',
+      SANDGATE_WORKER_CONCURRENCY: String(CONCURRENCY),
     });
     events = new DockerEventLog(stack.prefix);
     await events.start();
     for (let i = 0; i < WARMUP; i++) await raw();
-    try { await latency(stack, events, raw); } catch (e) { emitError(LATENCY.bench, LATENCY.target, e); }
-    try { await throughput(stack, events, raw); } catch (e) { emitError(THROUGHPUT.bench, THROUGHPUT.target, e); }
+    try {
+      await latency(stack, events, raw);
+    } catch (e) {
+      emitError(LATENCY.bench, LATENCY.target, e);
+    }
+    try {
+      await throughput(stack, events, raw);
+    } catch (e) {
+      emitError(THROUGHPUT.bench, THROUGHPUT.target, e);
+    }
   } catch (e) {
     emitError(LATENCY.bench, LATENCY.target, e);
     emitError(THROUGHPUT.bench, THROUGHPUT.target, e);

@@ -34,8 +34,14 @@ main(async () => {
     }
     const cpuMs = (await stackCpuMs(stack)) - cpu0;
     emit({
-      bench: BENCH, ...summarize(lat), sandgate_cpu_ms_per_execution: round(cpuMs / lat.length), session_mode: session.mode ?? null, runs_with_own_container: containersCreated,
-      phases_p50_ms: medians(segs), target: TARGET, pass: true,
+      bench: BENCH,
+      ...summarize(lat),
+      sandgate_cpu_ms_per_execution: round(cpuMs / lat.length),
+      session_mode: session.mode ?? null,
+      runs_with_own_container: containersCreated,
+      phases_p50_ms: medians(segs),
+      target: TARGET,
+      pass: true,
     });
   } catch (e) {
     emitError(BENCH, TARGET, e);

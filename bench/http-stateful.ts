@@ -17,12 +17,16 @@ main(async () => {
   try {
     stack = await startStack(['standalone'], { SANDGATE_MAX_SESSIONS: '100000' });
     const session = await createSession(stack, { mode: 'stateful' });
-    if (session.mode !== 'stateful') throw new Error(`POST /v1/sessions {"mode":"stateful"} answered mode ${JSON.stringify(session.mode)}`);
-    const run = (code: string) => runWait(stack!, { session_id: session.id, language: 'python', code }, { expectStdout: null });
+    if (session.mode !== 'stateful')
+      throw new Error(`POST /v1/sessions {"mode":"stateful"} answered mode ${JSON.stringify(session.mode)}`);
+    const run = (code: string) =>
+      runWait(stack!, { session_id: session.id, language: 'python', code }, { expectStdout: null });
     await run('x = 41');
     const probe = await run('x + 1');
     if (probe.exec.result.value !== '42') {
-      throw new Error(`stateful mode not in effect: "x + 1" after "x = 41" gave value ${JSON.stringify(probe.exec.result.value)}, stdout ${JSON.stringify(probe.exec.result.stdout)}`);
+      throw new Error(
+        `stateful mode not in effect: "x + 1" after "x = 41" gave value ${JSON.stringify(probe.exec.result.value)}, stdout ${JSON.stringify(probe.exec.result.stdout)}`,
+      );
     }
     for (let i = 0; i < WARMUP * 3; i++) await run('1+1');
     const lat: number[] = [];
@@ -39,9 +43,13 @@ main(async () => {
     const cpuMs = (await stackCpuMs(stack)) - cpu0;
     const s = summarize(lat);
     emit({
-      bench: BENCH, ...s, sandgate_cpu_ms_per_execution: round(cpuMs / lat.length), phases_p50_ms: medians(segs),
+      bench: BENCH,
+      ...s,
+      sandgate_cpu_ms_per_execution: round(cpuMs / lat.length),
+      phases_p50_ms: medians(segs),
       ...(wrong ? { error: `${wrong} runs did not answer value "2"` } : {}),
-      target: TARGET, pass: wrong === 0 && s.p50_ms <= 15,
+      target: TARGET,
+      pass: wrong === 0 && s.p50_ms <= 15,
     });
   } catch (e) {
     emitError(BENCH, TARGET, e);

@@ -38,7 +38,10 @@ main(async () => {
     };
     const restRun = async () =>
       (await runWait(stack!, { session_id: restSession, language: 'python', code: 'print(1)' })).ms;
-    for (let i = 0; i < WARMUP; i++) { await mcpRun(); await restRun(); }
+    for (let i = 0; i < WARMUP; i++) {
+      await mcpRun();
+      await restRun();
+    }
     const mcp: number[] = [];
     const rest: number[] = [];
     const list: number[] = [];
@@ -53,8 +56,13 @@ main(async () => {
     const m = summarize(mcp);
     const r = summarize(rest);
     emit({
-      bench: BENCH, ...m, rest_p50_ms: r.p50_ms, ratio: round(m.p50_ms / r.p50_ms),
-      tools_list_p50_ms: summarize(list).p50_ms, target: TARGET, pass: true,
+      bench: BENCH,
+      ...m,
+      rest_p50_ms: r.p50_ms,
+      ratio: round(m.p50_ms / r.p50_ms),
+      tools_list_p50_ms: summarize(list).p50_ms,
+      target: TARGET,
+      pass: true,
     });
   } catch (e) {
     emitError(BENCH, TARGET, e);

@@ -24,13 +24,23 @@ main(async () => {
     let truncated = true;
     let stdoutKept = 0;
     const r = await measureMemory(stack, MEMORY_RUNS, async () => {
-      const run = await runWait(stack!, { language: 'python', code: CODE, timeout_ms: 60_000 }, { wait: 90, expectStdout: null });
+      const run = await runWait(
+        stack!,
+        { language: 'python', code: CODE, timeout_ms: 60_000 },
+        { wait: 90, expectStdout: null },
+      );
       truncated &&= run.exec.result.stdout_truncated === true;
       stdoutKept = run.exec.result.stdout.length;
     });
     const stops = await stack.close();
     stack = null;
-    emitMemory(BENCH, MEMORY_TARGET, r, { stdout_mib_per_run: MIB, stdout_truncated: truncated, stdout_kept_bytes: stdoutKept, pool_size: 0 }, stops);
+    emitMemory(
+      BENCH,
+      MEMORY_TARGET,
+      r,
+      { stdout_mib_per_run: MIB, stdout_truncated: truncated, stdout_kept_bytes: stdoutKept, pool_size: 0 },
+      stops,
+    );
   } catch (e) {
     emitError(BENCH, MEMORY_TARGET, e);
   } finally {

@@ -29,7 +29,8 @@ main(async () => {
     const session = await createSession(stack);
     const put = async (bytes: number) => {
       const res = await request('PUT', `${stack!.url}/v1/sessions/${session.id}/files/big.bin?overwrite=true`, {
-        body: Readable.from(body(bytes)), headers: { 'content-type': 'application/octet-stream' },
+        body: Readable.from(body(bytes)),
+        headers: { 'content-type': 'application/octet-stream' },
       });
       expectStatus(res, [200, 201], 'PUT /v1/sessions/:id/files/big.bin');
       const size = res.json?.files?.[0]?.size_bytes ?? res.json?.size_bytes;
@@ -39,8 +40,17 @@ main(async () => {
     const r = await measureMemory(stack, MEMORY_RUNS, () => put(BYTES));
     const stops = await stack.close();
     stack = null;
-    const median = percentile([...r.durations].sort((a, b) => a - b), 50);
-    emitMemory(BENCH, MEMORY_TARGET, r, { upload_bytes: BYTES, upload_mb_per_s: Math.round(BYTES / 1e6 / (median / 1000)) }, stops);
+    const median = percentile(
+      [...r.durations].sort((a, b) => a - b),
+      50,
+    );
+    emitMemory(
+      BENCH,
+      MEMORY_TARGET,
+      r,
+      { upload_bytes: BYTES, upload_mb_per_s: Math.round(BYTES / 1e6 / (median / 1000)) },
+      stops,
+    );
   } catch (e) {
     emitError(BENCH, MEMORY_TARGET, e);
   } finally {

@@ -19,63 +19,104 @@ import { startStack, type EntryName, type Stack } from './lib/stack.ts';
 import { round, sleep, summarize } from './lib/stats.ts';
 
 type Run = (stack: Stack) => Promise<number>;
-interface Mode { entries: EntryName[]; env: Record<string, string>; n: number; warmup: number; setup(stack: Stack): Promise<Run> }
+interface Mode {
+  entries: EntryName[];
+  env: Record<string, string>;
+  n: number;
+  warmup: number;
+  setup(stack: Stack): Promise<Run>;
+}
 
 // Sessions are left in place (the limit is lifted): deleting them would add their cost to the window.
-const oneShot = (wait: number, paceMs = 0): Mode['setup'] => async () => async (stack) => {
-  const r = await runWait(stack, { language: 'python', code: 'print(1)' }, { wait });
-  if (paceMs) await sleep(paceMs);
-  return r.ms;
-};
-const inSession = (body: Record<string, unknown>, code: string, expectStdout: string | null): Mode['setup'] => async (stack) => {
-  const s = await createSession(stack, body);
-  return async () => (await runWait(stack, { session_id: s.id, language: 'python', code }, { expectStdout })).ms;
-};
+const oneShot =
+  (wait: number, paceMs = 0): Mode['setup'] =>
+  async () =>
+  async (stack) => {
+    const r = await runWait(stack, { language: 'python', code: 'print(1)' }, { wait });
+    if (paceMs) await sleep(paceMs);
+    return r.ms;
+  };
+const inSession =
+  (body: Record<string, unknown>, code: string, expectStdout: string | null): Mode['setup'] =>
+  async (stack) => {
+    const s = await createSession(stack, body);
+    return async () => (await runWait(stack, { session_id: s.id, language: 'python', code }, { expectStdout })).ms;
+  };
 
 const N = Number(process.env.BENCH_PROFILE_N ?? 0);
 const MODES: Record<string, Mode> = {
   noop: { entries: ['noop'], env: {}, n: N || 1000, warmup: 300, setup: oneShot(5) },
   // The real gateway process and a no-op worker process: what splitting them over the 2 cores changes.
-  'noop-split': { entries: ['gateway', 'noop'], env: { BENCH_NOOP_ROLE: 'worker' }, n: N || 1000, warmup: 300, setup: oneShot(5) },
+  'noop-split': {
+    entries: ['gateway', 'noop'],
+    env: { BENCH_NOOP_ROLE: 'worker' },
+    n: N || 1000,
+    warmup: 300,
+    setup: oneShot(5),
+  },
   cold: { entries: ['standalone'], env: { SANDGATE_POOL_SIZE: '0' }, n: N || 40, warmup: 3, setup: oneShot(30) },
   pool: { entries: ['standalone'], env: { SANDGATE_POOL_SIZE: '2' }, n: N || 40, warmup: 3, setup: oneShot(30, 1000) },
-  stateful: { entries: ['standalone'], env: {}, n: N || 300, warmup: 10, setup: inSession({ mode: 'stateful' }, '1+1', null) },
+  stateful: {
+    entries: ['standalone'],
+    env: {},
+    n: N || 300,
+    warmup: 10,
+    setup: inSession({ mode: 'stateful' }, '1+1', null),
+  },
   session: { entries: ['standalone'], env: {}, n: N || 100, warmup: 5, setup: inSession({}, 'print(1)', '1\n') },
 };
 
 const perExec = (o: Record<string, number>, n: number) =>
-  Object.fromEntries(Object.entries(o).sort((a, b) => b[1] - a[1]).filter(([, v]) => v / n >= 0.005).map(([k, v]) => [k, round(v / n, 3)]));
+  Object.fromEntries(
+    Object.entries(o)
+      .sort((a, b) => b[1] - a[1])
+      .filter(([, v]) => v / n >= 0.005)
+      .map(([k, v]) => [k, round(v / n, 3)]),
+  );
 
 async function redisCommands(stack: Stack, run: Run, runs: number): Promise<Record<string, unknown>> {
   const mon = spawn('redis-cli', ['-u', stack.env.REDIS_URL!, 'MONITOR'], { stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   mon.stdout.setEncoding('utf8');
-  mon.stdout.on('data', (c: string) => { out += c; });
+  mon.stdout.on('data', (c: string) => {
+    out += c;
+  });
   await sleep(300);
   for (let i = 0; i < runs; i++) await run(stack);
   await sleep(300);
   mon.kill();
   // Our connections are those that sent a command naming our prefix; every command they sent counts.
-  const lines = out.split('\n').map((l) => /^\S+ \[\d+ ([^\]]+)\] "([^"]+)"/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+  const lines = out
+    .split('\n')
+    .map((l) => /^\S+ \[\d+ ([^\]]+)\] "([^"]+)"/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null);
   const ours = new Set(lines.filter((m) => m.input.includes(stack.prefix) && m[1] !== 'lua').map((m) => m[1]!));
   const byCommand: Record<string, number> = {};
   let client = 0;
   let lua = 0;
   for (const m of lines) {
-    if (m[1] === 'lua') { if (m.input.includes(stack.prefix)) lua++; continue; }
+    if (m[1] === 'lua') {
+      if (m.input.includes(stack.prefix)) lua++;
+      continue;
+    }
     if (!ours.has(m[1]!)) continue;
     client++;
     byCommand[m[2]!.toLowerCase()] = (byCommand[m[2]!.toLowerCase()] ?? 0) + 1;
   }
   return {
-    redis_commands_per_execution: round(client / runs, 1), redis_commands_inside_lua_per_execution: round(lua / runs, 1),
-    redis_connections: ours.size, redis_by_command_per_execution: perExec(byCommand, runs),
+    redis_commands_per_execution: round(client / runs, 1),
+    redis_commands_inside_lua_per_execution: round(lua / runs, 1),
+    redis_connections: ours.size,
+    redis_by_command_per_execution: perExec(byCommand, runs),
   };
 }
 
 async function profile(name: string, mode: Mode): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-bench-prof-'));
-  const stack = await startStack(mode.entries, { SANDGATE_MAX_SESSIONS: '1000000', ...mode.env }, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const stack = await startStack(mode.entries, { SANDGATE_MAX_SESSIONS: '1000000', ...mode.env }, [
+    '--cpu-prof',
+    `--cpu-prof-dir=${dir}`,
+  ]);
   try {
     const run = await mode.setup(stack);
     for (let i = 0; i < mode.warmup; i++) await run(stack);
@@ -93,19 +134,25 @@ async function profile(name: string, mode: Mode): Promise<void> {
       // Files are CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile; a process's main thread writes the big one
       // (tsx's loader thread writes a small one too).
       const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile') && f.split('.')[3] === String(p.pid));
-      const profiles = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as CpuProfile));
+      const profiles = await Promise.all(
+        files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as CpuProfile),
+      );
       const b: Breakdown | undefined = profiles.map((x) => analyse(x, window)).sort((x, y) => y.busyMs - x.busyMs)[0];
       processes[p.name] = {
         process_cpu_ms_per_execution: round(cpuMs[i]! / n, 3),
-        ...(b ? {
-          profiled_busy_ms_per_execution: round(b.busyMs / n, 3),
-          categories_ms_per_execution: perExec(b.categories, n),
-          top_functions_ms_per_execution: Object.fromEntries(b.functions.map(([f, ms]) => [f, round(ms / n, 3)])),
-          sandgate_inclusive_ms_per_execution: perExec(b.sandgateInclusive, n),
-        } : {}),
+        ...(b
+          ? {
+              profiled_busy_ms_per_execution: round(b.busyMs / n, 3),
+              categories_ms_per_execution: perExec(b.categories, n),
+              top_functions_ms_per_execution: Object.fromEntries(b.functions.map(([f, ms]) => [f, round(ms / n, 3)])),
+              sandgate_inclusive_ms_per_execution: perExec(b.sandgateInclusive, n),
+            }
+          : {}),
       };
     }
-    process.stdout.write(`${JSON.stringify({ profile: name, executions: n, latency: summarize(lat), processes, ...redis })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ profile: name, executions: n, latency: summarize(lat), processes, ...redis })}\n`,
+    );
   } finally {
     await stack.close().catch(() => {});
     await rm(dir, { recursive: true, force: true });

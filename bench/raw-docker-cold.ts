@@ -24,22 +24,30 @@ main(async () => {
       const client = process.cpuUsage(client0);
       const engineMs = (await cpuMsOfAll(engine)) - engine0;
       emit({
-        bench: 'raw-docker-cold', ...summarize(runs.map((r) => r.totalMs)),
+        bench: 'raw-docker-cold',
+        ...summarize(runs.map((r) => r.totalMs)),
         steps_p50_ms: medians(runs.map((r) => r.steps)),
         client_cpu_ms_per_run: round((client.user + client.system) / 1000 / N),
         engine_cpu_ms_per_run: round(engineMs / N),
-        target: 'baseline (denominator of the cold and pool ratios)', pass: true,
+        target: 'baseline (denominator of the cold and pool ratios)',
+        pass: true,
       });
     } catch (e) {
       emitError('raw-docker-cold', 'baseline (denominator of the cold and pool ratios)', e);
     }
     try {
       const latencies: number[] = [];
-      const wallMs = await fanOut(THROUGHPUT_N, CONCURRENCY, async () => { latencies.push((await rawColdRun(runId, ws.dir)).totalMs); });
+      const wallMs = await fanOut(THROUGHPUT_N, CONCURRENCY, async () => {
+        latencies.push((await rawColdRun(runId, ws.dir)).totalMs);
+      });
       emit({
-        bench: 'raw-docker-cold-throughput', ...summarize(latencies),
-        executions_per_s: round(THROUGHPUT_N / (wallMs / 1000)), concurrency: CONCURRENCY, wall_ms: round(wallMs),
-        target: 'baseline (denominator of the pool throughput ratio)', pass: true,
+        bench: 'raw-docker-cold-throughput',
+        ...summarize(latencies),
+        executions_per_s: round(THROUGHPUT_N / (wallMs / 1000)),
+        concurrency: CONCURRENCY,
+        wall_ms: round(wallMs),
+        target: 'baseline (denominator of the pool throughput ratio)',
+        pass: true,
       });
     } catch (e) {
       emitError('raw-docker-cold-throughput', 'baseline (denominator of the pool throughput ratio)', e);

@@ -37,7 +37,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     interrupted = true;
     if (current === null) process.exit(130);
-    try { process.kill(-current, signal); } catch { /* gone */ }
+    try {
+      process.kill(-current, signal);
+    } catch {
+      /* gone */
+    }
   });
 }
 
@@ -46,7 +50,10 @@ type Fig = Record<string, any>;
 function runOne(file: string, env: Record<string, string>): Promise<{ figures: Fig[]; exit: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join('bench', `${file}.ts`)], {
-      cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'], detached: true,
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      detached: true,
     });
     current = child.pid ?? null;
     const figures: Fig[] = [];
@@ -59,14 +66,29 @@ function runOne(file: string, env: Record<string, string>): Promise<{ figures: F
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         process.stdout.write(`${line}\n`);
-        try { const f = JSON.parse(line) as Fig; if (typeof f.bench === 'string') figures.push(f); } catch { /* not a figure */ }
+        try {
+          const f = JSON.parse(line) as Fig;
+          if (typeof f.bench === 'string') figures.push(f);
+        } catch {
+          /* not a figure */
+        }
       }
     });
     const timer = setTimeout(() => {
       process.stderr.write(`run-all: ${file} still running after ${BENCH_TIMEOUT_MS} ms; stopping it\n`);
-      try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* gone */ }
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
       // SIGTERM lets it clean up (bench/lib/main.ts); only if that hangs is the group killed outright.
-      setTimeout(() => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }, 60_000).unref();
+      setTimeout(() => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }, 60_000).unref();
     }, BENCH_TIMEOUT_MS);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
@@ -89,23 +111,41 @@ function keyFigure(f: Fig): string {
 function table(figures: Fig[]): string {
   const rows = [['bench', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'figure', 'ratio', 'target', 'pass']];
   for (const f of figures) {
-    rows.push([f.bench, String(f.n ?? ''), String(f.p50_ms ?? '-'), String(f.p95_ms ?? '-'), String(f.p99_ms ?? '-'), keyFigure(f),
-      f.ratio === undefined ? '' : String(f.ratio), f.target ?? '', f.pass ? 'PASS' : 'MISS']);
+    rows.push([
+      f.bench,
+      String(f.n ?? ''),
+      String(f.p50_ms ?? '-'),
+      String(f.p95_ms ?? '-'),
+      String(f.p99_ms ?? '-'),
+      keyFigure(f),
+      f.ratio === undefined ? '' : String(f.ratio),
+      f.target ?? '',
+      f.pass ? 'PASS' : 'MISS',
+    ]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r, j) => {
-    const line = r.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-    return j === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
-  }).join('\n');
+  return rows
+    .map((r, j) => {
+      const line = r.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+      return j === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
+    })
+    .join('\n');
 }
 
 async function main() {
-  const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const only = (process.env.BENCH_ONLY ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const out = process.env.BENCH_OUT;
   if (out) await writeFile(out, '');
   const started = Date.now();
   const info = await machine();
-  process.stderr.write(`sandgate bench — ${new Date(started).toISOString()}\n${Object.entries(info).map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n\n`);
+  process.stderr.write(
+    `sandgate bench — ${new Date(started).toISOString()}\n${Object.entries(info)
+      .map(([k, v]) => `  ${k}: ${v}`)
+      .join('\n')}\n\n`,
+  );
   if (out) await appendFile(out, `${JSON.stringify({ machine: info, started_at: new Date(started).toISOString() })}\n`);
   const env: Record<string, string> = {};
   const all: Fig[] = [];
@@ -114,13 +154,24 @@ async function main() {
     if (only.length && !only.some((o) => b.file === o || b.figures.includes(o))) continue;
     const t0 = Date.now();
     // Noise indicators: this machine is shared, and other people's containers compete for the same 2 cores.
-    const running = await docker.listContainers().then((l) => l.length, () => -1);
+    const running = await docker.listContainers().then(
+      (l) => l.length,
+      () => -1,
+    );
     const context = { load1_before: Number(loadavg()[0]!.toFixed(2)), engine_containers_running_before: running };
-    process.stderr.write(`run-all: ${b.file} ... (load ${context.load1_before}, ${running} containers running on the engine)\n`);
+    process.stderr.write(
+      `run-all: ${b.file} ... (load ${context.load1_before}, ${running} containers running on the engine)\n`,
+    );
     const { figures, exit } = await runOne(b.file, env);
     for (const name of b.figures) {
       if (figures.some((f) => f.bench === name)) continue;
-      const missing = { bench: name, n: 0, error: `${b.file}.ts ended (${exit}) without this figure`, target: '', pass: false };
+      const missing = {
+        bench: name,
+        n: 0,
+        error: `${b.file}.ts ended (${exit}) without this figure`,
+        target: '',
+        pass: false,
+      };
       process.stdout.write(`${JSON.stringify(missing)}\n`);
       figures.push(missing);
     }
@@ -132,9 +183,13 @@ async function main() {
     all.push(...figures);
     if (out) for (const f of figures) await appendFile(out, `${JSON.stringify({ ...f, context })}\n`);
   }
-  const loadEnd = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const loadEnd = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   if (interrupted) process.exitCode = 130;
-  process.stderr.write(`\n${table(all)}\n\n${all.filter((f) => f.pass).length}/${all.length} pass — ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end: ${loadEnd}\n`);
+  process.stderr.write(
+    `\n${table(all)}\n\n${all.filter((f) => f.pass).length}/${all.length} pass — ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end: ${loadEnd}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -33,21 +33,38 @@ function subscribe(url: string, agent: Agent): { sub: Subscriber; done: Promise<
   const sub: Subscriber = { connectedAt: null, ids: [], receivedAt: new Map(), types: [], endedAt: null, error: null };
   const done = new Promise<void>((resolve) => {
     const req = get(url, { agent, headers: { accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) { sub.error = `HTTP ${res.statusCode}`; res.resume(); resolve(); return; }
+      if (res.statusCode !== 200) {
+        sub.error = `HTTP ${res.statusCode}`;
+        res.resume();
+        resolve();
+        return;
+      }
       sub.connectedAt = Date.now();
       const parser = createParser({
         onEvent(ev) {
           const now = Date.now();
-          if (ev.id) { sub.ids.push(ev.id); sub.receivedAt.set(ev.id, now); }
+          if (ev.id) {
+            sub.ids.push(ev.id);
+            sub.receivedAt.set(ev.id, now);
+          }
           sub.types.push(ev.event ?? 'message');
         },
       });
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => parser.feed(chunk));
-      res.on('end', () => { sub.endedAt = Date.now(); resolve(); });
-      res.on('error', (e) => { sub.error = e.message; resolve(); });
+      res.on('end', () => {
+        sub.endedAt = Date.now();
+        resolve();
+      });
+      res.on('error', (e) => {
+        sub.error = e.message;
+        resolve();
+      });
     });
-    req.on('error', (e) => { sub.error = e.message; resolve(); });
+    req.on('error', (e) => {
+      sub.error = e.message;
+      resolve();
+    });
   });
   return { sub, done };
 }
@@ -60,15 +77,22 @@ main(async () => {
   try {
     const limit = await openFilesLimit();
     const needed = SSE_SUBSCRIBERS * 2 + 200;
-    const fdWarning = limit && limit.soft < needed
-      ? `ulimit -n is ${limit.soft}: below the ~${needed} descriptors ${SSE_SUBSCRIBERS} subscribers need (client and gateway); expect EMFILE`
-      : null;
+    const fdWarning =
+      limit && limit.soft < needed
+        ? `ulimit -n is ${limit.soft}: below the ~${needed} descriptors ${SSE_SUBSCRIBERS} subscribers need (client and gateway); expect EMFILE`
+        : null;
     stack = await startStack(['standalone'], {});
     const gatewayLimit = await openFilesLimit(stack.procs[0]!.pid);
-    const created = expectStatus(await request('POST', `${stack.url}/v1/executions`, { json: { language: 'python', code: CODE } }), [202], 'POST /v1/executions');
+    const created = expectStatus(
+      await request('POST', `${stack.url}/v1/executions`, { json: { language: 'python', code: CODE } }),
+      [202],
+      'POST /v1/executions',
+    );
     const id: string = created.json.id;
     const t0 = Date.now();
-    const subs = Array.from({ length: SSE_SUBSCRIBERS }, () => subscribe(`${stack!.url}/v1/executions/${id}/events`, agent));
+    const subs = Array.from({ length: SSE_SUBSCRIBERS }, () =>
+      subscribe(`${stack!.url}/v1/executions/${id}/events`, agent),
+    );
     await within(90_000, 'the SSE streams', Promise.all(subs.map((s) => s.done)));
     const all = subs.map((s) => s.sub);
     // The truth: the stream as stored in Redis.
@@ -78,30 +102,55 @@ main(async () => {
     const resultId = stored.find(([, f]) => typeOf(f) === 'result')?.[0];
     const firstOutput = stored.find(([, f]) => typeOf(f) === 'stdout')?.[0];
     if (!resultId) throw new Error('the execution has no result event');
-    const complete = all.filter((s) => !s.error && s.ids.length === storedIds.length && s.ids.every((x, i) => x === storedIds[i]) && s.types.at(-1) === 'result');
+    const complete = all.filter(
+      (s) =>
+        !s.error &&
+        s.ids.length === storedIds.length &&
+        s.ids.every((x, i) => x === storedIds[i]) &&
+        s.types.at(-1) === 'result',
+    );
     const errors = [...new Set(all.map((s) => s.error).filter(Boolean))].slice(0, 3);
     const resultWritten = streamMs(resultId);
     const doneLag = all.filter((s) => s.endedAt !== null).map((s) => s.endedAt! - resultWritten);
-    const connectedBeforeOutput = firstOutput ? all.filter((s) => s.connectedAt !== null && s.connectedAt < streamMs(firstOutput)).length : 0;
+    const connectedBeforeOutput = firstOutput
+      ? all.filter((s) => s.connectedAt !== null && s.connectedAt < streamMs(firstOutput)).length
+      : 0;
     // Delivery lag of every live stdout event, over every subscriber.
     const stdoutIds = stored.filter(([, f]) => typeOf(f) === 'stdout').map(([sid]) => sid);
     const lags: number[] = [];
-    for (const s of all) for (const sid of stdoutIds) { const at = s.receivedAt.get(sid); if (at !== undefined) lags.push(at - streamMs(sid)); }
+    for (const s of all)
+      for (const sid of stdoutIds) {
+        const at = s.receivedAt.get(sid);
+        if (at !== undefined) lags.push(at - streamMs(sid));
+      }
     lags.sort((a, b) => a - b);
     const connects = all.filter((s) => s.connectedAt !== null).map((s) => s.connectedAt! - t0);
     const allReceived = complete.length === SSE_SUBSCRIBERS;
     emit({
-      bench: BENCH, ...summarize(doneLag),
-      subscribers: SSE_SUBSCRIBERS, subscribers_complete: complete.length, all_received: allReceived,
-      events_in_stream: storedIds.length, stdout_events: stdoutIds.length,
+      bench: BENCH,
+      ...summarize(doneLag),
+      subscribers: SSE_SUBSCRIBERS,
+      subscribers_complete: complete.length,
+      all_received: allReceived,
+      events_in_stream: storedIds.length,
+      stdout_events: stdoutIds.length,
       result_to_last_subscriber_done_ms: doneLag.length ? Math.max(...doneLag) : null,
       connected_before_first_output: connectedBeforeOutput,
-      connect_p50_ms: round(percentile([...connects].sort((a, b) => a - b), 50)), connect_max_ms: connects.length ? Math.max(...connects) : null,
-      stdout_delivery_p50_ms: round(percentile(lags, 50)), stdout_delivery_p99_ms: round(percentile(lags, 99)),
-      fd_limit_client: limit?.soft ?? null, fd_limit_gateway: gatewayLimit?.soft ?? null,
+      connect_p50_ms: round(
+        percentile(
+          [...connects].sort((a, b) => a - b),
+          50,
+        ),
+      ),
+      connect_max_ms: connects.length ? Math.max(...connects) : null,
+      stdout_delivery_p50_ms: round(percentile(lags, 50)),
+      stdout_delivery_p99_ms: round(percentile(lags, 99)),
+      fd_limit_client: limit?.soft ?? null,
+      fd_limit_gateway: gatewayLimit?.soft ?? null,
       ...(fdWarning ? { fd_warning: fdWarning } : {}),
       ...(errors.length ? { error: `subscriber errors: ${errors.join('; ')}` } : {}),
-      target: TARGET, pass: allReceived,
+      target: TARGET,
+      pass: allReceived,
     });
   } catch (e) {
     emitError(BENCH, TARGET, e);

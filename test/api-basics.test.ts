@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './harness.ts';
 
-
 test('sessions, validation and errors speak problem+json', async (t) => {
   const s = await startStack({ worker: false, env: { SANDGATE_MAX_SESSIONS: '3' } });
   t.after(() => s.close());
@@ -63,7 +62,11 @@ test('sessions, validation and errors speak problem+json', async (t) => {
     assert.equal(((await cancel.json()) as { code: string }).code, 'execution_not_found');
     const run = await bare('POST', '/v1/executions');
     assert.equal(run.status, 400);
-    assert.equal(((await run.json()) as { code: string }).code, 'validation_failed', 'a run needs a body: told so, not "invalid JSON"');
+    assert.equal(
+      ((await run.json()) as { code: string }).code,
+      'validation_failed',
+      'a run needs a body: told so, not "invalid JSON"',
+    );
     const blank = await fetch(`${s.url}/v1/sessions`, { method: 'POST', headers: json, body: '  \n' });
     assert.equal(blank.status, 400, 'whitespace is not an empty body');
     assert.equal(((await blank.json()) as { code: string }).code, 'invalid_json');
@@ -85,11 +88,41 @@ test('sessions, validation and errors speak problem+json', async (t) => {
       ['unknown language', '/v1/executions', { language: 'cobol', code: 'x' }, 400, 'unsupported_language'],
       ['missing code', '/v1/executions', { language: 'python' }, 400, 'validation_failed'],
       ['unknown field', '/v1/executions', { language: 'python', code: '1', bogus: 1 }, 400, 'validation_failed'],
-      ['code over 100 KB', '/v1/executions', { language: 'python', code: 'x'.repeat(100_001) }, 413, 'payload_too_large'],
-      ['unknown session', '/v1/executions', { language: 'python', code: '1', session_id: 'sess_000000000000' }, 404, 'session_not_found'],
-      ['malformed session id', '/v1/executions', { language: 'python', code: '1', session_id: '../etc' }, 400, 'validation_failed'],
-      ['timeout over the max', '/v1/executions', { language: 'python', code: '1', timeout_ms: 10_000_000 }, 400, 'validation_failed'],
-      ['bad env name', '/v1/executions', { language: 'python', code: '1', env: { 'A-B': 'x' } }, 400, 'validation_failed'],
+      [
+        'code over 100 KB',
+        '/v1/executions',
+        { language: 'python', code: 'x'.repeat(100_001) },
+        413,
+        'payload_too_large',
+      ],
+      [
+        'unknown session',
+        '/v1/executions',
+        { language: 'python', code: '1', session_id: 'sess_000000000000' },
+        404,
+        'session_not_found',
+      ],
+      [
+        'malformed session id',
+        '/v1/executions',
+        { language: 'python', code: '1', session_id: '../etc' },
+        400,
+        'validation_failed',
+      ],
+      [
+        'timeout over the max',
+        '/v1/executions',
+        { language: 'python', code: '1', timeout_ms: 10_000_000 },
+        400,
+        'validation_failed',
+      ],
+      [
+        'bad env name',
+        '/v1/executions',
+        { language: 'python', code: '1', env: { 'A-B': 'x' } },
+        400,
+        'validation_failed',
+      ],
     ];
     for (const [name, path, body, status, code] of cases) {
       const r = await s.api('POST', path, body);
@@ -136,5 +169,8 @@ test('without API keys the gateway refuses to listen beyond loopback', async () 
   const { loadConfig } = await import('@sandgate/config');
   const { pino } = await import('pino');
   const config = loadConfig({ SANDGATE_HOST: '0.0.0.0', SANDGATE_PORT: '0', SANDGATE_LOG_LEVEL: 'silent' });
-  await assert.rejects(startGateway(config, pino({ level: 'silent' })), /refusing to listen on 0\.0\.0\.0 \(it resolves to 0\.0\.0\.0\) without authentication: set SANDGATE_API_KEYS/);
+  await assert.rejects(
+    startGateway(config, pino({ level: 'silent' })),
+    /refusing to listen on 0\.0\.0\.0 \(it resolves to 0\.0\.0\.0\) without authentication: set SANDGATE_API_KEYS/,
+  );
 });

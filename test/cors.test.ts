@@ -8,14 +8,21 @@ const KEY = 'cors-tenant-key-0123456789';
 const APP = 'https://app.example.com';
 
 /** What a browser sends before a cross-origin request with a key and a JSON body. */
-const preflight = (url: string, origin: string, method = 'POST') => fetch(url, {
-  method: 'OPTIONS',
-  headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization,content-type' },
-});
+const preflight = (url: string, origin: string, method = 'POST') =>
+  fetch(url, {
+    method: 'OPTIONS',
+    headers: {
+      origin,
+      'access-control-request-method': method,
+      'access-control-request-headers': 'authorization,content-type',
+    },
+  });
 
 test('CORS: origins in SANDGATE_CORS_ORIGINS may call the API from a browser; others get no CORS headers', async (t) => {
   const s = await startStack({
-    worker: noopBackend, apiKey: KEY, env: { SANDGATE_API_KEYS: `${KEY}:tenantA`, SANDGATE_CORS_ORIGINS: APP },
+    worker: noopBackend,
+    apiKey: KEY,
+    env: { SANDGATE_API_KEYS: `${KEY}:tenantA`, SANDGATE_CORS_ORIGINS: APP },
   });
   t.after(() => s.close());
 
@@ -28,7 +35,7 @@ test('CORS: origins in SANDGATE_CORS_ORIGINS may call the API from a browser; ot
     assert.match(r.headers.get('vary') ?? '', /origin/i);
   });
 
-  await t.test('a foreign origin\'s preflight is answered without CORS headers (the browser then refuses)', async () => {
+  await t.test("a foreign origin's preflight is answered without CORS headers (the browser then refuses)", async () => {
     const r = await preflight(`${s.url}/v1/executions`, 'https://evil.example');
     assert.notEqual(r.status, 401);
     assert.equal(r.headers.get('access-control-allow-origin'), null);

@@ -17,23 +17,32 @@ test("a burst of 500 queued runs of tenant A does not starve tenant B's one run"
   const s = await startStack({
     worker: false,
     env: {
-      SANDGATE_API_KEYS: `${keyA}:tenantA,${keyB}:tenantB`, SANDGATE_WORKER_CONCURRENCY: String(concurrency),
-      SANDGATE_TENANT_MAX_QUEUED: '1000', SANDGATE_TENANT_RUNS_PER_MIN: '0', SANDGATE_RATE_LIMIT_PER_MIN: '0',
+      SANDGATE_API_KEYS: `${keyA}:tenantA,${keyB}:tenantB`,
+      SANDGATE_WORKER_CONCURRENCY: String(concurrency),
+      SANDGATE_TENANT_MAX_QUEUED: '1000',
+      SANDGATE_TENANT_RUNS_PER_MIN: '0',
+      SANDGATE_RATE_LIMIT_PER_MIN: '0',
     },
   });
   t.after(() => s.close());
-  const post = (key: string) => s.api('POST', '/v1/executions', { language: 'python', code: 'print(1)' }, { authorization: `Bearer ${key}` });
+  const post = (key: string) =>
+    s.api('POST', '/v1/executions', { language: 'python', code: 'print(1)' }, { authorization: `Bearer ${key}` });
   const a: string[] = [];
   for (let batch = 0; batch < 10; batch++) {
     const rs = await Promise.all(Array.from({ length: 50 }, () => post(keyA)));
-    for (const r of rs) { assert.equal(r.status, 202, JSON.stringify(r.body)); a.push(r.body.id); }
+    for (const r of rs) {
+      assert.equal(r.status, 202, JSON.stringify(r.body));
+      a.push(r.body.id);
+    }
   }
   const b = await post(keyB);
   assert.equal(b.status, 202);
 
   const workerStarted = Date.now();
   await s.startWorker(noopBackend);
-  const ended = await s.api('GET', `/v1/executions/${b.body.id}?wait=60`, undefined, { authorization: `Bearer ${keyB}` });
+  const ended = await s.api('GET', `/v1/executions/${b.body.id}?wait=60`, undefined, {
+    authorization: `Bearer ${keyB}`,
+  });
   assert.equal(ended.body.state, 'completed');
   const bStarted = Date.parse(ended.body.started_at);
   const startsOfA = await Promise.all(a.map(async (id) => s.deps.executions.get(id)));

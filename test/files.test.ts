@@ -5,15 +5,24 @@ import { Readable } from 'node:stream';
 import { startStack } from './harness.ts';
 
 /** A request sent with the path exactly as given: fetch would resolve '%2e%2e' and '..' before sending. */
-const raw = (url: string, method: string, path: string, body?: string) => new Promise<{ status: number; text: string }>((resolve, reject) => {
-  const u = new URL(url);
-  const req = request({ host: u.hostname, port: u.port, method, path, headers: { 'content-type': 'application/octet-stream' } }, (res) => {
-    let text = '';
-    res.setEncoding('utf8').on('data', (c: string) => { text += c; }).on('end', () => resolve({ status: res.statusCode!, text }));
+const raw = (url: string, method: string, path: string, body?: string) =>
+  new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const u = new URL(url);
+    const req = request(
+      { host: u.hostname, port: u.port, method, path, headers: { 'content-type': 'application/octet-stream' } },
+      (res) => {
+        let text = '';
+        res
+          .setEncoding('utf8')
+          .on('data', (c: string) => {
+            text += c;
+          })
+          .on('end', () => resolve({ status: res.statusCode!, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
   });
-  req.on('error', reject);
-  req.end(body);
-});
 
 test('files: upload, list, download with Range/ETag, delete, and every limit', async (t) => {
   const s = await startStack({ worker: false, env: { SANDGATE_MAX_UPLOAD_BYTES: '1MB' } });
@@ -21,7 +30,12 @@ test('files: upload, list, download with Range/ETag, delete, and every limit', a
   const session = (await s.api('POST', '/v1/sessions', {})).body.id as string;
   const base = `${s.url}/v1/sessions/${session}/files`;
   const put = (path: string, body: BodyInit, query = '') =>
-    fetch(`${base}/${path}${query}`, { method: 'PUT', body, headers: { 'content-type': 'application/octet-stream' }, duplex: 'half' } as RequestInit);
+    fetch(`${base}/${path}${query}`, {
+      method: 'PUT',
+      body,
+      headers: { 'content-type': 'application/octet-stream' },
+      duplex: 'half',
+    } as RequestInit);
 
   await t.test('raw PUT, JSON base64 and multipart uploads land where asked', async () => {
     const r1 = await put('data/a.txt', 'hello world');
@@ -30,7 +44,10 @@ test('files: upload, list, download with Range/ETag, delete, and every limit', a
     assert.equal(f1.path, 'data/a.txt');
     assert.equal(f1.size_bytes, 11);
     assert.equal(f1.mime_type, 'text/plain');
-    const r2 = await s.api('POST', `/v1/sessions/${session}/files`, { path: 'b.json', content_base64: Buffer.from('{"x":1}').toString('base64') });
+    const r2 = await s.api('POST', `/v1/sessions/${session}/files`, {
+      path: 'b.json',
+      content_base64: Buffer.from('{"x":1}').toString('base64'),
+    });
     assert.equal(r2.status, 201);
     assert.equal(r2.body.files[0].mime_type, 'application/json');
     const form = new FormData();
@@ -40,7 +57,10 @@ test('files: upload, list, download with Range/ETag, delete, and every limit', a
     assert.equal(r3.status, 201);
     assert.equal(((await r3.json()) as any).files[0].path, 'nested/dir/c.csv');
     const list = await s.api('GET', `/v1/sessions/${session}/files`);
-    assert.deepEqual(list.body.files.map((f: any) => f.path), ['b.json', 'data/a.txt', 'nested/dir/c.csv']);
+    assert.deepEqual(
+      list.body.files.map((f: any) => f.path),
+      ['b.json', 'data/a.txt', 'nested/dir/c.csv'],
+    );
   });
 
   await t.test('file_exists without overwrite; overwrite=true replaces', async () => {
@@ -80,7 +100,9 @@ test('files: upload, list, download with Range/ETag, delete, and every limit', a
     await bad.arrayBuffer();
     const cached = await fetch(url, { headers: { 'if-none-match': etag } });
     assert.equal(cached.status, 304);
-    const signed = (await s.api('GET', `/v1/sessions/${session}/files`)).body.files.find((f: any) => f.path === 'range.bin').download_url as string;
+    const signed = (await s.api('GET', `/v1/sessions/${session}/files`)).body.files.find(
+      (f: any) => f.path === 'range.bin',
+    ).download_url as string;
     assert.match(signed, /\?expires=\d+&sig=/);
     assert.equal(await (await fetch(signed)).text(), '0123456789');
     const tampered = signed.replace('range.bin', 'data/a.txt');
@@ -88,8 +110,22 @@ test('files: upload, list, download with Range/ETag, delete, and every limit', a
   });
 
   await t.test('path traversal in every form is refused', async () => {
-    const forms = ['..%2F..%2Fetc%2Fpasswd', '%2e%2e/%2e%2e/etc/passwd', '../../etc/passwd', 'a/%2e%2e/%2e%2e/x', 'a/../../x',
-      '%2Fetc%2Fpasswd', '/etc/passwd', 'a%5C..%5Cb', 'a%00b', '.sandgate-tmp-x', 'a//b', './a', '%2e', '..%5c..%5cetc%5cpasswd'];
+    const forms = [
+      '..%2F..%2Fetc%2Fpasswd',
+      '%2e%2e/%2e%2e/etc/passwd',
+      '../../etc/passwd',
+      'a/%2e%2e/%2e%2e/x',
+      'a/../../x',
+      '%2Fetc%2Fpasswd',
+      '/etc/passwd',
+      'a%5C..%5Cb',
+      'a%00b',
+      '.sandgate-tmp-x',
+      'a//b',
+      './a',
+      '%2e',
+      '..%5c..%5cetc%5cpasswd',
+    ];
     for (const p of forms) {
       const r = await raw(s.url, 'PUT', `/v1/sessions/${session}/files/${p}`, 'x');
       assert.equal(r.status, 400, `PUT ${p} → ${r.status} ${r.text}`);
@@ -113,9 +149,13 @@ test('files: upload, list, download with Range/ETag, delete, and every limit', a
 
   await t.test('uploads over the limit are refused while streaming, leaving nothing behind', async () => {
     let produced = 0;
-    const body = Readable.toWeb(Readable.from((function* () {
-      for (; produced < 30 << 20; produced += 1 << 16) yield Buffer.alloc(1 << 16, 0x61);
-    })())) as ReadableStream;
+    const body = Readable.toWeb(
+      Readable.from(
+        (function* () {
+          for (; produced < 30 << 20; produced += 1 << 16) yield Buffer.alloc(1 << 16, 0x61);
+        })(),
+      ),
+    ) as ReadableStream;
     const refused = await put('big.bin', body).catch((e: Error) => e);
     // Either the 413 arrives, or the server closes the socket on a client still sending: both before the 30 MiB.
     if (!(refused instanceof Error)) {
@@ -148,7 +188,8 @@ test('uploads: what generated clients and curl users send is honoured or refused
   t.after(() => s.close());
   const session = (await s.api('POST', '/v1/sessions', {})).body.id as string;
   const base = `${s.url}/v1/sessions/${session}/files`;
-  const listed = async () => (await s.api('GET', `/v1/sessions/${session}/files`)).body.files.map((f: any) => f.path).sort();
+  const listed = async () =>
+    (await s.api('GET', `/v1/sessions/${session}/files`)).body.files.map((f: any) => f.path).sort();
 
   await t.test('?overwrite=true replaces a file on a JSON upload, as the document says', async () => {
     const body = (text: string) => ({ path: 'j.txt', content_base64: Buffer.from(text).toString('base64') });
@@ -159,17 +200,20 @@ test('uploads: what generated clients and curl users send is honoured or refused
     assert.equal(await (await fetch(`${s.url}/files/${session}/j.txt`)).text(), 'three');
   });
 
-  await t.test('a multipart field after the file part is refused (curl -F file=@x -F path=…), and nothing is saved', async () => {
-    const form = new FormData();
-    form.append('file', new Blob(['a,b\n']), 'late.csv');
-    form.append('path', 'sub/late.csv');
-    const r = await fetch(base, { method: 'POST', body: form });
-    assert.equal(r.status, 400);
-    const problem = (await r.json()) as { code: string; detail: string };
-    assert.equal(problem.code, 'validation_failed');
-    assert.match(problem.detail, /"path".*before the file/);
-    assert.ok(!(await listed()).some((p: string) => p.includes('late')), 'neither late.csv nor sub/late.csv');
-  });
+  await t.test(
+    'a multipart field after the file part is refused (curl -F file=@x -F path=…), and nothing is saved',
+    async () => {
+      const form = new FormData();
+      form.append('file', new Blob(['a,b\n']), 'late.csv');
+      form.append('path', 'sub/late.csv');
+      const r = await fetch(base, { method: 'POST', body: form });
+      assert.equal(r.status, 400);
+      const problem = (await r.json()) as { code: string; detail: string };
+      assert.equal(problem.code, 'validation_failed');
+      assert.match(problem.detail, /"path".*before the file/);
+      assert.ok(!(await listed()).some((p: string) => p.includes('late')), 'neither late.csv nor sub/late.csv');
+    },
+  );
 
   await t.test('an unexpanded URI template ({*}, {path}) is no file name', async () => {
     for (const literal of ['%7B*%7D', '%7Bpath%7D', 'dir/%7Bpath%7D']) {

@@ -29,7 +29,12 @@ export interface Stack {
   /** How many sandboxes (containers on Docker, Pods on Kubernetes) carry this execution's label. */
   sandboxesOf(executionId: string): Promise<number>;
   /** JSON request with the stack's default API key (if any). */
-  api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** Starts a worker in this process: on Docker, or on `backend` (e.g. test/noop-backend.ts). */
   startWorker(backend?: ExecutionBackend): Promise<RunningWorker>;
   /** Stops delivering webhooks from this stack (as a gateway that stops would). */
@@ -59,8 +64,14 @@ export interface StackOptions {
 export const TEST_BACKEND: BackendName = process.env.SANDGATE_TEST_BACKEND === 'kubernetes' ? 'kubernetes' : 'docker';
 
 /** A Kubernetes API double for a stack whose gateway listens on `port`: its Pods may reach that port only. */
-async function kubernetesFor(port: number, dataDir: string, options: StackOptions['cluster']): Promise<{
-  double: K8sDouble; env: Record<string, string>; close(): Promise<void>;
+async function kubernetesFor(
+  port: number,
+  dataDir: string,
+  options: StackOptions['cluster'],
+): Promise<{
+  double: K8sDouble;
+  env: Record<string, string>;
+  close(): Promise<void>;
 }> {
   const double = await K8sDouble.start({ ...options, hostPorts: [port] });
   const kubeconfig = join(dataDir, '..', `kubeconfig-${double.id}.yaml`);
@@ -68,8 +79,11 @@ async function kubernetesFor(port: number, dataDir: string, options: StackOption
   return {
     double,
     env: {
-      SANDGATE_BACKEND: 'kubernetes', SANDGATE_K8S_NAMESPACE: double.namespace, SANDGATE_K8S_KUBECONFIG: kubeconfig,
-      SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${port}`, SANDGATE_HOST: '0.0.0.0',
+      SANDGATE_BACKEND: 'kubernetes',
+      SANDGATE_K8S_NAMESPACE: double.namespace,
+      SANDGATE_K8S_KUBECONFIG: kubeconfig,
+      SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${port}`,
+      SANDGATE_HOST: '0.0.0.0',
       SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
       // The runtime image a test run builds for itself (images/runtime/build.sh honours the same variable).
       ...(process.env.SANDGATE_IMAGE ? { SANDGATE_IMAGE: process.env.SANDGATE_IMAGE } : {}),
@@ -83,15 +97,25 @@ async function kubernetesFor(port: number, dataDir: string, options: StackOption
 
 /** A whole sandgate on loopback: real Redis (own key prefix), real HTTP, optionally a real worker on Docker. */
 export async function startStack({
-  env = {}, worker = true, apiKey, heartbeatMs, backend = TEST_BACKEND, cluster: clusterOptions,
+  env = {},
+  worker = true,
+  apiKey,
+  heartbeatMs,
+  backend = TEST_BACKEND,
+  cluster: clusterOptions,
 }: StackOptions = {}): Promise<Stack> {
   const prefix = `sgtest${randomBytes(4).toString('hex')}`;
   const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-test-'));
   const port = await freePort();
   const cluster = backend === 'kubernetes' ? await kubernetesFor(port, dataDir, clusterOptions) : undefined;
   const fullEnv: Record<string, string> = {
-    REDIS_URL, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_DATA_DIR: dataDir, SANDGATE_PORT: String(port),
-    SANDGATE_LOG_LEVEL: process.env.SANDGATE_TEST_LOG_LEVEL ?? 'silent', SANDGATE_SWEEP_INTERVAL_S: '2', SANDGATE_LEASE_MS: '3000',
+    REDIS_URL,
+    SANDGATE_REDIS_PREFIX: prefix,
+    SANDGATE_DATA_DIR: dataDir,
+    SANDGATE_PORT: String(port),
+    SANDGATE_LOG_LEVEL: process.env.SANDGATE_TEST_LOG_LEVEL ?? 'silent',
+    SANDGATE_SWEEP_INTERVAL_S: '2',
+    SANDGATE_LEASE_MS: '3000',
     ...cluster?.env,
     ...env,
   };
@@ -108,14 +132,26 @@ export async function startStack({
   const workers: RunningWorker[] = [];
   const backends: ExecutionBackend[] = [];
   const stack: Stack = {
-    url, config, deps, env: fullEnv, worker: null, ...(cluster ? { cluster: cluster.double } : {}),
+    url,
+    config,
+    deps,
+    env: fullEnv,
+    worker: null,
+    ...(cluster ? { cluster: cluster.double } : {}),
     async sandboxExists({ hostname, executionId }) {
       if (cluster) return cluster.double.store.get('Pod', cluster.double.namespace, podName(executionId)) !== undefined;
-      return new Dockerode().getContainer(hostname).inspect().then(() => true, () => false);
+      return new Dockerode()
+        .getContainer(hostname)
+        .inspect()
+        .then(
+          () => true,
+          () => false,
+        );
     },
     async sandboxesOf(executionId) {
       if (cluster) {
-        return cluster.double.store.list('Pod', cluster.double.namespace)
+        return cluster.double.store
+          .list('Pod', cluster.double.namespace)
           .filter((p) => p.metadata.labels?.['org.sandgate.execution'] === executionId).length;
       }
       const label = `org.sandgate.execution=${executionId}`;
@@ -124,10 +160,18 @@ export async function startStack({
     async api(method, path, body, headers = {}) {
       const h: Record<string, string> = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers };
       if (body !== undefined) h['content-type'] ??= 'application/json';
-      const res = await fetch(url + path, { method, headers: h, ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}) });
+      const res = await fetch(url + path, {
+        method,
+        headers: h,
+        ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+      });
       const text = await res.text();
       let parsed: unknown = text;
-      try { parsed = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        /* not JSON */
+      }
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async startWorker(given) {
@@ -155,8 +199,18 @@ export async function startStack({
       for (const b of backends) await b.close();
       // Session sandboxes outlive workers by design; a test stack takes its whole deployment with it.
       const docker = new Dockerode();
-      const mine = await docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${prefix}`] } });
-      await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+      const mine = await docker.listContainers({
+        all: true,
+        filters: { label: [`org.sandgate.deployment=${prefix}`] },
+      });
+      await Promise.all(
+        mine.map((c) =>
+          docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => {}),
+        ),
+      );
       await deleteKeys(prefix);
       await deps.close();
       await cluster?.close();
@@ -177,18 +231,29 @@ function watchSpec(app: Awaited<ReturnType<typeof buildApp>>) {
   const found: Promise<string[]>[] = [];
   app.addHook('onSend', async (req, reply, payload) => {
     const type = reply.getHeader('content-type');
-    found.push(check.check({
-      method: req.method, url: req.url, headers: req.headers, body: req.body, status: reply.statusCode,
-      contentType: type === undefined ? undefined : String(type),
-      payload: typeof payload === 'string' ? payload : undefined,
-    }));
+    found.push(
+      check.check({
+        method: req.method,
+        url: req.url,
+        headers: req.headers,
+        body: req.body,
+        status: reply.statusCode,
+        contentType: type === undefined ? undefined : String(type),
+        payload: typeof payload === 'string' ? payload : undefined,
+      }),
+    );
     return payload;
   });
   return { mismatches: async () => (await Promise.all(found)).flat() };
 }
 
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
-export async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | null | undefined | false>,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

@@ -17,7 +17,9 @@ function get(url: string, path: string, headers: Record<string, string>): Promis
   return new Promise((resolve, reject) => {
     const req = request({ host: u.hostname, port: u.port, path, headers }, (res) => {
       let text = '';
-      res.on('data', (c: Buffer) => { text += c.toString(); });
+      res.on('data', (c: Buffer) => {
+        text += c.toString();
+      });
       res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : null }));
     });
     req.on('error', reject);
@@ -69,19 +71,49 @@ test('open mode refuses a host name that starts with 127. but resolves elsewhere
   t.after(() => rm(dir, { recursive: true, force: true }));
   await writeFile(join(dir, 'hosts'), '0.0.0.0 127.attacker.test\n');
   const port = await freePort();
-  const child = spawn('unshare', ['--mount', '--', 'sh', '-c', `mount --bind ${join(dir, 'hosts')} /etc/hosts && exec "$0" "$@"`,
-    process.execPath, '--import', 'tsx', GATEWAY_MAIN], {
-    env: { ...process.env, SANDGATE_HOST: '127.attacker.test', SANDGATE_PORT: String(port), SANDGATE_REDIS_PREFIX: `sghost${port}`,
-      SANDGATE_DATA_DIR: dir, SANDGATE_LOG_LEVEL: 'silent' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    'unshare',
+    [
+      '--mount',
+      '--',
+      'sh',
+      '-c',
+      `mount --bind ${join(dir, 'hosts')} /etc/hosts && exec "$0" "$@"`,
+      process.execPath,
+      '--import',
+      'tsx',
+      GATEWAY_MAIN,
+    ],
+    {
+      env: {
+        ...process.env,
+        SANDGATE_HOST: '127.attacker.test',
+        SANDGATE_PORT: String(port),
+        SANDGATE_REDIS_PREFIX: `sghost${port}`,
+        SANDGATE_DATA_DIR: dir,
+        SANDGATE_LOG_LEVEL: 'silent',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
   const exited = await new Promise<number | null>((resolve) => {
     const timer = setTimeout(() => resolve(null), 30_000);
-    child.once('exit', (code) => { clearTimeout(timer); resolve(code); });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
   });
-  assert.equal(exited, 1, `the gateway should refuse to start; it ${exited === null ? 'kept running' : `exited ${exited}`}: ${stderr}`);
+  assert.equal(
+    exited,
+    1,
+    `the gateway should refuse to start; it ${exited === null ? 'kept running' : `exited ${exited}`}: ${stderr}`,
+  );
   assert.match(stderr, /refusing to listen on 127\.attacker\.test \(it resolves to 0\.0\.0\.0\)/);
 });

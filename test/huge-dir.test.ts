@@ -10,12 +10,15 @@ test('a session directory of 150,000 files is listed a page at a time, bounded, 
   const session = (await s.api('POST', '/v1/sessions', {})).body.id as string;
   const dir = s.deps.workspaces.dir(session);
   // Made on disk directly, as a run would (creating them through the API would take minutes).
-  execFileSync('python3', ['-c', `
+  execFileSync('python3', [
+    '-c',
+    `
 import os
 os.chdir(${JSON.stringify(dir)})
 for i in range(150_000):
     os.close(os.open("f%06d" % i, os.O_CREAT | os.O_WRONLY, 0o644))
-`]);
+`,
+  ]);
   const rssBefore = process.memoryUsage().rss;
   let answered = 0;
   let polling = true;
@@ -26,7 +29,10 @@ for i in range(150_000):
     }
   })();
   const first = await s.api('GET', `/v1/sessions/${session}/files?limit=1000`);
-  const second = await s.api('GET', `/v1/sessions/${session}/files?limit=1000&cursor=${encodeURIComponent(first.body.next_cursor)}`);
+  const second = await s.api(
+    'GET',
+    `/v1/sessions/${session}/files?limit=1000&cursor=${encodeURIComponent(first.body.next_cursor)}`,
+  );
   polling = false;
   await poll;
   assert.equal(first.status, 200);

@@ -1,11 +1,14 @@
 /** The reference workflow's input and analysis, shared by the REST and MCP end-to-end tests. */
 
-export const CSV = ['date,channel,spend,clicks,conversions',
-  ...Array.from({ length: 60 }, (_, i) => {
-    const channel = ['search', 'social', 'email', 'display'][i % 4]!;
-    const date = `2026-0${1 + (i % 9)}-${String(1 + (i % 28)).padStart(2, '0')}`;
-    return `${date},${channel},${(100 + i * 7.5).toFixed(2)},${200 + i * 13},${5 + (i % 11)}`;
-  })].join('\n') + '\n';
+export const CSV =
+  [
+    'date,channel,spend,clicks,conversions',
+    ...Array.from({ length: 60 }, (_, i) => {
+      const channel = ['search', 'social', 'email', 'display'][i % 4]!;
+      const date = `2026-0${1 + (i % 9)}-${String(1 + (i % 28)).padStart(2, '0')}`;
+      return `${date},${channel},${(100 + i * 7.5).toFixed(2)},${200 + i * 13},${5 + (i % 11)}`;
+    }),
+  ].join('\n') + '\n';
 
 export const ANALYSIS = `
 import pandas as pd, seaborn as sns, matplotlib.pyplot as plt

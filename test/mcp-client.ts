@@ -22,7 +22,7 @@ export async function mcpClient(stack: Stack, { apiKey, headers = {} }: McpClien
 }
 
 /** A tool's structured result, typed loosely for assertions. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+
 export const structured = (r: unknown): any => (r as CallToolResult).structuredContent;
 
 /** Short ways to call a tool: the whole result, a success's object, or a failure's error object. */
@@ -50,7 +50,7 @@ export interface RawReply {
   status: number;
   headers: Headers;
   /** JSON-RPC messages of the reply, from its SSE stream or JSON body. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+
   messages: { id?: unknown; method?: string; params?: any; result?: any; error?: any }[];
   /** The body when it is neither: a problem+json object, or text. */
   body: unknown;
@@ -67,17 +67,27 @@ export async function rawMcp(url: string, message: unknown, headers: Record<stri
   const type = res.headers.get('content-type') ?? '';
   const messages: RawReply['messages'] = [];
   if (type.startsWith('text/event-stream')) {
-    const parser = createParser({ onEvent: (ev) => { if (ev.data) messages.push(JSON.parse(ev.data)); } });
+    const parser = createParser({
+      onEvent: (ev) => {
+        if (ev.data) messages.push(JSON.parse(ev.data));
+      },
+    });
     parser.feed(text);
   } else if (type.startsWith('application/json') && text) {
     messages.push(...[JSON.parse(text)].flat());
   }
   let body: unknown = text;
-  try { body = JSON.parse(text); } catch { /* not JSON */ }
+  try {
+    body = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
   return { status: res.status, headers: res.headers, messages, body };
 }
 
 export const initializeMessage = (id: number | string = 0) => ({
-  jsonrpc: '2.0', id, method: 'initialize',
+  jsonrpc: '2.0',
+  id,
+  method: 'initialize',
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 });

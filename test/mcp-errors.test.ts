@@ -7,7 +7,9 @@ import { b64, mcpClient, rawMcp, toolsOf } from './mcp-client.ts';
 test('MCP tool errors carry the contract codes, with isError and a structured error object', async (t) => {
   const s = await startStack({
     env: {
-      SANDGATE_MAX_SESSIONS: '3', SANDGATE_MAX_ARTIFACT_READ_BYTES: '2000', SANDGATE_MAX_CODE_BYTES: '2000',
+      SANDGATE_MAX_SESSIONS: '3',
+      SANDGATE_MAX_ARTIFACT_READ_BYTES: '2000',
+      SANDGATE_MAX_CODE_BYTES: '2000',
       SANDGATE_MAX_UPLOAD_BYTES: '5000',
     },
   });
@@ -21,7 +23,9 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
 
   await t.test('file_exists, and overwrite=true replaces the file', async () => {
     assert.deepEqual(await fail('upload_file', inSession({ filename: 'sales.csv', content_base64: b64('x') })), {
-      error: 'file_exists', message: 'sales.csv already exists. Set overwrite=true to replace.', session_id: session,
+      error: 'file_exists',
+      message: 'sales.csv already exists. Set overwrite=true to replace.',
+      session_id: session,
     });
     await ok('upload_file', inSession({ filename: 'sales.csv', content_base64: b64('new\n'), overwrite: true }));
     const read = await ok('read_artifact', inSession({ path: 'sales.csv' }));
@@ -30,11 +34,14 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
 
   await t.test('session_not_found for an unknown or malformed session', async () => {
     assert.deepEqual(await fail('list_artifacts', { session_id: 'sess_123' }), {
-      error: 'session_not_found', message: 'No active session with id sess_123', session_id: 'sess_123',
+      error: 'session_not_found',
+      message: 'No active session with id sess_123',
+      session_id: 'sess_123',
     });
     const unknown = { session_id: 'sess_0123456789ab' };
     for (const [tool, args] of [
-      ['read_artifact', { path: 'a' }], ['run_python', { code: '1' }],
+      ['read_artifact', { path: 'a' }],
+      ['run_python', { code: '1' }],
       ['upload_file', { filename: 'a', content_base64: '' }],
     ] as const) {
       assert.equal((await fail(tool, { ...unknown, ...args })).error, 'session_not_found', tool);
@@ -43,7 +50,9 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
 
   await t.test('not_found for a missing artifact, and for a symlink the sandbox planted (never followed)', async () => {
     assert.deepEqual(await fail('read_artifact', inSession({ path: '/mnt/data/chart.png' })), {
-      error: 'not_found', message: 'No artifact at /mnt/data/chart.png', session_id: session,
+      error: 'not_found',
+      message: 'No artifact at /mnt/data/chart.png',
+      session_id: session,
     });
     const run = await ok('run_code', inSession({ language: 'bash', code: 'ln -s /etc/passwd pw && ls -l pw' }));
     assert.equal(run.exit_code, 0, run.stderr);
@@ -63,8 +72,9 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
 
     const code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.savefig('line.png')";
     const chart = await call('run_python', inSession({ code }));
-    const png = (chart.structuredContent as { artifacts: { filename: string; size_bytes: number }[] }).artifacts
-      .find((a) => a.filename === 'line.png');
+    const png = (chart.structuredContent as { artifacts: { filename: string; size_bytes: number }[] }).artifacts.find(
+      (a) => a.filename === 'line.png',
+    );
     assert.ok(png!.size_bytes > 2000, 'the chart is over the limit');
     assert.equal(chart.content.filter((c) => c.type === 'image').length, 0, 'so it is listed but not sent as an image');
   });
@@ -75,7 +85,8 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
     const busy = async () => (await s.api('GET', `/v1/sessions/${session}`)).body.state === 'busy';
     await until('the session to be busy', busy);
     assert.deepEqual(await fail('run_python', inSession({ code: 'print(1)' })), {
-      error: 'session_busy', message: 'A run is already in progress for this session. Wait for it to complete.',
+      error: 'session_busy',
+      message: 'A run is already in progress for this session. Wait for it to complete.',
       session_id: session,
     });
     await ok('upload_file', inSession({ filename: 'go', content_base64: '' }));
@@ -121,9 +132,10 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
 
   await t.test('max_sessions when a call would open one session too many', async () => {
     const opened: string[] = [];
-    while (await liveSessions() < 3) opened.push((await ok('create_session', {})).session_id);
+    while ((await liveSessions()) < 3) opened.push((await ok('create_session', {})).session_id);
     const expected = {
-      error: 'max_sessions', message: 'Maximum 3 concurrent sessions reached. Close an existing session first.',
+      error: 'max_sessions',
+      message: 'Maximum 3 concurrent sessions reached. Close an existing session first.',
     };
     assert.deepEqual(await fail('run_python', { code: 'print(1)' }), expected);
     assert.deepEqual(await fail('upload_file', { filename: 'a', content_base64: '' }), expected);
@@ -136,7 +148,7 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
   });
 });
 
-test('MCP run_python past the time limit: exit_code -1 and the contract\'s timeout message', async (t) => {
+test("MCP run_python past the time limit: exit_code -1 and the contract's timeout message", async (t) => {
   const s = await startStack({ env: { SANDGATE_EXEC_TIMEOUT_S: '1' } });
   t.after(() => s.close());
   const { client } = await mcpClient(s);

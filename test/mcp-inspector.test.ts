@@ -21,13 +21,20 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
     const target = ['--cli', `${s.url}/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${KEY}`];
     const env = { ...process.env, HOME: home };
     const { stdout } = await run(INSPECTOR, [...target, ...args], { env, timeout: 120_000 });
-    return JSON.parse(stdout) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    return JSON.parse(stdout) as Record<string, any>;
   };
 
   // --strict exits non-zero (and so fails this test) on any tool-schema portability error.
   const listed = await inspect('--method', 'tools/list', '--strict');
-  assert.deepEqual(listed.tools.map((x: { name: string }) => x.name).sort(),
-    ['close_session', 'create_session', 'list_artifacts', 'read_artifact', 'run_code', 'run_python', 'upload_file']);
+  assert.deepEqual(listed.tools.map((x: { name: string }) => x.name).sort(), [
+    'close_session',
+    'create_session',
+    'list_artifacts',
+    'read_artifact',
+    'run_code',
+    'run_python',
+    'upload_file',
+  ]);
 
   const called = await inspect('--method', 'tools/call', '--tool-name', 'run_python', '--tool-arg', 'code=print(6*7)');
   assert.equal(called.structuredContent.stdout, '42\n');

@@ -8,17 +8,25 @@ import { initializeMessage, mcpClient, rawMcp, toolsOf } from './mcp-client.ts';
 
 /** Python that prints `first`, then waits for a file named `go` before printing `second`. */
 const WAIT_FOR_GO = [
-  'import os, time', "print('first', flush=True)", "while not os.path.exists('go'):", '    time.sleep(0.05)',
+  'import os, time',
+  "print('first', flush=True)",
+  "while not os.path.exists('go'):",
+  '    time.sleep(0.05)',
   "print('second')",
 ].join('\n');
 const release = (s: Stack, session: string, headers: Record<string, string> = {}) =>
   fetch(`${s.url}/v1/sessions/${session}/files/go`, { method: 'PUT', body: '', headers });
 const runCall = (id: number, args: Record<string, unknown>, meta?: Record<string, unknown>) => ({
-  jsonrpc: '2.0', id, method: 'tools/call',
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
   params: { name: 'run_python', arguments: args, ...(meta ? { _meta: meta } : {}) },
 });
-const cancelCall = (requestId: number) =>
-  ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } });
+const cancelCall = (requestId: number) => ({
+  jsonrpc: '2.0',
+  method: 'notifications/cancelled',
+  params: { requestId },
+});
 const lastRun = async (s: Stack, session: string, headers: Record<string, string> = {}) =>
   (await s.api('GET', `/v1/executions?session_id=${session}`, undefined, headers)).body.executions[0];
 
@@ -32,24 +40,35 @@ test('MCP progress notifications and cancellation', async (t) => {
 
   await t.test('a run sends its phases and output as progress while it is in flight', async () => {
     const seen: Progress[] = [];
-    const out = await ok('run_python', { session_id: session, code: WAIT_FOR_GO }, {
-      onprogress: (p) => {
-        seen.push(p);
-        // The run is still waiting: only this output, sent while it is in flight, lets it finish.
-        if (p.message === 'stdout: first\n') void release(s, session);
+    const out = await ok(
+      'run_python',
+      { session_id: session, code: WAIT_FOR_GO },
+      {
+        onprogress: (p) => {
+          seen.push(p);
+          // The run is still waiting: only this output, sent while it is in flight, lets it finish.
+          if (p.message === 'stdout: first\n') void release(s, session);
+        },
       },
-    });
+    );
     assert.equal(out.stdout, 'first\nsecond\n');
     const messages = seen.map((p) => p.message);
     assert.ok(messages.indexOf('phase: running') < messages.indexOf('stdout: first\n'), messages.join(' | '));
     assert.ok(messages.includes('stdout: second\n'));
     assert.equal(messages.at(-1), 'phase: done');
-    assert.deepEqual(seen.map((p) => p.progress), seen.map((_, i) => i + 1), 'progress only grows');
+    assert.deepEqual(
+      seen.map((p) => p.progress),
+      seen.map((_, i) => i + 1),
+      'progress only grows',
+    );
   });
 
   await t.test('without a progressToken no progress is sent; with one, before the result', async () => {
     const plain = await rawMcp(s.url, runCall(1, { session_id: session, code: 'print(1)' }));
-    assert.deepEqual(plain.messages.map((m) => m.method ?? `result ${String(m.id)}`), ['result 1']);
+    assert.deepEqual(
+      plain.messages.map((m) => m.method ?? `result ${String(m.id)}`),
+      ['result 1'],
+    );
     const asked = await rawMcp(s.url, runCall(2, { session_id: session, code: 'print(1)' }, { progressToken: 'tok' }));
     const progress = asked.messages.filter((m) => m.method === 'notifications/progress');
     assert.ok(progress.length >= 3, JSON.stringify(asked.messages));
@@ -60,9 +79,16 @@ test('MCP progress notifications and cancellation', async (t) => {
   await t.test('cancelling the request (notifications/cancelled) cancels the run; the session is free', async () => {
     const ac = new AbortController();
     const code = "import time\nprint('started', flush=True)\ntime.sleep(600)";
-    const running = call('run_python', { session_id: session, code }, {
-      signal: ac.signal, onprogress: (p) => { if (p.message === 'stdout: started\n') ac.abort('enough'); },
-    });
+    const running = call(
+      'run_python',
+      { session_id: session, code },
+      {
+        signal: ac.signal,
+        onprogress: (p) => {
+          if (p.message === 'stdout: started\n') ac.abort('enough');
+        },
+      },
+    );
     await assert.rejects(running);
     const run = await until('the run to be cancelled', async () => {
       const r = await lastRun(s, session);
@@ -98,7 +124,10 @@ test('MCP cancellation from another gateway replica, and never across tenants', 
   const deps2 = await createGatewayDeps(s.config, pino({ level: 'silent' }));
   const replica = await buildApp(deps2);
   const url2 = await replica.listen({ host: '127.0.0.1', port: 0 });
-  t.after(async () => { await replica.close(); await deps2.close(); });
+  t.after(async () => {
+    await replica.close();
+    await deps2.close();
+  });
 
   const a = { authorization: `Bearer ${KEY_A}` };
   const mcpSession = (await rawMcp(s.url, initializeMessage(), a)).headers.get('mcp-session-id')!;
@@ -107,7 +136,7 @@ test('MCP cancellation from another gateway replica, and never across tenants', 
   const session = (await rawMcp(url2, open, headersA)).messages[0]!.result.structuredContent.session_id as string;
   const running = () => until('the run to start', async () => (await lastRun(s, session, a))?.state === 'running');
 
-  await t.test('tenant B sending A\'s session id and request id cancels nothing', async () => {
+  await t.test("tenant B sending A's session id and request id cancels nothing", async () => {
     const call = rawMcp(s.url, runCall(5, { session_id: session, code: WAIT_FOR_GO }), headersA);
     await running();
     const b = { authorization: `Bearer ${KEY_B}`, 'mcp-session-id': mcpSession };
@@ -118,7 +147,7 @@ test('MCP cancellation from another gateway replica, and never across tenants', 
     assert.equal(out.stdout, 'first\nsecond\n');
   });
 
-  await t.test('tenant A\'s cancel, sent to the other replica, cancels the run', async () => {
+  await t.test("tenant A's cancel, sent to the other replica, cancels the run", async () => {
     await fetch(`${s.url}/v1/sessions/${session}/files/go`, { method: 'DELETE', headers: a });
     const call = rawMcp(s.url, runCall(6, { session_id: session, code: WAIT_FOR_GO }), headersA);
     await running();

@@ -22,7 +22,7 @@ test('MCP over HTTP: API keys, Origin, stateless GET/DELETE, the session id head
     await assert.rejects(mcpClient(s), /401|Unauthorized/i, 'the SDK client cannot connect without a key');
   });
 
-  await t.test('an Origin other than the public URL\'s is 403; the public URL\'s own passes', async () => {
+  await t.test("an Origin other than the public URL's is 403; the public URL's own passes", async () => {
     for (const origin of ['http://evil.example', 'null', 'http://localhost:3000', `${s.url}.evil.example`]) {
       const r = await rawMcp(s.url, initializeMessage(), { ...auth(KEY_A), origin });
       assert.equal(r.status, 403, origin);
@@ -67,7 +67,10 @@ test('MCP over HTTP: API keys, Origin, stateless GET/DELETE, the session id head
   await t.test('/mcp is not in the OpenAPI document', async () => {
     const doc = (await s.api('GET', '/openapi.json')).body as { paths: Record<string, unknown> };
     assert.ok(doc.paths['/v1/executions']);
-    assert.deepEqual(Object.keys(doc.paths).filter((p) => p.startsWith('/mcp')), []);
+    assert.deepEqual(
+      Object.keys(doc.paths).filter((p) => p.startsWith('/mcp')),
+      [],
+    );
   });
 });
 
@@ -80,7 +83,7 @@ test('MCP in open mode allows loopback origins, but not others', async (t) => {
   assert.equal((await rawMcp(s.url, initializeMessage(), { origin: 'http://example.com' })).status, 403);
 });
 
-test('MCP tenants: tenant B can neither see nor use tenant A\'s session', async (t) => {
+test("MCP tenants: tenant B can neither see nor use tenant A's session", async (t) => {
   const s = await startStack({ apiKey: KEY_A, env });
   t.after(() => s.close());
   const clientA = (await mcpClient(s, { apiKey: KEY_A })).client;
@@ -91,10 +94,12 @@ test('MCP tenants: tenant B can neither see nor use tenant A\'s session', async 
   const upload = await a.ok('upload_file', { filename: 'secret.txt', content_base64: b64('A only') });
   const session = upload.session_id as string;
   const attempts: [string, Record<string, unknown>][] = [
-    ['list_artifacts', {}], ['read_artifact', { path: 'secret.txt' }],
+    ['list_artifacts', {}],
+    ['read_artifact', { path: 'secret.txt' }],
     ['run_python', { code: "print(open('secret.txt').read())" }],
     ['run_code', { language: 'bash', code: 'cat secret.txt' }],
-    ['upload_file', { filename: 'secret.txt', content_base64: '', overwrite: true }], ['close_session', {}],
+    ['upload_file', { filename: 'secret.txt', content_base64: '', overwrite: true }],
+    ['close_session', {}],
   ];
   for (const [name, args] of attempts) {
     const e = await b.fail(name, { session_id: session, ...args });
@@ -104,8 +109,8 @@ test('MCP tenants: tenant B can neither see nor use tenant A\'s session', async 
   assert.equal((await s.api('GET', `/v1/sessions/${session}`, undefined, auth(KEY_B))).status, 404);
 
   const read = await a.ok('read_artifact', { session_id: session, path: 'secret.txt' });
-  assert.equal(Buffer.from(read.content_base64, 'base64').toString(), 'A only', 'A\'s file and session are intact');
+  assert.equal(Buffer.from(read.content_base64, 'base64').toString(), 'A only', "A's file and session are intact");
   const own = await b.ok('run_python', { code: 'import os; print(sorted(os.listdir(".")))' });
-  assert.equal(own.stdout, '[]\n', 'B\'s own session starts empty');
+  assert.equal(own.stdout, '[]\n', "B's own session starts empty");
   assert.notEqual(own.session_id, session);
 });

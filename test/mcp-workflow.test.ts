@@ -19,8 +19,15 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
 
   await t.test('tools/list shows the contract tools with JSON Schemas from libs/contracts', async () => {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((x) => x.name).sort(),
-      ['close_session', 'create_session', 'list_artifacts', 'read_artifact', 'run_code', 'run_python', 'upload_file']);
+    assert.deepEqual(tools.map((x) => x.name).sort(), [
+      'close_session',
+      'create_session',
+      'list_artifacts',
+      'read_artifact',
+      'run_code',
+      'run_python',
+      'upload_file',
+    ]);
     for (const tool of tools) {
       assert.equal(tool.inputSchema.type, 'object', tool.name);
       assert.equal(tool.outputSchema?.type, 'object', tool.name);
@@ -31,7 +38,10 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
     assert.deepEqual(byName.run_python!.inputSchema.required, ['code']);
     assert.deepEqual(byName.read_artifact!.inputSchema.required, ['session_id', 'path']);
     const language = byName.run_code!.inputSchema.properties!.language as { anyOf: { const: string }[] };
-    assert.deepEqual(language.anyOf.map((l) => l.const), ['python', 'javascript', 'bash']);
+    assert.deepEqual(
+      language.anyOf.map((l) => l.const),
+      ['python', 'javascript', 'bash'],
+    );
   });
 
   let session = '';
@@ -59,8 +69,13 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
     assert.ok(out.duration_ms >= 0);
     const byPath = Object.fromEntries(out.artifacts.map((a: { path: string }) => [a.path, a]));
     assert.deepEqual(Object.keys(byPath).sort(), ['/mnt/data/cpa.png', '/mnt/data/report.pdf']);
-    assert.deepEqual(Object.keys(byPath['/mnt/data/cpa.png']).sort(),
-      ['download_url', 'filename', 'mime_type', 'path', 'size_bytes']);
+    assert.deepEqual(Object.keys(byPath['/mnt/data/cpa.png']).sort(), [
+      'download_url',
+      'filename',
+      'mime_type',
+      'path',
+      'size_bytes',
+    ]);
     assert.equal(byPath['/mnt/data/cpa.png'].filename, 'cpa.png');
     assert.equal(byPath['/mnt/data/report.pdf'].mime_type, 'application/pdf');
     chart = byPath['/mnt/data/cpa.png'];
@@ -93,8 +108,10 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
   await t.test('list_artifacts lists every file in /mnt/data, the upload included', async () => {
     const out = await ok('list_artifacts', { session_id: session });
     assert.equal(out.session_id, session);
-    assert.deepEqual(out.artifacts.map((a: { path: string }) => a.path),
-      ['/mnt/data/cpa.png', '/mnt/data/marketing.csv', '/mnt/data/report.pdf']);
+    assert.deepEqual(
+      out.artifacts.map((a: { path: string }) => a.path),
+      ['/mnt/data/cpa.png', '/mnt/data/marketing.csv', '/mnt/data/report.pdf'],
+    );
     const csv = out.artifacts.find((a: { filename: string }) => a.filename === 'marketing.csv');
     assert.equal(csv.size_bytes, Buffer.byteLength(CSV));
     assert.equal(csv.mime_type, 'text/csv');
@@ -118,7 +135,9 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
     assert.equal((await s.api('GET', `/v1/sessions/${session}`)).status, 404);
     assert.equal((await fetch(chart.download_url)).status, 404, 'its files are gone');
     assert.deepEqual(await fail('close_session', { session_id: session }), {
-      error: 'session_not_found', message: `No active session with id ${session}`, session_id: session,
+      error: 'session_not_found',
+      message: `No active session with id ${session}`,
+      session_id: session,
     });
   });
 });
@@ -153,6 +172,9 @@ test('MCP stateful session and other languages', async (t) => {
     const code = 'echo hi > note.txt; cat note.txt';
     const sh = await ok('run_code', { session_id: js.session_id, language: 'bash', code });
     assert.equal(sh.stdout, 'hi\n');
-    assert.deepEqual(sh.artifacts.map((a: { path: string }) => a.path), ['/mnt/data/note.txt']);
+    assert.deepEqual(
+      sh.artifacts.map((a: { path: string }) => a.path),
+      ['/mnt/data/note.txt'],
+    );
   });
 });

@@ -15,11 +15,19 @@ export const noopBackend: ExecutionBackend = {
     events.stdout('1\n');
     events.phase('harvesting');
     return {
-      state: 'completed', exit_code: 0, stdout: '1\n', stderr: '', stdout_truncated: false, stderr_truncated: false,
-      artifacts: [], duration_ms: 0,
+      state: 'completed',
+      exit_code: 0,
+      stdout: '1\n',
+      stderr: '',
+      stdout_truncated: false,
+      stderr_truncated: false,
+      artifacts: [],
+      duration_ms: 0,
     };
   },
-  async sweep(_live: LiveSet) { return { removed: [] }; },
+  async sweep(_live: LiveSet) {
+    return { removed: [] };
+  },
   async check() {},
   async close() {},
 };

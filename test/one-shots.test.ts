@@ -6,9 +6,12 @@ import { noopBackend } from './noop-backend.ts';
 test('one-shots never lock a tenant out: they do not count as live sessions, and their files stay downloadable', async (t) => {
   const s = await startStack({ worker: noopBackend, env: { SANDGATE_MAX_SESSIONS: '3' } });
   t.after(() => s.close());
-  const oneShot = (i: number) => s.api('POST', '/v1/executions?wait=30', {
-    language: 'python', code: 'print(1)', files: [{ path: `in-${i}.txt`, content_base64: Buffer.from(`one-shot ${i}`).toString('base64') }],
-  });
+  const oneShot = (i: number) =>
+    s.api('POST', '/v1/executions?wait=30', {
+      language: 'python',
+      code: 'print(1)',
+      files: [{ path: `in-${i}.txt`, content_base64: Buffer.from(`one-shot ${i}`).toString('base64') }],
+    });
 
   const runs = [];
   for (let i = 0; i < 8; i++) {
@@ -36,7 +39,8 @@ test('one-shots never lock a tenant out: they do not count as live sessions, and
   assert.equal((await s.api('GET', `/v1/sessions/${first.session_id}/files`)).body.files[0].path, 'in-0.txt');
 
   // Running again in a one-shot's session makes it a session like any other: it then counts, within the limit.
-  const reuse = (id: string) => s.api('POST', '/v1/executions?wait=30', { language: 'python', code: 'print(2)', session_id: id });
+  const reuse = (id: string) =>
+    s.api('POST', '/v1/executions?wait=30', { language: 'python', code: 'print(2)', session_id: id });
   const refused = await reuse(first.session_id);
   assert.equal(refused.status, 429, 'reusing a one-shot session at the limit is refused like creating one');
   assert.equal(refused.body.code, 'max_sessions');

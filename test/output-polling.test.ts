@@ -19,7 +19,10 @@ test('a polling client follows a run by byte offsets: every byte once, in order,
   let at = { out: 0, err: 0 };
   let polls = 0;
   for (;;) {
-    const r = await s.api('GET', `/v1/executions/${run.body.id}/output?stdout_offset=${at.out}&stderr_offset=${at.err}&max_bytes=7`);
+    const r = await s.api(
+      'GET',
+      `/v1/executions/${run.body.id}/output?stdout_offset=${at.out}&stderr_offset=${at.err}&max_bytes=7`,
+    );
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.ok(Buffer.byteLength(r.body.stdout) <= 7 && Buffer.byteLength(r.body.stderr) <= 7);
     assert.equal(r.body.stdout_offset, at.out + Buffer.byteLength(r.body.stdout));
@@ -42,5 +45,8 @@ test('a polling client follows a run by byte offsets: every byte once, in order,
     assert.equal(r.status, 416, q);
     assert.equal(r.body.code, 'range_not_satisfiable');
   }
-  assert.equal((await s.api('GET', `/v1/executions/${run.body.id}/output?stdout_offset=-1`)).body.code, 'validation_failed');
+  assert.equal(
+    (await s.api('GET', `/v1/executions/${run.body.id}/output?stdout_offset=-1`)).body.code,
+    'validation_failed',
+  );
 });

@@ -4,7 +4,12 @@ import { startStack } from './harness.ts';
 import { noopBackend } from './noop-backend.ts';
 
 /** Every item of a list endpoint, page by page; asserts each page's shape on the way. */
-async function pages(api: (path: string) => Promise<{ status: number; body: any }>, path: string, field: string, limit: number) {
+async function pages(
+  api: (path: string) => Promise<{ status: number; body: any }>,
+  path: string,
+  field: string,
+  limit: number,
+) {
   const seen: any[] = [];
   const sizes: number[] = [];
   let cursor: string | null = null;
@@ -25,7 +30,9 @@ test('sessions and executions are listed a page at a time, newest first, with a 
   const keyA = 'a'.repeat(32);
   const keyB = 'b'.repeat(32);
   const s = await startStack({
-    worker: noopBackend, apiKey: keyA, env: { SANDGATE_API_KEYS: `${keyA}:tenantA,${keyB}:tenantB`, SANDGATE_MAX_SESSIONS: '100' },
+    worker: noopBackend,
+    apiKey: keyA,
+    env: { SANDGATE_API_KEYS: `${keyA}:tenantA,${keyB}:tenantB`, SANDGATE_MAX_SESSIONS: '100' },
   });
   t.after(() => s.close());
   const get = (path: string, key = keyA) => s.api('GET', path, undefined, { authorization: `Bearer ${key}` });
@@ -34,21 +41,35 @@ test('sessions and executions are listed a page at a time, newest first, with a 
   for (let i = 0; i < 23; i++) created.push((await s.api('POST', '/v1/sessions', {})).body.id);
   const { seen, sizes } = await pages(get, '/v1/sessions', 'sessions', 5);
   assert.deepEqual(sizes, [5, 5, 5, 5, 3]);
-  assert.deepEqual(seen.map((x) => x.id), [...created].reverse(), 'each session once, newest first');
+  assert.deepEqual(
+    seen.map((x) => x.id),
+    [...created].reverse(),
+    'each session once, newest first',
+  );
   assert.equal((await get('/v1/sessions')).body.sessions.length, 23, 'default limit 50');
   assert.equal((await get('/v1/sessions')).body.next_cursor, null);
 
   const session = created[0]!;
   const runs: string[] = [];
   for (let i = 0; i < 12; i++) {
-    const r = await s.api('POST', '/v1/executions?wait=30', { language: 'python', code: `print(${i})`, session_id: i % 2 ? session : undefined });
+    const r = await s.api('POST', '/v1/executions?wait=30', {
+      language: 'python',
+      code: `print(${i})`,
+      session_id: i % 2 ? session : undefined,
+    });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     runs.push(r.body.id);
   }
   const all = await pages(get, '/v1/executions', 'executions', 5);
-  assert.deepEqual(all.seen.map((x) => x.id), [...runs].reverse());
+  assert.deepEqual(
+    all.seen.map((x) => x.id),
+    [...runs].reverse(),
+  );
   const inSession = await pages(get, `/v1/executions?session_id=${session}&state=completed`, 'executions', 4);
-  assert.deepEqual(inSession.seen.map((x) => x.id), runs.filter((_, i) => i % 2).reverse());
+  assert.deepEqual(
+    inSession.seen.map((x) => x.id),
+    runs.filter((_, i) => i % 2).reverse(),
+  );
   const none = await get('/v1/executions?state=failed');
   assert.deepEqual(none.body, { executions: [], next_cursor: null });
 
@@ -59,7 +80,11 @@ test('sessions and executions are listed a page at a time, newest first, with a 
     ['garbage', '/v1/sessions?cursor=not-a-cursor', keyA],
     ['tampered', `/v1/sessions?cursor=${encodeURIComponent(`x${cursor}`)}`, keyA],
     ['another list', `/v1/executions?cursor=${encodeURIComponent(cursor)}`, keyA],
-    ['another filter', `/v1/executions?state=completed&cursor=${encodeURIComponent((await get('/v1/executions?limit=1')).body.next_cursor)}`, keyA],
+    [
+      'another filter',
+      `/v1/executions?state=completed&cursor=${encodeURIComponent((await get('/v1/executions?limit=1')).body.next_cursor)}`,
+      keyA,
+    ],
     ['another tenant', `/v1/sessions?cursor=${encodeURIComponent(cursor)}`, keyB],
   ] as const) {
     const r = await get(path, key);
@@ -77,35 +102,63 @@ test('sessions and executions are listed a page at a time, newest first, with a 
   const page1 = await get('/v1/sessions?limit=3');
   await s.api('DELETE', `/v1/sessions/${page1.body.sessions[2].id}`);
   const page2 = await get(`/v1/sessions?limit=3&cursor=${encodeURIComponent(page1.body.next_cursor)}`);
-  assert.deepEqual(page2.body.sessions.map((x: any) => x.id), [...created].reverse().slice(3, 6));
+  assert.deepEqual(
+    page2.body.sessions.map((x: any) => x.id),
+    [...created].reverse().slice(3, 6),
+  );
 });
 
 test("a session's files are listed a page at a time in walk order; a cursor serves only its own session", async (t) => {
   const s = await startStack({ worker: noopBackend });
   t.after(() => s.close());
   const get = (path: string) => s.api('GET', path);
-  const [session, other] = [(await s.api('POST', '/v1/sessions', {})).body.id, (await s.api('POST', '/v1/sessions', {})).body.id];
+  const [session, other] = [
+    (await s.api('POST', '/v1/sessions', {})).body.id,
+    (await s.api('POST', '/v1/sessions', {})).body.id,
+  ];
   // `a/…` sorts before `a-c` segment by segment, though not as plain strings: a page boundary inside `a/` must not
   // lose `a-c`.
-  const paths = ['a-c', 'z.txt', 'b/deep/er/x.csv', ...Array.from({ length: 20 }, (_, i) => `a/f${String(i).padStart(2, '0')}`)];
+  const paths = [
+    'a-c',
+    'z.txt',
+    'b/deep/er/x.csv',
+    ...Array.from({ length: 20 }, (_, i) => `a/f${String(i).padStart(2, '0')}`),
+  ];
   for (const path of paths) {
-    const r = await s.api('POST', `/v1/sessions/${session}/files`, { path, content_base64: Buffer.from(path).toString('base64') });
+    const r = await s.api('POST', `/v1/sessions/${session}/files`, {
+      path,
+      content_base64: Buffer.from(path).toString('base64'),
+    });
     assert.equal(r.status, 201, JSON.stringify(r.body));
   }
   const { seen, sizes } = await pages(get, `/v1/sessions/${session}/files`, 'files', 7);
   assert.deepEqual(sizes, [7, 7, 7, 2]);
   const listed = seen.map((f) => f.path);
-  assert.deepEqual(listed, [...Array.from({ length: 20 }, (_, i) => `a/f${String(i).padStart(2, '0')}`), 'a-c', 'b/deep/er/x.csv', 'z.txt']);
+  assert.deepEqual(listed, [
+    ...Array.from({ length: 20 }, (_, i) => `a/f${String(i).padStart(2, '0')}`),
+    'a-c',
+    'b/deep/er/x.csv',
+    'z.txt',
+  ]);
   const whole = await get(`/v1/sessions/${session}/files`);
-  assert.deepEqual(whole.body.files.map((f: any) => f.path), listed, 'default limit 1000: one page');
+  assert.deepEqual(
+    whole.body.files.map((f: any) => f.path),
+    listed,
+    'default limit 1000: one page',
+  );
   assert.equal(whole.body.next_cursor, null);
   assert.equal(whole.body.truncated, false);
 
   const cursor = (await get(`/v1/sessions/${session}/files?limit=2`)).body.next_cursor as string;
-  for (const path of [`/v1/sessions/${other}/files?cursor=${encodeURIComponent(cursor)}`, `/v1/sessions/${session}/files?cursor=x`, `/v1/sessions?cursor=${encodeURIComponent(cursor)}`]) {
+  for (const path of [
+    `/v1/sessions/${other}/files?cursor=${encodeURIComponent(cursor)}`,
+    `/v1/sessions/${session}/files?cursor=x`,
+    `/v1/sessions?cursor=${encodeURIComponent(cursor)}`,
+  ]) {
     const r = await get(path);
     assert.equal(r.status, 400, path);
     assert.equal(r.body.code, 'invalid_cursor', path);
   }
-  for (const bad of ['0', '1001']) assert.equal((await get(`/v1/sessions/${session}/files?limit=${bad}`)).body.code, 'validation_failed');
+  for (const bad of ['0', '1001'])
+    assert.equal((await get(`/v1/sessions/${session}/files?limit=${bad}`)).body.code, 'validation_failed');
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './harness.ts';
 
-/** The sandbox's name (Docker sets the hostname to the container's short id) and what an earlier run could have left. */
+/** The sandbox's name (Docker sets the hostname to the container's short id) and what an earlier run could leave. */
 const LOOK = `
 import json, os, socket
 procs = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid())]
@@ -20,9 +20,19 @@ test('one-shots reuse a reset pool sandbox within their tenant only, through the
   const s = await startStack({ env: { SANDGATE_API_KEYS: `${keyA}:acme,${keyB}:globex`, SANDGATE_POOL_SIZE: '1' } });
   t.after(() => s.close());
   const run = async (key: string, code: string) => {
-    const r = await s.api('POST', '/v1/executions?wait=60', { language: 'python', code }, { authorization: `Bearer ${key}` });
+    const r = await s.api(
+      'POST',
+      '/v1/executions?wait=60',
+      { language: 'python', code },
+      { authorization: `Bearer ${key}` },
+    );
     assert.equal(r.body.result?.state, 'completed', JSON.stringify(r.body));
-    return JSON.parse(r.body.result.stdout.trim().split('\n').at(-1)) as { sandbox: string; tmp: string[]; data: string[]; procs: number };
+    return JSON.parse(r.body.result.stdout.trim().split('\n').at(-1)) as {
+      sandbox: string;
+      tmp: string[];
+      data: string[];
+      procs: number;
+    };
   };
   await s.poolReady();
   const first = await run(keyA, LEAVE);

@@ -19,10 +19,16 @@ async function walkThrough(): Promise<string> {
 test('README: the curl walk-through runs as written (bash, curl, jq) against a real stack', async (t) => {
   const s = await startStack();
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-readme-'));
-  t.after(async () => { await s.close(); await rm(dir, { recursive: true, force: true }); });
+  t.after(async () => {
+    await s.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const script = await walkThrough();
   const { stdout } = await promisify(execFile)('bash', ['-e', '-o', 'pipefail', '-c', script], {
-    cwd: dir, env: { PATH: process.env.PATH, HOME: dir, S: s.url }, maxBuffer: 16 << 20, timeout: 300_000,
+    cwd: dir,
+    env: { PATH: process.env.PATH, HOME: dir, S: s.url },
+    maxBuffer: 16 << 20,
+    timeout: 300_000,
   });
   // 2. the upload; 3. the analysis and its two artifacts; 5. the traceback; 6. the live stream; 7. the notebook.
   assert.match(stdout, /"path": "marketing\.csv"/);

@@ -42,7 +42,9 @@ export async function deleteKeys(prefix: string): Promise<void> {
 export async function startRedisServer(args: string[] = []): Promise<{ url: string; stop(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-redis-'));
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, ...args], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, ...args], {
+    stdio: 'ignore',
+  });
   const url = `redis://127.0.0.1:${port}`;
   const probe = createRedis(url, 'sandgate-redis-probe');
   try {

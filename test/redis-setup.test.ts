@@ -11,16 +11,26 @@ import { freePort, startRedisServer } from './redis-and-ports.ts';
 import { until } from './harness.ts';
 
 const run = promisify(execFile);
-const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 const START_REDIS = fileURLToPath(new URL('../scripts/start-redis.sh', import.meta.url));
 
-test('the quick start\'s Redis keeps its data across a restart, evicts nothing and listens on loopback only', async (t) => {
+test("the quick start's Redis keeps its data across a restart, evicts nothing and listens on loopback only", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-redis-setup-'));
   const port = await freePort();
   const start = () => run('bash', [START_REDIS, String(port)], { env: { ...process.env, SANDGATE_REDIS_DIR: dir } });
   const pid = async () => Number((await readFile(join(dir, 'redis.pid'), 'utf8')).trim());
   t.after(async () => {
-    await pid().then((p) => process.kill(p, 'SIGKILL'), () => {});
+    await pid().then(
+      (p) => process.kill(p, 'SIGKILL'),
+      () => {},
+    );
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -14,7 +14,10 @@ const KEY = 'reference-workflow-key-0123456789';
 test('reference workflow through @sandgate/client: upload a CSV, chart + PDF report, download, a broken run, the fix', async (t) => {
   const s = await startStack({ env: { SANDGATE_API_KEYS: `${KEY}:tenantA` } });
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-reference-'));
-  t.after(async () => { await s.close(); await rm(dir, { recursive: true, force: true }); });
+  t.after(async () => {
+    await s.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const sandgate = new Sandgate({ baseUrl: s.url, apiKey: KEY });
 
   const session = (await sandgate.createSession()).id;
@@ -37,16 +40,21 @@ test('reference workflow through @sandgate/client: upload a CSV, chart + PDF rep
     assert.equal(await sandgate.download(a.download_url, dest), a.size_bytes);
     assert.equal(sha256(await readFile(dest)), a.sha256);
     const res = await fetch(a.download_url);
-    assert.equal(res.headers.get('content-type'), a.mime_type, 'a download carries the file\'s own type');
+    assert.equal(res.headers.get('content-type'), a.mime_type, "a download carries the file's own type");
     assert.match(res.headers.get('content-disposition') ?? '', new RegExp(a.path.replace('.', '\\.')));
     await res.arrayBuffer();
   }
   const png = await readFile(join(dir, 'cpa.png'));
   assert.deepEqual([...png.subarray(1, 4)], [...Buffer.from('PNG')]);
-  assert.equal(await sandgate.download({ sessionId: session, path: 'report.pdf' }, join(dir, 'by-key.pdf')), byPath['report.pdf']!.size_bytes);
+  assert.equal(
+    await sandgate.download({ sessionId: session, path: 'report.pdf' }, join(dir, 'by-key.pdf')),
+    byPath['report.pdf']!.size_bytes,
+  );
 
   const broken = await sandgate.run({
-    session_id: session, language: 'python', code: "import pandas as pd\ndf = pd.read_csv('marketing.csv')\nprint(df['revenue'].sum())\n",
+    session_id: session,
+    language: 'python',
+    code: "import pandas as pd\ndf = pd.read_csv('marketing.csv')\nprint(df['revenue'].sum())\n",
   });
   assert.equal(broken.result!.state, 'failed');
   assert.notEqual(broken.result!.exit_code, 0);
@@ -54,7 +62,8 @@ test('reference workflow through @sandgate/client: upload a CSV, chart + PDF rep
   assert.deepEqual(broken.result!.artifacts, []);
 
   const fixed = await sandgate.run({
-    session_id: session, language: 'python',
+    session_id: session,
+    language: 'python',
     code: "import pandas as pd\ndf = pd.read_csv('marketing.csv')\ndf['revenue'] = df.conversions * 40\ndf.to_csv('with_revenue.csv', index=False)\nprint(int(df['revenue'].sum()))\n",
   });
   assert.equal(fixed.result!.state, 'completed', fixed.result!.stderr);
@@ -64,5 +73,10 @@ test('reference workflow through @sandgate/client: upload a CSV, chart + PDF rep
 
   // The generated SDK function, with the configured client, answers the same listing.
   const listing = await listFiles({ client: sandgate.client, path: { id: session } });
-  assert.deepEqual(listing.data!.files.map((f) => f.path).sort(), ['cpa.png', 'marketing.csv', 'report.pdf', 'with_revenue.csv']);
+  assert.deepEqual(listing.data!.files.map((f) => f.path).sort(), [
+    'cpa.png',
+    'marketing.csv',
+    'report.pdf',
+    'with_revenue.csv',
+  ]);
 });

@@ -5,7 +5,10 @@ import { startStack } from './harness.ts';
 
 const docker = new Dockerode();
 const sessionContainers = (sessionId: string) =>
-  docker.listContainers({ all: true, filters: { label: [`org.sandgate.session=${sessionId}`, 'org.sandgate.kind=session'] } });
+  docker.listContainers({
+    all: true,
+    filters: { label: [`org.sandgate.session=${sessionId}`, 'org.sandgate.kind=session'] },
+  });
 
 test('stateful sessions keep a live interpreter, like a notebook', async (t) => {
   const s = await startStack();
@@ -29,7 +32,9 @@ test('stateful sessions keep a live interpreter, like a notebook', async (t) => 
   });
 
   await t.test('a DataFrame loaded in one call is used in the next', async () => {
-    await s.api('PUT', `/v1/sessions/${sid}/files/sales.csv`, 'region,amount\nnorth,10\nsouth,32\n', { 'content-type': 'text/csv' });
+    await s.api('PUT', `/v1/sessions/${sid}/files/sales.csv`, 'region,amount\nnorth,10\nsouth,32\n', {
+      'content-type': 'text/csv',
+    });
     assert.equal((await run("import pandas as pd\ndf = pd.read_csv('sales.csv')")).result.state, 'completed');
     const total = await run("print(df['amount'].sum())");
     assert.equal(total.result.stdout, '42\n');
@@ -86,11 +91,12 @@ test('stateful sessions keep a live interpreter, like a notebook', async (t) => 
   });
 });
 
-test('a session sandbox removed behind sandgate\'s back is recreated with the files intact', async (t) => {
+test("a session sandbox removed behind sandgate's back is recreated with the files intact", async (t) => {
   const s = await startStack();
   t.after(() => s.close());
   const sid = (await s.api('POST', '/v1/sessions', {})).body.id as string;
-  const run = async (code: string) => (await s.api('POST', '/v1/executions?wait=60', { session_id: sid, language: 'python', code })).body;
+  const run = async (code: string) =>
+    (await s.api('POST', '/v1/executions?wait=60', { session_id: sid, language: 'python', code })).body;
   const first = await run("open('keep.txt', 'w').write('kept')\nimport os\nprint(os.getpid())");
   assert.equal(first.result.state, 'completed', first.result.stderr);
   const [container] = await sessionContainers(sid);

@@ -8,7 +8,10 @@ const KEY = 'signed-urls-key-0123456789abcdef';
 test('download URLs are signed by the gateway when presented; workers hold no signing key', async (t) => {
   const s = await startStack({ apiKey: KEY, env: { SANDGATE_API_KEYS: `${KEY}:acme` } });
   t.after(() => s.close());
-  const run = await s.api('POST', '/v1/executions?wait=60', { language: 'python', code: 'open("chart.txt", "w").write("data")' });
+  const run = await s.api('POST', '/v1/executions?wait=60', {
+    language: 'python',
+    code: 'open("chart.txt", "w").write("data")',
+  });
   assert.equal(run.body.state, 'completed', JSON.stringify(run.body.result));
 
   // What the worker wrote: the file's plain URL, which only an API key opens.

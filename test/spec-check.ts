@@ -49,20 +49,34 @@ export class SpecCheck {
     this.ready ??= this.api.init();
     await this.ready;
     const [path, search = ''] = x.url.split('?');
-    const request = { method: x.method, path: path!, query: search, headers: x.headers as Record<string, string>, body: x.body };
+    const request = {
+      method: x.method,
+      path: path!,
+      query: search,
+      headers: x.headers as Record<string, string>,
+      body: x.body,
+    };
     const op = this.api.router.matchOperation(request as Parameters<typeof this.api.router.matchOperation>[0]);
     if (!op) return [];
     const at = `${x.method} ${path} → ${x.status}`;
     return [...this.checkRequest(op, request, x, at), ...this.checkResponse(op, x, at)];
   }
 
-  private checkRequest(op: Operation, request: Parameters<OpenAPIBackend['validator']['validateRequest']>[0], x: Exchange, at: string): string[] {
+  private checkRequest(
+    op: Operation,
+    request: Parameters<OpenAPIBackend['validator']['validateRequest']>[0],
+    x: Exchange,
+    at: string,
+  ): string[] {
     const json = /^application\/json/.test(String(x.headers['content-type'] ?? ''));
     const errors = (this.api.validator.validateRequest(request, op).errors ?? [])
       // Multipart and raw bodies are read by the route as they stream in: only JSON bodies can be checked here.
       .filter((e: object) => json || !JSON.stringify(e).includes('requestBody'))
       // Unknown query parameters are ignored by the server and not forbidden by OpenAPI: not a mismatch.
-      .filter((e: { instancePath?: string; keyword?: string }) => !(e.keyword === 'additionalProperties' && e.instancePath === '/query'));
+      .filter(
+        (e: { instancePath?: string; keyword?: string }) =>
+          !(e.keyword === 'additionalProperties' && e.instancePath === '/query'),
+      );
     if (errors.length > 0 && x.status < 400) {
       return [`${at}: the server accepted a request the document forbids: ${this.ajv.errorsText(errors)}`];
     }
@@ -82,7 +96,8 @@ export class SpecCheck {
     const content = documented.content;
     // 204 and 304 carry no body on the wire, whatever Fastify hands to onSend.
     const bodiless = x.status === 204 || x.status === 304;
-    if (!content) return media && x.payload && !bodiless ? [`${at}: a body of ${media} where the document has none`] : [];
+    if (!content)
+      return media && x.payload && !bodiless ? [`${at}: a body of ${media} where the document has none`] : [];
     if (bodiless) return [`${at}: the document gives a body to a status that has none`];
     const key = media && (content[media] ? media : content['*/*'] ? '*/*' : undefined);
     if (!key) return [`${at}: ${media ?? 'no Content-Type'} is not among ${Object.keys(content).join(', ')}`];
@@ -91,11 +106,17 @@ export class SpecCheck {
       $ref: `openapi#/paths/${pointer(op.path)}/${op.method}/responses/${status}/content/${pointer(key)}/schema`,
     });
     if (validate(this.parse(x))) return [];
-    return [`${at}: body does not match the schema: ${this.ajv.errorsText(validate.errors)} in ${x.payload.slice(0, 300)}`];
+    return [
+      `${at}: body does not match the schema: ${this.ajv.errorsText(validate.errors)} in ${x.payload.slice(0, 300)}`,
+    ];
   }
 
   private parse(x: Exchange): unknown {
-    try { return x.payload === undefined ? undefined : JSON.parse(x.payload); } catch { return undefined; }
+    try {
+      return x.payload === undefined ? undefined : JSON.parse(x.payload);
+    } catch {
+      return undefined;
+    }
   }
 }
 

@@ -4,7 +4,11 @@ import { startStack } from './harness.ts';
 import { readSse, type SseEvent } from './sse-client.ts';
 import { noopBackend } from './noop-backend.ts';
 
-const stdoutOf = (evs: SseEvent[]) => evs.filter((e) => e.event === 'stdout').map((e) => JSON.parse(e.data).text as string).join('');
+const stdoutOf = (evs: SseEvent[]) =>
+  evs
+    .filter((e) => e.event === 'stdout')
+    .map((e) => JSON.parse(e.data).text as string)
+    .join('');
 
 test('SSE: a client that drops after line 20 resumes with Last-Event-ID and gets every remaining event exactly once', async (t) => {
   const s = await startStack();
@@ -15,11 +19,19 @@ test('SSE: a client that drops after line 20 resumes with Last-Event-ID and gets
   assert.equal(created.body.state, 'queued');
   const eventsUrl = created.body.links.events as string;
 
-  const first = await readSse(eventsUrl, { onEvent: (ev) => !(ev.event === 'stdout' && /line 20\n/.test(JSON.parse(ev.data).text)) });
+  const first = await readSse(eventsUrl, {
+    onEvent: (ev) => !(ev.event === 'stdout' && /line 20\n/.test(JSON.parse(ev.data).text)),
+  });
   assert.equal(first.status, 200);
   assert.match(first.contentType ?? '', /^text\/event-stream/);
-  assert.ok(first.events.every((e) => e.id), 'every event carries an id');
-  assert.deepEqual(first.events.filter((e) => e.event === 'phase').map((e) => JSON.parse(e.data).phase), ['queued', 'starting', 'running']);
+  assert.ok(
+    first.events.every((e) => e.id),
+    'every event carries an id',
+  );
+  assert.deepEqual(
+    first.events.filter((e) => e.event === 'phase').map((e) => JSON.parse(e.data).phase),
+    ['queued', 'starting', 'running'],
+  );
   assert.ok(!first.events.some((e) => e.event === 'result'), 'disconnected before the end');
 
   const lastId = first.events.at(-1)!.id!;
@@ -33,15 +45,26 @@ test('SSE: a client that drops after line 20 resumes with Last-Event-ID and gets
   const result = JSON.parse(rest.events.at(-1)!.data).result;
   assert.equal(result.state, 'completed');
   assert.equal(result.stdout, expected);
-  assert.deepEqual(rest.events.filter((e) => e.event === 'phase').map((e) => JSON.parse(e.data).phase), ['harvesting', 'done']);
+  assert.deepEqual(
+    rest.events.filter((e) => e.event === 'phase').map((e) => JSON.parse(e.data).phase),
+    ['harvesting', 'done'],
+  );
 
   // A late subscriber replays the whole finished stream, and ?last_event_id= works where headers can't be set.
   const replay = await readSse(eventsUrl);
-  assert.deepEqual(replay.events.map((e) => e.id), ids);
+  assert.deepEqual(
+    replay.events.map((e) => e.id),
+    ids,
+  );
   const tail = await readSse(`${eventsUrl}?last_event_id=${encodeURIComponent(lastId)}`);
-  assert.deepEqual(tail.events.map((e) => e.id), rest.events.map((e) => e.id));
+  assert.deepEqual(
+    tail.events.map((e) => e.id),
+    rest.events.map((e) => e.id),
+  );
 
-  const bad = await s.api('GET', `/v1/executions/${created.body.id}/events`, undefined, { 'last-event-id': 'nonsense' });
+  const bad = await s.api('GET', `/v1/executions/${created.body.id}/events`, undefined, {
+    'last-event-id': 'nonsense',
+  });
   assert.equal(bad.status, 400);
 });
 
@@ -49,13 +72,18 @@ test('SSE: many subscribers on one execution all receive every event', async (t)
   const s = await startStack();
   t.after(() => s.close());
   const created = await s.api('POST', '/v1/executions', {
-    language: 'python', code: 'import time\nfor i in range(10):\n    print(i)\n    time.sleep(0.05)\n',
+    language: 'python',
+    code: 'import time\nfor i in range(10):\n    print(i)\n    time.sleep(0.05)\n',
   });
   const readers = Array.from({ length: 50 }, () => readSse(created.body.links.events));
   const all = await Promise.all(readers);
   const reference = all[0]!.events.map((e) => e.id);
   assert.equal(all[0]!.events.at(-1)!.event, 'result');
-  for (const r of all) assert.deepEqual(r.events.map((e) => e.id), reference);
+  for (const r of all)
+    assert.deepEqual(
+      r.events.map((e) => e.id),
+      reference,
+    );
   assert.equal(stdoutOf(all[0]!.events), Array.from({ length: 10 }, (_, i) => `${i}\n`).join(''));
 });
 
@@ -77,5 +105,8 @@ test('SSE: resuming an ended run after its result answers 204 at once, so an Eve
   assert.equal(byQuery.status, 204);
   // Resuming just before the end still gets what is left, then the stream ends.
   const rest = await readSse(url, { headers: { 'last-event-id': done!.id! } });
-  assert.deepEqual(rest.events.map((e) => e.event), ['result']);
+  assert.deepEqual(
+    rest.events.map((e) => e.event),
+    ['result'],
+  );
 });

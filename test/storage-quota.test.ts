@@ -17,8 +17,10 @@ test("a tenant's uploads and what its runs write count against its storage quota
     },
   });
   t.after(() => s.close());
-  const as = (key: string) => (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-    s.api(method, path, body, { authorization: `Bearer ${key}`, ...headers });
+  const as =
+    (key: string) =>
+    (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      s.api(method, path, body, { authorization: `Bearer ${key}`, ...headers });
   /** A raw upload of `bytes` bytes: JSON bodies are bounded to 1 MiB. */
   const put = (key: string, sessionId: string, path: string, bytes: number, query = '') =>
     as(key)('PUT', `/v1/sessions/${sessionId}/files/${path}${query}`, 'x'.repeat(bytes), RAW);
@@ -43,17 +45,30 @@ test("a tenant's uploads and what its runs write count against its storage quota
 
   // A run may write within its session's disk quota; what it wrote then counts.
   const run = await a('POST', '/v1/executions?wait=60', {
-    session_id: session, language: 'python', code: 'open("made.bin", "wb").write(b"z" * (1536 * 1024))',
+    session_id: session,
+    language: 'python',
+    code: 'open("made.bin", "wb").write(b"z" * (1536 * 1024))',
   });
   assert.equal(run.body.state, 'completed', JSON.stringify(run.body.result));
-  const refused = await a('POST', '/v1/executions?wait=60', { session_id: session, language: 'python', code: 'print(1)' });
+  const refused = await a('POST', '/v1/executions?wait=60', {
+    session_id: session,
+    language: 'python',
+    code: 'print(1)',
+  });
   assert.equal(refused.status, 413, JSON.stringify(refused.body));
   assert.equal(refused.body.code, 'storage_quota_exceeded');
-  assert.equal((await a('POST', `/v1/sessions/${session}/files`, file('small.bin', 10))).body.code, 'storage_quota_exceeded');
+  assert.equal(
+    (await a('POST', `/v1/sessions/${session}/files`, file('small.bin', 10))).body.code,
+    'storage_quota_exceeded',
+  );
 
   // Deleting makes room again.
   assert.equal((await a('DELETE', `/v1/sessions/${session}/files/made.bin`)).status, 204);
-  const again = await a('POST', '/v1/executions?wait=60', { session_id: session, language: 'python', code: 'print("room")' });
+  const again = await a('POST', '/v1/executions?wait=60', {
+    session_id: session,
+    language: 'python',
+    code: 'print("room")',
+  });
   assert.equal(again.body.result?.stdout, 'room\n');
   // Closing the session frees all it held.
   assert.equal((await a('DELETE', `/v1/sessions/${session}`)).status, 204);

@@ -9,15 +9,26 @@ const WORKER_MAIN = fileURLToPath(new URL('../apps/worker/src/main.ts', import.m
 test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost and its container is removed', async (t) => {
   const s = await startStack({ worker: false });
   t.after(() => s.close());
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], { env: { ...process.env, ...s.env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], {
+    env: { ...process.env, ...s.env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
 
   const created = await s.api('POST', '/v1/executions', { language: 'python', code: 'import time\ntime.sleep(120)\n' });
   assert.equal(created.status, 202);
   const id = created.body.id as string;
-  await until('the run to start in the child worker', async () => (await s.api('GET', `/v1/executions/${id}`)).body.state === 'running', 60_000);
+  await until(
+    'the run to start in the child worker',
+    async () => (await s.api('GET', `/v1/executions/${id}`)).body.state === 'running',
+    60_000,
+  );
   await until('its sandbox', async () => (await s.sandboxesOf(id)) > 0, 20_000);
 
   child.kill('SIGKILL');
@@ -26,10 +37,14 @@ test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost an
 
   const killedAt = Date.now();
   await s.startWorker();
-  const ended = await until('a terminal state', async () => {
-    const r = await s.api('GET', `/v1/executions/${id}`);
-    return r.body.result ? r.body : null;
-  }, 30_000);
+  const ended = await until(
+    'a terminal state',
+    async () => {
+      const r = await s.api('GET', `/v1/executions/${id}`);
+      return r.body.result ? r.body : null;
+    },
+    30_000,
+  );
   assert.equal(ended.state, 'error', stderr);
   assert.equal(ended.result.reason, 'worker_lost');
   await until('the orphaned sandbox to be removed', async () => (await s.sandboxesOf(id)) === 0, 30_000);
@@ -38,6 +53,10 @@ test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost an
 
   const session = await s.api('GET', `/v1/sessions/${created.body.session_id}`);
   assert.equal(session.body.state, 'idle', 'the session lock is released');
-  const next = await s.api('POST', '/v1/executions?wait=60', { language: 'python', code: 'print("after")', session_id: created.body.session_id });
+  const next = await s.api('POST', '/v1/executions?wait=60', {
+    language: 'python',
+    code: 'print("after")',
+    session_id: created.body.session_id,
+  });
   assert.equal(next.body.result.stdout, 'after\n');
 });

@@ -5,7 +5,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const IMPORT = /^\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
+const IMPORT =
+  /^\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 const TEST_ONLY = /\.test\.tsx?$|\/testing\.ts$|\/scripts\//;
 
 function* sources(dir: string): Generator<string> {
@@ -30,7 +31,9 @@ test('every workspace declares, with a pinned version, each package it imports, 
     for (const ws of readdirSync(join(ROOT, group))) {
       const dir = join(ROOT, group, ws);
       const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
-        name: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string>;
+        name: string;
+        dependencies?: Record<string, string>;
+        devDependencies?: Record<string, string>;
       };
       const deps = pkg.dependencies ?? {};
       const dev = pkg.devDependencies ?? {};
@@ -48,8 +51,10 @@ test('every workspace declares, with a pinned version, each package it imports, 
         }
       }
       for (const [name, version] of Object.entries({ ...deps, ...dev })) {
-        if (!used.has(name) && !name.startsWith('@types/')) problems.push(`${group}/${ws} declares ${name} but never imports it`);
-        if (!/^\d+\.\d+\.\d+/.test(version)) problems.push(`${group}/${ws}: ${name}@${version} is not a pinned version`);
+        if (!used.has(name) && !name.startsWith('@types/'))
+          problems.push(`${group}/${ws} declares ${name} but never imports it`);
+        if (!/^\d+\.\d+\.\d+/.test(version))
+          problems.push(`${group}/${ws}: ${name}@${version} is not a pinned version`);
       }
     }
   }

@@ -21,7 +21,8 @@ export async function timed(method: string, url: string, json?: unknown): Promis
 }
 
 export async function createSession(stack: Stack, body: Record<string, unknown> = {}): Promise<any> {
-  return expectStatus(await request('POST', `${stack.url}/v1/sessions`, { json: body }), [201], 'POST /v1/sessions').json;
+  return expectStatus(await request('POST', `${stack.url}/v1/sessions`, { json: body }), [201], 'POST /v1/sessions')
+    .json;
 }
 
 export async function deleteSession(stack: Stack, id: string): Promise<void> {
@@ -32,13 +33,19 @@ export async function deleteSession(stack: Stack, id: string): Promise<void> {
  * POST /v1/executions?wait=<s>, timed; throws unless it answered 200 with a completed run printing `expect`.
  * Returns the timing and the execution body.
  */
-export async function runWait(stack: Stack, body: Record<string, unknown>, { wait = 30, expectStdout = '1\n' as string | null } = {}): Promise<Timed & { exec: any }> {
+export async function runWait(
+  stack: Stack,
+  body: Record<string, unknown>,
+  { wait = 30, expectStdout = '1\n' as string | null } = {},
+): Promise<Timed & { exec: any }> {
   const t = await timed('POST', `${stack.url}/v1/executions?wait=${wait}`, body);
   expectStatus(t.res, [200], 'POST /v1/executions?wait');
   const exec = t.res.json;
   const r = exec?.result;
   if (r?.state !== 'completed' || (expectStdout !== null && r.stdout !== expectStdout)) {
-    throw new Error(`execution ${exec?.id} ended ${r?.state} (${r?.reason ?? ''} ${r?.message ?? ''}) stdout=${JSON.stringify(r?.stdout)} stderr=${JSON.stringify(String(r?.stderr ?? '').slice(0, 300))}`);
+    throw new Error(
+      `execution ${exec?.id} ended ${r?.state} (${r?.reason ?? ''} ${r?.message ?? ''}) stdout=${JSON.stringify(r?.stdout)} stderr=${JSON.stringify(String(r?.stderr ?? '').slice(0, 300))}`,
+    );
   }
   return { ...t, exec };
 }
@@ -80,7 +87,12 @@ export async function timelineOf(redis: Redis, prefix: string, id: string): Prom
  * → `harvesting` (the program runs and exits, output drained), → `done` (artifacts, sandbox removal, finalize),
  * → response complete (event fan-out to the waiting request, record read, JSON, HTTP).
  */
-export function segments(t: Timeline, sentAt: number, doneAt: number, engine?: Record<string, number>): Record<string, number> {
+export function segments(
+  t: Timeline,
+  sentAt: number,
+  doneAt: number,
+  engine?: Record<string, number>,
+): Record<string, number> {
   const p = t.phases;
   const seg = (a: number | null | undefined, b: number | null | undefined) => (a != null && b != null ? b - a : NaN);
   const out: Record<string, number> = {

@@ -1,8 +1,21 @@
 /** Reads a V8 .cpuprofile: where the CPU time went, by category, by function and by sandgate frame (inclusive). */
 
-interface CallFrame { functionName: string; url: string; lineNumber: number }
-interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
-export interface CpuProfile { nodes: ProfileNode[]; startTime: number; samples: number[]; timeDeltas: number[] }
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+interface ProfileNode {
+  id: number;
+  callFrame: CallFrame;
+  children?: number[];
+}
+export interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
 
 /** CLOCK_MONOTONIC in µs: the clock V8 stamps profile samples with, so a window taken here selects samples there. */
 export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
@@ -15,7 +28,21 @@ function category(cf: CallFrame): string {
   if (!cf.url && NATIVE_WRITES.has(cf.functionName)) return 'socket writes (syscalls)';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(cf.url)?.[1];
   if (pkg) {
-    if (['fastify', 'find-my-way', 'avvio', 'light-my-request', 'fast-json-stringify', 'ajv', 'fast-uri', 'fast-querystring', '@fastify/ajv-compiler', 'json-schema-ref-resolver'].includes(pkg)) return 'fastify (routing, ajv, serializer)';
+    if (
+      [
+        'fastify',
+        'find-my-way',
+        'avvio',
+        'light-my-request',
+        'fast-json-stringify',
+        'ajv',
+        'fast-uri',
+        'fast-querystring',
+        '@fastify/ajv-compiler',
+        'json-schema-ref-resolver',
+      ].includes(pkg)
+    )
+      return 'fastify (routing, ajv, serializer)';
     return pkg;
   }
   const own = /\/(apps|libs|bench)\/([^/]+)\//.exec(cf.url);
@@ -68,8 +95,17 @@ export function analyse(p: CpuProfile, window: { fromUs: number; toUs: number } 
   }
   const idle = categories['(idle)'] ?? 0;
   return {
-    totalMs, busyMs: totalMs - idle, categories,
-    functions: [...functions].filter(([f]) => !f.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top),
-    sandgateInclusive: Object.fromEntries(Object.entries(inclusive).sort((a, b) => b[1] - a[1]).slice(0, top)),
+    totalMs,
+    busyMs: totalMs - idle,
+    categories,
+    functions: [...functions]
+      .filter(([f]) => !f.startsWith('(idle)'))
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top),
+    sandgateInclusive: Object.fromEntries(
+      Object.entries(inclusive)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, top),
+    ),
   };
 }

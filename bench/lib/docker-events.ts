@@ -5,7 +5,7 @@ import { docker } from './raw-docker.ts';
 export class DockerEventLog {
   /** execution id → action → ms since epoch. */
   readonly byExecution = new Map<string, Record<string, number>>();
-  /** Containers of `deployment` the engine created, by sandgate kind (execution, pool, session), since the last reset. */
+  /** Containers of `deployment` the engine created, by sandgate kind (execution, pool, session), since the reset. */
   created: Record<string, number> = {};
   #stream: NodeJS.ReadableStream | null = null;
 
@@ -32,7 +32,12 @@ export class DockerEventLog {
 
   #record(line: string): void {
     try {
-      const ev = JSON.parse(line) as { Action?: string; status?: string; timeNano?: number; Actor?: { Attributes?: Record<string, string> } };
+      const ev = JSON.parse(line) as {
+        Action?: string;
+        status?: string;
+        timeNano?: number;
+        Actor?: { Attributes?: Record<string, string> };
+      };
       const attrs = ev.Actor?.Attributes ?? {};
       const exec = attrs[LABELS.execution];
       const action = ev.Action ?? ev.status;
@@ -44,7 +49,9 @@ export class DockerEventLog {
       const rec = this.byExecution.get(exec) ?? {};
       rec[action] ??= ev.timeNano / 1e6;
       this.byExecution.set(exec, rec);
-    } catch { /* not an event line */ }
+    } catch {
+      /* not an event line */
+    }
   }
 
   stop(): void {

@@ -24,20 +24,33 @@ export interface RequestOptions {
 export function request(method: string, url: string, opts: RequestOptions = {}): Promise<Response> {
   const payload = opts.json === undefined ? undefined : Buffer.from(JSON.stringify(opts.json));
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-  if (payload) { headers['content-type'] = 'application/json'; headers['content-length'] = String(payload.length); }
+  if (payload) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(payload.length);
+  }
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers, agent: opts.agent ?? agent, timeout: opts.timeoutMs ?? 120_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown = null;
-        try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${url}: no answer within ${opts.timeoutMs ?? 120_000} ms`)));
+    const req = httpRequest(
+      url,
+      { method, headers, agent: opts.agent ?? agent, timeout: opts.timeoutMs ?? 120_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown = null;
+          try {
+            json = text ? JSON.parse(text) : null;
+          } catch {
+            /* not JSON */
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
+    req.on('timeout', () =>
+      req.destroy(new Error(`${method} ${url}: no answer within ${opts.timeoutMs ?? 120_000} ms`)),
+    );
     req.on('error', reject);
     if (payload) req.end(payload);
     else if (opts.body) opts.body.on('error', (e) => req.destroy(e)).pipe(req);

@@ -24,7 +24,10 @@ export function main(fn: () => Promise<void>): void {
     });
   }
   fn().then(
-    async () => { await runCleanups(); process.exit(0); },
+    async () => {
+      await runCleanups();
+      process.exit(0);
+    },
     async (err: unknown) => {
       console.error(err instanceof Error ? err.stack : err);
       await runCleanups();
@@ -37,7 +40,12 @@ export function main(fn: () => Promise<void>): void {
 export async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, rej) => { timer = setTimeout(() => rej(new Error(`${what} took longer than ${ms} ms`)), ms); })]);
+    return await Promise.race([
+      p,
+      new Promise<never>((_, rej) => {
+        timer = setTimeout(() => rej(new Error(`${what} took longer than ${ms} ms`)), ms);
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -47,8 +55,10 @@ export async function within<T>(ms: number, what: string, p: Promise<T>): Promis
 export async function fanOut(total: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<number> {
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: Math.min(concurrency, total) }, async () => {
-    for (let i = next++; i < total; i = next++) await fn(i);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, total) }, async () => {
+      for (let i = next++; i < total; i = next++) await fn(i);
+    }),
+  );
   return performance.now() - t0;
 }

@@ -16,7 +16,11 @@ export interface MemoryReport {
   growthMb: number;
 }
 
-export async function measureMemory(stack: Stack, runs: number, scenario: () => Promise<void>): Promise<{ reports: Record<string, MemoryReport>; durations: number[] }> {
+export async function measureMemory(
+  stack: Stack,
+  runs: number,
+  scenario: () => Promise<void>,
+): Promise<{ reports: Record<string, MemoryReport>; durations: number[] }> {
   const procs = stack.procs;
   const before: Record<string, number> = {};
   const peak: Record<string, number> = {};
@@ -51,12 +55,23 @@ export async function measureMemory(stack: Stack, runs: number, scenario: () => 
   for (const p of procs) {
     const m = await memoryOf(p.pid);
     const peakMb = Math.max(peak[p.name]!, m.hwmMb);
-    reports[p.name] = { beforeMb: round(before[p.name]!, 1), peakMb: round(peakMb, 1), afterMb: round(m.rssMb, 1), growthMb: round(peakMb - before[p.name]!, 1) };
+    reports[p.name] = {
+      beforeMb: round(before[p.name]!, 1),
+      peakMb: round(peakMb, 1),
+      afterMb: round(m.rssMb, 1),
+      growthMb: round(peakMb - before[p.name]!, 1),
+    };
   }
   return { reports, durations };
 }
 
-export function emitMemory(bench: string, target: string, r: { reports: Record<string, MemoryReport>; durations: number[] }, extra: Record<string, unknown>, stops: Record<string, string>): Figure {
+export function emitMemory(
+  bench: string,
+  target: string,
+  r: { reports: Record<string, MemoryReport>; durations: number[] },
+  extra: Record<string, unknown>,
+  stops: Record<string, string>,
+): Figure {
   const flat: Record<string, number> = {};
   for (const [name, m] of Object.entries(r.reports)) {
     flat[`${name}_rss_before_mb`] = m.beforeMb;
@@ -66,8 +81,13 @@ export function emitMemory(bench: string, target: string, r: { reports: Record<s
   }
   const worst = Math.max(...Object.values(r.reports).map((m) => m.growthMb));
   return emit({
-    bench, ...summarize(r.durations), ...flat, ...extra, process_stop: stops,
-    target, pass: worst <= LIMIT_MB,
+    bench,
+    ...summarize(r.durations),
+    ...flat,
+    ...extra,
+    process_stop: stops,
+    target,
+    pass: worst <= LIMIT_MB,
   });
 }
 

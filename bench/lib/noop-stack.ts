@@ -14,7 +14,10 @@ async function main() {
   const workerOnly = process.env.BENCH_NOOP_ROLE === 'worker';
   const config = loadConfig();
   const log = createLogger(config, 'sandgate-noop');
-  const workspaces = new Workspaces({ dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
+  const workspaces = new Workspaces({
+    dataDir: config.dataDir,
+    owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+  });
   const deps = workerOnly ? null : await createGatewayDeps(config, log);
   const app = deps ? await buildApp(deps) : null;
   const worker = await startWorker({ config, log, backend: noopBackend, workspaces, id: newWorkerId() });

@@ -20,7 +20,12 @@ export const docker = new Dockerode();
 /** Sandgate's defaults (README "Configuration" and DockerBackend): 512m, 1 CPU, 128 pids, 64 MiB /tmp, nofile 1024. */
 const LIMITS = { memory_mb: 512, cpus: 1 };
 const SETTINGS: Omit<SandboxSettings, 'deployment'> = {
-  image: IMAGE, runtime: undefined, user: '1000:1000', pidsLimit: 128, tmpfsBytes: 64 * 1024 * 1024, nofile: 1024,
+  image: IMAGE,
+  runtime: undefined,
+  user: '1000:1000',
+  pidsLimit: 128,
+  tmpfsBytes: 64 * 1024 * 1024,
+  nofile: 1024,
 };
 
 export function sandboxSpec(runId: string, workspaceDir: string, cmd: string[]): Dockerode.ContainerCreateOptions {
@@ -104,11 +109,16 @@ export async function rawColdRun(runId: string, workspaceDir: string, code = 'pr
     await drained;
     const t4 = performance.now();
     if (StatusCode !== 0 || out.text() !== '1\n') {
-      throw new Error(`raw run ended with status ${StatusCode}, stdout ${JSON.stringify(out.text())}, stderr ${JSON.stringify(err.text().slice(0, 300))}`);
+      throw new Error(
+        `raw run ended with status ${StatusCode}, stdout ${JSON.stringify(out.text())}, stderr ${JSON.stringify(err.text().slice(0, 300))}`,
+      );
     }
     await c.remove({ force: true });
     const t5 = performance.now();
-    return { totalMs: t5 - t0, steps: { create: t1 - t0, attach: t2 - t1, start: t3 - t2, exit: t4 - t3, remove: t5 - t4 } };
+    return {
+      totalMs: t5 - t0,
+      steps: { create: t1 - t0, attach: t2 - t1, start: t3 - t2, exit: t4 - t3, remove: t5 - t4 },
+    };
   } catch (e) {
     await c.remove({ force: true }).catch(() => {});
     throw e;
@@ -125,7 +135,13 @@ export async function startIdleContainer(runId: string, workspaceDir: string): P
 /** One exec of `python3 -c print(1)`: create exec, start hijacked, wait for the stream's end, inspect the exit code. */
 export async function rawExec(c: Dockerode.Container): Promise<number> {
   const t0 = performance.now();
-  const exec = await c.exec({ Cmd: ['python3', '-c', 'print(1)'], AttachStdout: true, AttachStderr: true, User: SETTINGS.user, WorkingDir: WORKDIR });
+  const exec = await c.exec({
+    Cmd: ['python3', '-c', 'print(1)'],
+    AttachStdout: true,
+    AttachStderr: true,
+    User: SETTINGS.user,
+    WorkingDir: WORKDIR,
+  });
   const stream = await exec.start({ hijack: true, stdin: false });
   const out = collect();
   const err = collect();
@@ -135,7 +151,9 @@ export async function rawExec(c: Dockerode.Container): Promise<number> {
   const info = await exec.inspect();
   const ms = performance.now() - t0;
   if (info.ExitCode !== 0 || out.text() !== '1\n') {
-    throw new Error(`exec ended with ${info.ExitCode}, stdout ${JSON.stringify(out.text())}, stderr ${JSON.stringify(err.text().slice(0, 300))}`);
+    throw new Error(
+      `exec ended with ${info.ExitCode}, stdout ${JSON.stringify(out.text())}, stderr ${JSON.stringify(err.text().slice(0, 300))}`,
+    );
   }
   return ms;
 }
@@ -143,6 +161,13 @@ export async function rawExec(c: Dockerode.Container): Promise<number> {
 /** Removes every container a bench run made itself (by its label). */
 export async function removeBenchContainers(runId: string): Promise<number> {
   const list = await docker.listContainers({ all: true, filters: { label: [`${BENCH_LABEL}=${runId}`] } });
-  await Promise.all(list.map((i) => docker.getContainer(i.Id).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    list.map((i) =>
+      docker
+        .getContainer(i.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
   return list.length;
 }

@@ -56,7 +56,10 @@ function exitOf(child: ChildProcess, timeoutMs: number): Promise<boolean> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
   return new Promise((r) => {
     const t = setTimeout(() => r(false), timeoutMs);
-    child.once('exit', () => { clearTimeout(t); r(true); });
+    child.once('exit', () => {
+      clearTimeout(t);
+      r(true);
+    });
   });
 }
 
@@ -64,24 +67,39 @@ function exitOf(child: ChildProcess, timeoutMs: number): Promise<boolean> {
  * A stack of the given processes (e.g. ['standalone'] or ['gateway', 'worker']), ready when /readyz says so.
  * `env` adds to or overrides sandgate's environment (SANDGATE_POOL_SIZE, SANDGATE_MAX_SESSIONS, ...).
  */
-export async function startStack(names: EntryName[], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Stack> {
+export async function startStack(
+  names: EntryName[],
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<Stack> {
   const prefix = `sgbench${randomBytes(4).toString('hex')}`;
   const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-bench-'));
   const port = await freePort();
   const fullEnv: Record<string, string> = {
-    REDIS_URL, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_DATA_DIR: dataDir, SANDGATE_PORT: String(port),
-    SANDGATE_HOST: '127.0.0.1', SANDGATE_LOG_LEVEL: 'warn',
+    REDIS_URL,
+    SANDGATE_REDIS_PREFIX: prefix,
+    SANDGATE_DATA_DIR: dataDir,
+    SANDGATE_PORT: String(port),
+    SANDGATE_HOST: '127.0.0.1',
+    SANDGATE_LOG_LEVEL: 'warn',
     // One client plays every tenant at thousands of runs a second: limits far above that, so they are counted
     // (their cost is in the figures) but never refuse.
-    SANDGATE_RATE_LIMIT_PER_MIN: '1000000000', SANDGATE_TENANT_RUNS_PER_MIN: '1000000000',
+    SANDGATE_RATE_LIMIT_PER_MIN: '1000000000',
+    SANDGATE_TENANT_RUNS_PER_MIN: '1000000000',
     SANDGATE_TENANT_UPLOADS_PER_MIN: '1000000000',
-    SANDGATE_TENANT_MAX_RUNNING: '1000000', SANDGATE_TENANT_MAX_QUEUED: '1000000000',
+    SANDGATE_TENANT_MAX_RUNNING: '1000000',
+    SANDGATE_TENANT_MAX_QUEUED: '1000000000',
     ...env,
   };
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 3, connectionName: 'sandgate-bench' });
   let closing: Promise<Record<string, string>> | null = null;
   const stack: Stack = {
-    url: `http://127.0.0.1:${fullEnv.SANDGATE_PORT}`, prefix, dataDir, env: fullEnv, procs: [], redis,
+    url: `http://127.0.0.1:${fullEnv.SANDGATE_PORT}`,
+    prefix,
+    dataDir,
+    env: fullEnv,
+    procs: [],
+    redis,
     async start(name, nodeArgs = []) {
       const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ENTRY[name]], {
         cwd: ROOT,
@@ -98,10 +116,13 @@ export async function startStack(names: EntryName[], env: Record<string, string>
       child.stderr!.on('data', keep);
       if (child.pid === undefined) throw new Error(`could not start ${name}`);
       const proc: Proc = {
-        name, child, pid: child.pid,
+        name,
+        child,
+        pid: child.pid,
         tail: () => lines.join('\n'),
         async stop(graceMs = 15_000) {
-          if (child.exitCode !== null || child.signalCode !== null) return `already exited (${child.exitCode ?? child.signalCode})`;
+          if (child.exitCode !== null || child.signalCode !== null)
+            return `already exited (${child.exitCode ?? child.signalCode})`;
           child.kill('SIGTERM');
           if (await exitOf(child, graceMs)) return `exited on SIGTERM (${child.exitCode ?? child.signalCode})`;
           child.kill('SIGKILL');
@@ -117,7 +138,8 @@ export async function startStack(names: EntryName[], env: Record<string, string>
       let last = '';
       while (Date.now() < deadline) {
         for (const p of stack.procs) {
-          if (p.child.exitCode !== null) throw new Error(`${p.name} exited with ${p.child.exitCode} during start-up:\n${p.tail()}`);
+          if (p.child.exitCode !== null)
+            throw new Error(`${p.name} exited with ${p.child.exitCode} during start-up:\n${p.tail()}`);
         }
         try {
           const res = await request('GET', `${stack.url}/readyz`);
@@ -128,7 +150,9 @@ export async function startStack(names: EntryName[], env: Record<string, string>
         }
         await sleep(100);
       }
-      throw new Error(`sandgate not ready after ${timeoutMs} ms (${last}):\n${stack.procs.map((p) => `[${p.name}] ${p.tail()}`).join('\n')}`);
+      throw new Error(
+        `sandgate not ready after ${timeoutMs} ms (${last}):\n${stack.procs.map((p) => `[${p.name}] ${p.tail()}`).join('\n')}`,
+      );
     },
     close() {
       closing ??= closeStack();
@@ -167,7 +191,14 @@ const rank = (n: EntryName) => (n === 'gateway' ? 0 : 1);
  */
 async function removeStackContainers(stack: Stack): Promise<void> {
   const list = await docker.listContainers({ all: true, filters: { label: [`${LABELS.deployment}=${stack.prefix}`] } });
-  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    list.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
 }
 
 /** CPU time (user + system, ms) all of the stack's processes have used so far. */

@@ -39,7 +39,12 @@ export function medians(rows: readonly Record<string, number>[]): Record<string,
   const names = new Set(rows.flatMap((r) => Object.keys(r)));
   for (const name of names) {
     const values = rows.map((r) => r[name]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-    out[name] = round(percentile([...values].sort((a, b) => a - b), 50));
+    out[name] = round(
+      percentile(
+        [...values].sort((a, b) => a - b),
+        50,
+      ),
+    );
   }
   return out;
 }
@@ -56,7 +61,18 @@ export interface Figure extends Partial<Summary> {
 /** Prints one figure as one JSON line on stdout (what run-all collects) and returns it. */
 export function emit(figure: Figure): Figure {
   const { bench, n, p50_ms, p95_ms, p99_ms, mean_ms, target, ratio, pass, ...extra } = figure;
-  const ordered = { bench, n, p50_ms, p95_ms, p99_ms, mean_ms, ...extra, target, ...(ratio === undefined ? {} : { ratio: round(ratio, 3) }), pass };
+  const ordered = {
+    bench,
+    n,
+    p50_ms,
+    p95_ms,
+    p99_ms,
+    mean_ms,
+    ...extra,
+    target,
+    ...(ratio === undefined ? {} : { ratio: round(ratio, 3) }),
+    pass,
+  };
   process.stdout.write(`${JSON.stringify(ordered)}\n`);
   return figure;
 }
@@ -64,7 +80,18 @@ export function emit(figure: Figure): Figure {
 /** A figure that could not be measured: the bench goes on, the line says why. */
 export function emitError(bench: string, target: string, err: unknown, extra: Record<string, unknown> = {}): Figure {
   const message = err instanceof Error ? err.message : String(err);
-  return emit({ bench, n: 0, p50_ms: NaN, p95_ms: NaN, p99_ms: NaN, mean_ms: NaN, ...extra, error: message, target, pass: false });
+  return emit({
+    bench,
+    n: 0,
+    p50_ms: NaN,
+    p95_ms: NaN,
+    p99_ms: NaN,
+    mean_ms: NaN,
+    ...extra,
+    error: message,
+    target,
+    pass: false,
+  });
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -9,7 +9,10 @@ test('sessions: every one reachable page by page; restart, delete, and a file de
   t.after(() => d.close());
   const ids: string[] = [];
   for (let i = 0; i < SESSIONS; i++) ids.push((await d.stack.api('POST', '/v1/sessions', {})).body.id);
-  const firstPage = (await d.stack.api('GET', '/v1/sessions?limit=50')).body as { sessions: unknown[]; next_cursor?: string };
+  const firstPage = (await d.stack.api('GET', '/v1/sessions?limit=50')).body as {
+    sessions: unknown[];
+    next_cursor?: string;
+  };
 
   const { page, problems } = await openPage(d);
   page.on('dialog', (dialog) => void dialog.accept());

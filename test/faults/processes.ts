@@ -182,7 +182,7 @@ export async function api(
   return { status: res.status, body: parsed, ms: Date.now() - t0 };
 }
 
-/** A redis-server of the test's own, with AOF in a temp directory, on a free loopback port; stop and start it at will. */
+/** A redis-server of the test's own, with AOF in a temp directory, on a free loopback port; stop and start it. */
 export interface OwnRedis {
   url: string;
   start(): Promise<void>;

@@ -51,7 +51,12 @@ test('Redis unreachable: the gateway answers 503 redis_unavailable within a seco
     try {
       // The watchdog takes Redis for hung after 800 ms without a PONG; /readyz says so as soon as it does.
       const t0 = Date.now();
-      await until('/readyz to say not ready', async () => (await api(gateway.url, 'GET', '/readyz')).status === 503, 10_000, 50);
+      await until(
+        '/readyz to say not ready',
+        async () => (await api(gateway.url, 'GET', '/readyz')).status === 503,
+        10_000,
+        50,
+      );
       const noticed = Date.now() - t0;
       t.diagnostic(`a hung Redis was noticed ${noticed} ms after SIGSTOP`);
       assert.ok(noticed < 2000, `noticed after ${noticed} ms`);

@@ -12,7 +12,9 @@ const BIN = join(import.meta.dirname, '../../node_modules/.bin');
 const KEY = 'f'.repeat(32);
 
 interface NewmanRun {
-  run: { executions: { item: { name: string }; request: { method: string; url: unknown }; response?: { code: number } }[] };
+  run: {
+    executions: { item: { name: string }; request: { method: string; url: unknown }; response?: { code: number } }[];
+  };
 }
 
 /**
@@ -25,23 +27,51 @@ async function fuzz(t: TestContext, baseUrl: string, token: string): Promise<Map
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-fuzz-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const collection = join(dir, 'collection.json');
-  await run(join(BIN, 'portman'), [
-    '-l', join(import.meta.dirname, '../../openapi/openapi.json'), '-b', baseUrl,
-    '-c', join(import.meta.dirname, 'portman-config.json'), '-o', collection, '--syncPostman', 'false',
-  ], { timeout: 120_000 });
+  await run(
+    join(BIN, 'portman'),
+    [
+      '-l',
+      join(import.meta.dirname, '../../openapi/openapi.json'),
+      '-b',
+      baseUrl,
+      '-c',
+      join(import.meta.dirname, 'portman-config.json'),
+      '-o',
+      collection,
+      '--syncPostman',
+      'false',
+    ],
+    { timeout: 120_000 },
+  );
   const report = join(dir, 'run.json');
   // newman exits non-zero when a generated contract assertion fails; the oracle here is the stack's spec check.
-  await run(join(BIN, 'newman'), [
-    'run', collection, '--env-var', `bearerToken=${token}`, '--reporters', 'json', '--reporter-json-export', report,
-    '--timeout-request', '60000',
-  ], { timeout: 300_000 }).catch(() => {});
-  const { run: { executions } } = JSON.parse(await readFile(report, 'utf8')) as NewmanRun;
+  await run(
+    join(BIN, 'newman'),
+    [
+      'run',
+      collection,
+      '--env-var',
+      `bearerToken=${token}`,
+      '--reporters',
+      'json',
+      '--reporter-json-export',
+      report,
+      '--timeout-request',
+      '60000',
+    ],
+    { timeout: 300_000 },
+  ).catch(() => {});
+  const {
+    run: { executions },
+  } = JSON.parse(await readFile(report, 'utf8')) as NewmanRun;
   const codes = new Map<string, number>();
   for (const e of executions) {
     const code = String(e.response?.code ?? 'no answer');
     codes.set(code, (codes.get(code) ?? 0) + 1);
   }
-  const bad = executions.filter((e) => !e.response || e.response.code >= 500).map((e) => `${e.item.name}: ${e.response?.code}`);
+  const bad = executions
+    .filter((e) => !e.response || e.response.code >= 500)
+    .map((e) => `${e.item.name}: ${e.response?.code}`);
   assert.deepEqual(bad, [], 'no request goes unanswered or gets a 5xx');
   t.diagnostic(`${executions.length} requests; status codes ${JSON.stringify(Object.fromEntries(codes))}`);
   return codes;

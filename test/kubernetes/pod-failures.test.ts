@@ -20,38 +20,62 @@ test('kubernetes: API faults, eviction, a lost Pod and an unreachable gateway ea
   t.after(() => s.close());
   const double = s.cluster!;
 
-  await t.test('transient API failures (429 with Retry-After, 500, 503, a reset) are retried; the run completes', async () => {
-    double.faults.inject({ match: { verb: 'create', resource: 'pods' }, action: FAULTS.tooManyRequests(1) });
-    double.faults.inject({ match: { verb: 'get', resource: 'pods' }, action: FAULTS.internalError(), times: 2 });
-    double.faults.inject({ match: { verb: 'get', resource: 'pods', subresource: 'log' }, action: FAULTS.unavailable() });
-    double.faults.inject({ match: { verb: 'create', resource: 'secrets' }, action: FAULTS.reset() });
-    const r = await run(s, { code: 'print("through")' });
-    assert.equal(r.result.state, 'completed', JSON.stringify(r.result));
-    assert.equal(r.result.stdout, 'through\n');
-  });
+  await t.test(
+    'transient API failures (429 with Retry-After, 500, 503, a reset) are retried; the run completes',
+    async () => {
+      double.faults.inject({ match: { verb: 'create', resource: 'pods' }, action: FAULTS.tooManyRequests(1) });
+      double.faults.inject({ match: { verb: 'get', resource: 'pods' }, action: FAULTS.internalError(), times: 2 });
+      double.faults.inject({
+        match: { verb: 'get', resource: 'pods', subresource: 'log' },
+        action: FAULTS.unavailable(),
+      });
+      double.faults.inject({ match: { verb: 'create', resource: 'secrets' }, action: FAULTS.reset() });
+      const r = await run(s, { code: 'print("through")' });
+      assert.equal(r.result.state, 'completed', JSON.stringify(r.result));
+      assert.equal(r.result.stdout, 'through\n');
+    },
+  );
 
-  await t.test('a definitive refusal (403 quota) is not retried: error, backend_unavailable, with the API\'s words', async () => {
-    double.faults.inject({ match: { verb: 'create', resource: 'pods' }, action: FAULTS.quotaExceeded('sandbox'), times: 1 });
-    const before = double.calls.filter((c) => c.verb === 'create' && c.resource === 'pods').length;
-    const r = await run(s, { code: 'print(1)' });
-    assert.equal(r.state, 'error');
-    assert.equal(r.result.reason, 'backend_unavailable');
-    assert.match(r.result.message, /exceeded quota/);
-    assert.equal(double.calls.filter((c) => c.verb === 'create' && c.resource === 'pods').length - before, 1, 'one attempt');
-  });
+  await t.test(
+    "a definitive refusal (403 quota) is not retried: error, backend_unavailable, with the API's words",
+    async () => {
+      double.faults.inject({
+        match: { verb: 'create', resource: 'pods' },
+        action: FAULTS.quotaExceeded('sandbox'),
+        times: 1,
+      });
+      const before = double.calls.filter((c) => c.verb === 'create' && c.resource === 'pods').length;
+      const r = await run(s, { code: 'print(1)' });
+      assert.equal(r.state, 'error');
+      assert.equal(r.result.reason, 'backend_unavailable');
+      assert.match(r.result.message, /exceeded quota/);
+      assert.equal(
+        double.calls.filter((c) => c.verb === 'create' && c.resource === 'pods').length - before,
+        1,
+        'one attempt',
+      );
+    },
+  );
 
-  await t.test('a workspace over its emptyDir sizeLimit (the session disk quota) is evicted: failed, disk_quota', async () => {
-    const r = await run(s, { code: 'import time\nopen("big.bin", "wb").write(b"x" * (64 << 20))\ntime.sleep(30)' });
-    assert.equal(r.result.state, 'failed', JSON.stringify(r.result));
-    assert.equal(r.result.reason, 'disk_quota');
-    assert.match(r.result.message, /disk quota/);
-  });
+  await t.test(
+    'a workspace over its emptyDir sizeLimit (the session disk quota) is evicted: failed, disk_quota',
+    async () => {
+      const r = await run(s, { code: 'import time\nopen("big.bin", "wb").write(b"x" * (64 << 20))\ntime.sleep(30)' });
+      assert.equal(r.result.state, 'failed', JSON.stringify(r.result));
+      assert.equal(r.result.reason, 'disk_quota');
+      assert.match(r.result.message, /disk quota/);
+    },
+  );
 
-  await t.test('a Pod deleted behind sandgate\'s back ends the run as error, backend_unavailable', async () => {
-    const created = await s.api('POST', '/v1/executions', { language: 'python', code: 'import time\nprint("up", flush=True)\ntime.sleep(60)' });
+  await t.test("a Pod deleted behind sandgate's back ends the run as error, backend_unavailable", async () => {
+    const created = await s.api('POST', '/v1/executions', {
+      language: 'python',
+      code: 'import time\nprint("up", flush=True)\ntime.sleep(60)',
+    });
     const id = created.body.id as string;
     const runnerUp = () => {
-      const pod = double.store.get('Pod', double.namespace, podName(id)) as { status?: { containerStatuses?: any[] } } | undefined;
+      const pod = double.store.get('Pod', double.namespace, podName(id)) as
+        { status?: { containerStatuses?: any[] } } | undefined;
       return pod?.status?.containerStatuses?.some((c) => c.name === 'runner' && c.state?.running) === true;
     };
     await until('its runner to be running', async () => runnerUp(), 30_000);
@@ -63,7 +87,7 @@ test('kubernetes: API faults, eviction, a lost Pod and an unreachable gateway ea
   });
 });
 
-test('kubernetes: stage cannot reach the gateway: the run fails as the platform\'s fault, with stage\'s reason', async (t) => {
+test("kubernetes: stage cannot reach the gateway: the run fails as the platform's fault, with stage's reason", async (t) => {
   // A gateway URL the Pods' network fence drops: stage cannot fetch the session's files.
   const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_K8S_GATEWAY_URL: 'http://192.0.2.1:9' } });
   t.after(() => s.close());
@@ -74,7 +98,7 @@ test('kubernetes: stage cannot reach the gateway: the run fails as the platform\
   assert.equal(r.result.stdout, '');
 });
 
-test('kubernetes: an image that can never start fails at once with the kubelet\'s reason', async (t) => {
+test("kubernetes: an image that can never start fails at once with the kubelet's reason", async (t) => {
   const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_IMAGE: 'Not A Valid:Image' } });
   t.after(() => s.close());
   const r = await run(s, { code: 'print(1)' });

@@ -16,8 +16,10 @@ const run = async (s: Stack, body: Record<string, unknown>) => {
 
 /** The sandbox Pods and Secrets of the stack's deployment still in the cluster. */
 const leftovers = (s: Stack) => {
-  const mine = (kind: 'Pod' | 'Secret') => s.cluster!.store.list(kind, s.cluster!.namespace)
-    .filter((o) => o.metadata.labels?.['org.sandgate.deployment'] === s.config.redisPrefix).length;
+  const mine = (kind: 'Pod' | 'Secret') =>
+    s
+      .cluster!.store.list(kind, s.cluster!.namespace)
+      .filter((o) => o.metadata.labels?.['org.sandgate.deployment'] === s.config.redisPrefix).length;
   return { pods: mine('Pod'), secrets: mine('Secret') };
 };
 
@@ -27,9 +29,11 @@ test('kubernetes: one-shots in a Pod each — output, exit, stdin, env, artifact
 
   await t.test('stdout, stderr, stdin and env; a non-zero exit fails the run', async () => {
     const r = await run(s, {
-      stdin: 'from stdin', env: { GREETING: 'hello' },
-      code: 'import os, sys\nprint(os.environ["GREETING"], sys.stdin.read())\nprint("é to stderr", file=sys.stderr)\n'
-        + 'print(sorted(k for k in os.environ if k.startswith(("SANDGATE", "KUBERNETES", "REDIS"))))\nsys.exit(3)',
+      stdin: 'from stdin',
+      env: { GREETING: 'hello' },
+      code:
+        'import os, sys\nprint(os.environ["GREETING"], sys.stdin.read())\nprint("é to stderr", file=sys.stderr)\n' +
+        'print(sorted(k for k in os.environ if k.startswith(("SANDGATE", "KUBERNETES", "REDIS"))))\nsys.exit(3)',
     });
     assert.equal(r.result.state, 'failed');
     assert.equal(r.result.exit_code, 3);
@@ -38,9 +42,14 @@ test('kubernetes: one-shots in a Pod each — output, exit, stdin, env, artifact
   });
 
   await t.test('files the run writes come back as artifacts, downloadable with the same bytes', async () => {
-    const r = await run(s, { code: 'import os\nos.makedirs("out", exist_ok=True)\nopen("out/data.bin", "wb").write(bytes(range(256)) * 1000)\nprint("ok")' });
+    const r = await run(s, {
+      code: 'import os\nos.makedirs("out", exist_ok=True)\nopen("out/data.bin", "wb").write(bytes(range(256)) * 1000)\nprint("ok")',
+    });
     assert.equal(r.result.state, 'completed', r.result.stderr);
-    assert.deepEqual(r.result.artifacts.map((a: any) => [a.path, a.size_bytes]), [['out/data.bin', 256_000]]);
+    assert.deepEqual(
+      r.result.artifacts.map((a: any) => [a.path, a.size_bytes]),
+      [['out/data.bin', 256_000]],
+    );
     const body = Buffer.from(await (await fetch(r.result.artifacts[0].download_url)).arrayBuffer());
     assert.ok(body.equals(Buffer.from(Array.from({ length: 256_000 }, (_, i) => i % 256))));
   });
@@ -67,11 +76,15 @@ test('kubernetes: one-shots in a Pod each — output, exit, stdin, env, artifact
 
   await t.test('links and special files in the workspace are never followed nor sent back', async () => {
     const r = await run(s, {
-      code: 'import os\nos.symlink("/etc/passwd", "link")\nos.mkfifo("fifo")\nopen("real.txt", "w").write("real")\n'
-        + 'os.link("real.txt", "hard.txt")\nopen("plain.txt", "w").write("plain")',
+      code:
+        'import os\nos.symlink("/etc/passwd", "link")\nos.mkfifo("fifo")\nopen("real.txt", "w").write("real")\n' +
+        'os.link("real.txt", "hard.txt")\nopen("plain.txt", "w").write("plain")',
     });
     assert.equal(r.result.state, 'completed', r.result.stderr);
-    assert.deepEqual(r.result.artifacts.map((a: any) => a.path), ['plain.txt']);
+    assert.deepEqual(
+      r.result.artifacts.map((a: any) => a.path),
+      ['plain.txt'],
+    );
   });
 
   await t.test('no network: the runner reaches nothing on this host but the gateway it has no token for', async () => {
@@ -80,14 +93,18 @@ test('kubernetes: one-shots in a Pod each — output, exit, stdin, env, artifact
     t.after(() => server.close());
     const port = (server.address() as { port: number }).port;
     const r = await run(s, {
-      code: `import socket\ntry:\n  socket.create_connection(("${s.cluster!.hostIP}", ${port}), timeout=2).recv(16)\n  print("reached")\n`
-        + 'except OSError as e:\n  print("blocked", type(e).__name__)',
+      code:
+        `import socket\ntry:\n  socket.create_connection(("${s.cluster!.hostIP}", ${port}), timeout=2).recv(16)\n  print("reached")\n` +
+        'except OSError as e:\n  print("blocked", type(e).__name__)',
     });
     assert.match(r.result.stdout, /^blocked /);
   });
 
   await t.test('cancel: a running Pod is stopped and deleted', async () => {
-    const created = await s.api('POST', '/v1/executions', { language: 'python', code: 'import time\nprint("up", flush=True)\ntime.sleep(60)' });
+    const created = await s.api('POST', '/v1/executions', {
+      language: 'python',
+      code: 'import time\nprint("up", flush=True)\ntime.sleep(60)',
+    });
     assert.equal(created.status, 202);
     const id = created.body.id as string;
     await until('the run to start', async () => (await s.api('GET', `/v1/executions/${id}`)).body.state === 'running');
@@ -109,17 +126,23 @@ test('kubernetes: a process session keeps its files across Pods; uploads in, wri
   const s = await startStack({ backend: 'kubernetes' });
   t.after(() => s.close());
   const session = (await s.api('POST', '/v1/sessions', { mode: 'process' })).body.id as string;
-  const up = await s.api('PUT', `/v1/sessions/${session}/files/in/data.csv`, 'a,b\n1,2\n', { 'content-type': 'text/csv' });
+  const up = await s.api('PUT', `/v1/sessions/${session}/files/in/data.csv`, 'a,b\n1,2\n', {
+    'content-type': 'text/csv',
+  });
   assert.equal(up.status, 201);
 
   const first = await run(s, {
     session_id: session,
-    code: 'import os\nrows = open("in/data.csv").read().splitlines()\nopen("count.txt", "w").write(str(len(rows)))\n'
-      + 'os.remove("in/data.csv")\nprint(len(rows))',
+    code:
+      'import os\nrows = open("in/data.csv").read().splitlines()\nopen("count.txt", "w").write(str(len(rows)))\n' +
+      'os.remove("in/data.csv")\nprint(len(rows))',
   });
   assert.equal(first.result.state, 'completed', first.result.stderr);
   assert.equal(first.result.stdout, '2\n');
-  assert.deepEqual(first.result.artifacts.map((a: any) => a.path), ['count.txt']);
+  assert.deepEqual(
+    first.result.artifacts.map((a: any) => a.path),
+    ['count.txt'],
+  );
   const files = (await s.api('GET', `/v1/sessions/${session}/files`)).body.files.map((f: any) => f.path);
   assert.deepEqual(files, ['count.txt'], 'the file the run deleted is gone from the session too');
 

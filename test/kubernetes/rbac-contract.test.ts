@@ -24,8 +24,12 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   const role = ms.find((m) => m.kind === 'Role')!;
   const rules = role.rules as PolicyRule[];
   const s = await startStack({
-    backend: 'kubernetes', worker: false,
-    cluster: { namespaces: [role.metadata.namespace!], rbac: { user: 'system:serviceaccount:sandgate:sg-sandgate-worker', rules } },
+    backend: 'kubernetes',
+    worker: false,
+    cluster: {
+      namespaces: [role.metadata.namespace!],
+      rbac: { user: 'system:serviceaccount:sandgate:sg-sandgate-worker', rules },
+    },
   });
   t.after(() => s.close());
   const double = s.cluster!;
@@ -33,19 +37,39 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   kubeConfig.loadFromOptions(double.kubeconfig);
   const grants = new TransferGrants(s.deps.redis, keys(s.config.redisPrefix));
   const backend = new KubernetesBackend({
-    kubeConfig, namespace: double.namespace, gatewayUrl: s.config.k8sGatewayUrl!, workspaces: s.deps.workspaces,
-    artifactUrl: (session, path) => `${s.url}/files/${session}/${path}`, deployment: s.config.redisPrefix, sweepGraceMs: 0,
+    kubeConfig,
+    namespace: double.namespace,
+    gatewayUrl: s.config.k8sGatewayUrl!,
+    workspaces: s.deps.workspaces,
+    artifactUrl: (session, path) => `${s.url}/files/${session}/${path}`,
+    deployment: s.config.redisPrefix,
+    sweepGraceMs: 0,
     grantTransfer: async (job, ttl) => {
-      const token = await grants.grant({ execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant }, ttl);
+      const token = await grants.grant(
+        { execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant },
+        ttl,
+      );
       return { token, revoke: () => grants.revoke(token) };
     },
   });
   const job = (id: string): ExecutionJob => ({
-    execution_id: id, tenant: 'acme', session_id: `sess_${id.slice(-12)}`, language: 'python', code: 'print("ran")',
-    timeout_ms: 10_000, memory_mb: 128, cpus: 0.5, env: {}, stdin: null, sandbox: 'oneshot', generation: 0,
+    execution_id: id,
+    tenant: 'acme',
+    session_id: `sess_${id.slice(-12)}`,
+    language: 'python',
+    code: 'print("ran")',
+    timeout_ms: 10_000,
+    memory_mb: 128,
+    cpus: 0.5,
+    env: {},
+    stdin: null,
+    sandbox: 'oneshot',
+    generation: 0,
   });
   const labels = (id: string) => ({
-    'org.sandgate.managed': 'true', 'org.sandgate.deployment': s.config.redisPrefix, 'org.sandgate.kind': 'execution',
+    'org.sandgate.managed': 'true',
+    'org.sandgate.deployment': s.config.redisPrefix,
+    'org.sandgate.kind': 'execution',
     'org.sandgate.execution': id,
   });
   const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
@@ -54,7 +78,8 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   // A retry of an execution whose worker died after making its Secret: the leftover Secret is replaced.
   const retried = 'exec_aaaaaaaaaaaaaaa1';
   await core.createNamespacedSecret({
-    namespace: double.namespace, body: { metadata: { name: secretName(retried), labels: labels(retried) }, stringData: { token: 'old' } },
+    namespace: double.namespace,
+    body: { metadata: { name: secretName(retried), labels: labels(retried) }, stringData: { token: 'old' } },
   });
   const events = sink();
   const result = await backend.execute(job(retried), events, new AbortController().signal);
@@ -67,14 +92,22 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
     body: {
       metadata: { name: podName(dead), labels: labels(dead) },
       spec: {
-        restartPolicy: 'Never', automountServiceAccountToken: false,
-        containers: [{
-          name: 'runner', image: 'sandgate/runtime:1', command: ['sleep', '30'],
-          securityContext: {
-            runAsNonRoot: true, runAsUser: 1000, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] },
-            seccompProfile: { type: 'RuntimeDefault' },
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        containers: [
+          {
+            name: 'runner',
+            image: 'sandgate/runtime:1',
+            command: ['sleep', '30'],
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 1000,
+              allowPrivilegeEscalation: false,
+              capabilities: { drop: ['ALL'] },
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
           },
-        }],
+        ],
       },
     },
   });

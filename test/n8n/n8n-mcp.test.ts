@@ -24,7 +24,8 @@ test("n8n's MCP client (SDK 1.25.2, as its MCP Client node uses it) lists sandga
     assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
   }
   const uploaded = (await client.callTool({
-    name: 'upload_file', arguments: { filename: 'n.csv', content_base64: Buffer.from('a,b\n1,2\n3,4\n').toString('base64') },
+    name: 'upload_file',
+    arguments: { filename: 'n.csv', content_base64: Buffer.from('a,b\n1,2\n3,4\n').toString('base64') },
   })) as CallToolResult;
   assert.equal(uploaded.isError, undefined, JSON.stringify(uploaded.structuredContent));
   const session = (uploaded.structuredContent as { session_id: string }).session_id;
@@ -35,7 +36,10 @@ test("n8n's MCP client (SDK 1.25.2, as its MCP Client node uses it) lists sandga
   assert.equal(ran.isError, undefined, JSON.stringify(ran.structuredContent));
   assert.equal((ran.structuredContent as { stdout: string }).stdout, '6\n');
   const text = ran.content.find((c) => c.type === 'text');
-  assert.ok(text && text.type === 'text' && text.text.includes('6'), 'the text content an agent reads carries the output');
+  assert.ok(
+    text && text.type === 'text' && text.text.includes('6'),
+    'the text content an agent reads carries the output',
+  );
 
   const refused = new Client({ name: 'no-key', version: '1.0.0' });
   await assert.rejects(refused.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`))), /401|nauthorized/);

@@ -38,7 +38,9 @@ function configure(wf: any, node: string, values: Record<string, string>): void 
 }
 
 test("docs/n8n.md's workflow, imported into n8n and run, uploads a CSV, runs pandas and downloads the chart", async (t) => {
-  await access(N8N).catch(() => assert.fail(`${N8N} is missing: run \`bash scripts/setup.sh --for-tests\` (it installs n8n)`));
+  await access(N8N).catch(() =>
+    assert.fail(`${N8N} is missing: run \`bash scripts/setup.sh --for-tests\` (it installs n8n)`),
+  );
   const s = await startStack({ env: { SANDGATE_API_KEYS: `${KEY}:n8n` } });
   t.after(() => s.close());
   const home = await mkdtemp(join(tmpdir(), 'sandgate-n8n-'));
@@ -51,12 +53,22 @@ test("docs/n8n.md's workflow, imported into n8n and run, uploads a CSV, runs pan
   const id = 'sgDocCsvChart001';
   await writeFile(join(home, 'workflow.json'), JSON.stringify([{ ...wf, id, active: false }]));
   const env = {
-    ...process.env, N8N_USER_FOLDER: home, N8N_DIAGNOSTICS_ENABLED: 'false', N8N_DEFAULT_BINARY_DATA_MODE: 'default',
-    N8N_VERSION_NOTIFICATIONS_ENABLED: 'false', N8N_PERSONALIZATION_ENABLED: 'false',
+    ...process.env,
+    N8N_USER_FOLDER: home,
+    N8N_DIAGNOSTICS_ENABLED: 'false',
+    N8N_DEFAULT_BINARY_DATA_MODE: 'default',
+    N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+    N8N_PERSONALIZATION_ENABLED: 'false',
   };
   await run(N8N, ['import:workflow', `--input=${join(home, 'workflow.json')}`], { env, timeout: 180_000 });
-  const out = await run(N8N, ['execute', `--id=${id}`, '--rawOutput'], { env, timeout: 180_000, maxBuffer: 64 << 20 })
-    .then((r) => r.stdout, (err: { stdout?: string; stderr?: string }) => assert.fail(`n8n execute failed: ${err.stderr}\n${err.stdout}`));
+  const out = await run(N8N, ['execute', `--id=${id}`, '--rawOutput'], {
+    env,
+    timeout: 180_000,
+    maxBuffer: 64 << 20,
+  }).then(
+    (r) => r.stdout,
+    (err: { stdout?: string; stderr?: string }) => assert.fail(`n8n execute failed: ${err.stderr}\n${err.stdout}`),
+  );
   const json = out.slice(out.indexOf('{\n  "data"'));
   const execution = JSON.parse(json.slice(0, json.lastIndexOf('}') + 1));
   assert.equal(execution.status, 'success');
@@ -67,7 +79,10 @@ test("docs/n8n.md's workflow, imported into n8n and run, uploads a CSV, runs pan
   const out1 = (node: string) => runData[node]![0]!.data!.main[0]![0]!;
 
   const session = out1('Create session').json.id as string;
-  assert.deepEqual(out1('Upload CSV').json.files.map((f: any) => [f.path, f.mime_type]), [['sales.csv', 'text/csv']]);
+  assert.deepEqual(
+    out1('Upload CSV').json.files.map((f: any) => [f.path, f.mime_type]),
+    [['sales.csv', 'text/csv']],
+  );
   const executed = out1('Run code').json;
   assert.equal(executed.state, 'completed');
   assert.equal(executed.result.stdout, '575\n', 'pandas read the CSV n8n uploaded');
@@ -81,12 +96,17 @@ test("docs/n8n.md's workflow, imported into n8n and run, uploads a CSV, runs pan
   const files = await s.api('GET', `/v1/sessions/${session}/files`, undefined, { authorization: `Bearer ${KEY}` });
   assert.deepEqual(files.body.files.map((f: any) => f.path).sort(), ['chart.png', 'sales.csv']);
   const csv = await fetch(files.body.files.find((f: any) => f.path === 'sales.csv').download_url);
-  assert.equal(await csv.text(), wf.nodes.find((n: any) => n.name === 'Config').parameters.assignments.assignments
-    .find((a: any) => a.name === 'csv').value);
+  assert.equal(
+    await csv.text(),
+    wf.nodes.find((n: any) => n.name === 'Config').parameters.assignments.assignments.find((a: any) => a.name === 'csv')
+      .value,
+  );
 });
 
 test("docs/n8n.md's callback workflow, published in n8n, submits a run and goes on when sandgate calls its Wait node back", async (t) => {
-  await access(N8N).catch(() => assert.fail(`${N8N} is missing: run \`bash scripts/setup.sh --for-tests\` (it installs n8n)`));
+  await access(N8N).catch(() =>
+    assert.fail(`${N8N} is missing: run \`bash scripts/setup.sh --for-tests\` (it installs n8n)`),
+  );
   const s = await startStack({ env: { SANDGATE_API_KEYS: `${KEY}:n8n`, SANDGATE_WEBHOOK_ALLOW: '127.0.0.1' } });
   t.after(() => s.close());
   const home = await mkdtemp(join(tmpdir(), 'sandgate-n8n-'));
@@ -94,11 +114,18 @@ test("docs/n8n.md's callback workflow, published in n8n, submits a run and goes 
 
   // What the workflow's last node produced is posted to this receiver: the test's window into the workflow.
   let report: (body: any) => void = () => {};
-  const reported = new Promise<any>((resolve) => { report = resolve; });
+  const reported = new Promise<any>((resolve) => {
+    report = resolve;
+  });
   const receiver = createServer((req: IncomingMessage, res) => {
     let body = '';
-    req.on('data', (c: Buffer) => { body += c; });
-    req.on('end', () => { res.end('ok'); report(JSON.parse(body)); });
+    req.on('data', (c: Buffer) => {
+      body += c;
+    });
+    req.on('end', () => {
+      res.end('ok');
+      report(JSON.parse(body));
+    });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
@@ -107,10 +134,17 @@ test("docs/n8n.md's callback workflow, published in n8n, submits a run and goes 
   configure(wf, 'Config', { base_url: s.url, api_key: KEY });
   wf.nodes.push({
     parameters: {
-      method: 'POST', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/report`,
-      sendBody: true, specifyBody: 'json', jsonBody: '={{ JSON.stringify($json) }}', options: {},
+      method: 'POST',
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/report`,
+      sendBody: true,
+      specifyBody: 'json',
+      jsonBody: '={{ JSON.stringify($json) }}',
+      options: {},
     },
-    id: '7a000000-0000-4000-8000-0000000000ff', name: 'Report', type: 'n8n-nodes-base.httpRequest', typeVersion: 4.2,
+    id: '7a000000-0000-4000-8000-0000000000ff',
+    name: 'Report',
+    type: 'n8n-nodes-base.httpRequest',
+    typeVersion: 4.2,
     position: [1000, 0],
   });
   wf.connections.Result = { main: [[{ node: 'Report', type: 'main', index: 0 }]] };
@@ -119,31 +153,57 @@ test("docs/n8n.md's callback workflow, published in n8n, submits a run and goes 
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const env = {
-    ...process.env, N8N_USER_FOLDER: home, N8N_DIAGNOSTICS_ENABLED: 'false', N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
-    N8N_PERSONALIZATION_ENABLED: 'false', N8N_PORT: String(port), N8N_LISTEN_ADDRESS: '127.0.0.1', WEBHOOK_URL: `${base}/`,
+    ...process.env,
+    N8N_USER_FOLDER: home,
+    N8N_DIAGNOSTICS_ENABLED: 'false',
+    N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+    N8N_PERSONALIZATION_ENABLED: 'false',
+    N8N_PORT: String(port),
+    N8N_LISTEN_ADDRESS: '127.0.0.1',
+    WEBHOOK_URL: `${base}/`,
   };
   await run(N8N, ['import:workflow', `--input=${join(home, 'workflow.json')}`], { env, timeout: 180_000 });
   await run(N8N, ['publish:workflow', `--id=${id}`], { env, timeout: 180_000 });
   const n8n = spawn(N8N, ['start'], { env, stdio: 'ignore', detached: true });
-  t.after(() => { try { process.kill(-n8n.pid!, 'SIGKILL'); } catch { /* gone */ } });
+  t.after(() => {
+    try {
+      process.kill(-n8n.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  });
 
   // The production webhook answers once n8n has activated the published workflow.
-  const started = await until('n8n to take the webhook', async () => {
-    const r = await fetch(`${base}/webhook/sandgate-run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
-      .catch(() => null);
-    return r?.status === 200 ? r : null;
-  }, 120_000, 500);
+  const started = await until(
+    'n8n to take the webhook',
+    async () => {
+      const r = await fetch(`${base}/webhook/sandgate-run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      }).catch(() => null);
+      return r?.status === 200 ? r : null;
+    },
+    120_000,
+    500,
+  );
   assert.deepEqual(await started.json(), { message: 'Workflow was started' });
 
-  const result = await Promise.race([
+  const result = (await Promise.race([
     reported,
     new Promise((_, reject) => setTimeout(() => reject(new Error('the workflow never reported')), 120_000).unref()),
-  ]) as { execution_id: string; state: string; stdout: string };
+  ])) as { execution_id: string; state: string; stdout: string };
   assert.equal(result.state, 'completed');
   assert.equal(result.stdout, 'done after a while\n');
   // n8n may go on with the workflow before sandgate has recorded its answer to the callback.
-  await until('the callback to be recorded as delivered', async () => {
-    const rec = await s.api('GET', `/v1/executions/${result.execution_id}`, undefined, { authorization: `Bearer ${KEY}` });
-    return rec.body.webhook?.state === 'delivered';
-  }, 30_000);
+  await until(
+    'the callback to be recorded as delivered',
+    async () => {
+      const rec = await s.api('GET', `/v1/executions/${result.execution_id}`, undefined, {
+        authorization: `Bearer ${KEY}`,
+      });
+      return rec.body.webhook?.state === 'delivered';
+    },
+    30_000,
+  );
 });

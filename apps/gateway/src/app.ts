@@ -42,14 +42,17 @@ const TAGS = [
   { name: 'system', description: 'Health, readiness and what this deployment offers.' },
 ];
 const BEARER_SCHEME = {
-  type: 'http' as const, scheme: 'bearer',
-  description: 'An API key from SANDGATE_API_KEYS, as `Authorization: Bearer <key>`. A gateway without keys (open '
-    + 'mode, loopback only) needs none.',
+  type: 'http' as const,
+  scheme: 'bearer',
+  description:
+    'An API key from SANDGATE_API_KEYS, as `Authorization: Bearer <key>`. A gateway without keys (open ' +
+    'mode, loopback only) needs none.',
 };
 
 /** The gateway as a Fastify app. Never listens: server.ts does, tests inject or listen on port 0. */
 export async function buildApp(
-  deps: GatewayDeps, { heartbeatMs, webhooks = true, dashboardDir = DASHBOARD_DIR }: AppOptions = {},
+  deps: GatewayDeps,
+  { heartbeatMs, webhooks = true, dashboardDir = DASHBOARD_DIR }: AppOptions = {},
 ) {
   const app = Fastify({
     loggerInstance: deps.log,
@@ -77,7 +80,9 @@ export async function buildApp(
       tags: TAGS,
     },
     transform: openApiTransform,
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
   app.addHook('onRoute', (route) => {

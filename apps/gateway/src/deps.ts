@@ -1,7 +1,23 @@
 import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { QueuedExecution } from '@sandgate/contracts';
-import { EndedNotices, EventHub, ExecutionStore, RedisWatchdog, SessionStore, WorkerRegistry, createRedis, keys, signingKey, watchOutages, whenReady, withScripts, type ScriptRedis, StorageLedger, TransferGrants } from '@sandgate/state';
+import {
+  EndedNotices,
+  EventHub,
+  ExecutionStore,
+  RedisWatchdog,
+  SessionStore,
+  WorkerRegistry,
+  createRedis,
+  keys,
+  signingKey,
+  watchOutages,
+  whenReady,
+  withScripts,
+  type ScriptRedis,
+  StorageLedger,
+  TransferGrants,
+} from '@sandgate/state';
 import { type Config } from '@sandgate/config';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
 import { GatewayMetrics } from './metrics.ts';
@@ -47,13 +63,17 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   // One blocking XREAD at a time: nothing to batch.
   const reader = createRedis(config.redisUrl, 'sandgate-gateway-events', { autoPipelining: false });
   const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', {
-    autoPipelining: false, failFast: true,
+    autoPipelining: false,
+    failFast: true,
   });
   const unwatch = watchOutages(redis, log);
   await Promise.all([whenReady(redis), whenReady(queueConnection)]);
   const k = keys(config.redisPrefix);
   const hub = new EventHub(reader, redis, log);
-  const notices = new EndedNotices(createRedis(config.redisUrl, 'sandgate-gateway-notices', { autoPipelining: false }), k);
+  const notices = new EndedNotices(
+    createRedis(config.redisUrl, 'sandgate-gateway-notices', { autoPipelining: false }),
+    k,
+  );
   await notices.listen();
   const queue = new Queue<QueuedExecution>(config.queueName, {
     connection: queueConnection,
@@ -68,19 +88,35 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
   const draining = new AbortController();
-  const watchdog = new RedisWatchdog(createRedis(config.redisUrl, 'sandgate-gateway-watchdog', {
-    autoPipelining: false, failFast: true,
-  }));
+  const watchdog = new RedisWatchdog(
+    createRedis(config.redisUrl, 'sandgate-gateway-watchdog', {
+      autoPipelining: false,
+      failFast: true,
+    }),
+  );
   const workspaces = await openWorkspaces({
-    dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
-    sessionDiskBytes: config.sessionDiskBytes, warn: (message) => log.warn(message),
+    dataDir: config.dataDir,
+    owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+    sessionDiskBytes: config.sessionDiskBytes,
+    warn: (message) => log.warn(message),
   });
   const stats = new SystemStatsReader(redis, k, queue);
   const metrics = new GatewayMetrics(stats, redis, k);
   metrics.start();
   return {
-    config, log, redis, hub, notices, queue, signer, stats, metrics, signingKey: key, cursors: new Cursors(key),
-    watchdog, draining: draining.signal,
+    config,
+    log,
+    redis,
+    hub,
+    notices,
+    queue,
+    signer,
+    stats,
+    metrics,
+    signingKey: key,
+    cursors: new Cursors(key),
+    watchdog,
+    draining: draining.signal,
     drain: () => draining.abort(),
     sessions: new SessionStore(redis, k),
     ledger: new StorageLedger(redis, k),

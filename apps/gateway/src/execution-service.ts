@@ -1,8 +1,24 @@
 import { Readable } from 'node:stream';
 import {
-  LANGUAGES, SandgateError, isTerminal, type CreateExecution, type ExecutionJob, type Language,
+  LANGUAGES,
+  SandgateError,
+  isTerminal,
+  type CreateExecution,
+  type ExecutionJob,
+  type Language,
 } from '@sandgate/contracts';
-import { MAX_PRIORITY, endedRecord, endingOf, newExecutionId, newSessionId, platformResult, type ExecutionMeta, type ExecutionRecord, type NoticeWait, type StartOptions } from '@sandgate/state';
+import {
+  MAX_PRIORITY,
+  endedRecord,
+  endingOf,
+  newExecutionId,
+  newSessionId,
+  platformResult,
+  type ExecutionMeta,
+  type ExecutionRecord,
+  type NoticeWait,
+  type StartOptions,
+} from '@sandgate/state';
 import { limitsFor, maxInFlight } from '@sandgate/config';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
@@ -35,21 +51,44 @@ export class ExecutionService {
     const { config } = this.d;
     const job = this.validate(body);
     if (body.callback_url !== undefined) this.checkCallback(body.callback_url);
-    const files = (body.files ?? []).map((f) => ({ path: normalizeUserPath(f.path), bytes: Buffer.from(f.content_base64, 'base64') }));
+    const files = (body.files ?? []).map((f) => ({
+      path: normalizeUserPath(f.path),
+      bytes: Buffer.from(f.content_base64, 'base64'),
+    }));
     const inline = files.reduce((n, f) => n + f.bytes.length, 0);
     if (inline > Math.min(MAX_INLINE_BYTES, config.maxUploadBytes)) {
-      throw new SandgateError('payload_too_large', `inline files total ${inline} bytes; upload large files with POST /v1/sessions/{id}/files`);
+      throw new SandgateError(
+        'payload_too_large',
+        `inline files total ${inline} bytes; upload large files with POST /v1/sessions/{id}/files`,
+      );
     }
     await this.checkStorage(tenant);
     const session = body.session_id ? await this.d.sessions.require(tenant, body.session_id) : null;
     const sandbox = !session ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
     if (sandbox === 'stateful' && job.language !== 'python') {
-      throw new SandgateError('unsupported_language', `session ${session!.id} is stateful, which runs python only; use a process session for ${job.language}`);
+      throw new SandgateError(
+        'unsupported_language',
+        `session ${session!.id} is stateful, which runs python only; use a process session for ${job.language}`,
+      );
     }
     const id = newExecutionId();
     const sessionId = session?.id ?? newSessionId();
-    const meta = { id, tenant, session_id: sessionId, language: job.language, created_at: Date.now(), timeout_ms: job.timeout_ms };
-    const data: ExecutionJob = { ...job, execution_id: id, tenant, session_id: sessionId, sandbox, generation: session?.generation ?? 0 };
+    const meta = {
+      id,
+      tenant,
+      session_id: sessionId,
+      language: job.language,
+      created_at: Date.now(),
+      timeout_ms: job.timeout_ms,
+    };
+    const data: ExecutionJob = {
+      ...job,
+      execution_id: id,
+      tenant,
+      session_id: sessionId,
+      sandbox,
+      generation: session?.generation ?? 0,
+    };
     const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {
       const start: StartOptions = {
@@ -60,7 +99,12 @@ export class ExecutionService {
       };
       await this.startAndEnqueue(meta, data, start, files, body.callback_url);
       const record: ExecutionRecord = {
-        ...meta, state: 'queued', started_at: null, finished_at: null, result: null, callback_url: body.callback_url ?? null,
+        ...meta,
+        state: 'queued',
+        started_at: null,
+        finished_at: null,
+        result: null,
+        callback_url: body.callback_url ?? null,
         webhook: body.callback_url === undefined ? null : { state: 'pending', attempts: [] },
       };
       return ending ? await this.until(record, ending, Date.now() + waitSeconds * 1000) : record;
@@ -85,7 +129,11 @@ export class ExecutionService {
    * job; a gateway that dies in between leaves a queued run that housekeeping ends (worker.ts).
    */
   private async startAndEnqueue(
-    meta: ExecutionMeta, data: ExecutionJob, start: StartOptions, files: InlineFile[], callbackUrl?: string,
+    meta: ExecutionMeta,
+    data: ExecutionJob,
+    start: StartOptions,
+    files: InlineFile[],
+    callbackUrl?: string,
   ): Promise<void> {
     const { config } = this.d;
     const rank = await this.d.executions.start(meta, data, start);
@@ -95,7 +143,9 @@ export class ExecutionService {
         const dir = await this.d.workspaces.create(meta.session_id);
         for (const f of files) {
           await writeFileInside(dir, f.path, Readable.from([f.bytes]), {
-            maxBytes: config.maxUploadBytes, overwrite: true, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+            maxBytes: config.maxUploadBytes,
+            overwrite: true,
+            owner: { uid: config.sandboxUid, gid: config.sandboxUid },
           });
         }
       }
@@ -113,32 +163,49 @@ export class ExecutionService {
     if (limit === 0) return;
     const used = await this.d.ledger.total(tenant);
     if (used >= limit) {
-      throw new SandgateError('storage_quota_exceeded', `the tenant's files take ${used} bytes, its whole storage quota `
-        + `of ${limit} bytes; delete files or sessions to run again`);
+      throw new SandgateError(
+        'storage_quota_exceeded',
+        `the tenant's files take ${used} bytes, its whole storage quota ` +
+          `of ${limit} bytes; delete files or sessions to run again`,
+      );
     }
   }
 
   /** Ends a started run that could not be queued, then rethrows why. */
   private async failToQueue(meta: ExecutionMeta, err: unknown): Promise<never> {
     const reason = err instanceof SandgateError ? undefined : 'backend_unavailable';
-    await this.d.executions.finalize(meta, platformResult('error', reason, `could not queue the execution: ${(err as Error).message}`), ['queued']);
+    await this.d.executions.finalize(
+      meta,
+      platformResult('error', reason, `could not queue the execution: ${(err as Error).message}`),
+      ['queued'],
+    );
     throw err;
   }
 
-  private validate(body: CreateExecution): Omit<ExecutionJob, 'execution_id' | 'tenant' | 'session_id' | 'sandbox' | 'generation'> {
+  private validate(
+    body: CreateExecution,
+  ): Omit<ExecutionJob, 'execution_id' | 'tenant' | 'session_id' | 'sandbox' | 'generation'> {
     const { config } = this.d;
     if (!(LANGUAGES as readonly string[]).includes(body.language)) {
-      throw new SandgateError('unsupported_language', `language "${body.language}" is not offered here; use one of: ${LANGUAGES.join(', ')} (GET /v1/runtimes)`);
+      throw new SandgateError(
+        'unsupported_language',
+        `language "${body.language}" is not offered here; use one of: ${LANGUAGES.join(', ')} (GET /v1/runtimes)`,
+      );
     }
     const codeBytes = Buffer.byteLength(body.code, 'utf8');
     if (codeBytes > config.maxCodeBytes) {
-      throw new SandgateError('payload_too_large', `code is ${codeBytes} bytes; the limit is ${config.maxCodeBytes} bytes`);
+      throw new SandgateError(
+        'payload_too_large',
+        `code is ${codeBytes} bytes; the limit is ${config.maxCodeBytes} bytes`,
+      );
     }
     const bad = (detail: string) => new SandgateError('validation_failed', detail);
     const timeout = body.timeout_ms ?? config.execTimeoutMs;
-    if (timeout > config.execTimeoutMs) throw bad(`timeout_ms ${timeout} exceeds this deployment's maximum of ${config.execTimeoutMs}`);
+    if (timeout > config.execTimeoutMs)
+      throw bad(`timeout_ms ${timeout} exceeds this deployment's maximum of ${config.execTimeoutMs}`);
     const memory = body.limits?.memory_mb ?? config.memoryMb;
-    if (memory > config.memoryMb) throw bad(`limits.memory_mb ${memory} exceeds this deployment's maximum of ${config.memoryMb}`);
+    if (memory > config.memoryMb)
+      throw bad(`limits.memory_mb ${memory} exceeds this deployment's maximum of ${config.memoryMb}`);
     const cpus = body.limits?.cpus ?? config.cpus;
     if (cpus > config.cpus) throw bad(`limits.cpus ${cpus} exceeds this deployment's maximum of ${config.cpus}`);
     const env = body.env ?? {};
@@ -147,7 +214,15 @@ export class ExecutionService {
     if (body.stdin !== undefined && Buffer.byteLength(body.stdin) > config.maxUploadBytes) {
       throw new SandgateError('payload_too_large', 'stdin is larger than SANDGATE_MAX_UPLOAD_BYTES');
     }
-    return { language: body.language as Language, code: body.code, timeout_ms: timeout, memory_mb: memory, cpus, env, stdin: body.stdin ?? null };
+    return {
+      language: body.language as Language,
+      code: body.code,
+      timeout_ms: timeout,
+      memory_mb: memory,
+      cpus,
+      env,
+      stdin: body.stdin ?? null,
+    };
   }
 
   /** A callback_url must point where SANDGATE_WEBHOOK_ALLOW allows (its addresses are checked again at delivery). */
@@ -192,7 +267,11 @@ export class ExecutionService {
   async cancel(rec: ExecutionRecord, waitSeconds = 10): Promise<ExecutionRecord> {
     if (isTerminal(rec.state)) return rec;
     await this.d.executions.requestCancel(rec.id);
-    const ended = await this.d.executions.finalize(rec, platformResult('cancelled', 'cancelled', 'cancelled before it started'), ['queued']);
+    const ended = await this.d.executions.finalize(
+      rec,
+      platformResult('cancelled', 'cancelled', 'cancelled before it started'),
+      ['queued'],
+    );
     if (ended) await this.d.queue.remove(rec.id).catch(() => 0);
     return this.wait((await this.d.executions.get(rec.id)) ?? rec, waitSeconds);
   }

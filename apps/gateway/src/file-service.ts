@@ -25,20 +25,30 @@ export class FileService {
    * quota bounds it, as for files a run writes (the tenant's quota is checked before each run).
    */
   async store(
-    tenant: string, sessionId: string, dir: string, path: string, source: Readable | NodeJS.ReadableStream,
-    overwrite: boolean, { maxBytes = this.d.config.maxUploadBytes, tenantQuota = true } = {},
+    tenant: string,
+    sessionId: string,
+    dir: string,
+    path: string,
+    source: Readable | NodeJS.ReadableStream,
+    overwrite: boolean,
+    { maxBytes = this.d.config.maxUploadBytes, tenantQuota = true } = {},
   ): Promise<FileEntry> {
     const { config, signer, ledger } = this.d;
     await this.checkFreeSpace();
     const limit = tenantQuota ? limitsFor(config, tenant).storage_bytes : 0;
     const stat = await writeFileInside(dir, normalizeUserPath(path), source, {
-      maxBytes, overwrite, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+      maxBytes,
+      overwrite,
+      owner: { uid: config.sandboxUid, gid: config.sandboxUid },
       beforePlace: async (bytes) => {
         if (limit === 0) return;
         const used = await ledger.total(tenant);
         if (used + bytes > limit) {
-          throw new SandgateError('storage_quota_exceeded', `this file of ${bytes} bytes would take the tenant's files `
-            + `to ${used + bytes} bytes; the quota is ${limit} bytes. Delete files or sessions to make room.`);
+          throw new SandgateError(
+            'storage_quota_exceeded',
+            `this file of ${bytes} bytes would take the tenant's files ` +
+              `to ${used + bytes} bytes; the quota is ${limit} bytes. Delete files or sessions to make room.`,
+          );
         }
       },
     });
@@ -57,8 +67,11 @@ export class FileService {
     const fs = await statfs(dataDir);
     const free = fs.bavail * fs.bsize;
     if (free < minFreeBytes) {
-      throw new SandgateError('insufficient_storage', `the server has ${free} bytes free for files, less than the `
-        + `${minFreeBytes} it keeps in reserve; uploads resume when space is freed`);
+      throw new SandgateError(
+        'insufficient_storage',
+        `the server has ${free} bytes free for files, less than the ` +
+          `${minFreeBytes} it keeps in reserve; uploads resume when space is freed`,
+      );
     }
   }
 }

@@ -39,13 +39,13 @@ export class GatewayMetrics {
       registers: [this.registry],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     });
-    const self = this;
+    const subscribers = () => this.#sse;
     new Gauge({
       name: 'sandgate_sse_subscribers',
       help: "Clients following an execution's events on this gateway",
       registers: [this.registry],
       collect() {
-        this.set(self.#sse);
+        this.set(subscribers());
       },
     });
     this.#registerDeployment();

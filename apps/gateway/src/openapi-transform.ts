@@ -16,21 +16,21 @@ declare module 'fastify' {
 
 /** A Fastify wildcard (`/files/*`) as the document names it: a parameter that may contain `/`. */
 export const WILDCARD_PARAM = 'path';
-const WILDCARD_DESCRIPTION = 'A path relative to the session root. It may contain `/` (sent as is or as %2F); '
-  + 'no `..`, no absolute path.';
+const WILDCARD_DESCRIPTION =
+  'A path relative to the session root. It may contain `/` (sent as is or as %2F); ' + 'no `..`, no absolute path.';
 
 const PROBLEM_REF = 'Problem';
 const PROBLEM_DESCRIPTIONS: Record<string, string> = {
   400: 'The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)',
   401: 'No valid API key (unauthorized)',
-  403: 'The request\'s Origin is not allowed (origin_not_allowed, forbidden)',
+  403: "The request's Origin is not allowed (origin_not_allowed, forbidden)",
   404: 'No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)',
   405: 'Method not allowed',
   409: 'Conflicts with the current state (file_exists, session_busy)',
-  413: 'Too large (payload_too_large), or past the tenant\'s storage quota (storage_quota_exceeded)',
+  413: "Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)",
   415: 'Unsupported Content-Type (unsupported_media_type)',
   416: 'The Range cannot be satisfied (range_not_satisfiable)',
-  421: 'This gateway does not answer to the request\'s Host (host_not_allowed)',
+  421: "This gateway does not answer to the request's Host (host_not_allowed)",
   429: 'A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After',
   500: 'Internal error',
   503: 'Not ready, or a dependency is unavailable (not_ready, backend_unavailable)',
@@ -38,7 +38,8 @@ const PROBLEM_DESCRIPTIONS: Record<string, string> = {
 };
 const RETRY_AFTER = { 'retry-after': { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying.' } };
 
-const isProblemRef = (r: unknown) => typeof r === 'object' && r !== null && (r as { $ref?: unknown }).$ref === PROBLEM_REF;
+const isProblemRef = (r: unknown) =>
+  typeof r === 'object' && r !== null && (r as { $ref?: unknown }).$ref === PROBLEM_REF;
 
 /** An error response as served: RFC 9457 problem details, `application/problem+json`. */
 export function problemResponse(status: string): Record<string, unknown> {
@@ -82,7 +83,8 @@ export function openApiTransform({ schema, url, route }: { schema: FastifySchema
   // Every route that reads a body answers 413 past its body limit (Fastify refuses it before the handler).
   const sized = schema.body || extras.body ? { 413: { $ref: PROBLEM_REF } } : {};
   const responses = { ...sized, ...(schema.response as Record<string, unknown> | undefined), ...extras.responses };
-  out.response = Object.fromEntries(Object.entries(responses)
-    .map(([status, r]) => [status, isProblemRef(r) ? problemResponse(status) : r]));
+  out.response = Object.fromEntries(
+    Object.entries(responses).map(([status, r]) => [status, isProblemRef(r) ? problemResponse(status) : r]),
+  );
   return { schema: out as FastifySchema, url: path };
 }

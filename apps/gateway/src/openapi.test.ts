@@ -14,16 +14,30 @@ test('the committed openapi/openapi.json is what the routes generate (run `npm r
 
 test('the document is OpenAPI 3.1 with every v1 operation and named components', async () => {
   const doc = (await generating) as {
-    openapi: string; paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, unknown> };
+    openapi: string;
+    paths: Record<string, Record<string, unknown>>;
+    components: { schemas: Record<string, unknown> };
   };
   assert.equal(doc.openapi, '3.1.0');
   const ops = Object.entries(doc.paths).flatMap(([p, m]) => Object.keys(m).map((verb) => `${verb.toUpperCase()} ${p}`));
   for (const op of [
-    'POST /v1/sessions', 'GET /v1/sessions', 'GET /v1/sessions/{id}', 'DELETE /v1/sessions/{id}',
-    'POST /v1/sessions/{id}/files', 'PUT /v1/sessions/{id}/files/{path}', 'GET /v1/sessions/{id}/files',
-    'DELETE /v1/sessions/{id}/files/{path}', 'GET /files/{session}/{path}', 'POST /v1/executions', 'GET /v1/executions',
-    'GET /v1/executions/{id}', 'POST /v1/executions/{id}/cancel', 'GET /v1/executions/{id}/events', 'GET /v1/runtimes',
-  ]) assert.ok(ops.includes(op), `${op} missing from ${ops.join(', ')}`);
+    'POST /v1/sessions',
+    'GET /v1/sessions',
+    'GET /v1/sessions/{id}',
+    'DELETE /v1/sessions/{id}',
+    'POST /v1/sessions/{id}/files',
+    'PUT /v1/sessions/{id}/files/{path}',
+    'GET /v1/sessions/{id}/files',
+    'DELETE /v1/sessions/{id}/files/{path}',
+    'GET /files/{session}/{path}',
+    'POST /v1/executions',
+    'GET /v1/executions',
+    'GET /v1/executions/{id}',
+    'POST /v1/executions/{id}/cancel',
+    'GET /v1/executions/{id}/events',
+    'GET /v1/runtimes',
+  ])
+    assert.ok(ops.includes(op), `${op} missing from ${ops.join(', ')}`);
   for (const name of ['Execution', 'ExecutionResult', 'Artifact', 'Session', 'Problem', 'CreateExecution']) {
     assert.ok(doc.components.schemas[name], `component ${name}`);
   }
@@ -31,14 +45,18 @@ test('the document is OpenAPI 3.1 with every v1 operation and named components',
 
 type Media = Record<string, { schema?: Record<string, unknown> }>;
 type Operation = {
-  operationId?: string; tags?: string[]; security?: Record<string, string[]>[];
+  operationId?: string;
+  tags?: string[];
+  security?: Record<string, string[]>[];
   parameters?: { name: string; in: string; description?: string }[];
   requestBody?: { content: Media };
   responses: Record<string, { content?: Media; headers?: Record<string, unknown> }>;
 };
 type Doc = { paths: Record<string, Record<string, Operation>>; security: unknown };
-const operations = async () => Object.entries(((await generating) as Doc).paths)
-  .flatMap(([path, methods]) => Object.entries(methods).map(([verb, op]) => ({ key: `${verb.toUpperCase()} ${path}`, op })));
+const operations = async () =>
+  Object.entries(((await generating) as Doc).paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([verb, op]) => ({ key: `${verb.toUpperCase()} ${path}`, op })),
+  );
 const op = async (key: string) => (await operations()).find((o) => o.key === key)!.op;
 
 test('every operation has a unique, readable operationId and a tag', async () => {
@@ -49,7 +67,14 @@ test('every operation has a unique, readable operationId and a tag', async () =>
     return o.operationId;
   });
   assert.equal(new Set(ids).size, ids.length, 'operationIds are unique');
-  for (const id of ['createSession', 'uploadFile', 'putFile', 'runExecution', 'streamExecutionEvents', 'downloadFile']) {
+  for (const id of [
+    'createSession',
+    'uploadFile',
+    'putFile',
+    'runExecution',
+    'streamExecutionEvents',
+    'downloadFile',
+  ]) {
     assert.ok(ids.includes(id), id);
   }
 });
@@ -57,7 +82,11 @@ test('every operation has a unique, readable operationId and a tag', async () =>
 test('the Fastify wildcard is the documented parameter {path}, which may contain "/"', async () => {
   const text = serialiseOpenApi(await generating);
   assert.ok(!text.includes('{*}') && !text.includes('"name": "*"'), 'no {*} left');
-  for (const key of ['PUT /v1/sessions/{id}/files/{path}', 'DELETE /v1/sessions/{id}/files/{path}', 'GET /files/{session}/{path}']) {
+  for (const key of [
+    'PUT /v1/sessions/{id}/files/{path}',
+    'DELETE /v1/sessions/{id}/files/{path}',
+    'GET /files/{session}/{path}',
+  ]) {
     const param = (await op(key)).parameters!.find((p) => p.name === 'path' && p.in === 'path');
     assert.match(param?.description ?? '', /may contain `\/`/, key);
   }
@@ -68,7 +97,11 @@ test('every error response is application/problem+json, nothing else', async () 
     for (const [status, r] of Object.entries(o.responses)) {
       if (Number(status) < 400) continue;
       assert.deepEqual(Object.keys(r.content ?? {}), ['application/problem+json'], `${key} ${status}`);
-      assert.equal(r.content!['application/problem+json']!.schema!.$ref, '#/components/schemas/Problem', `${key} ${status}`);
+      assert.equal(
+        r.content!['application/problem+json']!.schema!.$ref,
+        '#/components/schemas/Problem',
+        `${key} ${status}`,
+      );
     }
   }
 });
@@ -84,14 +117,20 @@ test('public operations need no key; everything else needs the bearer key', asyn
 test('bodies and responses the routes stream themselves are documented as served', async () => {
   const upload = await op('POST /v1/sessions/{id}/files');
   assert.deepEqual(Object.keys(upload.requestBody!.content).sort(), ['application/json', 'multipart/form-data']);
-  assert.equal(upload.requestBody!.content['multipart/form-data']!.schema!.$ref, '#/components/schemas/MultipartUpload');
+  assert.equal(
+    upload.requestBody!.content['multipart/form-data']!.schema!.$ref,
+    '#/components/schemas/MultipartUpload',
+  );
   const put = await op('PUT /v1/sessions/{id}/files/{path}');
   assert.equal(put.requestBody!.content['application/octet-stream']!.schema!.format, 'binary');
   const download = await op('GET /files/{session}/{path}');
-  assert.deepEqual(Object.keys(download.responses['200']!.content!), ['*/*'], 'the file\'s own type, not octet-stream');
+  assert.deepEqual(Object.keys(download.responses['200']!.content!), ['*/*'], "the file's own type, not octet-stream");
   assert.equal(download.responses['200']!.content!['*/*']!.schema!.format, 'binary');
   assert.ok(download.responses['206']!.headers!['content-range']);
   const events = await op('GET /v1/executions/{id}/events');
   assert.deepEqual(Object.keys(events.responses['200']!.content!), ['text/event-stream']);
-  assert.equal(events.responses['200']!.content!['text/event-stream']!.schema!.$ref, '#/components/schemas/ExecutionStreamEvent');
+  assert.equal(
+    events.responses['200']!.content!['text/event-stream']!.schema!.$ref,
+    '#/components/schemas/ExecutionStreamEvent',
+  );
 });

@@ -6,7 +6,12 @@ import { createGatewayDeps } from './deps.ts';
 /** The OpenAPI document of the routes as the code registers them (the committed openapi/ is this, serialised). */
 export async function openApiDocument(redisUrl: string): Promise<unknown> {
   const prefix = 'sandgate-openapi';
-  const config = loadConfig({ REDIS_URL: redisUrl, SANDGATE_REDIS_PREFIX: prefix, SANDGATE_LOG_LEVEL: 'silent', SANDGATE_DATA_DIR: '/nonexistent' });
+  const config = loadConfig({
+    REDIS_URL: redisUrl,
+    SANDGATE_REDIS_PREFIX: prefix,
+    SANDGATE_LOG_LEVEL: 'silent',
+    SANDGATE_DATA_DIR: '/nonexistent',
+  });
   const deps = await createGatewayDeps(config, pino({ level: 'silent' }));
   const app = await buildApp(deps, { webhooks: false });
   try {

@@ -37,7 +37,12 @@ export function presentExecution(r: ExecutionRecord, publicUrl: string, signer: 
     result,
     callback_url: r.callback_url ?? null,
     webhook: r.webhook ?? null,
-    links: { self, events: `${self}/events`, cancel: `${self}/cancel`, session: `${publicUrl}/v1/sessions/${r.session_id}` },
+    links: {
+      self,
+      events: `${self}/events`,
+      cancel: `${self}/cancel`,
+      session: `${publicUrl}/v1/sessions/${r.session_id}`,
+    },
   };
 }
 
@@ -54,7 +59,11 @@ export function presentEventData(type: string, data: string, sessionId: string, 
   return JSON.stringify(parsed);
 }
 
-export function presentFile(sessionId: string, e: Pick<TreeEntry, 'path' | 'size' | 'mtimeMs'>, signer: UrlSigner): FileEntry {
+export function presentFile(
+  sessionId: string,
+  e: Pick<TreeEntry, 'path' | 'size' | 'mtimeMs'>,
+  signer: UrlSigner,
+): FileEntry {
   return {
     path: e.path,
     filename: e.path.slice(e.path.lastIndexOf('/') + 1),

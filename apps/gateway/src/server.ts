@@ -13,10 +13,11 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-const refuse = (config: Config, where: string) => new Error(
-  `refusing to listen on ${config.host} (${where}) without authentication: `
-  + 'set SANDGATE_API_KEYS (key:tenant,...) or SANDGATE_HOST=127.0.0.1',
-);
+const refuse = (config: Config, where: string) =>
+  new Error(
+    `refusing to listen on ${config.host} (${where}) without authentication: ` +
+      'set SANDGATE_API_KEYS (key:tenant,...) or SANDGATE_HOST=127.0.0.1',
+  );
 
 /**
  * Listens. With no API keys sandgate is open (one tenant, no auth), so it refuses to listen anywhere but loopback in
@@ -36,8 +37,10 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
   const deps = await createGatewayDeps(config, log);
   for (const warning of await redisWarnings(deps.redis)) log.warn(warning);
   const app = await buildApp(deps, options);
-  const metricsServer = config.metricsPort === null ? null
-    : await startMetricsServer(deps.metrics, config.metricsHost, config.metricsPort, log);
+  const metricsServer =
+    config.metricsPort === null
+      ? null
+      : await startMetricsServer(deps.metrics, config.metricsHost, config.metricsPort, log);
   /**
    * Stops taking connections, ends SSE streams with a reconnect hint and long polls with the run as it is, waits
    * for the other requests in flight up to SANDGATE_SHUTDOWN_GRACE_S, then closes what is left.
@@ -57,7 +60,10 @@ export async function startGateway(config: Config, log: Logger, options: AppOpti
     await deps.close();
   };
   const url = await app.listen({ host: config.host, port: config.port });
-  const bound = app.addresses().map((a) => (typeof a === 'string' ? a : a.address)).find((a) => !isLoopbackAddress(a));
+  const bound = app
+    .addresses()
+    .map((a) => (typeof a === 'string' ? a : a.address))
+    .find((a) => !isLoopbackAddress(a));
   if (open && bound !== undefined) {
     await close();
     throw refuse(config, `bound to ${bound}`);

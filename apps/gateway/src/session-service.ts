@@ -18,12 +18,17 @@ export class SessionService {
   async open(tenant: string, { mode, ttlSeconds, metadata }: OpenSession = {}): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
-      throw new SandgateError('unsupported_by_backend', `stateful sessions are not available on the ${config.backend} `
-        + 'backend of this deployment; use a process session (mode "process"), whose files persist between runs');
+      throw new SandgateError(
+        'unsupported_by_backend',
+        `stateful sessions are not available on the ${config.backend} ` +
+          'backend of this deployment; use a process session (mode "process"), whose files persist between runs',
+      );
     }
     const s = await sessions.create(tenant, {
-      ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds, maxSessions: config.maxSessions,
-      metadata: metadata ?? {}, mode,
+      ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds,
+      maxSessions: config.maxSessions,
+      metadata: metadata ?? {},
+      mode,
     });
     await workspaces.create(s.id);
     return s;

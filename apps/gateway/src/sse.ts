@@ -9,7 +9,11 @@ export class SseWriter {
   private readonly ac = new AbortController();
   private readonly heartbeat: NodeJS.Timeout;
 
-  constructor(private readonly res: ServerResponse, headers: OutgoingHttpHeaders, opts: { heartbeatMs: number; retryMs: number }) {
+  constructor(
+    private readonly res: ServerResponse,
+    headers: OutgoingHttpHeaders,
+    opts: { heartbeatMs: number; retryMs: number },
+  ) {
     this.closed = this.ac.signal;
     res.on('close', () => this.ac.abort());
     res.writeHead(200, {
@@ -25,8 +29,12 @@ export class SseWriter {
 
   /** Sends one event; `id` and `event` must not contain newlines, `data` is sent line by line. */
   send(ev: { id?: string; event: string; data: string }): Promise<void> {
-    if (/[\r\n]/.test(ev.event) || (ev.id && /[\r\n]/.test(ev.id))) throw new Error('SSE id/event must not contain newlines');
-    const data = ev.data.split(/\r\n|\r|\n/).map((l) => `data: ${l}\n`).join('');
+    if (/[\r\n]/.test(ev.event) || (ev.id && /[\r\n]/.test(ev.id)))
+      throw new Error('SSE id/event must not contain newlines');
+    const data = ev.data
+      .split(/\r\n|\r|\n/)
+      .map((l) => `data: ${l}\n`)
+      .join('');
     return this.write(`${ev.id ? `id: ${ev.id}\n` : ''}event: ${ev.event}\n${data}\n`);
   }
 
@@ -34,7 +42,11 @@ export class SseWriter {
     if (this.closed.aborted) return Promise.resolve();
     if (this.res.write(chunk)) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const done = () => { this.res.off('drain', done); this.res.off('close', done); resolve(); };
+      const done = () => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
       this.res.once('drain', done);
       this.res.once('close', done);
     });

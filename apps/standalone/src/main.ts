@@ -8,7 +8,10 @@ async function main() {
   const log = createLogger(config, 'sandgate');
   const booted = await bootWorker(config, log);
   const gateway = await startGateway(config, log);
-  log.info({ url: gateway.url, docs: `${gateway.url}/docs`, dashboard: `${gateway.url}/dashboard/` }, 'sandgate is serving');
+  log.info(
+    { url: gateway.url, docs: `${gateway.url}/docs`, dashboard: `${gateway.url}/dashboard/` },
+    'sandgate is serving',
+  );
   const stop = async (signal: string) => {
     const grace = config.shutdownGraceMs / 1000;
     log.info({ signal, grace_s: grace }, 'stopping: draining requests and finishing running executions');

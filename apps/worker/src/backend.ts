@@ -9,7 +9,12 @@ import { fileUrl, type Workspaces } from '@sandgate/storage';
  * The backend the configuration names (SANDGATE_BACKEND). Workers hold no signing key: artifacts carry the file's
  * plain URL, and the gateway signs it whenever it presents one (responses, SSE, MCP, webhooks).
  */
-export function createBackend(config: Config, log: Logger, workspaces: Workspaces, instanceId: string): ExecutionBackend {
+export function createBackend(
+  config: Config,
+  log: Logger,
+  workspaces: Workspaces,
+  instanceId: string,
+): ExecutionBackend {
   const artifactUrl = (sessionId: string, path: string) => fileUrl(config.publicUrl, sessionId, path);
   if (config.backend === 'kubernetes') return kubernetesBackend(config, log, workspaces, artifactUrl);
   return new DockerBackend({
@@ -31,7 +36,10 @@ export function createBackend(config: Config, log: Logger, workspaces: Workspace
 }
 
 function kubernetesBackend(
-  config: Config, log: Logger, workspaces: Workspaces, artifactUrl: (sessionId: string, path: string) => string,
+  config: Config,
+  log: Logger,
+  workspaces: Workspaces,
+  artifactUrl: (sessionId: string, path: string) => string,
 ): ExecutionBackend {
   const kubeConfig = new k8s.KubeConfig();
   if (config.k8sKubeconfig !== null) kubeConfig.loadFromFile(config.k8sKubeconfig);
@@ -39,7 +47,10 @@ function kubernetesBackend(
   const redis = createRedis(config.redisUrl, 'sandgate-worker-transfers');
   const grants = new TransferGrants(redis, keys(config.redisPrefix));
   const grantTransfer: GrantTransfer = async (job, ttlSeconds) => {
-    const token = await grants.grant({ execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant }, ttlSeconds);
+    const token = await grants.grant(
+      { execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant },
+      ttlSeconds,
+    );
     return { token, revoke: () => grants.revoke(token) };
   };
   return new KubernetesBackend({
@@ -57,6 +68,8 @@ function kubernetesBackend(
     // The Pod's workspace is its own disk: bounded by the session quota whatever the data directory's filesystem.
     workspaceBytes: config.sessionDiskBytes,
     logger: log.child({ component: 'kubernetes' }),
-    onClose: async () => { await redis.quit().catch(() => redis.disconnect()); },
+    onClose: async () => {
+      await redis.quit().catch(() => redis.disconnect());
+    },
   });
 }

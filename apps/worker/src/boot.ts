@@ -18,15 +18,18 @@ export interface BootedWorker {
  */
 export async function bootWorker(config: Config, log: Logger): Promise<BootedWorker> {
   const workspaces = await openWorkspaces({
-    dataDir: config.dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid },
-    sessionDiskBytes: config.sessionDiskBytes, warn: (message) => log.warn(message),
+    dataDir: config.dataDir,
+    owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+    sessionDiskBytes: config.sessionDiskBytes,
+    warn: (message) => log.warn(message),
   });
   const id = newWorkerId();
   const backend = createBackend(config, log, workspaces, id);
   await backend.check();
   const worker = await startWorker({ config, log, backend, workspaces, id });
   return {
-    worker, backend,
+    worker,
+    backend,
     async close() {
       await worker.close();
       await backend.close();

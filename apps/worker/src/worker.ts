@@ -4,7 +4,20 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { SandgateError, type ExecutionResult, type QueuedExecution } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
-import { DeploymentStats, EventWriter, ExecutionStore, SessionStore, StorageLedger, WORKER_ALIVE_MS, WorkerRegistry, createRedis, keys, platformResult, redisWarnings, withScripts } from '@sandgate/state';
+import {
+  DeploymentStats,
+  EventWriter,
+  ExecutionStore,
+  SessionStore,
+  StorageLedger,
+  WORKER_ALIVE_MS,
+  WorkerRegistry,
+  createRedis,
+  keys,
+  platformResult,
+  redisWarnings,
+  withScripts,
+} from '@sandgate/state';
 import { limitsFor, type Config } from '@sandgate/config';
 import type { Workspaces } from '@sandgate/storage';
 import { WorkerStats } from './worker-stats.ts';
@@ -40,7 +53,10 @@ const SHUTDOWN = Symbol('shutdown');
 /** What a run stopped by its worker's shutdown reports: its output so far, and why it ended. */
 function shutdownResult(result: ExecutionResult, graceMs: number): ExecutionResult {
   return {
-    ...result, state: 'error', reason: 'shutdown', artifacts: [],
+    ...result,
+    state: 'error',
+    reason: 'shutdown',
+    artifacts: [],
     message: `the worker shut down and the run did not finish within its grace period of ${graceMs / 1000} s`,
   };
 }
@@ -50,7 +66,14 @@ function shutdownResult(result: ExecutionResult, graceMs: number): ExecutionResu
  * not rebuild: each run it holds carries a lease in Redis; when a worker dies, any other worker's
  * reaper ends the run as `error`/`worker_lost` once the lease lapses and sweeps its sandbox away.
  */
-export async function startWorker({ config, log, backend, workspaces, id, heartbeatMs = 5000 }: WorkerOptions): Promise<RunningWorker> {
+export async function startWorker({
+  config,
+  log,
+  backend,
+  workspaces,
+  id,
+  heartbeatMs = 5000,
+}: WorkerOptions): Promise<RunningWorker> {
   const k = keys(config.redisPrefix);
   // A run's commands depend on each other's answers, so auto-pipelining would only add its own cost.
   const redis = withScripts(createRedis(config.redisUrl, 'sandgate-worker', { autoPipelining: false }));
@@ -64,7 +87,12 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   let graceUsed = config.shutdownGraceMs;
   const wlog = log.child({ worker: id });
   const stats = new WorkerStats({
-    id, backend, registry, stats: deployment, concurrency: config.workerConcurrency, log: wlog,
+    id,
+    backend,
+    registry,
+    stats: deployment,
+    concurrency: config.workerConcurrency,
+    log: wlog,
     running: () => inFlight.size,
   });
   for (const warning of await redisWarnings(redis)) wlog.warn(warning);
@@ -91,9 +119,14 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       deployment.queueWait(Date.now() - queuedAt).catch(() => {});
       // The cancel was published before this run was in `inFlight`: the backend sees it through the signal.
       if (started.state === 'cancel_requested') ac.abort();
-      const lease = setInterval(() => {
-        executions.renewLease(job.execution_id, id, config.leaseMs).catch((err: unknown) => jlog.warn({ err }, 'lease renewal failed'));
-      }, Math.floor(config.leaseMs / 3));
+      const lease = setInterval(
+        () => {
+          executions
+            .renewLease(job.execution_id, id, config.leaseMs)
+            .catch((err: unknown) => jlog.warn({ err }, 'lease renewal failed'));
+        },
+        Math.floor(config.leaseMs / 3),
+      );
       const events = new EventWriter(redis, k.events(job.execution_id));
       let result: ExecutionResult;
       try {
@@ -101,21 +134,29 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
         result = await backend.execute(job, events, ac.signal, jlog);
       } catch (err) {
         jlog.error({ err }, 'execution failed in the platform');
-        const reason = err instanceof SandgateError && err.code === 'backend_unavailable' ? 'backend_unavailable' : undefined;
+        const reason =
+          err instanceof SandgateError && err.code === 'backend_unavailable' ? 'backend_unavailable' : undefined;
         if (reason) stats.engineErrors++;
-        result = platformResult('error', reason, err instanceof SandgateError ? err.message : 'the sandbox backend failed; see the worker log');
+        result = platformResult(
+          'error',
+          reason,
+          err instanceof SandgateError ? err.message : 'the sandbox backend failed; see the worker log',
+        );
       } finally {
         clearInterval(lease);
       }
       if (ac.signal.reason === SHUTDOWN) result = shutdownResult(result, graceUsed);
       // What the run wrote counts against its tenant's storage quota, before anyone learns that it ended.
-      await ledger.record(job.tenant, job.session_id, await workspaces.usedBytes(job.session_id))
-        .catch((err: unknown) => jlog.warn({ err }, 'could not record the session\'s storage'));
+      await ledger
+        .record(job.tenant, job.session_id, await workspaces.usedBytes(job.session_id))
+        .catch((err: unknown) => jlog.warn({ err }, "could not record the session's storage"));
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
         executions.finalize(
           { id: job.execution_id, session_id: job.session_id, tenant: job.tenant, language: job.language },
-          result, ['running'], events.takePending(),
+          result,
+          ['running'],
+          events.takePending(),
         ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
@@ -126,18 +167,22 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
   };
 
   const queueConnection = createRedis(config.redisUrl, 'sandgate-worker-queue', { autoPipelining: false });
-  const worker = new Worker<QueuedExecution>(config.queueName, async (job: Job<QueuedExecution>, token?: string) => {
-    if ((await run(job.data, job.timestamp)) !== 'throttled') return;
-    // Back into the queue, at the same priority, for when one of the tenant's runs has ended.
-    await job.moveToDelayed(Date.now() + THROTTLE_DELAY_MS, token);
-    throw new DelayedError();
-  }, {
-    connection: queueConnection,
-    prefix: `${config.redisPrefix}:q`,
-    concurrency: config.workerConcurrency,
-    // Lost runs are ended by our own lease reaper; a stalled job that comes back is skipped by markRunning.
-    maxStalledCount: 1,
-  });
+  const worker = new Worker<QueuedExecution>(
+    config.queueName,
+    async (job: Job<QueuedExecution>, token?: string) => {
+      if ((await run(job.data, job.timestamp)) !== 'throttled') return;
+      // Back into the queue, at the same priority, for when one of the tenant's runs has ended.
+      await job.moveToDelayed(Date.now() + THROTTLE_DELAY_MS, token);
+      throw new DelayedError();
+    },
+    {
+      connection: queueConnection,
+      prefix: `${config.redisPrefix}:q`,
+      concurrency: config.workerConcurrency,
+      // Lost runs are ended by our own lease reaper; a stalled job that comes back is skipped by markRunning.
+      maxStalledCount: 1,
+    },
+  );
   worker.on('error', (err) => wlog.error({ err }, 'queue error'));
   worker.on('failed', (job, err) => wlog.error({ err, jobId: job?.id }, 'job failed'));
 
@@ -150,7 +195,11 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       if ((await redis.exists(worker.toKey(stranded))) === 1) continue;
       const rec = await executions.get(stranded);
       if (!rec) continue;
-      const result = platformResult('error', 'backend_unavailable', 'the execution was recorded but never queued; it did not run');
+      const result = platformResult(
+        'error',
+        'backend_unavailable',
+        'the execution was recorded but never queued; it did not run',
+      );
       if (await executions.finalize(rec, result, ['queued'])) {
         wlog.warn({ executionId: stranded }, 'execution ended: it was never queued');
       }
@@ -172,7 +221,11 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       }
       const rec = await executions.get(lost);
       if (!rec) continue;
-      const ended = await executions.finalize(rec, platformResult('error', 'worker_lost', 'the worker running this execution stopped'), ['running']);
+      const ended = await executions.finalize(
+        rec,
+        platformResult('error', 'worker_lost', 'the worker running this execution stopped'),
+        ['running'],
+      );
       if (ended) {
         const ids = { execution_id: lost, session_id: rec.session_id, tenant: rec.tenant };
         wlog.warn(ids, 'execution ended: its worker was lost');
@@ -211,7 +264,9 @@ export async function startWorker({ config, log, backend, workspaces, id, heartb
       graceUsed = graceMs;
       timers.forEach(clearInterval);
       const closing = worker.close();
-      const grace = setTimeout(() => { for (const ac of inFlight.values()) ac.abort(SHUTDOWN); }, graceMs);
+      const grace = setTimeout(() => {
+        for (const ac of inFlight.values()) ac.abort(SHUTDOWN);
+      }, graceMs);
       await closing;
       clearTimeout(grace);
       await housekeepingRun;

@@ -2,19 +2,52 @@ export type { BackendStats, EventSink, ExecutionBackend, LiveSet } from './backe
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
 export { KubernetesBackend, type KubernetesBackendOptions } from './kubernetes/kubernetes-backend.ts';
 export type { GrantTransfer, TransferGrant, PodTiming } from './kubernetes/pod-run.ts';
-export { podName, secretName, sandboxPod, transferSecret, CONTAINERS, type PodSettings } from './kubernetes/pod-spec.ts';
+export {
+  podName,
+  secretName,
+  sandboxPod,
+  transferSecret,
+  CONTAINERS,
+  type PodSettings,
+} from './kubernetes/pod-spec.ts';
 export { CAPABILITIES, type BackendCapabilities, type BackendName } from './capabilities.ts';
 export type { PoolStats } from './docker/warm-pool.ts';
 export { hostConfig, type SandboxLimits, type SandboxSettings } from './docker/container-spec.ts';
 export { commandFor, WORKDIR } from './shared/sandbox.ts';
 export { OutputCollector, DEFAULT_MAX_OUTPUT_BYTES } from './shared/output.ts';
 export {
-  snapshot, collectArtifacts, MAX_ARTIFACTS, MAX_WALK_ENTRIES, MAX_HARVEST_HASH_BYTES, HARVEST_DEADLINE_MS,
-  type Snapshot, type CollectOptions, type Harvest,
+  snapshot,
+  collectArtifacts,
+  MAX_ARTIFACTS,
+  MAX_WALK_ENTRIES,
+  MAX_HARVEST_HASH_BYTES,
+  HARVEST_DEADLINE_MS,
+  type Snapshot,
+  type CollectOptions,
+  type Harvest,
 } from './shared/artifacts.ts';
-export { buildResult, outcomeOf, type RunEnd, type RunLimits, type ResultParts, type CapturedOutput } from './shared/result.ts';
 export {
-  LABELS, MANAGED_SELECTOR, DEFAULT_DEPLOYMENT, ownershipLabels, poolLabels, sessionLabels, executionOf, deploymentOf, kindOf, ownerOf, isOrphan,
-  type LabelSource, type SessionLabelSource, type SandboxKind,
+  buildResult,
+  outcomeOf,
+  type RunEnd,
+  type RunLimits,
+  type ResultParts,
+  type CapturedOutput,
+} from './shared/result.ts';
+export {
+  LABELS,
+  MANAGED_SELECTOR,
+  DEFAULT_DEPLOYMENT,
+  ownershipLabels,
+  poolLabels,
+  sessionLabels,
+  executionOf,
+  deploymentOf,
+  kindOf,
+  ownerOf,
+  isOrphan,
+  type LabelSource,
+  type SessionLabelSource,
+  type SandboxKind,
 } from './shared/labels.ts';
 export { silentLogger, type BackendLogger } from './shared/logger.ts';

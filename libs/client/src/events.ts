@@ -15,10 +15,18 @@ export interface TailOptions {
 
 type Connect = (headers: Record<string, string>, signal: AbortSignal) => Promise<Response>;
 
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve) => {
-  const timer = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-});
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 
 /**
  * The events of one execution, in order, each once, until its `result`: when the connection drops, it reconnects with
@@ -35,11 +43,22 @@ export async function* tailEvents(connect: Connect, opts: TailOptions = {}): Asy
     const stop = () => ac.abort();
     signal?.addEventListener('abort', stop, { once: true });
     try {
-      const response = await connect({ accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, ac.signal);
+      const response = await connect(
+        { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
+        ac.signal,
+      );
       if (response.status === 204) return;
       if (!response.ok || !response.body) throw await errorOf(response);
-      const reader = response.body.pipeThrough(new TextDecoderStream())
-        .pipeThrough(new EventSourceParserStream({ onRetry: (ms) => { retryMs = ms; } })).getReader();
+      const reader = response.body
+        .pipeThrough(new TextDecoderStream())
+        .pipeThrough(
+          new EventSourceParserStream({
+            onRetry: (ms) => {
+              retryMs = ms;
+            },
+          }),
+        )
+        .getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;

@@ -1,6 +1,6 @@
 /** What `upload()` takes: a local file (`{ file: path }`), a Node or web stream, a Blob, bytes or text. */
 export type UploadSource =
-  | { file: string } | Blob | Uint8Array | string | ReadableStream<Uint8Array> | NodeJS.ReadableStream;
+  { file: string } | Blob | Uint8Array | string | ReadableStream<Uint8Array> | NodeJS.ReadableStream;
 
 /** A fetch body for `source`; a local file and Node streams become web streams, read as they are sent. */
 export async function bodyOf(source: UploadSource): Promise<BodyInit> {
@@ -17,11 +17,15 @@ export async function bodyOf(source: UploadSource): Promise<BodyInit> {
 /** Writes a response body to `dest` as it arrives; answers the bytes written. */
 export async function saveTo(body: ReadableStream<Uint8Array>, dest: string): Promise<number> {
   const [{ createWriteStream }, { Readable }, { pipeline }] = await Promise.all([
-    import('node:fs'), import('node:stream'), import('node:stream/promises'),
+    import('node:fs'),
+    import('node:stream'),
+    import('node:stream/promises'),
   ]);
   let bytes = 0;
   const source = Readable.fromWeb(body as never);
-  source.on('data', (chunk: Buffer) => { bytes += chunk.length; });
+  source.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+  });
   await pipeline(source, createWriteStream(dest));
   return bytes;
 }

@@ -25,22 +25,48 @@ test('the committed generated client is what hey-api makes of openapi/openapi.js
 test('the SDK has a function per operation, named by its operationId', async () => {
   const sdk = await import('./generated/sdk.gen.ts');
   assert.deepEqual(Object.keys(sdk).sort(), [
-    'cancelExecution', 'createSession', 'deleteFile', 'deleteSession', 'downloadFile', 'getExecution',
-    'getExecutionOutput', 'getHealth', 'getMetrics', 'getReadiness', 'getSession', 'getSystemStats', 'getWebhookSecret', 'listExecutions', 'listFiles', 'listRuntimes', 'listSessions', 'putFile',
-    'restartSession', 'runExecution', 'streamExecutionEvents', 'uploadFile',
+    'cancelExecution',
+    'createSession',
+    'deleteFile',
+    'deleteSession',
+    'downloadFile',
+    'getExecution',
+    'getExecutionOutput',
+    'getHealth',
+    'getMetrics',
+    'getReadiness',
+    'getSession',
+    'getSystemStats',
+    'getWebhookSecret',
+    'listExecutions',
+    'listFiles',
+    'listRuntimes',
+    'listSessions',
+    'putFile',
+    'restartSession',
+    'runExecution',
+    'streamExecutionEvents',
+    'uploadFile',
   ]);
 });
 
-test('the package is ready to publish: its name, exports, and no dependency on sandgate\'s server packages', async () => {
+test("the package is ready to publish: its name, exports, and no dependency on sandgate's server packages", async () => {
   const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as {
-    name: string; private?: boolean; exports: Record<string, unknown>; files: string[];
-    dependencies: Record<string, string>; devDependencies?: Record<string, string>;
+    name: string;
+    private?: boolean;
+    exports: Record<string, unknown>;
+    files: string[];
+    dependencies: Record<string, string>;
+    devDependencies?: Record<string, string>;
   };
   assert.equal(pkg.name, '@sandgate/client');
   assert.notEqual(pkg.private, true);
   assert.ok(pkg.exports['.'], 'a main export');
   assert.deepEqual(Object.keys(pkg.dependencies), ['eventsource-parser']);
-  assert.ok(Object.values(pkg.dependencies).every((v) => /^\d+\.\d+\.\d+$/.test(v)), 'exact versions');
+  assert.ok(
+    Object.values(pkg.dependencies).every((v) => /^\d+\.\d+\.\d+$/.test(v)),
+    'exact versions',
+  );
   const sources = await tree(new URL('.', import.meta.url).pathname);
   for (const [file, text] of Object.entries(sources)) {
     if (file.endsWith('.test.ts')) continue;
@@ -58,7 +84,10 @@ test('it compiles to plain JavaScript that Node loads without a TypeScript loade
   t.after(() => rm(out, { recursive: true, force: true }));
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   await promisify(execFile)(process.execPath, [tsc, '-p', join(pkgDir, 'tsconfig.build.json'), '--outDir', out]);
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e',
-    `const m = await import(${JSON.stringify(join(out, 'index.js'))}); console.log(typeof m.Sandgate, typeof m.runExecution)`]);
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    '--input-type=module',
+    '-e',
+    `const m = await import(${JSON.stringify(join(out, 'index.js'))}); console.log(typeof m.Sandgate, typeof m.runExecution)`,
+  ]);
   assert.equal(stdout.trim(), 'function function');
 });

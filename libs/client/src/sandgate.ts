@@ -1,7 +1,5 @@
 import { createClient, createConfig, type Client } from './generated/client/index.js';
-import {
-  createSession, getExecution, listFiles, putFile, runExecution,
-} from './generated/sdk.gen.js';
+import { createSession, getExecution, listFiles, putFile, runExecution } from './generated/sdk.gen.js';
 import type { CreateExecution, CreateSession, Execution, FileEntry, Session } from './generated/types.gen.js';
 import { SandgateApiError, errorOf } from './errors.js';
 import { tailEvents, type TailOptions } from './events.js';
@@ -49,7 +47,9 @@ export class Sandgate {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.apiKey = apiKey;
     this.fetchFn = fetchFn;
-    this.client = createClient(createConfig({ baseUrl: this.baseUrl, fetch: fetchFn, ...(apiKey ? { auth: apiKey } : {}) }));
+    this.client = createClient(
+      createConfig({ baseUrl: this.baseUrl, fetch: fetchFn, ...(apiKey ? { auth: apiKey } : {}) }),
+    );
   }
 
   createSession(body: CreateSession = {}): Promise<Session> {
@@ -60,9 +60,18 @@ export class Sandgate {
   async run(body: CreateExecution, { timeoutSeconds = 300, signal }: RunOptions = {}): Promise<Execution> {
     const deadline = Date.now() + timeoutSeconds * 1000;
     const wait = () => Math.max(0, Math.min(MAX_WAIT_S, Math.ceil((deadline - Date.now()) / 1000)));
-    let execution = await ok(runExecution({ client: this.client, body, query: { wait: wait() }, ...(signal ? { signal } : {}) }));
+    let execution = await ok(
+      runExecution({ client: this.client, body, query: { wait: wait() }, ...(signal ? { signal } : {}) }),
+    );
     while (!TERMINAL.has(execution.state) && Date.now() < deadline && !signal?.aborted) {
-      execution = await ok(getExecution({ client: this.client, path: { id: execution.id }, query: { wait: wait() }, ...(signal ? { signal } : {}) }));
+      execution = await ok(
+        getExecution({
+          client: this.client,
+          path: { id: execution.id },
+          query: { wait: wait() },
+          ...(signal ? { signal } : {}),
+        }),
+      );
     }
     return execution;
   }
@@ -70,7 +79,10 @@ export class Sandgate {
   /** The events of an execution as they happen, resuming with Last-Event-ID after a dropped connection. */
   events(executionId: string, opts: TailOptions = {}) {
     const url = `${this.baseUrl}/v1/executions/${encodeURIComponent(executionId)}/events`;
-    return tailEvents((headers, signal) => this.fetchFn(url, { headers: { ...this.auth(), ...headers }, signal }), opts);
+    return tailEvents(
+      (headers, signal) => this.fetchFn(url, { headers: { ...this.auth(), ...headers }, signal }),
+      opts,
+    );
   }
 
   /**
@@ -79,11 +91,16 @@ export class Sandgate {
    */
   async upload(sessionId: string, path: string, source: UploadSource, { overwrite = false } = {}): Promise<FileEntry> {
     const body = await bodyOf(source);
-    const result = await ok(putFile({
-      client: this.client, path: { id: sessionId, path }, query: { overwrite }, body: body as never,
-      // A stream body needs half-duplex fetch (Node's undici insists on it).
-      ...({ duplex: 'half' } as object),
-    }));
+    const result = await ok(
+      putFile({
+        client: this.client,
+        path: { id: sessionId, path },
+        query: { overwrite },
+        body: body as never,
+        // A stream body needs half-duplex fetch (Node's undici insists on it).
+        ...({ duplex: 'half' } as object),
+      }),
+    );
     return result.files[0]!;
   }
 
@@ -104,8 +121,10 @@ export class Sandgate {
    * needed) or `{ sessionId, path }`.
    */
   async download(from: string | { sessionId: string; path: string }, dest: string): Promise<number> {
-    const url = typeof from === 'string' ? from
-      : `${this.baseUrl}/files/${encodeURIComponent(from.sessionId)}/${from.path.split('/').map(encodeURIComponent).join('/')}`;
+    const url =
+      typeof from === 'string'
+        ? from
+        : `${this.baseUrl}/files/${encodeURIComponent(from.sessionId)}/${from.path.split('/').map(encodeURIComponent).join('/')}`;
     const response = await this.fetchFn(url, { headers: this.auth() });
     if (!response.ok || !response.body) throw await errorOf(response);
     return saveTo(response.body, dest);

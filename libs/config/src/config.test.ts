@@ -20,7 +20,11 @@ test('sizes, durations and keys are parsed', () => {
   assert.equal(parseBytes('50MB'), 50_000_000);
   assert.equal(parseBytes('100 KiB'), 102_400);
   assert.ok(Number.isNaN(parseBytes('lots')));
-  const c = loadConfig({ SANDGATE_EXEC_TIMEOUT_S: '2.5', SANDGATE_API_KEYS: 'abcdefghijklmnop:acme, qrstuvwxyz012345:beta', SANDGATE_PUBLIC_URL: 'https://sg.example.test' });
+  const c = loadConfig({
+    SANDGATE_EXEC_TIMEOUT_S: '2.5',
+    SANDGATE_API_KEYS: 'abcdefghijklmnop:acme, qrstuvwxyz012345:beta',
+    SANDGATE_PUBLIC_URL: 'https://sg.example.test',
+  });
   assert.equal(c.execTimeoutMs, 2500);
   assert.deepEqual(c.apiKeys, { abcdefghijklmnop: 'acme', qrstuvwxyz012345: 'beta' });
   assert.equal(c.publicUrl, 'https://sg.example.test');
@@ -30,42 +34,74 @@ test('one error names every bad variable', () => {
   let err: unknown;
   try {
     loadConfig({
-      SANDGATE_MEMORY_LIMIT: 'lots', SANDGATE_RUNTIME: 'kata', SANDGATE_PORT: '99999', SANDGATE_API_KEYS: 'short:acme',
-      SANDGATE_DATA_DIR: 'relative/dir', SANDGATE_BACKEND: 'nomad', SANDGATE_PUBLIC_URL: 'ftp://x/',
+      SANDGATE_MEMORY_LIMIT: 'lots',
+      SANDGATE_RUNTIME: 'kata',
+      SANDGATE_PORT: '99999',
+      SANDGATE_API_KEYS: 'short:acme',
+      SANDGATE_DATA_DIR: 'relative/dir',
+      SANDGATE_BACKEND: 'nomad',
+      SANDGATE_PUBLIC_URL: 'ftp://x/',
     });
-  } catch (e) { err = e; }
+  } catch (e) {
+    err = e;
+  }
   assert.ok(err instanceof ConfigError);
   const text = err.message;
   for (const name of ['SANDGATE_MEMORY_LIMIT', 'SANDGATE_API_KEYS']) assert.match(text, new RegExp(name));
   // Parse errors are reported first; the schema pass then names the rest.
   let err2: unknown;
   try {
-    loadConfig({ SANDGATE_RUNTIME: 'kata', SANDGATE_PORT: '99999', SANDGATE_DATA_DIR: 'relative/dir', SANDGATE_BACKEND: 'nomad', SANDGATE_PUBLIC_URL: 'ftp://x/' });
-  } catch (e) { err2 = e; }
+    loadConfig({
+      SANDGATE_RUNTIME: 'kata',
+      SANDGATE_PORT: '99999',
+      SANDGATE_DATA_DIR: 'relative/dir',
+      SANDGATE_BACKEND: 'nomad',
+      SANDGATE_PUBLIC_URL: 'ftp://x/',
+    });
+  } catch (e) {
+    err2 = e;
+  }
   assert.ok(err2 instanceof ConfigError);
-  for (const name of ['SANDGATE_RUNTIME', 'SANDGATE_PORT', 'SANDGATE_DATA_DIR', 'SANDGATE_BACKEND', 'SANDGATE_PUBLIC_URL']) {
+  for (const name of [
+    'SANDGATE_RUNTIME',
+    'SANDGATE_PORT',
+    'SANDGATE_DATA_DIR',
+    'SANDGATE_BACKEND',
+    'SANDGATE_PUBLIC_URL',
+  ]) {
     assert.match(err2.message, new RegExp(name), `${name} in ${err2.message}`);
   }
 });
 
 test('operator keys, the metrics port, timeouts and the log format', () => {
   const d = loadConfig({});
-  assert.deepEqual([d.operatorKeys, d.metricsPort, d.metricsHost, d.requestTimeoutMs, d.shutdownGraceMs, d.logFormat],
-    [[], null, '127.0.0.1', 300_000, 30_000, null]);
+  assert.deepEqual(
+    [d.operatorKeys, d.metricsPort, d.metricsHost, d.requestTimeoutMs, d.shutdownGraceMs, d.logFormat],
+    [[], null, '127.0.0.1', 300_000, 30_000, null],
+  );
   const c = loadConfig({
-    SANDGATE_OPERATOR_KEYS: 'op-key-0123456789ab, op-key-ba9876543210', SANDGATE_METRICS_PORT: '9464',
-    SANDGATE_REQUEST_TIMEOUT_S: '2.5', SANDGATE_SHUTDOWN_GRACE_S: '0', SANDGATE_LOG_FORMAT: 'json',
+    SANDGATE_OPERATOR_KEYS: 'op-key-0123456789ab, op-key-ba9876543210',
+    SANDGATE_METRICS_PORT: '9464',
+    SANDGATE_REQUEST_TIMEOUT_S: '2.5',
+    SANDGATE_SHUTDOWN_GRACE_S: '0',
+    SANDGATE_LOG_FORMAT: 'json',
   });
   assert.deepEqual(c.operatorKeys, ['op-key-0123456789ab', 'op-key-ba9876543210']);
   assert.deepEqual([c.metricsPort, c.requestTimeoutMs, c.shutdownGraceMs, c.logFormat], [9464, 2500, 0, 'json']);
   let err: unknown;
   try {
     loadConfig({ SANDGATE_OPERATOR_KEYS: 'op-key-0123456789ab,tooshortsecret', SANDGATE_LOG_FORMAT: 'xml' });
-  } catch (e) { err = e; }
+  } catch (e) {
+    err = e;
+  }
   assert.ok(err instanceof ConfigError);
   assert.match(err.message, /SANDGATE_OPERATOR_KEYS: operator key #2 is shorter than 16 characters/);
   assert.doesNotMatch(err.message, /tooshortsecret/, 'a key is never printed');
   let err2: unknown;
-  try { loadConfig({ SANDGATE_LOG_FORMAT: 'xml' }); } catch (e) { err2 = e; }
+  try {
+    loadConfig({ SANDGATE_LOG_FORMAT: 'xml' });
+  } catch (e) {
+    err2 = e;
+  }
   assert.match((err2 as Error).message, /SANDGATE_LOG_FORMAT/);
 });

@@ -85,7 +85,19 @@ type Parse = (raw: string) => unknown;
 const int: Parse = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN);
 const num: Parse = (raw) => (raw.trim() === '' ? NaN : Number(raw));
 const str: Parse = (raw) => raw;
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1000, kib: 1024, m: 1 << 20, mb: 1e6, mib: 1 << 20, g: 1 << 30, gb: 1e9, gib: 1 << 30 };
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1000,
+  kib: 1024,
+  m: 1 << 20,
+  mb: 1e6,
+  mib: 1 << 20,
+  g: 1 << 30,
+  gb: 1e9,
+  gib: 1 << 30,
+};
 /** '512m', '50MB', '100 KiB', '1048576' → bytes. */
 export const parseBytes = (raw: string): number => {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw);
@@ -95,7 +107,10 @@ export const parseBytes = (raw: string): number => {
 /** 'key1:tenantA,key2:tenantB' → { key1: 'tenantA', ... }. */
 export const parseApiKeys = (raw: string): Record<string, string> | string => {
   const keys: Record<string, string> = {};
-  for (const item of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const i = item.lastIndexOf(':');
     const key = item.slice(0, i);
     const tenant = item.slice(i + 1);
@@ -108,7 +123,10 @@ export const parseApiKeys = (raw: string): Record<string, string> | string => {
 
 /** 'k1,k2' → ['k1', 'k2']: bearer keys that may read the operator endpoints (/metrics, /v1/system/stats). */
 export const parseOperatorKeys = (raw: string): string[] | string => {
-  const keys = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const keys = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   // The message never quotes a key: configuration errors are printed and logged.
   const short = keys.findIndex((k) => k.length < 16);
   return short < 0 ? keys : `operator key #${short + 1} is shorter than 16 characters`;
@@ -124,7 +142,11 @@ export const parseJsonObject = (raw: string): Record<string, unknown> | string =
     return `is not JSON (${(err as Error).message})`;
   }
 };
-const list: Parse = (raw) => raw.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+const list: Parse = (raw) =>
+  raw
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 /** Parsers whose string answer is a problem, not a value. */
 const STRUCTURED = new Set<Parse>([parseApiKeys, parseOperatorKeys, parseJsonObject]);
 
@@ -135,9 +157,9 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_QUEUE: ['queueName', str, 'executions'],
   SANDGATE_BACKEND: ['backend', str, 'docker'],
   SANDGATE_K8S_NAMESPACE: ['k8sNamespace', str, 'sandgate'],
-  SANDGATE_K8S_RUNTIME_CLASS: ['k8sRuntimeClass', (r) => r.trim() === '' ? null : r, null],
+  SANDGATE_K8S_RUNTIME_CLASS: ['k8sRuntimeClass', (r) => (r.trim() === '' ? null : r), null],
   SANDGATE_K8S_GATEWAY_URL: ['k8sGatewayUrl', str, null],
-  SANDGATE_K8S_HELPER_IMAGE: ['k8sHelperImage', (r) => r.trim() === '' ? null : r, null],
+  SANDGATE_K8S_HELPER_IMAGE: ['k8sHelperImage', (r) => (r.trim() === '' ? null : r), null],
   SANDGATE_K8S_KUBECONFIG: ['k8sKubeconfig', str, null],
   SANDGATE_IMAGE: ['image', str, 'sandgate/runtime:1'],
   SANDGATE_RUNTIME: ['runtime', str, 'runc'],
@@ -202,10 +224,19 @@ export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   for (const [name, [field, parse, dflt]] of Object.entries(VARS)) {
     const raw = env[name] ?? dflt;
-    if (raw === null) { out[field] = null; continue; }
+    if (raw === null) {
+      out[field] = null;
+      continue;
+    }
     const value = parse(raw);
-    if (typeof value === 'string' && STRUCTURED.has(parse)) { problems.push(`${name}: ${value}`); continue; }
-    if (typeof value === 'number' && !Number.isFinite(value)) { problems.push(`${name}: "${raw}" is not a valid number or size`); continue; }
+    if (typeof value === 'string' && STRUCTURED.has(parse)) {
+      problems.push(`${name}: ${value}`);
+      continue;
+    }
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      problems.push(`${name}: "${raw}" is not a valid number or size`);
+      continue;
+    }
     out[field] = value;
   }
   out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;

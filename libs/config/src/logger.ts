@@ -29,7 +29,8 @@ export interface LoggerOptions {
  * redacted wherever they might appear: keys in headers and config, and `sig` in logged request URLs.
  */
 export function createLogger(
-  config: Pick<Config, 'logLevel' | 'logFormat'>, name: string,
+  config: Pick<Config, 'logLevel' | 'logFormat'>,
+  name: string,
   { tty = process.stdout.isTTY === true, destination }: LoggerOptions = {},
 ): Logger {
   const options = {
@@ -37,23 +38,38 @@ export function createLogger(
     level: config.logLevel,
     redact: {
       paths: [
-        'req.headers.authorization', 'headers.authorization', 'config.apiKeys', 'config.signingKey',
-        'config.operatorKeys', 'apiKeys', 'signingKey', 'operatorKeys',
+        'req.headers.authorization',
+        'headers.authorization',
+        'config.apiKeys',
+        'config.signingKey',
+        'config.operatorKeys',
+        'apiKeys',
+        'signingKey',
+        'operatorKeys',
       ],
       censor: '[redacted]',
     },
     serializers: {
       // Fastify's own request serializer, with the URL's secrets taken out.
       req: (req: RequestLike) => ({
-        method: req.method, url: redactUrl(req.url ?? ''), host: req.host,
-        remoteAddress: req.ip, remotePort: req.socket?.remotePort,
+        method: req.method,
+        url: redactUrl(req.url ?? ''),
+        host: req.host,
+        remoteAddress: req.ip,
+        remotePort: req.socket?.remotePort,
       }),
     },
   };
   const format = config.logFormat ?? (tty ? 'pretty' : 'json');
   if (format === 'json') return destination ? pino(options, destination) : pino(options);
-  return pino(options, pretty({
-    colorize: tty && destination === undefined, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname',
-    ...(destination ? { destination } : {}),
-  }));
+  return pino(
+    options,
+    pretty({
+      colorize: tty && destination === undefined,
+      sync: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+      ...(destination ? { destination } : {}),
+    }),
+  );
 }

@@ -13,13 +13,17 @@ export const ref = <T extends TSchema>(s: T) => Type.Unsafe<Static<T>>(Type.Ref(
 /** The query of every list endpoint: a page of `limit` items, from the `cursor` a previous page gave. */
 export const PageQuerySchema = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Items per page.' })),
-  cursor: Type.Optional(Type.String({
-    maxLength: 1024, description: 'The next_cursor of the previous page; absent: the first page.',
-  })),
+  cursor: Type.Optional(
+    Type.String({
+      maxLength: 1024,
+      description: 'The next_cursor of the previous page; absent: the first page.',
+    }),
+  ),
 });
 export type PageQuery = Static<typeof PageQuerySchema>;
 
 export const NextCursorSchema = Type.Union([Type.String(), Type.Null()], {
-  description: 'Pass as `cursor` for the next page; null on the last page. A page may hold fewer than `limit` items '
-    + 'and still have a next one.',
+  description:
+    'Pass as `cursor` for the next page; null on the last page. A page may hold fewer than `limit` items ' +
+    'and still have a next one.',
 });

@@ -58,9 +58,12 @@ export const ProblemSchema = Type.Object(
     code: Type.String({ description: 'Stable machine-readable error code (see ErrorCode).' }),
     detail: Type.String({ description: 'Human-readable explanation of this occurrence.' }),
     instance: Type.Optional(Type.String()),
-    retry_after: Type.Optional(Type.Integer({
-      minimum: 0, description: 'Seconds to wait before retrying (also the Retry-After header).',
-    })),
+    retry_after: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'Seconds to wait before retrying (also the Retry-After header).',
+      }),
+    ),
     errors: Type.Optional(
       Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
         description: 'Validation failures, one per bad field.',

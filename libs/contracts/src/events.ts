@@ -41,23 +41,35 @@ export const EVENT_TYPES: readonly EventType[] = ['phase', 'stdout', 'stderr', '
  * stream (Last-Event-ID), `data` is the JSON payload. The response body is a sequence of these; the last is `result`,
  * or `error` when the stream failed after it had started.
  */
-const frame = (event: string, data: TSchema, description: string) => Type.Object({
-  id: Type.String({ pattern: '^\\d+-\\d+$', description: 'Pass as Last-Event-ID to resume after this event.' }),
-  event: Type.Literal(event),
-  data,
-}, { description });
+const frame = (event: string, data: TSchema, description: string) =>
+  Type.Object(
+    {
+      id: Type.String({ pattern: '^\\d+-\\d+$', description: 'Pass as Last-Event-ID to resume after this event.' }),
+      event: Type.Literal(event),
+      data,
+    },
+    { description },
+  );
 
-export const ExecutionStreamEventSchema = Type.Union([
-  frame('phase', ref(PhaseEventSchema), 'The run entered a phase: queued → starting → running → harvesting → done.'),
-  frame('stdout', ref(OutputEventSchema), 'A chunk of standard output.'),
-  frame('stderr', ref(OutputEventSchema), 'A chunk of standard error.'),
-  frame('artifact', ref(ArtifactEventSchema), 'A file the run created or changed.'),
-  frame('result', ref(ResultEventSchema), 'The run ended: the last event; the server then closes the stream.'),
-  Type.Object({
-    event: Type.Literal('error'), data: ref(ProblemSchema),
-  }, { description: 'The stream failed after it had started (no id: it cannot be resumed after).' }),
-], {
-  $id: 'ExecutionStreamEvent', title: 'ExecutionStreamEvent',
-  description: 'One server-sent event; the response is a stream of them, each `data` a JSON document.',
-});
+export const ExecutionStreamEventSchema = Type.Union(
+  [
+    frame('phase', ref(PhaseEventSchema), 'The run entered a phase: queued → starting → running → harvesting → done.'),
+    frame('stdout', ref(OutputEventSchema), 'A chunk of standard output.'),
+    frame('stderr', ref(OutputEventSchema), 'A chunk of standard error.'),
+    frame('artifact', ref(ArtifactEventSchema), 'A file the run created or changed.'),
+    frame('result', ref(ResultEventSchema), 'The run ended: the last event; the server then closes the stream.'),
+    Type.Object(
+      {
+        event: Type.Literal('error'),
+        data: ref(ProblemSchema),
+      },
+      { description: 'The stream failed after it had started (no id: it cannot be resumed after).' },
+    ),
+  ],
+  {
+    $id: 'ExecutionStreamEvent',
+    title: 'ExecutionStreamEvent',
+    description: 'One server-sent event; the response is a stream of them, each `data` a JSON document.',
+  },
+);
 export type ExecutionStreamEvent = Static<typeof ExecutionStreamEventSchema>;

@@ -1,6 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox';
 import {
-  ExecutionIdSchema, NextCursorSchema, PageQuerySchema, SessionIdSchema, TimestampSchema, ref,
+  ExecutionIdSchema,
+  NextCursorSchema,
+  PageQuerySchema,
+  SessionIdSchema,
+  TimestampSchema,
+  ref,
 } from './common.ts';
 import { InlineFileSchema } from './files.ts';
 
@@ -14,8 +19,13 @@ export const LanguageSchema = Type.String({
 export const TERMINAL_STATES = ['completed', 'failed', 'timeout', 'cancelled', 'error'] as const;
 export type TerminalState = (typeof TERMINAL_STATES)[number];
 export const ExecutionStateSchema = Type.Union([
-  Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed'),
-  Type.Literal('timeout'), Type.Literal('cancelled'), Type.Literal('error'),
+  Type.Literal('queued'),
+  Type.Literal('running'),
+  Type.Literal('completed'),
+  Type.Literal('failed'),
+  Type.Literal('timeout'),
+  Type.Literal('cancelled'),
+  Type.Literal('error'),
 ]);
 export type ExecutionState = Static<typeof ExecutionStateSchema>;
 export const isTerminal = (s: string): s is TerminalState => (TERMINAL_STATES as readonly string[]).includes(s);
@@ -24,13 +34,22 @@ export const PHASES = ['queued', 'starting', 'running', 'harvesting', 'done'] as
 export type Phase = (typeof PHASES)[number];
 
 export const REASONS = [
-  'oom', 'timeout', 'cancelled', 'worker_lost', 'backend_unavailable', 'output_limit', 'shutdown', 'disk_quota',
+  'oom',
+  'timeout',
+  'cancelled',
+  'worker_lost',
+  'backend_unavailable',
+  'output_limit',
+  'shutdown',
+  'disk_quota',
 ] as const;
 export type Reason = (typeof REASONS)[number];
 
 export const LimitsSchema = Type.Object(
   {
-    memory_mb: Type.Optional(Type.Integer({ minimum: 16, description: 'Memory limit; capped by SANDGATE_MEMORY_LIMIT.' })),
+    memory_mb: Type.Optional(
+      Type.Integer({ minimum: 16, description: 'Memory limit; capped by SANDGATE_MEMORY_LIMIT.' }),
+    ),
     cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'CPU limit; capped by SANDGATE_CPU_LIMIT.' })),
   },
   { $id: 'Limits', title: 'Limits', additionalProperties: false },
@@ -59,17 +78,24 @@ export const ExecutionResultSchema = Type.Object(
     stdout_truncated: Type.Boolean(),
     stderr_truncated: Type.Boolean(),
     artifacts: Type.Array(ref(ArtifactSchema)),
-    artifacts_truncated: Type.Optional(Type.Boolean({
-      description: 'Present (true) when some files the run created or changed are not listed: past 1000 files, past '
-        + '4 GiB hashed in all, or past the 60 s the listing may take. They are in the session all the same.',
-    })),
+    artifacts_truncated: Type.Optional(
+      Type.Boolean({
+        description:
+          'Present (true) when some files the run created or changed are not listed: past 1000 files, past ' +
+          '4 GiB hashed in all, or past the 60 s the listing may take. They are in the session all the same.',
+      }),
+    ),
     duration_ms: Type.Integer(),
     reason: Type.Optional(Type.Union(REASONS.map((r) => Type.Literal(r)))),
     message: Type.Optional(Type.String({ description: 'Why the platform ended the run, for people.' })),
-    value: Type.Optional(Type.String({ description: 'Stateful sessions: repr() of the value of the last expression, if any.' })),
-    interpreter_restarted: Type.Optional(Type.Boolean({
-      description: 'Stateful sessions: the interpreter was (re)started for this run, so earlier state is gone.',
-    })),
+    value: Type.Optional(
+      Type.String({ description: 'Stateful sessions: repr() of the value of the last expression, if any.' }),
+    ),
+    interpreter_restarted: Type.Optional(
+      Type.Boolean({
+        description: 'Stateful sessions: the interpreter was (re)started for this run, so earlier state is gone.',
+      }),
+    ),
   },
   { $id: 'ExecutionResult', title: 'ExecutionResult' },
 );
@@ -78,7 +104,9 @@ export type ExecutionResult = Static<typeof ExecutionResultSchema>;
 export const WebhookAttemptSchema = Type.Object(
   {
     at: TimestampSchema,
-    status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'The receiver\'s HTTP status; null when none came.' }),
+    status_code: Type.Union([Type.Integer(), Type.Null()], {
+      description: "The receiver's HTTP status; null when none came.",
+    }),
     error: Type.Optional(Type.String({ description: 'Why the attempt failed, when it did.' })),
     duration_ms: Type.Integer(),
   },
@@ -89,7 +117,8 @@ export type WebhookAttempt = Static<typeof WebhookAttemptSchema>;
 export const WebhookStatusSchema = Type.Object(
   {
     state: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
-      description: '`pending` until the run has ended and a delivery succeeded (`delivered`) or was given up (`failed`).',
+      description:
+        '`pending` until the run has ended and a delivery succeeded (`delivered`) or was given up (`failed`).',
     }),
     attempts: Type.Array(ref(WebhookAttemptSchema), { description: 'Every delivery attempt so far, oldest first.' }),
   },
@@ -129,7 +158,9 @@ export const CreateExecutionSchema = Type.Object(
     session_id: Type.Optional(SessionIdSchema),
     language: LanguageSchema,
     code: Type.String({ description: 'Source to run; at most SANDGATE_MAX_CODE_BYTES bytes (UTF-8).' }),
-    timeout_ms: Type.Optional(Type.Integer({ minimum: 100, description: 'Wall-clock limit; capped by SANDGATE_EXEC_TIMEOUT_S.' })),
+    timeout_ms: Type.Optional(
+      Type.Integer({ minimum: 100, description: 'Wall-clock limit; capped by SANDGATE_EXEC_TIMEOUT_S.' }),
+    ),
     limits: Type.Optional(ref(LimitsSchema)),
     env: Type.Optional(
       Type.Record(Type.String(), Type.String({ maxLength: 32_768 }), {
@@ -139,14 +170,22 @@ export const CreateExecutionSchema = Type.Object(
     ),
     stdin: Type.Optional(Type.String({ description: 'Sent to the program on standard input.' })),
     files: Type.Optional(
-      Type.Array(ref(InlineFileSchema), { maxItems: 32, description: 'Files written into the session before the code runs.' }),
+      Type.Array(ref(InlineFileSchema), {
+        maxItems: 32,
+        description: 'Files written into the session before the code runs.',
+      }),
     ),
-    callback_url: Type.Optional(Type.String({
-      format: 'uri', maxLength: 2048, pattern: '^https?://',
-      description: 'When the execution ends, it is POSTed here (as GET /v1/executions/{id} answers it), signed as '
-        + 'Standard Webhooks do (webhook-id, webhook-timestamp, webhook-signature; the secret is at GET '
-        + '/v1/webhook-secret). Only to hosts the operator allows (SANDGATE_WEBHOOK_ALLOW).',
-    })),
+    callback_url: Type.Optional(
+      Type.String({
+        format: 'uri',
+        maxLength: 2048,
+        pattern: '^https?://',
+        description:
+          'When the execution ends, it is POSTed here (as GET /v1/executions/{id} answers it), signed as ' +
+          'Standard Webhooks do (webhook-id, webhook-timestamp, webhook-signature; the secret is at GET ' +
+          '/v1/webhook-secret). Only to hosts the operator allows (SANDGATE_WEBHOOK_ALLOW).',
+      }),
+    ),
   },
   { $id: 'CreateExecution', title: 'CreateExecution', additionalProperties: false },
 );
@@ -154,7 +193,11 @@ export type CreateExecution = Static<typeof CreateExecutionSchema>;
 
 export const WaitQuerySchema = Type.Object({
   wait: Type.Optional(
-    Type.Number({ minimum: 0, maximum: 300, description: 'Seconds to block for the result; on expiry the 202 is returned.' }),
+    Type.Number({
+      minimum: 0,
+      maximum: 300,
+      description: 'Seconds to block for the result; on expiry the 202 is returned.',
+    }),
   ),
 });
 
@@ -166,15 +209,25 @@ export const ExecutionListQuerySchema = Type.Object({
 
 export const ExecutionParamsSchema = Type.Object({ id: ExecutionIdSchema });
 
-const offset = (stream: string) => Type.Optional(Type.Integer({
-  minimum: 0, default: 0, description: `Bytes of ${stream} (UTF-8) already read: the ${stream}_offset a previous answer gave.`,
-}));
+const offset = (stream: string) =>
+  Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      default: 0,
+      description: `Bytes of ${stream} (UTF-8) already read: the ${stream}_offset a previous answer gave.`,
+    }),
+  );
 export const OutputQuerySchema = Type.Object({
   stdout_offset: offset('stdout'),
   stderr_offset: offset('stderr'),
-  max_bytes: Type.Optional(Type.Integer({
-    minimum: 1, maximum: 1 << 20, default: 65536, description: 'At most this many bytes of each stream per answer.',
-  })),
+  max_bytes: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1 << 20,
+      default: 65536,
+      description: 'At most this many bytes of each stream per answer.',
+    }),
+  ),
 });
 export type OutputQuery = Static<typeof OutputQuerySchema>;
 
@@ -198,7 +251,11 @@ export type ExecutionOutput = Static<typeof ExecutionOutputSchema>;
  * removed afterwards; `session` as a new process in the session's long-lived sandbox; `stateful` in
  * the session's live Python interpreter, whose variables persist between runs.
  */
-export const SandboxKindSchema = Type.Union([Type.Literal('oneshot'), Type.Literal('session'), Type.Literal('stateful')]);
+export const SandboxKindSchema = Type.Union([
+  Type.Literal('oneshot'),
+  Type.Literal('session'),
+  Type.Literal('stateful'),
+]);
 
 /**
  * What the queue carries: ids only. The worker reads the run's spec (an ExecutionJob) from the execution record,

@@ -19,8 +19,9 @@ export const FileListSchema = Type.Object(
     files: Type.Array(ref(FileEntrySchema)),
     next_cursor: NextCursorSchema,
     truncated: Type.Boolean({
-      description: 'Some files cannot be listed at all: deeper than 32 levels, or in a directory of more than 100,000 '
-        + 'entries. Paging (next_cursor) is how the rest of a long listing comes.',
+      description:
+        'Some files cannot be listed at all: deeper than 32 levels, or in a directory of more than 100,000 ' +
+        'entries. Paging (next_cursor) is how the rest of a long listing comes.',
     }),
   },
   { $id: 'FileList', title: 'FileList' },
@@ -46,10 +47,14 @@ export const UploadJsonSchema = Type.Object(
     path: Type.String({ minLength: 1, maxLength: 1024 }),
     content_base64: Type.String({ contentEncoding: 'base64' }),
     // No `default`: a filled-in false would hide the `?overwrite=true` of the query.
-    overwrite: Type.Optional(Type.Boolean({ description: 'Replace an existing file (also `?overwrite=true`); default false.' })),
+    overwrite: Type.Optional(
+      Type.Boolean({ description: 'Replace an existing file (also `?overwrite=true`); default false.' }),
+    ),
   },
   {
-    $id: 'UploadJson', title: 'UploadJson', additionalProperties: false,
+    $id: 'UploadJson',
+    title: 'UploadJson',
+    additionalProperties: false,
     examples: [{ path: 'data/marketing.csv', content_base64: 'Y2hhbm5lbCxzcGVuZAo=', overwrite: false }],
   },
 );
@@ -71,18 +76,27 @@ export type InlineFile = Static<typeof InlineFileSchema>;
  */
 export const MultipartUploadSchema = Type.Object(
   {
-    path: Type.Optional(Type.String({
-      minLength: 1, maxLength: 1024,
-      description: 'Where to save the first file, relative to the session root (may contain `/`); default: the '
-        + 'part\'s filename. Must come before the file parts.',
-    })),
-    overwrite: Type.Optional(Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')], {
-      description: 'Replace existing files; default false (or `?overwrite=`). Must come before the file parts.',
-    })),
+    path: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        description:
+          'Where to save the first file, relative to the session root (may contain `/`); default: the ' +
+          "part's filename. Must come before the file parts.",
+      }),
+    ),
+    overwrite: Type.Optional(
+      Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')], {
+        description: 'Replace existing files; default false (or `?overwrite=`). Must come before the file parts.',
+      }),
+    ),
     file: Type.Unsafe<Blob>({
-      type: 'string', format: 'binary', contentMediaType: 'application/octet-stream',
-      description: 'The file (its filename names it unless `path` is given). More file parts may follow, under '
-        + 'any field name; each is saved under its own filename.',
+      type: 'string',
+      format: 'binary',
+      contentMediaType: 'application/octet-stream',
+      description:
+        'The file (its filename names it unless `path` is given). More file parts may follow, under ' +
+        'any field name; each is saved under its own filename.',
     }),
   },
   { $id: 'MultipartUpload', title: 'MultipartUpload' },

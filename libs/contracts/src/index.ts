@@ -10,22 +10,62 @@ export * from './mcp.ts';
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
 import {
-  FileEntrySchema, FileListSchema, UploadResultSchema, UploadJsonSchema, InlineFileSchema, MultipartUploadSchema,
+  FileEntrySchema,
+  FileListSchema,
+  UploadResultSchema,
+  UploadJsonSchema,
+  InlineFileSchema,
+  MultipartUploadSchema,
 } from './files.ts';
 import {
-  ArtifactSchema, ExecutionResultSchema, ExecutionSchema, ExecutionListSchema, CreateExecutionSchema, LimitsSchema,
-  WebhookAttemptSchema, WebhookStatusSchema, ExecutionOutputSchema,
+  ArtifactSchema,
+  ExecutionResultSchema,
+  ExecutionSchema,
+  ExecutionListSchema,
+  CreateExecutionSchema,
+  LimitsSchema,
+  WebhookAttemptSchema,
+  WebhookStatusSchema,
+  ExecutionOutputSchema,
 } from './executions.ts';
 import {
-  PhaseEventSchema, OutputEventSchema, ArtifactEventSchema, ResultEventSchema, ExecutionStreamEventSchema,
+  PhaseEventSchema,
+  OutputEventSchema,
+  ArtifactEventSchema,
+  ResultEventSchema,
+  ExecutionStreamEventSchema,
 } from './events.ts';
 import { RuntimeSchema, RuntimeListSchema, HealthSchema, SystemStatsSchema, WebhookSecretSchema } from './system.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
-  ProblemSchema, ArtifactSchema, LimitsSchema, ExecutionResultSchema, WebhookAttemptSchema, WebhookStatusSchema, ExecutionSchema, ExecutionListSchema,
-  CreateExecutionSchema, SessionSchema, SessionListSchema, CreateSessionSchema, FileEntrySchema, FileListSchema,
-  UploadResultSchema, UploadJsonSchema, InlineFileSchema, PhaseEventSchema, OutputEventSchema, ArtifactEventSchema,
-  ResultEventSchema, ExecutionStreamEventSchema, MultipartUploadSchema, RuntimeSchema, RuntimeListSchema, HealthSchema,
-  SystemStatsSchema, WebhookSecretSchema, ExecutionOutputSchema,
+  ProblemSchema,
+  ArtifactSchema,
+  LimitsSchema,
+  ExecutionResultSchema,
+  WebhookAttemptSchema,
+  WebhookStatusSchema,
+  ExecutionSchema,
+  ExecutionListSchema,
+  CreateExecutionSchema,
+  SessionSchema,
+  SessionListSchema,
+  CreateSessionSchema,
+  FileEntrySchema,
+  FileListSchema,
+  UploadResultSchema,
+  UploadJsonSchema,
+  InlineFileSchema,
+  PhaseEventSchema,
+  OutputEventSchema,
+  ArtifactEventSchema,
+  ResultEventSchema,
+  ExecutionStreamEventSchema,
+  MultipartUploadSchema,
+  RuntimeSchema,
+  RuntimeListSchema,
+  HealthSchema,
+  SystemStatsSchema,
+  WebhookSecretSchema,
+  ExecutionOutputSchema,
 ];

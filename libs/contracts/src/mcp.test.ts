@@ -18,10 +18,18 @@ test('every MCP tool has an object input schema and an output schema that also a
   }
 });
 
-test('the run output has the contract\'s fields', () => {
+test("the run output has the contract's fields", () => {
   const run = {
-    session_id: 'sess_0123456789ab', run_id: 'exec_0123456789abcdef', state: 'completed', exit_code: 0,
-    stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, artifacts: [], duration_ms: 5,
+    session_id: 'sess_0123456789ab',
+    run_id: 'exec_0123456789abcdef',
+    state: 'completed',
+    exit_code: 0,
+    stdout: '',
+    stderr: '',
+    stdout_truncated: false,
+    stderr_truncated: false,
+    artifacts: [],
+    duration_ms: 5,
   };
   assert.ok(Value.Check(RunOutputSchema, run));
   assert.ok(!Value.Check(RunOutputSchema, { ...run, artifacts: undefined }));

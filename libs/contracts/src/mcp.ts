@@ -11,76 +11,102 @@ import { LANGUAGES } from './executions.ts';
 /** Where a session's files are inside the sandbox; MCP paths are shown under it. */
 export const MCP_DATA_ROOT = '/mnt/data';
 
-const SessionIdInput = (required: boolean) => Type.String({
-  minLength: 1,
-  maxLength: 64,
-  description: required
-    ? 'The session (sess_ + 12 hex) returned by an earlier call.'
-    : 'The session to use (sess_ + 12 hex), as returned by an earlier call. Omit it to start a new session; '
-      + 'the response carries its id.',
-});
+const SessionIdInput = (required: boolean) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description: required
+      ? 'The session (sess_ + 12 hex) returned by an earlier call.'
+      : 'The session to use (sess_ + 12 hex), as returned by an earlier call. Omit it to start a new session; ' +
+        'the response carries its id.',
+  });
 const PathInput = Type.String({
   minLength: 1,
   maxLength: 1100,
   description: `A path in the session: absolute under ${MCP_DATA_ROOT}/ or relative to it (e.g. "chart.png").`,
 });
 
-export const UploadFileInputSchema = Type.Object({
-  session_id: Type.Optional(SessionIdInput(false)),
-  filename: Type.String({
-    minLength: 1,
-    maxLength: 1100,
-    description: `Name to save the file as, relative to ${MCP_DATA_ROOT}/ (sub-directories allowed; ".." is refused).`,
-  }),
-  content_base64: Type.String({ description: 'The file\'s bytes, base64-encoded.' }),
-  overwrite: Type.Optional(Type.Boolean({ default: false, description: 'Replace an existing file (default false).' })),
-}, { additionalProperties: false });
+export const UploadFileInputSchema = Type.Object(
+  {
+    session_id: Type.Optional(SessionIdInput(false)),
+    filename: Type.String({
+      minLength: 1,
+      maxLength: 1100,
+      description: `Name to save the file as, relative to ${MCP_DATA_ROOT}/ (sub-directories allowed; ".." is refused).`,
+    }),
+    content_base64: Type.String({ description: "The file's bytes, base64-encoded." }),
+    overwrite: Type.Optional(
+      Type.Boolean({ default: false, description: 'Replace an existing file (default false).' }),
+    ),
+  },
+  { additionalProperties: false },
+);
 export type UploadFileInput = Static<typeof UploadFileInputSchema>;
 
-export const RunPythonInputSchema = Type.Object({
-  session_id: Type.Optional(SessionIdInput(false)),
-  code: Type.String({
-    description: `Python 3 source. It runs with ${MCP_DATA_ROOT} as its working directory; files it writes there are `
-      + 'returned as artifacts. pandas, numpy, matplotlib, seaborn, scipy, openpyxl and reportlab are installed; '
-      + 'there is no network.',
-  }),
-}, { additionalProperties: false });
+export const RunPythonInputSchema = Type.Object(
+  {
+    session_id: Type.Optional(SessionIdInput(false)),
+    code: Type.String({
+      description:
+        `Python 3 source. It runs with ${MCP_DATA_ROOT} as its working directory; files it writes there are ` +
+        'returned as artifacts. pandas, numpy, matplotlib, seaborn, scipy, openpyxl and reportlab are installed; ' +
+        'there is no network.',
+    }),
+  },
+  { additionalProperties: false },
+);
 export type RunPythonInput = Static<typeof RunPythonInputSchema>;
 
-export const RunCodeInputSchema = Type.Object({
-  session_id: Type.Optional(SessionIdInput(false)),
-  language: Type.Union(LANGUAGES.map((l) => Type.Literal(l)), { description: 'Language of `code`.' }),
-  code: Type.String({ description: `Source to run, with ${MCP_DATA_ROOT} as the working directory; no network.` }),
-}, { additionalProperties: false });
+export const RunCodeInputSchema = Type.Object(
+  {
+    session_id: Type.Optional(SessionIdInput(false)),
+    language: Type.Union(
+      LANGUAGES.map((l) => Type.Literal(l)),
+      { description: 'Language of `code`.' },
+    ),
+    code: Type.String({ description: `Source to run, with ${MCP_DATA_ROOT} as the working directory; no network.` }),
+  },
+  { additionalProperties: false },
+);
 export type RunCodeInput = Static<typeof RunCodeInputSchema>;
 
-export const ReadArtifactInputSchema = Type.Object({
-  session_id: SessionIdInput(true),
-  path: PathInput,
-}, { additionalProperties: false });
+export const ReadArtifactInputSchema = Type.Object(
+  {
+    session_id: SessionIdInput(true),
+    path: PathInput,
+  },
+  { additionalProperties: false },
+);
 export type ReadArtifactInput = Static<typeof ReadArtifactInputSchema>;
 
 export const SessionInputSchema = Type.Object({ session_id: SessionIdInput(true) }, { additionalProperties: false });
 export type SessionInput = Static<typeof SessionInputSchema>;
 
-export const CreateSessionInputSchema = Type.Object({
-  mode: Type.Optional(Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
-    default: 'process',
-    description: '`process`: every run is a new process, files persist. `stateful`: a live Python interpreter keeps '
-      + 'variables between runs, like a notebook, and a run returns the value of its last expression (python only).',
-  })),
-}, { additionalProperties: false });
+export const CreateSessionInputSchema = Type.Object(
+  {
+    mode: Type.Optional(
+      Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
+        default: 'process',
+        description:
+          '`process`: every run is a new process, files persist. `stateful`: a live Python interpreter keeps ' +
+          'variables between runs, like a notebook, and a run returns the value of its last expression (python only).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 export type CreateSessionInput = Static<typeof CreateSessionInputSchema>;
 
 /** An error, as the `structuredContent` of a result with `isError: true`. */
 export const McpToolErrorSchema = Type.Object({
   error: Type.String({
-    description: 'Stable code: file_exists, session_busy, max_sessions, session_not_found, not_found, '
-      + 'artifact_too_large, invalid_path, payload_too_large, unsupported_language, validation_failed, internal, …',
+    description:
+      'Stable code: file_exists, session_busy, max_sessions, session_not_found, not_found, ' +
+      'artifact_too_large, invalid_path, payload_too_large, unsupported_language, validation_failed, internal, …',
   }),
   message: Type.String(),
   session_id: Type.Optional(Type.String()),
-  size_bytes: Type.Optional(Type.Integer({ description: 'artifact_too_large: the file\'s size.' })),
+  size_bytes: Type.Optional(Type.Integer({ description: "artifact_too_large: the file's size." })),
   download_url: Type.Optional(Type.String({ description: 'artifact_too_large: a signed URL to fetch it instead.' })),
 });
 export type McpToolError = Static<typeof McpToolErrorSchema>;
@@ -111,7 +137,7 @@ export const RunOutputSchema = Type.Object({
   stderr_truncated: Type.Boolean(),
   artifacts: Type.Array(McpArtifactSchema, { description: 'Files the run created or changed (successful runs only).' }),
   duration_ms: Type.Integer(),
-  value: Type.Optional(Type.String({ description: 'Stateful sessions: repr() of the last expression\'s value.' })),
+  value: Type.Optional(Type.String({ description: "Stateful sessions: repr() of the last expression's value." })),
   message: Type.Optional(Type.String({ description: 'Why the platform ended the run, when it did.' })),
 });
 export type RunOutput = Static<typeof RunOutputSchema>;
@@ -156,55 +182,74 @@ export interface McpToolDefinition {
   annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
 }
 
-const RUN_NOTE = 'Returns exit_code, stdout, stderr and the artifacts (files created or changed; charts also come '
-  + 'back as images). One run at a time per session (session_busy otherwise). Progress notifications carry the '
-  + 'phases and output while it runs; cancelling the request cancels the run.';
+const RUN_NOTE =
+  'Returns exit_code, stdout, stderr and the artifacts (files created or changed; charts also come ' +
+  'back as images). One run at a time per session (session_busy otherwise). Progress notifications carry the ' +
+  'phases and output while it runs; cancelling the request cancels the run.';
 
 export const MCP_TOOLS = [
   {
-    name: 'upload_file', title: 'Upload a file',
-    description: `Save a file into the session's ${MCP_DATA_ROOT}/ so code can read it. Creates a session when `
-      + 'session_id is omitted. An existing file is an error (file_exists) unless overwrite is true.',
-    inputSchema: UploadFileInputSchema, outputSchema: orError(UploadFileOutputSchema),
+    name: 'upload_file',
+    title: 'Upload a file',
+    description:
+      `Save a file into the session's ${MCP_DATA_ROOT}/ so code can read it. Creates a session when ` +
+      'session_id is omitted. An existing file is an error (file_exists) unless overwrite is true.',
+    inputSchema: UploadFileInputSchema,
+    outputSchema: orError(UploadFileOutputSchema),
     annotations: { destructiveHint: false, openWorldHint: false },
   },
   {
-    name: 'run_python', title: 'Run Python',
-    description: `Run Python 3 code in an isolated sandbox, in the session's ${MCP_DATA_ROOT}. Creates a session when `
-      + `session_id is omitted. ${RUN_NOTE}`,
-    inputSchema: RunPythonInputSchema, outputSchema: orError(RunOutputSchema),
+    name: 'run_python',
+    title: 'Run Python',
+    description:
+      `Run Python 3 code in an isolated sandbox, in the session's ${MCP_DATA_ROOT}. Creates a session when ` +
+      `session_id is omitted. ${RUN_NOTE}`,
+    inputSchema: RunPythonInputSchema,
+    outputSchema: orError(RunOutputSchema),
     annotations: { destructiveHint: false, openWorldHint: false },
   },
   {
-    name: 'run_code', title: 'Run code',
+    name: 'run_code',
+    title: 'Run code',
     description: `Run code in another language (${LANGUAGES.join(', ')}) in the session's sandbox. ${RUN_NOTE}`,
-    inputSchema: RunCodeInputSchema, outputSchema: orError(RunOutputSchema),
+    inputSchema: RunCodeInputSchema,
+    outputSchema: orError(RunOutputSchema),
     annotations: { destructiveHint: false, openWorldHint: false },
   },
   {
-    name: 'read_artifact', title: 'Read a file',
-    description: `Read a file of the session (e.g. a chart a run made) as base64; an image also comes back as an `
-      + 'image. Files over the size limit answer artifact_too_large with a download_url.',
-    inputSchema: ReadArtifactInputSchema, outputSchema: orError(ReadArtifactOutputSchema),
+    name: 'read_artifact',
+    title: 'Read a file',
+    description:
+      `Read a file of the session (e.g. a chart a run made) as base64; an image also comes back as an ` +
+      'image. Files over the size limit answer artifact_too_large with a download_url.',
+    inputSchema: ReadArtifactInputSchema,
+    outputSchema: orError(ReadArtifactOutputSchema),
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
   {
-    name: 'list_artifacts', title: 'List files',
+    name: 'list_artifacts',
+    title: 'List files',
     description: `List every file now in the session's ${MCP_DATA_ROOT}/, with sizes, types and download URLs.`,
-    inputSchema: SessionInputSchema, outputSchema: orError(ListArtifactsOutputSchema),
+    inputSchema: SessionInputSchema,
+    outputSchema: orError(ListArtifactsOutputSchema),
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
   {
-    name: 'close_session', title: 'Close a session',
+    name: 'close_session',
+    title: 'Close a session',
     description: 'Close the session: its sandbox and files are deleted, a running run is cancelled.',
-    inputSchema: SessionInputSchema, outputSchema: orError(CloseSessionOutputSchema),
+    inputSchema: SessionInputSchema,
+    outputSchema: orError(CloseSessionOutputSchema),
     annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   },
   {
-    name: 'create_session', title: 'Open a session',
-    description: 'Open a session explicitly. mode "stateful" keeps a live Python interpreter between runs (variables, '
-      + 'imports, DataFrames), and each run returns the value of its last expression.',
-    inputSchema: CreateSessionInputSchema, outputSchema: orError(CreateSessionOutputSchema),
+    name: 'create_session',
+    title: 'Open a session',
+    description:
+      'Open a session explicitly. mode "stateful" keeps a live Python interpreter between runs (variables, ' +
+      'imports, DataFrames), and each run returns the value of its last expression.',
+    inputSchema: CreateSessionInputSchema,
+    outputSchema: orError(CreateSessionOutputSchema),
     annotations: { destructiveHint: false, openWorldHint: false },
   },
 ] as const satisfies readonly McpToolDefinition[];

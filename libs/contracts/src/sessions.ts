@@ -2,8 +2,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { NextCursorSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
 
 export const SessionModeSchema = Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
-  description: '`process` (default): every execution is a new process in the session sandbox. `stateful`: a live Python '
-    + 'interpreter keeps variables, imports and data between executions, like a notebook (python only).',
+  description:
+    '`process` (default): every execution is a new process in the session sandbox. `stateful`: a live Python ' +
+    'interpreter keeps variables, imports and data between executions, like a notebook (python only).',
 });
 export type SessionMode = Static<typeof SessionModeSchema>;
 

@@ -30,7 +30,8 @@ export type RuntimeList = Static<typeof RuntimeListSchema>;
 export const WebhookSecretSchema = Type.Object(
   {
     secret: Type.String({
-      pattern: '^whsec_', description: 'Standard Webhooks secret (whsec_ + base64) of this tenant\'s deliveries.',
+      pattern: '^whsec_',
+      description: "Standard Webhooks secret (whsec_ + base64) of this tenant's deliveries.",
     }),
   },
   { $id: 'WebhookSecret', title: 'WebhookSecret' },
@@ -48,17 +49,30 @@ const count = (description?: string) => Type.Integer({ minimum: 0, ...(descripti
 export const SystemStatsSchema = Type.Object(
   {
     generated_at: Type.String({ format: 'date-time' }),
-    queue: Type.Object({ waiting: count(), active: count(), delayed: count(), prioritized: count() }, {
-      description: 'BullMQ jobs by state, now.',
-    }),
-    executions: Type.Object({
-      queued: count('Queued now.'), running: count('Running now.'),
-      completed: count(), failed: count(), timeout: count(), cancelled: count(), error: count(),
-    }, {
-      description: 'Runs queued and running now, and runs ended by state since the deployment\'s Redis was first used.',
-    }),
+    queue: Type.Object(
+      { waiting: count(), active: count(), delayed: count(), prioritized: count() },
+      {
+        description: 'BullMQ jobs by state, now.',
+      },
+    ),
+    executions: Type.Object(
+      {
+        queued: count('Queued now.'),
+        running: count('Running now.'),
+        completed: count(),
+        failed: count(),
+        timeout: count(),
+        cancelled: count(),
+        error: count(),
+      },
+      {
+        description:
+          "Runs queued and running now, and runs ended by state since the deployment's Redis was first used.",
+      },
+    ),
     pool: Type.Object({
-      hits: count('One-shots served by a warm sandbox.'), misses: count('One-shots that went cold.'),
+      hits: count('One-shots served by a warm sandbox.'),
+      misses: count('One-shots that went cold.'),
       reused: count('Hits served by a sandbox reset after an earlier run of the same tenant.'),
       ready: count('Warm sandboxes ready now, over every live worker.'),
     }),
@@ -66,11 +80,16 @@ export const SystemStatsSchema = Type.Object(
       live: count('Sessions whose idle TTL has not run out.'),
       sandboxes: count('Session sandboxes running, over every engine.'),
     }),
-    sse_subscribers: count('Clients following an execution\'s events, over every live gateway.'),
-    workers: Type.Array(Type.Object({
-      id: Type.String(), last_heartbeat_at: Type.String({ format: 'date-time' }),
-      concurrency: count(), running: count(),
-    }), { description: 'Workers with a heartbeat in the last 15 s.' }),
+    sse_subscribers: count("Clients following an execution's events, over every live gateway."),
+    workers: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        last_heartbeat_at: Type.String({ format: 'date-time' }),
+        concurrency: count(),
+        running: count(),
+      }),
+      { description: 'Workers with a heartbeat in the last 15 s.' },
+    ),
   },
   { $id: 'SystemStats', title: 'SystemStats' },
 );

@@ -34,8 +34,7 @@ export function rulesAllow(rules: readonly PolicyRule[], r: Request): boolean {
 /** 403 as the RBAC authorizer words it. */
 export function rbacDenied(user: string, r: Request): Error {
   const resource = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
-  const why =
-    `User "${user}" cannot ${r.verb} resource "${resource}" in API group "" in the namespace "${r.namespace}"`;
+  const why = `User "${user}" cannot ${r.verb} resource "${resource}" in API group "" in the namespace "${r.namespace}"`;
   return r.name === undefined ? forbiddenCollection(r.resource, why) : forbidden(r.resource, r.name, why);
 }
 

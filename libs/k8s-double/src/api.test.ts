@@ -305,9 +305,13 @@ test('cluster-wide lists span namespaces; creating needs a namespace', async (t)
   await f.core.createNamespacedSecret({ namespace: 'sandgate', body: { metadata: { name: 'a', labels: { x: '1' } } } });
   await f.core.createNamespacedSecret({ namespace: 'other', body: { metadata: { name: 'b', labels: { x: '1' } } } });
   const all = await f.core.listSecretForAllNamespaces({ labelSelector: 'x=1' });
-  assert.deepEqual(all.items.map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`), ['other/b', 'sandgate/a']);
+  assert.deepEqual(
+    all.items.map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`),
+    ['other/b', 'sandgate/a'],
+  );
   const res = await fetch(`${f.double.url}/api/v1/secrets`, {
-    method: 'POST', headers: { authorization: `Bearer ${f.double.token}`, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { authorization: `Bearer ${f.double.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ metadata: { name: 'c' } }),
   });
   assert.equal(res.status, 405);

@@ -24,8 +24,8 @@ export async function validateManifest(obj: {
   try {
     const mod = (await import(modelPath(obj.apiVersion, obj.kind))) as Record<string, ModelClass>;
     Model = mod[obj.kind]!;
-  } catch {
-    throw new Error(`${id}: no schema for ${obj.apiVersion} ${obj.kind}`);
+  } catch (err) {
+    throw new Error(`${id}: no schema for ${obj.apiVersion} ${obj.kind}`, { cause: err });
   }
   try {
     new Model(obj).validate();
@@ -34,6 +34,7 @@ export async function validateManifest(obj: {
     if (!errors) throw err;
     throw new Error(
       `${id} is invalid: ${errors.map((e) => `${fieldPath(e.instancePath) || '(root)'} ${e.message}`).join('; ')}`,
+      { cause: err },
     );
   }
 }

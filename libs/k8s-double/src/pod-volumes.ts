@@ -109,7 +109,10 @@ export async function diskUsage(dir: string): Promise<number> {
 /** Removes a Pod's volume, unmounting its tmpfs first (a mounted directory cannot be removed). */
 export async function removePodVolume(docker: Dockerode, v: { dockerVolume: string; hostPath: string }): Promise<void> {
   await unmountTmpfs(v.hostPath);
-  await docker.getVolume(v.dockerVolume).remove({ force: true }).catch(() => {});
+  await docker
+    .getVolume(v.dockerVolume)
+    .remove({ force: true })
+    .catch(() => {});
 }
 
 /** Unmounts whatever is mounted on `path` (lazily: a container still exiting may hold it); nothing mounted is fine. */

@@ -16,7 +16,7 @@ export function admitSecret(secret: K8sObject, previous?: K8sObject): void {
   const errors = new FieldErrors('Secret', nameOf(secret));
   checkMeta(secret, errors);
   const data = (secret.data ?? {}) as Record<string, string>;
-  for (const [k, v] of Object.entries(data)) {
+  for (const v of Object.values(data)) {
     if (!BASE64.test(v) || v.length % 4 !== 0) {
       throw badRequest(
         `Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte ${badByte(v)}`,

@@ -26,12 +26,34 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
   const executions = new ExecutionStore(redis, k, { retentionSeconds: 3600 });
   /** A run started with (or without) this process as the one to notify. */
   const started = async (notify: boolean) => {
-    const meta = { id: newExecutionId(), tenant: 'acme', session_id: newSessionId(), language: 'python', created_at: Date.now(), timeout_ms: 1000 };
+    const meta = {
+      id: newExecutionId(),
+      tenant: 'acme',
+      session_id: newSessionId(),
+      language: 'python',
+      created_at: Date.now(),
+      timeout_ms: 1000,
+    };
     const wait = notices.expect(meta.id);
     t.after(async () => wait.cancel());
-    const spec = { ...meta, execution_id: meta.id, language: 'python' as const, code: '', memory_mb: 64, cpus: 1, env: {}, stdin: null,
-      sandbox: 'oneshot' as const, generation: 0 };
-    await executions.start(meta, spec, { maxSessions: 10, maxInFlight: 0, oneshotTtlSeconds: 60, ...(notify ? { notify: notices.channel } : {}) });
+    const spec = {
+      ...meta,
+      execution_id: meta.id,
+      language: 'python' as const,
+      code: '',
+      memory_mb: 64,
+      cpus: 1,
+      env: {},
+      stdin: null,
+      sandbox: 'oneshot' as const,
+      generation: 0,
+    };
+    await executions.start(meta, spec, {
+      maxSessions: 10,
+      maxInFlight: 0,
+      oneshotTtlSeconds: 60,
+      ...(notify ? { notify: notices.channel } : {}),
+    });
     return { meta, wait };
   };
   return { notices, sub, executions, started };
@@ -56,7 +78,11 @@ test('a run ended before it started notifies too; a run started without a channe
   const cancelled = platformResult('cancelled', 'cancelled', 'cancelled before it started');
   await executions.finalize(told.meta, cancelled, ['queued']);
   await executions.finalize(silent.meta, cancelled, ['queued']);
-  assert.deepEqual(await told.wait.next(Date.now() + 5000), { result: cancelled, startedAt: null, finishedAt: (await executions.get(told.meta.id))!.finished_at });
+  assert.deepEqual(await told.wait.next(Date.now() + 5000), {
+    result: cancelled,
+    startedAt: null,
+    finishedAt: (await executions.get(told.meta.id))!.finished_at,
+  });
   assert.equal(await silent.wait.next(Date.now() + 300), 'timeout');
 });
 

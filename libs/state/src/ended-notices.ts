@@ -34,13 +34,19 @@ export class EndedNotices {
   private listening = false;
 
   /** `sub` becomes a subscriber connection: give it nothing else to do. */
-  constructor(private readonly sub: Redis, k: Keys) {
+  constructor(
+    private readonly sub: Redis,
+    k: Keys,
+  ) {
     this.channel = k.endedChannel(randomHex(8));
     sub.on('message', (_channel: string, message: string) => this.deliver(message));
     // ioredis subscribes again after a reconnect; once our own SUBSCRIBE is answered, nothing more can be lost.
     sub.on('ready', () => {
       if (!this.listening) return;
-      sub.subscribe(this.channel).then(() => this.missedAll(), () => this.missedAll());
+      sub.subscribe(this.channel).then(
+        () => this.missedAll(),
+        () => this.missedAll(),
+      );
     });
   }
 
@@ -54,19 +60,29 @@ export class EndedNotices {
     const w: Waiter = { ending: null, missed: false, wake: null };
     this.waiters.set(id, w);
     return {
-      next: (deadline) => new Promise<Notice>((resolve) => {
-        let timer: NodeJS.Timeout | undefined;
-        const settle = () => {
-          clearTimeout(timer);
-          w.wake = null;
-          if (w.ending) resolve(w.ending);
-          else if (w.missed) { w.missed = false; resolve('missed'); } else resolve('timeout');
-        };
-        if (w.ending || w.missed) { settle(); return; }
-        timer = setTimeout(settle, Math.max(0, deadline - Date.now()));
-        w.wake = settle;
-      }),
-      cancel: () => { this.waiters.delete(id); },
+      next: (deadline) =>
+        new Promise<Notice>((resolve) => {
+          // eslint-disable-next-line prefer-const -- settle() may run (and read it) before it is set
+          let timer: NodeJS.Timeout | undefined;
+          const settle = () => {
+            clearTimeout(timer);
+            w.wake = null;
+            if (w.ending) resolve(w.ending);
+            else if (w.missed) {
+              w.missed = false;
+              resolve('missed');
+            } else resolve('timeout');
+          };
+          if (w.ending || w.missed) {
+            settle();
+            return;
+          }
+          timer = setTimeout(settle, Math.max(0, deadline - Date.now()));
+          w.wake = settle;
+        }),
+      cancel: () => {
+        this.waiters.delete(id);
+      },
     };
   }
 

@@ -11,7 +11,10 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 async function collect(it: AsyncIterable<StoredEvent>, until?: (ev: StoredEvent) => boolean) {
   const out: StoredEvent[] = [];
-  for await (const ev of it) { out.push(ev); if (until?.(ev)) break; }
+  for await (const ev of it) {
+    out.push(ev);
+    if (until?.(ev)) break;
+  }
   return out;
 }
 
@@ -20,8 +23,13 @@ test('the hub replays, follows live, and serves many streams over one blocking c
   const hub = new EventHub(createRedis(REDIS_URL, 'hub-test-reader'), redis, pino({ level: 'silent' }));
   const key = (n: number) => `hubtest:${randomBytes(4).toString('hex')}:${n}`;
   const keys = [key(1), key(2)];
-  t.after(async () => { await redis.del(...keys); await hub.close(); redis.disconnect(); });
-  const add = (k: string, type: string, data: unknown) => redis.xadd(k, '*', 'type', type, 'data', JSON.stringify(data));
+  t.after(async () => {
+    await redis.del(...keys);
+    await hub.close();
+    redis.disconnect();
+  });
+  const add = (k: string, type: string, data: unknown) =>
+    redis.xadd(k, '*', 'type', type, 'data', JSON.stringify(data));
 
   const early = await add(keys[0]!, 'stdout', { text: 'a' });
   const ac = new AbortController();
@@ -52,7 +60,10 @@ test('the hub replays, follows live, and serves many streams over one blocking c
 test('the writer coalesces output and keeps the order of everything else', async (t) => {
   const redis = createRedis(REDIS_URL, 'writer-test');
   const k = `writertest:${randomBytes(4).toString('hex')}`;
-  t.after(async () => { await redis.del(k); redis.disconnect(); });
+  t.after(async () => {
+    await redis.del(k);
+    redis.disconnect();
+  });
   const w = new EventWriter(withScripts(redis), k, { lingerMs: 50 });
   for (let i = 0; i < 100; i++) w.stdout('x');
   w.stderr('e');
@@ -60,6 +71,8 @@ test('the writer coalesces output and keeps the order of everything else', async
   w.stdout('y');
   await w.flush();
   const entries = (await redis.xrange(k, '-', '+')) as [string, string[]][];
-  assert.deepEqual(entries.map(([, f]) => `${f[1]}:${f[1] === 'phase' ? JSON.parse(f[3]!).phase : JSON.parse(f[3]!).text}`),
-    [`stdout:${'x'.repeat(100)}`, 'stderr:e', 'phase:harvesting', 'stdout:y']);
+  assert.deepEqual(
+    entries.map(([, f]) => `${f[1]}:${f[1] === 'phase' ? JSON.parse(f[3]!).phase : JSON.parse(f[3]!).text}`),
+    [`stdout:${'x'.repeat(100)}`, 'stderr:e', 'phase:harvesting', 'stdout:y'],
+  );
 });

@@ -43,7 +43,16 @@ export class EventHub {
     private readonly control: Redis,
     private readonly log: Logger,
   ) {
-    reader.on('ready', () => void reader.client('ID').then((id) => { this.readerId = Number(id); }).catch(() => {}));
+    reader.on(
+      'ready',
+      () =>
+        void reader
+          .client('ID')
+          .then((id) => {
+            this.readerId = Number(id);
+          })
+          .catch(() => {}),
+    );
     this.loopDone = this.loop();
   }
 
@@ -54,7 +63,10 @@ export class EventHub {
   async *subscribe(key: string, after: string | null, signal: AbortSignal): AsyncGenerator<StoredEvent> {
     const queue: StoredEvent[] = [];
     let wake: (() => void) | null = null;
-    const push = (ev: StoredEvent) => { queue.push(ev); wake?.(); };
+    const push = (ev: StoredEvent) => {
+      queue.push(ev);
+      wake?.();
+    };
     let last = after ?? '0-0';
     let entry = this.streams.get(key);
     // What the hub already handed out is ≤ entry.cursor; this subscriber reads (last, cursor] itself.
@@ -77,7 +89,13 @@ export class EventHub {
       }
       while (!signal.aborted && !this.closed) {
         const ev = queue.shift();
-        if (!ev) { await new Promise<void>((r) => { wake = r; }); wake = null; continue; }
+        if (!ev) {
+          await new Promise<void>((r) => {
+            wake = r;
+          });
+          wake = null;
+          continue;
+        }
         if (compareStreamIds(ev.id, last) <= 0) continue;
         last = ev.id;
         yield ev;
@@ -111,15 +129,26 @@ export class EventHub {
 
   /** Makes the reader loop notice a changed set of streams. */
   private kick(): void {
-    if (this.idle) { this.idle(); this.idle = null; return; }
+    if (this.idle) {
+      this.idle();
+      this.idle = null;
+      return;
+    }
     if (this.blocked && this.readerId !== null) {
-      this.control.client('UNBLOCK', this.readerId).catch((err: unknown) => this.log.warn({ err }, 'CLIENT UNBLOCK failed'));
+      this.control
+        .client('UNBLOCK', this.readerId)
+        .catch((err: unknown) => this.log.warn({ err }, 'CLIENT UNBLOCK failed'));
     }
   }
 
   private async loop(): Promise<void> {
     while (!this.closed) {
-      if (this.streams.size === 0) { await new Promise<void>((r) => { this.idle = r; }); continue; }
+      if (this.streams.size === 0) {
+        await new Promise<void>((r) => {
+          this.idle = r;
+        });
+        continue;
+      }
       const keys = [...this.streams.keys()];
       const ids = keys.map((k) => this.streams.get(k)!.cursor);
       let res: [string, [string, string[]][]][] | null;

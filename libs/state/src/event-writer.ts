@@ -23,10 +23,18 @@ export class EventWriter {
     private readonly opts: { lingerMs?: number; maxChunk?: number } = {},
   ) {}
 
-  phase(phase: Phase): void { this.append('phase', { phase, at: new Date().toISOString() }); }
-  artifact(artifact: Artifact): void { this.append('artifact', { artifact }); }
-  stdout(text: string): void { this.output('stdout', text); }
-  stderr(text: string): void { this.output('stderr', text); }
+  phase(phase: Phase): void {
+    this.append('phase', { phase, at: new Date().toISOString() });
+  }
+  artifact(artifact: Artifact): void {
+    this.append('artifact', { artifact });
+  }
+  stdout(text: string): void {
+    this.output('stdout', text);
+  }
+  stderr(text: string): void {
+    this.output('stderr', text);
+  }
 
   private output(type: 'stdout' | 'stderr', text: string): void {
     if (this.pending && this.pending.type !== type) this.flushOutput();
@@ -37,7 +45,10 @@ export class EventWriter {
   }
 
   private flushOutput(): void {
-    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     const p = this.pending;
     this.pending = null;
     if (p) this.write(p.type, JSON.stringify({ text: p.text }));
@@ -61,7 +72,9 @@ export class EventWriter {
     const batch = this.unsent;
     this.unsent = [];
     // ioredis sends commands of one connection in order, so no need to wait between them.
-    const w = this.redis.sgAppendEvents(this.key, ...batch).catch((err: unknown) => { this.failed ??= err; });
+    const w = this.redis.sgAppendEvents(this.key, ...batch).catch((err: unknown) => {
+      this.failed ??= err;
+    });
     this.writes = Promise.all([this.writes, w]);
   }
 

@@ -4,7 +4,14 @@ import { randomBytes } from 'node:crypto';
 import { toStoredEvent } from './event-hub.ts';
 import { EventWriter } from './event-writer.ts';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { ExecutionStore, endingOf, newExecutionId, platformResult, type ExecutionMeta, type StartOptions } from './executions.ts';
+import {
+  ExecutionStore,
+  endingOf,
+  newExecutionId,
+  platformResult,
+  type ExecutionMeta,
+  type StartOptions,
+} from './executions.ts';
 import { keys } from './keys.ts';
 import { createRedis } from './redis.ts';
 import { withScripts } from './scripts.ts';
@@ -22,15 +29,31 @@ function setup(t: { after(fn: () => Promise<void>): void }) {
     redis.disconnect();
   });
   const executions = new ExecutionStore(redis, k, { retentionSeconds: 3600 });
-  const meta = (sessionId: string): ExecutionMeta =>
-    ({ id: newExecutionId(), tenant: 'acme', session_id: sessionId, language: 'python', created_at: Date.now(), timeout_ms: 1000 });
+  const meta = (sessionId: string): ExecutionMeta => ({
+    id: newExecutionId(),
+    tenant: 'acme',
+    session_id: sessionId,
+    language: 'python',
+    created_at: Date.now(),
+    timeout_ms: 1000,
+  });
   return { redis, k, executions, sessions: new SessionStore(redis, k), meta };
 }
 
 /** The spec a gateway records with a run: what the worker gets back from markRunning. */
 const specOf = (m: ExecutionMeta): ExecutionJob => ({
-  execution_id: m.id, tenant: m.tenant, session_id: m.session_id, language: 'python', code: 'print(1)', timeout_ms: 1000,
-  memory_mb: 64, cpus: 1, env: { TOKEN: 'secret' }, stdin: null, sandbox: 'oneshot', generation: 0,
+  execution_id: m.id,
+  tenant: m.tenant,
+  session_id: m.session_id,
+  language: 'python',
+  code: 'print(1)',
+  timeout_ms: 1000,
+  memory_mb: 64,
+  cpus: 1,
+  env: { TOKEN: 'secret' },
+  stdin: null,
+  sandbox: 'oneshot',
+  generation: 0,
 });
 const oneshot: StartOptions = { maxSessions: 10, maxInFlight: 0, oneshotTtlSeconds: 60 };
 const inSession: StartOptions = { maxSessions: 10, maxInFlight: 0 };
@@ -54,11 +77,14 @@ test('a one-shot start creates its session and takes its lock in one step; the s
   await sessions.create('acme', { ttlSeconds: 60, maxSessions: 1 });
   await assert.rejects(sessions.create('acme', { ttlSeconds: 60, maxSessions: 1 }), { code: 'max_sessions' });
   assert.equal((await sessions.page('acme', null, 10)).items.length, 1, 'only the real session is listed');
-  await assert.rejects(executions.start({ ...meta(first.session_id), tenant: 'other' }, specOf(first), inSession), { code: 'session_not_found' },
-    'another tenant cannot use the session');
+  await assert.rejects(
+    executions.start({ ...meta(first.session_id), tenant: 'other' }, specOf(first), inSession),
+    { code: 'session_not_found' },
+    'another tenant cannot use the session',
+  );
 });
 
-test('a tenant at maxInFlight is refused with quota_exceeded; ranks interleave tenants and keep each one\'s order', async (t) => {
+test("a tenant at maxInFlight is refused with quota_exceeded; ranks interleave tenants and keep each one's order", async (t) => {
   const { executions, meta } = setup(t);
   const limit: StartOptions = { ...oneshot, maxInFlight: 3 };
   const ranks: number[] = [];
@@ -80,7 +106,7 @@ test('a tenant at maxInFlight is refused with quota_exceeded; ranks interleave t
   const again = meta(newSessionId());
   await assert.rejects(executions.start(again, specOf(again), limit), { code: 'quota_exceeded' }, 'running counts too');
   await executions.finalize(runs[0]!, platformResult('completed', undefined, 'ok'), ['running']);
-  assert.equal(await executions.start(again, specOf(again), limit), 4, 'after the tenant\'s queued ones');
+  assert.equal(await executions.start(again, specOf(again), limit), 4, "after the tenant's queued ones");
 });
 
 test('markRunning holds a run back while its tenant runs maxRunning, and hands the spec over once', async (t) => {
@@ -104,7 +130,11 @@ test('markRunning answers whether the run is still queued and whether a cancel c
   const plain = meta(newSessionId());
   await executions.start(plain, specOf(plain), oneshot);
   assert.equal((await executions.markRunning(plain.id, 'acme', 'w1', 5000, 0)).state, 'running');
-  assert.equal((await executions.markRunning(plain.id, 'acme', 'w1', 5000, 0)).state, 'not_queued', 'a job that comes back is skipped');
+  assert.equal(
+    (await executions.markRunning(plain.id, 'acme', 'w1', 5000, 0)).state,
+    'not_queued',
+    'a job that comes back is skipped',
+  );
   assert.deepEqual([...(await executions.leases()).live], [plain.id]);
 
   const cancelled = meta(newSessionId());
@@ -114,9 +144,18 @@ test('markRunning answers whether the run is still queued and whether a cancel c
 
   const ended = meta(newSessionId());
   await executions.start(ended, specOf(ended), oneshot);
-  assert.equal(await executions.finalize(ended, platformResult('cancelled', 'cancelled', 'cancelled before it started'), ['queued']), true);
+  assert.equal(
+    await executions.finalize(ended, platformResult('cancelled', 'cancelled', 'cancelled before it started'), [
+      'queued',
+    ]),
+    true,
+  );
   assert.equal((await executions.markRunning(ended.id, 'acme', 'w1', 5000, 0)).state, 'not_queued');
-  assert.equal((await executions.markRunning(newExecutionId(), 'acme', 'w1', 5000, 0)).state, 'not_queued', 'an execution that was never started');
+  assert.equal(
+    (await executions.markRunning(newExecutionId(), 'acme', 'w1', 5000, 0)).state,
+    'not_queued',
+    'an execution that was never started',
+  );
 });
 
 test('finalize writes the events still pending before done and result, once, and the result carries its times', async (t) => {
@@ -133,11 +172,17 @@ test('finalize writes the events still pending before done and result, once, and
   const result = { ...platformResult('completed', undefined, 'ok'), exit_code: 0, stdout: '1\n' };
   assert.equal(await executions.finalize(m, result, ['running'], events.takePending()), true);
   await events.flush();
-  assert.equal(await executions.finalize(m, platformResult('error', 'worker_lost', 'late'), ['running']), false, 'one result only');
+  assert.equal(
+    await executions.finalize(m, platformResult('error', 'worker_lost', 'late'), ['running']),
+    false,
+    'one result only',
+  );
 
   const evs = await stream(redis, executions.eventsKey(m.id));
-  assert.deepEqual(evs.map((e) => (e.type === 'phase' ? JSON.parse(e.data).phase : e.type)),
-    ['queued', 'starting', 'running', 'stdout', 'harvesting', 'done', 'result']);
+  assert.deepEqual(
+    evs.map((e) => (e.type === 'phase' ? JSON.parse(e.data).phase : e.type)),
+    ['queued', 'starting', 'running', 'stdout', 'harvesting', 'done', 'result'],
+  );
   const rec = await executions.get(m.id);
   const ending = endingOf(evs.at(-1)!);
   assert.deepEqual(ending, { result: rec!.result, startedAt: rec!.started_at, finishedAt: rec!.finished_at });
@@ -148,7 +193,9 @@ test('finalize writes the events still pending before done and result, once, and
 test('a reader blocked on the stream wakes once for the events of one turn of the event loop', async (t) => {
   const { redis, k } = setup(t);
   const reader = createRedis(REDIS_URL, 'executions-test-reader');
-  t.after(async () => { reader.disconnect(); });
+  t.after(async () => {
+    reader.disconnect();
+  });
   const key = k.events(newExecutionId());
   const woke = reader.xread('BLOCK', 5000, 'STREAMS', key, '$') as Promise<[string, [string, string[]][]][] | null>;
   await new Promise((r) => setTimeout(r, 100));
@@ -158,5 +205,8 @@ test('a reader blocked on the stream wakes once for the events of one turn of th
   w.phase('running');
   await w.flush();
   const entries = (await woke)![0]![1];
-  assert.deepEqual(entries.map((e) => toStoredEvent(e).type), ['phase', 'stdout', 'phase']);
+  assert.deepEqual(
+    entries.map((e) => toStoredEvent(e).type),
+    ['phase', 'stdout', 'phase'],
+  );
 });

@@ -1,5 +1,12 @@
 import {
-  SandgateError, isTerminal, type ExecutionJob, type WebhookStatus, type ExecutionResult, type ExecutionState, type PhaseEvent, type ResultEvent,
+  SandgateError,
+  isTerminal,
+  type ExecutionJob,
+  type WebhookStatus,
+  type ExecutionResult,
+  type ExecutionState,
+  type PhaseEvent,
+  type ResultEvent,
   type TerminalState,
 } from '@sandgate/contracts';
 import type { StoredEvent } from './event-hub.ts';
@@ -79,22 +86,46 @@ export class ExecutionStore {
     const { maxSessions, maxInFlight, oneshotTtlSeconds, notify = '' } = opts;
     const k = this.k;
     const r = await this.redis.sgStartExecution(
-      k.session(meta.session_id), k.sessionLock(meta.session_id), k.execution(meta.id), k.tenantSessions(meta.tenant),
-      k.sessionExpiry(), k.tenantExecutions(meta.tenant), k.sessionExecutions(meta.session_id), k.events(meta.id),
-      k.tenantSessionList(meta.tenant), k.queued(), k.tenantQueued(meta.tenant), k.tenantRunning(meta.tenant),
-      meta.session_id, meta.tenant, meta.id, meta.created_at, JSON.stringify(meta), 24 * 3600 * 1000,
-      this.opts.retentionSeconds, phase('queued', meta.created_at), notify, JSON.stringify(spec), maxInFlight,
+      k.session(meta.session_id),
+      k.sessionLock(meta.session_id),
+      k.execution(meta.id),
+      k.tenantSessions(meta.tenant),
+      k.sessionExpiry(),
+      k.tenantExecutions(meta.tenant),
+      k.sessionExecutions(meta.session_id),
+      k.events(meta.id),
+      k.tenantSessionList(meta.tenant),
+      k.queued(),
+      k.tenantQueued(meta.tenant),
+      k.tenantRunning(meta.tenant),
+      meta.session_id,
+      meta.tenant,
+      meta.id,
+      meta.created_at,
+      JSON.stringify(meta),
+      24 * 3600 * 1000,
+      this.opts.retentionSeconds,
+      phase('queued', meta.created_at),
+      notify,
+      JSON.stringify(spec),
+      maxInFlight,
       maxSessions,
-      oneshotTtlSeconds === undefined ? '0' : '1', oneshotTtlSeconds ?? 0, k.executionPrefix(),
+      oneshotTtlSeconds === undefined ? '0' : '1',
+      oneshotTtlSeconds ?? 0,
+      k.executionPrefix(),
     );
     if (typeof r === 'number') return r;
     if (r === 'max_sessions') throw maxSessionsError(maxSessions);
-    if (r === 'not_found') throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
+    if (r === 'not_found')
+      throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
     if (r === 'quota') {
       const detail = `tenant already has ${maxInFlight} executions queued or running; wait for one to end`;
       throw new SandgateError('quota_exceeded', detail, { extra: { retry_after: 1 } });
     }
-    throw new SandgateError('session_busy', `session ${meta.session_id} is running another execution; wait for it or cancel it`);
+    throw new SandgateError(
+      'session_busy',
+      `session ${meta.session_id} is running another execution; wait for it or cancel it`,
+    );
   }
 
   eventsKey(id: string): string {
@@ -111,7 +142,11 @@ export class ExecutionStore {
       finished_at: h.finished_at ? Number(h.finished_at) : null,
       result: h.result ? (JSON.parse(h.result) as ExecutionResult) : null,
       callback_url: h.callback ?? null,
-      webhook: h.webhook ? (JSON.parse(h.webhook) as WebhookStatus) : h.callback ? { state: 'pending', attempts: [] } : null,
+      webhook: h.webhook
+        ? (JSON.parse(h.webhook) as WebhookStatus)
+        : h.callback
+          ? { state: 'pending', attempts: [] }
+          : null,
     };
   }
 
@@ -128,17 +163,24 @@ export class ExecutionStore {
   /** The execution if it exists and belongs to `tenant`; otherwise execution_not_found. */
   async require(tenant: string, id: string): Promise<ExecutionRecord> {
     const r = await this.get(id);
-    if (!r || r.tenant !== tenant) throw new SandgateError('execution_not_found', `execution ${id} does not exist or has expired`);
+    if (!r || r.tenant !== tenant)
+      throw new SandgateError('execution_not_found', `execution ${id} does not exist or has expired`);
     return r;
   }
 
   /** A page of the tenant's executions (of one session, in one state), newest first, after `after`. */
   async page(
-    tenant: string, filter: { sessionId?: string; state?: string }, after: string | null, limit: number,
+    tenant: string,
+    filter: { sessionId?: string; state?: string },
+    after: string | null,
+    limit: number,
   ): Promise<Page<ExecutionRecord>> {
     const index = filter.sessionId ? this.k.sessionExecutions(filter.sessionId) : this.k.tenantExecutions(tenant);
-    return pageIndex(this.redis, index, after, limit, async (ids) => (await Promise.all(ids.map((id) => this.get(id))))
-      .map((r) => (r && r.tenant === tenant && (!filter.state || r.state === filter.state) ? r : null)));
+    return pageIndex(this.redis, index, after, limit, async (ids) =>
+      (await Promise.all(ids.map((id) => this.get(id)))).map((r) =>
+        r && r.tenant === tenant && (!filter.state || r.state === filter.state) ? r : null,
+      ),
+    );
   }
 
   /**
@@ -147,13 +189,27 @@ export class ExecutionStore {
    * `cancel_requested` when it is now running but a cancel came before the worker could listen for one.
    */
   async markRunning(
-    id: string, tenant: string, workerId: string, leaseMs: number, maxRunning: number,
+    id: string,
+    tenant: string,
+    workerId: string,
+    leaseMs: number,
+    maxRunning: number,
   ): Promise<MarkRunning> {
     const k = this.k;
     const [code, spec] = (await this.redis.sgMarkRunning(
-      k.execution(id), k.lease(id), k.running(), k.cancelFlag(id), k.queued(), k.tenantQueued(tenant),
+      k.execution(id),
+      k.lease(id),
+      k.running(),
+      k.cancelFlag(id),
+      k.queued(),
+      k.tenantQueued(tenant),
       k.tenantRunning(tenant),
-      id, Date.now(), workerId, leaseMs, maxRunning, k.executionPrefix(),
+      id,
+      Date.now(),
+      workerId,
+      leaseMs,
+      maxRunning,
+      k.executionPrefix(),
     )) as [number, string | undefined];
     if (code === 0) return { state: 'not_queued' };
     if (code === 3) return { state: 'throttled' };
@@ -176,16 +232,32 @@ export class ExecutionStore {
    * The process that ends a run counts it in the deployment's stats (/metrics), after answering.
    */
   async finalize(
-    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant' | 'language'>, result: ExecutionResult,
-    from: ExecutionState[], pending: string[] = [],
+    rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant' | 'language'>,
+    result: ExecutionResult,
+    from: ExecutionState[],
+    pending: string[] = [],
   ): Promise<boolean> {
     const now = Date.now();
     const k = this.k;
     const r = await this.redis.sgFinalize(
-      k.execution(rec.id), k.events(rec.id), k.sessionLock(rec.session_id), k.running(), k.lease(rec.id), k.queued(),
-      k.tenantQueued(rec.tenant), k.tenantRunning(rec.tenant), k.webhooksDue(),
-      rec.id, now, JSON.stringify(result), result.state, this.opts.retentionSeconds, from.join(','),
-      phase('done', now), JSON.stringify({ result } satisfies ResultEvent), ...pending,
+      k.execution(rec.id),
+      k.events(rec.id),
+      k.sessionLock(rec.session_id),
+      k.running(),
+      k.lease(rec.id),
+      k.queued(),
+      k.tenantQueued(rec.tenant),
+      k.tenantRunning(rec.tenant),
+      k.webhooksDue(),
+      rec.id,
+      now,
+      JSON.stringify(result),
+      result.state,
+      this.opts.retentionSeconds,
+      from.join(','),
+      phase('done', now),
+      JSON.stringify({ result } satisfies ResultEvent),
+      ...pending,
     );
     // Stats must never fail or slow down the ending itself; a lost increment shows as a Redis error.
     if (r === 1) this.stats.ended(rec.language, result).catch(countRedisError);
@@ -200,7 +272,11 @@ export class ExecutionStore {
   }
 
   async requestCancel(id: string): Promise<void> {
-    await this.redis.multi().set(this.k.cancelFlag(id), '1', 'EX', this.opts.retentionSeconds).publish(this.k.cancelChannel(), id).exec();
+    await this.redis
+      .multi()
+      .set(this.k.cancelFlag(id), '1', 'EX', this.opts.retentionSeconds)
+      .publish(this.k.cancelChannel(), id)
+      .exec();
   }
 }
 
@@ -211,9 +287,16 @@ export interface Ending {
   finishedAt: number;
 }
 
-/** An ending from the three strings sgFinalize writes: the `result` event's JSON, started_at (empty: never), finished_at. */
+/**
+ * An ending from the three strings sgFinalize writes: the `result` event's JSON, started_at (empty: never),
+ * finished_at.
+ */
 export function parseEnding(resultEvent: string, startedAt: string, finishedAt: string): Ending {
-  return { result: (JSON.parse(resultEvent) as ResultEvent).result, startedAt: startedAt ? Number(startedAt) : null, finishedAt: Number(finishedAt) };
+  return {
+    result: (JSON.parse(resultEvent) as ResultEvent).result,
+    startedAt: startedAt ? Number(startedAt) : null,
+    finishedAt: Number(finishedAt),
+  };
 }
 
 /** The ending a `result` event stands for; null for an entry that does not carry its times. */
@@ -228,10 +311,22 @@ export function endedRecord(rec: ExecutionRecord, { result, startedAt, finishedA
 }
 
 /** A result for a run that ended without the user's code finishing (never ran, lost, cancelled while queued). */
-export function platformResult(state: TerminalState, reason: ExecutionResult['reason'], message: string): ExecutionResult {
+export function platformResult(
+  state: TerminalState,
+  reason: ExecutionResult['reason'],
+  message: string,
+): ExecutionResult {
   return {
-    state, exit_code: -1, stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false,
-    artifacts: [], duration_ms: 0, ...(reason ? { reason } : {}), message,
+    state,
+    exit_code: -1,
+    stdout: '',
+    stderr: '',
+    stdout_truncated: false,
+    stderr_truncated: false,
+    artifacts: [],
+    duration_ms: 0,
+    ...(reason ? { reason } : {}),
+    message,
   };
 }
 

@@ -38,7 +38,10 @@ export interface WorkerInfo extends WorkerSnapshot {
 
 /** Worker liveness, for /readyz: each worker stamps its id with the time every few seconds, and its snapshot. */
 export class WorkerRegistry {
-  constructor(private readonly redis: Redis, private readonly k: Keys) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly k: Keys,
+  ) {}
 
   async beat(workerId: string, snapshot?: WorkerSnapshot): Promise<void> {
     const m = this.redis.multi().zadd(this.k.workers(), Date.now(), workerId);
@@ -56,9 +59,14 @@ export class WorkerRegistry {
     const ids = seen.filter((_, i) => i % 2 === 0);
     const snapshots = ids.length > 0 ? await this.redis.hmget(this.k.workerStats(), ...ids) : [];
     return ids.map((id, i) => ({
-      concurrency: 0, running: 0, pool_ready: 0, session_sandboxes: 0, engine: '',
+      concurrency: 0,
+      running: 0,
+      pool_ready: 0,
+      session_sandboxes: 0,
+      engine: '',
       ...(snapshots[i] ? (JSON.parse(snapshots[i]!) as WorkerSnapshot) : {}),
-      id, last_heartbeat_at: new Date(Number(seen[i * 2 + 1])).toISOString(),
+      id,
+      last_heartbeat_at: new Date(Number(seen[i * 2 + 1])).toISOString(),
     }));
   }
 
@@ -72,7 +80,11 @@ export class WorkerRegistry {
     const since = Date.now() - withinMs;
     const gone = await this.redis.zrangebyscore(this.k.workers(), '-inf', since - 3_600_000);
     if (gone.length > 0) {
-      await this.redis.multi().zrem(this.k.workers(), ...gone).hdel(this.k.workerStats(), ...gone).exec();
+      await this.redis
+        .multi()
+        .zrem(this.k.workers(), ...gone)
+        .hdel(this.k.workerStats(), ...gone)
+        .exec();
     }
     return this.redis.zcount(this.k.workers(), since, '+inf');
   }

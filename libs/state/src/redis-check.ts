@@ -17,25 +17,36 @@ export async function redisWarnings(redis: Redis): Promise<string[]> {
   if (version && (Number(version[1]) < 6 || (Number(version[1]) === 6 && Number(version[2]) < 2))) {
     warnings.push(`Redis ${version[1]}.${version[2]} is older than 6.2, which sandgate needs`);
   }
-  let policy = '';
-  let aof = '';
-  let save = '';
+  let policy: string | undefined;
+  let aof: string | undefined;
+  let save: string | undefined;
   try {
-    [policy = '', aof = '', save = ''] = await Promise.all(['maxmemory-policy', 'appendonly', 'save'].map((n) => config(redis, n)));
+    [policy = '', aof = '', save = ''] = await Promise.all(
+      ['maxmemory-policy', 'appendonly', 'save'].map((n) => config(redis, n)),
+    );
   } catch (err) {
-    return [...warnings, `could not read Redis's configuration (${(err as Error).message}); make sure it has `
-      + 'maxmemory-policy noeviction and persistence (appendonly yes)'];
+    return [
+      ...warnings,
+      `could not read Redis's configuration (${(err as Error).message}); make sure it has ` +
+        'maxmemory-policy noeviction and persistence (appendonly yes)',
+    ];
   }
   if (policy !== 'noeviction') {
-    warnings.push(`Redis has maxmemory-policy ${policy}: it may evict queued jobs and their locks; `
-      + 'set maxmemory-policy noeviction');
+    warnings.push(
+      `Redis has maxmemory-policy ${policy}: it may evict queued jobs and their locks; ` +
+        'set maxmemory-policy noeviction',
+    );
   }
   if (aof !== 'yes' && save.trim() === '') {
-    warnings.push('Redis keeps no data on disk (appendonly no, no save points): a restart loses every queued run, '
-      + 'result and session; set appendonly yes (scripts/start-redis.sh starts one so)');
+    warnings.push(
+      'Redis keeps no data on disk (appendonly no, no save points): a restart loses every queued run, ' +
+        'result and session; set appendonly yes (scripts/start-redis.sh starts one so)',
+    );
   } else if (aof !== 'yes') {
-    warnings.push(`Redis persists by snapshots only (save "${save}"): a restart loses what changed since the last one; `
-      + 'set appendonly yes');
+    warnings.push(
+      `Redis persists by snapshots only (save "${save}"): a restart loses what changed since the last one; ` +
+        'set appendonly yes',
+    );
   }
   return warnings;
 }

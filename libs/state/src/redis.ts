@@ -26,7 +26,9 @@ let errors = 0;
 /** Connection and command errors of every connection this process made, for sandgate_redis_errors_total. */
 export const redisErrorCount = (): number => errors;
 /** Counts a failed command whose error no connection reported. */
-export const countRedisError = (): void => { errors++; };
+export const countRedisError = (): void => {
+  errors++;
+};
 
 /**
  * A Redis connection. By default `maxRetriesPerRequest: null`, because BullMQ's workers require it and because a
@@ -37,19 +39,27 @@ export const countRedisError = (): void => { errors++; };
  * costing more CPU than the batching saves.
  */
 export function createRedis(
-  url: string, name: string, { autoPipelining = true, failFast = false }: RedisOptions = {},
+  url: string,
+  name: string,
+  { autoPipelining = true, failFast = false }: RedisOptions = {},
 ): Redis {
   const redis = new Redis(url, {
-    connectionName: name, enableAutoPipelining: autoPipelining, lazyConnect: false,
+    connectionName: name,
+    enableAutoPipelining: autoPipelining,
+    lazyConnect: false,
     ...(failFast
       ? {
-        maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResendUnfulfilledCommands: false,
-        commandTimeout: REDIS_REQUEST_TIMEOUT_MS,
-      }
+          maxRetriesPerRequest: 0,
+          enableOfflineQueue: false,
+          autoResendUnfulfilledCommands: false,
+          commandTimeout: REDIS_REQUEST_TIMEOUT_MS,
+        }
       : { maxRetriesPerRequest: null }),
   });
   // Counted, not printed: ioredis would print every failed reconnect of an outage; the processes log the outage once.
-  redis.on('error', () => { errors++; });
+  redis.on('error', () => {
+    errors++;
+  });
   return redis;
 }
 
@@ -57,8 +67,14 @@ export function createRedis(
 export function whenReady(redis: Redis): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const ready = () => { redis.off('end', end); resolve(); };
-    const end = () => { redis.off('ready', ready); reject(new Error('the Redis connection was closed')); };
+    const ready = () => {
+      redis.off('end', end);
+      resolve();
+    };
+    const end = () => {
+      redis.off('ready', ready);
+      reject(new Error('the Redis connection was closed'));
+    };
     redis.once('ready', ready);
     redis.once('end', end);
   });
@@ -84,12 +100,18 @@ export function watchOutages(redis: Redis, log: OutageLog): () => void {
     log.info({ connection: redis.options.connectionName, down_ms: Date.now() - lostAt }, 'connected to Redis again');
     lostAt = null;
   });
-  return () => { watching = false; };
+  return () => {
+    watching = false;
+  };
 }
 
 const UNAVAILABLE = [
-  /Stream isn't writeable/, /Command timed out/, /Connection is closed/, /Reached the max retries per request limit/,
-  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH/, /LOADING Redis is loading/,
+  /Stream isn't writeable/,
+  /Command timed out/,
+  /Connection is closed/,
+  /Reached the max retries per request limit/,
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH/,
+  /LOADING Redis is loading/,
 ];
 
 /** True for an error that says Redis could not be reached or did not answer (not one Redis answered with). */
@@ -109,9 +131,17 @@ export class RedisWatchdog {
   readonly #timer: NodeJS.Timeout;
 
   constructor(private readonly redis: Redis) {
-    redis.on('ready', () => { this.#lastPong = Date.now(); });
+    redis.on('ready', () => {
+      this.#lastPong = Date.now();
+    });
     this.#timer = setInterval(() => {
-      if (redis.status === 'ready') redis.ping().then(() => { this.#lastPong = Date.now(); }, () => {});
+      if (redis.status === 'ready')
+        redis.ping().then(
+          () => {
+            this.#lastPong = Date.now();
+          },
+          () => {},
+        );
     }, WATCHDOG_EVERY_MS);
     this.#timer.unref();
   }

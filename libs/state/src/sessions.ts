@@ -32,15 +32,30 @@ export const maxSessionsError = (max: number): SandgateError =>
 
 /** Session records, their per-tenant index and their busy lock, in Redis. */
 export class SessionStore {
-  constructor(private readonly redis: ScriptRedis, private readonly k: Keys) {}
+  constructor(
+    private readonly redis: ScriptRedis,
+    private readonly k: Keys,
+  ) {}
 
   /** Creates a session, enforcing the tenant's limit of live sessions atomically. */
-  async create(tenant: string, opts: { ttlSeconds: number; maxSessions: number; mode?: SessionMode; metadata?: Record<string, string> }) {
+  async create(
+    tenant: string,
+    opts: { ttlSeconds: number; maxSessions: number; mode?: SessionMode; metadata?: Record<string, string> },
+  ) {
     const id = newSessionId();
     const now = Date.now();
     const ok = await this.redis.sgCreateSession(
-      this.k.session(id), this.k.tenantSessions(tenant), this.k.tenantSessionList(tenant), this.k.sessionExpiry(),
-      id, tenant, now, opts.ttlSeconds, opts.maxSessions, JSON.stringify(opts.metadata ?? {}), opts.mode ?? 'process',
+      this.k.session(id),
+      this.k.tenantSessions(tenant),
+      this.k.tenantSessionList(tenant),
+      this.k.sessionExpiry(),
+      id,
+      tenant,
+      now,
+      opts.ttlSeconds,
+      opts.maxSessions,
+      JSON.stringify(opts.metadata ?? {}),
+      opts.mode ?? 'process',
     );
     if (ok !== 1) throw maxSessionsError(opts.maxSessions);
     return (await this.get(tenant, id))!;
@@ -49,17 +64,23 @@ export class SessionStore {
   /** The session if it exists, is live and belongs to `tenant`; null otherwise (never tells tenants apart). */
   async get(tenant: string, id: string): Promise<SessionRecord | null> {
     const [[, h], [, score], [, lock]] = (await this.redis
-      .multi().hgetall(this.k.session(id)).zscore(this.k.sessionExpiry(), id).get(this.k.sessionLock(id)).exec()) as [
-      [unknown, Record<string, string>], [unknown, string | null], [unknown, string | null],
-    ];
+      .multi()
+      .hgetall(this.k.session(id))
+      .zscore(this.k.sessionExpiry(), id)
+      .get(this.k.sessionLock(id))
+      .exec()) as [[unknown, Record<string, string>], [unknown, string | null], [unknown, string | null]];
     if (!h.tenant || h.tenant !== tenant || score === null) return null;
     const expiresAt = Number(score);
     if (expiresAt < Date.now() && lock === null) return null;
     return {
-      id, tenant, expiresAt,
+      id,
+      tenant,
+      expiresAt,
       mode: (h.mode ?? 'process') as SessionMode,
       generation: Number(h.generation ?? 0),
-      createdAt: Number(h.created_at), lastUsedAt: Number(h.last_used_at), ttlSeconds: Number(h.ttl),
+      createdAt: Number(h.created_at),
+      lastUsedAt: Number(h.last_used_at),
+      ttlSeconds: Number(h.ttl),
       metadata: JSON.parse(h.metadata ?? '{}') as Record<string, string>,
       currentExecutionId: lock,
       oneshot: h.oneshot === '1',
@@ -80,7 +101,8 @@ export class SessionStore {
     if (s.oneshot) return;
     const now = Date.now();
     const exp = now + s.ttlSeconds * 1000;
-    await this.redis.multi()
+    await this.redis
+      .multi()
       .hset(this.k.session(s.id), 'last_used_at', now)
       .zadd(this.k.tenantSessions(s.tenant), exp, s.id)
       .zadd(this.k.sessionExpiry(), exp, s.id)
@@ -113,8 +135,14 @@ export class SessionStore {
   /** Deletes the record; `force` deletes it even while an execution holds the lock. Returns whether it was deleted. */
   async delete(s: Pick<SessionRecord, 'id' | 'tenant'>, force: boolean): Promise<boolean> {
     const r = await this.redis.sgExpireSession(
-      this.k.session(s.id), this.k.sessionLock(s.id), this.k.tenantSessions(s.tenant), this.k.sessionExpiry(),
-      this.k.tenantSessionList(s.tenant), s.id, Date.now(), force ? '1' : '0',
+      this.k.session(s.id),
+      this.k.sessionLock(s.id),
+      this.k.tenantSessions(s.tenant),
+      this.k.sessionExpiry(),
+      this.k.tenantSessionList(s.tenant),
+      s.id,
+      Date.now(),
+      force ? '1' : '0',
     );
     return r === 1;
   }

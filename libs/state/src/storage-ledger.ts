@@ -7,7 +7,10 @@ import type { Keys } from './keys.ts';
  * session's figure rather than adding to it, so a missed update is corrected by the next one instead of drifting.
  */
 export class StorageLedger {
-  constructor(private readonly redis: Redis, private readonly k: Keys) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly k: Keys,
+  ) {}
 
   async record(tenant: string, sessionId: string, bytes: number): Promise<void> {
     await this.redis.hset(this.k.tenantStorage(tenant), sessionId, String(bytes));

@@ -28,7 +28,11 @@ export interface Page<T> {
  * keeps little cannot make one request read the whole index: the page is then shorter, and `next` says go on.
  */
 export async function pageIndex<T>(
-  redis: Redis, key: string, after: string | null, limit: number, load: (ids: string[]) => Promise<(T | null)[]>,
+  redis: Redis,
+  key: string,
+  after: string | null,
+  limit: number,
+  load: (ids: string[]) => Promise<(T | null)[]>,
   maxScan = 1000,
 ): Promise<Page<T>> {
   const items: T[] = [];
@@ -44,8 +48,9 @@ export async function pageIndex<T>(
       if (item === null || item === undefined) continue;
       items.push(item);
       if (items.length === limit) {
-        const more = i < members.length - 1
-          || (await redis.zrange(key, `(${members[i]}`, '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)).length > 0;
+        const more =
+          i < members.length - 1 ||
+          (await redis.zrange(key, `(${members[i]}`, '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)).length > 0;
         return { items, next: more ? members[i]! : null };
       }
     }

@@ -18,12 +18,20 @@ const hashOf = (token: string): string => createHash('sha256').update(token).dig
  * signing key for this.
  */
 export class TransferGrants {
-  constructor(private readonly redis: Redis, private readonly k: Keys) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly k: Keys,
+  ) {}
 
   /** A new token for `grant`, valid for `ttlSeconds` at most. */
   async grant(grant: TransferGrant, ttlSeconds: number): Promise<string> {
     const token = randomBytes(32).toString('base64url');
-    await this.redis.set(this.k.transferGrant(hashOf(token)), JSON.stringify(grant), 'EX', Math.max(1, Math.ceil(ttlSeconds)));
+    await this.redis.set(
+      this.k.transferGrant(hashOf(token)),
+      JSON.stringify(grant),
+      'EX',
+      Math.max(1, Math.ceil(ttlSeconds)),
+    );
     return token;
   }
 
@@ -31,7 +39,7 @@ export class TransferGrants {
   async resolve(token: string): Promise<TransferGrant | undefined> {
     if (token.length === 0 || token.length > 128) return undefined;
     const raw = await this.redis.get(this.k.transferGrant(hashOf(token)));
-    return raw === null ? undefined : JSON.parse(raw) as TransferGrant;
+    return raw === null ? undefined : (JSON.parse(raw) as TransferGrant);
   }
 
   async revoke(token: string): Promise<void> {

@@ -40,7 +40,11 @@ export class SubvolumeQuota {
 
   /** Makes `dir` a limited subvolume unless it exists: another process making the same one at once is no error. */
   async ensure(dir: string): Promise<void> {
-    const exists = () => lstat(dir).then(() => true, () => false);
+    const exists = () =>
+      lstat(dir).then(
+        () => true,
+        () => false,
+      );
     if (await exists()) return;
     await this.create(dir).catch(async (e: unknown) => {
       if (!(await exists())) throw e;

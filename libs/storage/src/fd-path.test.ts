@@ -25,10 +25,14 @@ test('openDirPath refuses symlinks, files and FIFOs at any component', { timeout
   await symlink(outside, join(root, 'a/link'));
   await writeFile(join(root, 'file'), 'x');
   mkfifo(join(root, 'pipe'));
-  const fail = async (segments: string[]) => openDirPath(root, segments).then(async (d) => {
-    await d.close();
-    return 'opened';
-  }, (e: unknown) => errno(e));
+  const fail = async (segments: string[]) =>
+    openDirPath(root, segments).then(
+      async (d) => {
+        await d.close();
+        return 'opened';
+      },
+      (e: unknown) => errno(e),
+    );
   // Linux answers O_DIRECTORY|O_NOFOLLOW on a symlink with ENOTDIR (ELOOP on some versions); callers treat both alike.
   assert.match(String(await fail(['a', 'link'])), /^(ELOOP|ENOTDIR)$/);
   assert.equal(await fail(['file']), 'ENOTDIR');

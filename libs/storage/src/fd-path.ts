@@ -5,7 +5,8 @@ import { open, type FileHandle } from 'node:fs/promises';
  * Everything under a session directory may be rewritten by hostile code at any moment, so no path string that
  * crosses more than one untrusted component is ever handed to the kernel. Instead we hold a directory fd and name
  * one child at a time through /proc/self/fd/<fd>/<name>: the kernel resolves the magic link to exactly the directory
- * we opened, and O_NOFOLLOW (or the no-follow semantics of lstat/unlink/rmdir/rename/link) covers the one name after it.
+ * we opened, and O_NOFOLLOW (or the no-follow semantics of lstat/unlink/rmdir/rename/link) covers the one name
+ * after it.
  */
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -24,7 +25,15 @@ export function errno(e: unknown): string | undefined {
 
 /** Errors meaning "what you named is not there as the kind of thing you expected". */
 export const NOT_THERE = new Set([
-  'ENOENT', 'ELOOP', 'ENOTDIR', 'EISDIR', 'ENXIO', 'ENODEV', 'EACCES', 'EPERM', 'ENAMETOOLONG',
+  'ENOENT',
+  'ELOOP',
+  'ENOTDIR',
+  'EISDIR',
+  'ENXIO',
+  'ENODEV',
+  'EACCES',
+  'EPERM',
+  'ENAMETOOLONG',
 ]);
 
 /** Opens the trusted root itself (configured by the operator, so a symlink there is deliberate and followed). */

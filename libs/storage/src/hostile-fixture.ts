@@ -65,8 +65,12 @@ export function mknodNull(path: string): boolean {
  * holding `files` and a symlink to `target` (kept at `<name>.b`), as fast as rename(2) allows, until stopped or the
  * test ends. Anything to put in the directory must be given here: once swapping, its location is never stable.
  */
-export async function startSwapper(fx: Fixture, name: string, target: string, files: Record<string, string> = {}):
-  Promise<() => Promise<void>> {
+export async function startSwapper(
+  fx: Fixture,
+  name: string,
+  target: string,
+  files: Record<string, string> = {},
+): Promise<() => Promise<void>> {
   const makeDir = async (p: string) => {
     await mkdir(p);
     for (const [file, content] of Object.entries(files)) await writeFile(join(p, file), content);
@@ -75,8 +79,12 @@ export async function startSwapper(fx: Fixture, name: string, target: string, fi
 }
 
 /** Like startSwapper, with whatever two things `makeA` and `makeB` create. Returns `stop`, also run at cleanup. */
-export async function startFlipper(fx: Fixture, name: string, makeA: (path: string) => Promise<unknown>,
-  makeB: (path: string) => Promise<unknown>): Promise<() => Promise<void>> {
+export async function startFlipper(
+  fx: Fixture,
+  name: string,
+  makeA: (path: string) => Promise<unknown>,
+  makeB: (path: string) => Promise<unknown>,
+): Promise<() => Promise<void>> {
   const d = join(fx.root, name);
   await rm(d, { recursive: true, force: true });
   await makeA(`${d}.a`);
@@ -103,7 +111,11 @@ export async function startFlipper(fx: Fixture, name: string, makeA: (path: stri
 }
 
 /** Runs `attempt` for about `ms` milliseconds (at least `min` times), or until it returns true. Returns the count. */
-export async function hammer(ms: number, min: number, attempt: (i: number) => Promise<boolean | void>): Promise<number> {
+export async function hammer(
+  ms: number,
+  min: number,
+  attempt: (i: number) => Promise<boolean | void>,
+): Promise<number> {
   const end = Date.now() + ms;
   let i = 0;
   while (Date.now() < end || i < min) {

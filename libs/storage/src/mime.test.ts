@@ -11,7 +11,8 @@ test('mimeFor gives the bare type, from the name alone', () => {
 });
 
 test('unknown or missing extensions are application/octet-stream', () => {
-  for (const p of ['Makefile', 'blob.unknownext', 'dir.d/noext', '.hidden']) assert.equal(mimeFor(p), 'application/octet-stream');
+  for (const p of ['Makefile', 'blob.unknownext', 'dir.d/noext', '.hidden'])
+    assert.equal(mimeFor(p), 'application/octet-stream');
   assert.equal(contentTypeFor('blob.unknownext'), 'application/octet-stream');
 });
 

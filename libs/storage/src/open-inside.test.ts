@@ -33,7 +33,8 @@ test('a symlink at the leaf is never opened', async (t) => {
   await symlink('/etc/passwd', join(root, 'passwd'));
   await symlink(join(outside, 'secret.txt'), join(root, 'secret.txt'));
   await symlink('secret.txt', join(root, 'relative.txt'));
-  for (const rel of ['passwd', 'secret.txt', 'relative.txt']) await assert.rejects(openInside(root, rel), code('file_not_found'));
+  for (const rel of ['passwd', 'secret.txt', 'relative.txt'])
+    await assert.rejects(openInside(root, rel), code('file_not_found'));
 });
 
 test('a symlink as an intermediate directory is never followed', async (t) => {
@@ -118,7 +119,12 @@ test('never reads outside while another process keeps swapping a directory and a
 
 test('a FIFO swapped in between the look and the open still cannot block', { timeout: 20_000 }, async (t) => {
   const fx = await fixture(t);
-  await startFlipper(fx, 'f', (p) => writeFile(p, 'inside'), async (p) => mkfifo(p));
+  await startFlipper(
+    fx,
+    'f',
+    (p) => writeFile(p, 'inside'),
+    async (p) => mkfifo(p),
+  );
   let opened = 0;
   let refused = 0;
   await hammer(1_000, 300, async () => {

@@ -7,7 +7,11 @@ import { normalizeUserPath, splitPath } from './user-path.ts';
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
 function notFound(relPath: string, cause?: unknown): SandgateError {
-  return new SandgateError('file_not_found', `no regular file at "${relPath}"`, cause === undefined ? undefined : { cause });
+  return new SandgateError(
+    'file_not_found',
+    `no regular file at "${relPath}"`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /** Hard-linked files are refused: the other name may be one we never meant to expose (or one outside the session). */

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { link, lstat, mkdir, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SECRET, code, fixture, mkfifo, startSwapper } from './hostile-fixture.ts';
 import { removeInside } from './remove-inside.ts';
@@ -79,7 +79,10 @@ test('never deletes outside while another process keeps swapping a directory ins
     await mkdir(join(fx.root, 'top'));
     const stop = await startSwapper(fx, 'top/d', fx.outside, Object.fromEntries(names.map((n) => [n, 'inside'])));
     // Losing the race is allowed (an error, or leftovers the swapper put back); reaching outside is not.
-    await removeInside(fx.root, 'top').then(() => removed++, (e) => t.diagnostic(String(e)));
+    await removeInside(fx.root, 'top').then(
+      () => removed++,
+      (e) => t.diagnostic(String(e)),
+    );
     await stop();
     assert.equal((await readdir(fx.outside)).length, 201);
     assert.equal(await readFile(join(fx.outside, 'secret.txt'), 'utf8'), SECRET);

@@ -23,9 +23,10 @@ export async function removeInside(root: string, relPath: string): Promise<void>
       throw errno(e) === 'ENOENT' ? notFound(e) : e;
     });
     if (st.isDirectory()) await removeDirAt(dir, leaf);
-    else await unlink(at(dir, leaf)).catch((e: unknown) => {
-      if (errno(e) !== 'ENOENT') throw e;
-    });
+    else
+      await unlink(at(dir, leaf)).catch((e: unknown) => {
+        if (errno(e) !== 'ENOENT') throw e;
+      });
   } finally {
     await dir.close();
   }

@@ -15,9 +15,11 @@ const MAX_FD_DEPTH = 64;
 const MAX_PASSES = 1_000;
 const BATCH = 32;
 
-const ignore = (...codes: string[]) => (e: unknown) => {
-  if (!codes.includes(errno(e) ?? '')) throw e;
-};
+const ignore =
+  (...codes: string[]) =>
+  (e: unknown) => {
+    if (!codes.includes(errno(e) ?? '')) throw e;
+  };
 
 /** Unlinks a non-directory; true when it turned into a directory meanwhile and needs another pass. */
 async function unlinkEntry(path: string | Buffer): Promise<boolean> {
@@ -39,7 +41,9 @@ export async function removeDirAt(parent: FileHandle, name: string): Promise<voi
   } catch (e) {
     if (errno(e) === 'ENOENT') return;
     if (errno(e) !== 'ELOOP' && errno(e) !== 'ENOTDIR') throw e;
-    if (await unlinkEntry(at(parent, name))) throw new Error(`"${name}" kept changing while it was being removed`);
+    if (await unlinkEntry(at(parent, name))) {
+      throw new Error(`"${name}" kept changing while it was being removed`, { cause: e });
+    }
     return;
   }
   try {
@@ -66,7 +70,14 @@ async function emptyDir(dir: FileHandle, top: FileHandle, depth: number): Promis
   const names = await readdir(at(dir), { encoding: 'buffer' });
   for (let i = 0; i < names.length; i += BATCH) {
     const batch = names.slice(i, i + BATCH);
-    const kinds = await Promise.all(batch.map((n) => lstat(atRaw(dir, n)).then((s) => s.isDirectory(), () => undefined)));
+    const kinds = await Promise.all(
+      batch.map((n) =>
+        lstat(atRaw(dir, n)).then(
+          (s) => s.isDirectory(),
+          () => undefined,
+        ),
+      ),
+    );
     const retry = await Promise.all(batch.map((n, k) => kinds[k] === false && unlinkEntry(atRaw(dir, n))));
     again = retry.includes(true) || again;
     for (const [k, n] of batch.entries()) {

@@ -4,7 +4,7 @@ import { openInside } from './open-inside.ts';
 const CHUNK = 256 * 1024;
 
 export interface HashLimits {
-  /** Files longer than this are not hashed: the answer is null (a sparse file costs no disk, but every byte to read). */
+  /** Files longer than this are not hashed: the answer is null (a sparse file costs no disk, but each byte to read). */
   maxBytes?: number;
   /** Stops between two chunks; the promise then rejects with the signal's reason. */
   signal?: AbortSignal;

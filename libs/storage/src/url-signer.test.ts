@@ -24,7 +24,10 @@ function parse(url: string): { session: string; path: string; expires: string | 
 
 test('round trip: a fresh URL verifies, with each segment encoded', () => {
   const url = signer.downloadUrl(SESSION, 'out dir/r#1?.csv', NOW);
-  assert.match(url, /^https:\/\/sg\.example\.com\/files\/sess_0123456789ab\/out%20dir\/r%231%3F\.csv\?expires=1700000600&sig=[A-Za-z0-9_-]{43}$/);
+  assert.match(
+    url,
+    /^https:\/\/sg\.example\.com\/files\/sess_0123456789ab\/out%20dir\/r%231%3F\.csv\?expires=1700000600&sig=[A-Za-z0-9_-]{43}$/,
+  );
   const p = parse(url);
   assert.equal(p.path, 'out dir/r#1?.csv');
   assert.equal(signer.verify(p.session, p.path, p.expires, p.sig, NOW), true);
@@ -55,11 +58,19 @@ test('expired URLs fail', () => {
 test('malformed input is rejected without throwing', () => {
   const p = parse(signer.downloadUrl(SESSION, 'a.txt', NOW));
   const bad: Array<[string, string, string | undefined, string | undefined]> = [
-    [p.session, p.path, undefined, p.sig], [p.session, p.path, p.expires, undefined], [p.session, p.path, '', ''],
-    [p.session, p.path, '-1', p.sig], [p.session, p.path, '1e12', p.sig], [p.session, p.path, ' 1700000600', p.sig],
-    [p.session, p.path, p.expires, `${p.sig}=`], [p.session, p.path, p.expires, 'x'.repeat(100_000)],
-    [p.session, '../a.txt', p.expires, p.sig], [p.session, '/a.txt', p.expires, p.sig], [p.session, '', p.expires, p.sig],
-    ['', p.path, p.expires, p.sig], [p.session, 'a\u0000.txt', p.expires, p.sig],
+    [p.session, p.path, undefined, p.sig],
+    [p.session, p.path, p.expires, undefined],
+    [p.session, p.path, '', ''],
+    [p.session, p.path, '-1', p.sig],
+    [p.session, p.path, '1e12', p.sig],
+    [p.session, p.path, ' 1700000600', p.sig],
+    [p.session, p.path, p.expires, `${p.sig}=`],
+    [p.session, p.path, p.expires, 'x'.repeat(100_000)],
+    [p.session, '../a.txt', p.expires, p.sig],
+    [p.session, '/a.txt', p.expires, p.sig],
+    [p.session, '', p.expires, p.sig],
+    ['', p.path, p.expires, p.sig],
+    [p.session, 'a\u0000.txt', p.expires, p.sig],
   ];
   for (const args of bad) assert.equal(signer.verify(...args, NOW), false, JSON.stringify(args).slice(0, 120));
   // @ts-expect-error: a route may hand over whatever a query parser produced

@@ -30,7 +30,8 @@ export class UrlSigner {
 
   constructor({ key, publicUrl, ttlSeconds }: UrlSignerOptions) {
     if (key.length === 0) throw new Error('UrlSigner key must not be empty');
-    if (!(ttlSeconds > 0) || !Number.isFinite(ttlSeconds)) throw new Error('UrlSigner ttlSeconds must be a positive number');
+    if (!(ttlSeconds > 0) || !Number.isFinite(ttlSeconds))
+      throw new Error('UrlSigner ttlSeconds must be a positive number');
     this.#key = Buffer.from(key);
     this.#publicUrl = publicUrl.replace(/\/+$/, '');
     this.#ttlSeconds = ttlSeconds;
@@ -45,10 +46,16 @@ export class UrlSigner {
   }
 
   /** True only for an unexpired URL signed for exactly this session and path. `now` in milliseconds. Never throws. */
-  verify(sessionId: string, relPath: string, expires: string | undefined, sig: string | undefined,
-    now: number = Date.now()): boolean {
+  verify(
+    sessionId: string,
+    relPath: string,
+    expires: string | undefined,
+    sig: string | undefined,
+    now: number = Date.now(),
+  ): boolean {
     try {
-      if (typeof expires !== 'string' || typeof sig !== 'string' || !EXPIRES.test(expires) || !SIG.test(sig)) return false;
+      if (typeof expires !== 'string' || typeof sig !== 'string' || !EXPIRES.test(expires) || !SIG.test(sig))
+        return false;
       if (Number(expires) * 1000 <= now) return false;
       const expected = Buffer.from(this.#sign(sessionId, normalizeUserPath(relPath), expires));
       // Compared as text: decoding first would accept the several spellings of the same final base64 bits.
@@ -61,7 +68,9 @@ export class UrlSigner {
 
   #sign(sessionId: string, path: string, expires: string): string {
     // Fields are length-prefixed so no choice of session id or path can make two tuples sign the same bytes.
-    const message = ['sandgate-download-v1', sessionId, path, expires].map((f) => `${Buffer.byteLength(f)}:${f}`).join('');
+    const message = ['sandgate-download-v1', sessionId, path, expires]
+      .map((f) => `${Buffer.byteLength(f)}:${f}`)
+      .join('');
     return createHmac('sha256', this.#key).update(message).digest('base64url');
   }
 }

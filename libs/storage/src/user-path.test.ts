@@ -4,17 +4,34 @@ import { isSandgateError } from '@sandgate/contracts';
 import { normalizeUserPath, splitPath } from './user-path.ts';
 
 function rejects(p: string, detail: RegExp): void {
-  assert.throws(() => normalizeUserPath(p), (e: unknown) => {
-    assert.ok(isSandgateError(e), `expected a SandgateError for ${JSON.stringify(p)}`);
-    assert.equal(e.code, 'invalid_path');
-    assert.match(e.message, detail);
-    return true;
-  }, `should reject ${JSON.stringify(p)}`);
+  assert.throws(
+    () => normalizeUserPath(p),
+    (e: unknown) => {
+      assert.ok(isSandgateError(e), `expected a SandgateError for ${JSON.stringify(p)}`);
+      assert.equal(e.code, 'invalid_path');
+      assert.match(e.message, detail);
+      return true;
+    },
+    `should reject ${JSON.stringify(p)}`,
+  );
 }
 
 test('accepts ordinary relative paths unchanged', () => {
-  for (const p of ['a.csv', 'out/chart.png', 'a/b/c/d.txt', 'résumé.pdf', '日本.txt', '.hidden', 'a..b', '...', 'x/.sandgat',
-    'sandgate/.x', 'a b/c d.txt', 'a'.repeat(255), Array(32).fill('d').join('/')]) {
+  for (const p of [
+    'a.csv',
+    'out/chart.png',
+    'a/b/c/d.txt',
+    'résumé.pdf',
+    '日本.txt',
+    '.hidden',
+    'a..b',
+    '...',
+    'x/.sandgat',
+    'sandgate/.x',
+    'a b/c d.txt',
+    'a'.repeat(255),
+    Array(32).fill('d').join('/'),
+  ]) {
     assert.equal(normalizeUserPath(p), p);
   }
 });
@@ -30,7 +47,8 @@ test('rejects absolute paths', () => {
 test('rejects backslashes, NUL and control characters', () => {
   rejects('a\\b', /backslash/);
   rejects('..\\..\\windows', /backslash/);
-  for (const p of ['a\u0000b', 'a\nb', 'a\rb', 'tab\there', 'del\u007f', 'c1\u0085', 'x/\u001b[31m']) rejects(p, /control/);
+  for (const p of ['a\u0000b', 'a\nb', 'a\rb', 'tab\there', 'del\u007f', 'c1\u0085', 'x/\u001b[31m'])
+    rejects(p, /control/);
   rejects('a\uD800b', /surrogate/);
 });
 
@@ -42,7 +60,8 @@ test('rejects empty paths and empty segments', () => {
 });
 
 test('rejects names reserved by sandgate in any segment', () => {
-  for (const p of ['.sandgate', '.sandgate-x', '.sandgate-tmp-abc', 'a/.sandgate-x/b', 'a/.sandgatefoo']) rejects(p, /reserved/);
+  for (const p of ['.sandgate', '.sandgate-x', '.sandgate-tmp-abc', 'a/.sandgate-x/b', 'a/.sandgatefoo'])
+    rejects(p, /reserved/);
 });
 
 test('rejects over-long segments, too many segments and over-long paths', () => {

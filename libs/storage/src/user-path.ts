@@ -8,6 +8,7 @@ export const MAX_PATH_BYTES = 1024;
 export const RESERVED_PREFIX = '.sandgate';
 
 // C0, DEL and C1 controls: never legitimate in a file name and dangerous in headers, logs and terminals.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // A lone surrogate cannot be encoded as UTF-8, so the name on disk would silently differ from the one asked for.
 const LONE_SURROGATE = /\p{Cs}/u;
@@ -24,7 +25,8 @@ export function segmentProblem(segment: string): string | undefined {
   if (segment.includes('\\')) return 'path contains a backslash; use "/" as the separator';
   if (CONTROL.test(segment)) return 'path contains a NUL or control character';
   if (LONE_SURROGATE.test(segment)) return 'path contains invalid Unicode (a lone surrogate)';
-  if (Buffer.byteLength(segment, 'utf8') > MAX_SEGMENT_BYTES) return `path segment is longer than ${MAX_SEGMENT_BYTES} bytes`;
+  if (Buffer.byteLength(segment, 'utf8') > MAX_SEGMENT_BYTES)
+    return `path segment is longer than ${MAX_SEGMENT_BYTES} bytes`;
   if (segment.startsWith(RESERVED_PREFIX)) return `names starting with "${RESERVED_PREFIX}" are reserved`;
   return undefined;
 }

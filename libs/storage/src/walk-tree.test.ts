@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { code, fixture, hammer, mkfifo, mknodNull, startSwapper } from './hostile-fixture.ts';
 import { comparePaths, walkTree } from './walk-tree.ts';
 
-const paths = async (root: string, opts?: Parameters<typeof walkTree>[1]) => (await walkTree(root, opts)).entries.map((e) => e.path);
+const paths = async (root: string, opts?: Parameters<typeof walkTree>[1]) =>
+  (await walkTree(root, opts)).entries.map((e) => e.path);
 
 test('lists regular files recursively, sorted, with their stat fields', async (t) => {
   const { root } = await fixture(t);
@@ -19,11 +20,24 @@ test('lists regular files recursively, sorted, with their stat fields', async (t
   const { entries, truncated } = await walkTree(root);
   assert.equal(truncated, false);
   // Walk order: segment by segment, so a directory's files come right after its name (`out/…` before `out-2.txt`).
-  assert.deepEqual(entries.map((e) => [e.path, e.size]), [
-    ['out/a.csv', 1], ['out/charts/b.png', 2], ['out-2.txt', 0], ['z.txt', 3],
-  ]);
+  assert.deepEqual(
+    entries.map((e) => [e.path, e.size]),
+    [
+      ['out/a.csv', 1],
+      ['out/charts/b.png', 2],
+      ['out-2.txt', 0],
+      ['z.txt', 3],
+    ],
+  );
   const st = await stat(join(root, 'z.txt'));
-  assert.deepEqual(entries[3], { path: 'z.txt', size: 3, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev, ctimeMs: st.ctimeMs });
+  assert.deepEqual(entries[3], {
+    path: 'z.txt',
+    size: 3,
+    mtimeMs: st.mtimeMs,
+    ino: st.ino,
+    dev: st.dev,
+    ctimeMs: st.ctimeMs,
+  });
 });
 
 test('skips and never follows symlinks, special files and hard links', async (t) => {

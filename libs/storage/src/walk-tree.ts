@@ -5,7 +5,14 @@ import { NOT_THERE, at, errno, openChildDir, openRoot } from './fd-path.ts';
 import { isServableFile } from './open-inside.ts';
 import { MAX_PATH_BYTES, MAX_SEGMENTS, segmentProblem } from './user-path.ts';
 
-export interface TreeEntry { path: string; size: number; mtimeMs: number; ino: number; dev: number; ctimeMs: number }
+export interface TreeEntry {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  dev: number;
+  ctimeMs: number;
+}
 export interface WalkOptions {
   /** Files listed before stopping with `truncated: true`. Default 10_000. */
   maxEntries?: number;
@@ -49,8 +56,10 @@ interface Walk {
  * Lists the regular, single-linked files under root. Only names a client could address (see normalizeUserPath) are
  * listed, so every entry can be downloaded; everything else is skipped, and nothing is ever followed.
  */
-export async function walkTree(root: string, { maxEntries = 10_000, maxDepth = MAX_SEGMENTS, after }: WalkOptions = {}):
-  Promise<{ entries: TreeEntry[]; truncated: boolean; more: boolean }> {
+export async function walkTree(
+  root: string,
+  { maxEntries = 10_000, maxDepth = MAX_SEGMENTS, after }: WalkOptions = {},
+): Promise<{ entries: TreeEntry[]; truncated: boolean; more: boolean }> {
   let dir: FileHandle;
   try {
     dir = await openRoot(root);
@@ -62,7 +71,16 @@ export async function walkTree(root: string, { maxEntries = 10_000, maxDepth = M
   }
   // Empty directories cost nothing towards maxEntries, so a separate budget bounds the work hostile code can cause.
   const budget = Math.max(100_000, maxEntries * 10);
-  const walk: Walk = { entries: [], truncated: false, stopped: false, more: false, after, maxEntries, maxDepth, budget };
+  const walk: Walk = {
+    entries: [],
+    truncated: false,
+    stopped: false,
+    more: false,
+    after,
+    maxEntries,
+    maxDepth,
+    budget,
+  };
   try {
     await walkDir(dir, '', 1, walk);
   } finally {

@@ -11,8 +11,17 @@ test('dir() accepts only sess_<12 hex> ids', async (t) => {
   const { base } = await fixture(t);
   const ws = new Workspaces({ dataDir: base });
   assert.equal(ws.dir(ID), join(base, 'sessions', ID));
-  for (const bad of ['', 'sess_', 'sess_0123456789AB', 'sess_0123456789abc', 'sess_0123456789a', '../sess_0123456789ab',
-    'sess_0123456789ab/..', 'sess_0123456789ab\n', 'exec_0123456789ab']) {
+  for (const bad of [
+    '',
+    'sess_',
+    'sess_0123456789AB',
+    'sess_0123456789abc',
+    'sess_0123456789a',
+    '../sess_0123456789ab',
+    'sess_0123456789ab/..',
+    'sess_0123456789ab\n',
+    'exec_0123456789ab',
+  ]) {
     assert.throws(() => ws.dir(bad), code('invalid_path'), JSON.stringify(bad));
   }
   await assert.rejects(ws.create('../../etc'), code('invalid_path'));

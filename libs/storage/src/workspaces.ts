@@ -14,7 +14,7 @@ const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 export interface WorkspacesOptions {
   /** Root of sandgate's files (SANDGATE_DATA_DIR); sessions live in `${dataDir}/sessions/<id>`. */
   dataDir: string;
-  /** Owner of each session directory: the sandbox user (uid 1000), so code can write to /mnt/data. Default: unchanged. */
+  /** Owner of each session directory: the sandbox user (uid 1000), so code can write to /mnt/data. Default: as is. */
   owner?: Owner;
   /** Per-session disk quota (see SubvolumeQuota): each session directory is then a subvolume with that limit. */
   quota?: SubvolumeQuota;
@@ -116,13 +116,20 @@ export interface OpenWorkspacesOptions {
  * The workspaces of a gateway or worker: with per-session disk quotas when the data directory can enforce them
  * (btrfs with quotas on, as scripts/setup.sh makes it), without (and a warning) when it cannot.
  */
-export async function openWorkspaces({ dataDir, owner, sessionDiskBytes, warn }: OpenWorkspacesOptions): Promise<Workspaces> {
+export async function openWorkspaces({
+  dataDir,
+  owner,
+  sessionDiskBytes,
+  warn,
+}: OpenWorkspacesOptions): Promise<Workspaces> {
   if (sessionDiskBytes === 0) return new Workspaces({ dataDir, owner });
   await mkdir(dataDir, { recursive: true, mode: 0o711 });
   const quota = await SubvolumeQuota.forDataDir(dataDir, sessionDiskBytes);
   if ('unavailable' in quota) {
-    warn(`per-session disk quotas are off: ${quota.unavailable}. scripts/setup.sh puts the data directory on a btrfs `
-      + 'filesystem with quotas (see docs/reliability.md); SANDGATE_SESSION_DISK_BYTES=0 silences this');
+    warn(
+      `per-session disk quotas are off: ${quota.unavailable}. scripts/setup.sh puts the data directory on a btrfs ` +
+        'filesystem with quotas (see docs/reliability.md); SANDGATE_SESSION_DISK_BYTES=0 silences this',
+    );
     return new Workspaces({ dataDir, owner });
   }
   return new Workspaces({ dataDir, owner, quota });

@@ -67,7 +67,10 @@ test('refuses to create through a symlinked or non-directory parent and writes n
   await writeFile(join(root, 'file'), 'f');
   await assert.rejects(writeFileInside(root, 'out/new.txt', from('x'), opts), code('invalid_path'));
   await assert.rejects(writeFileInside(root, 'out/deeper/new.txt', from('x'), opts), code('invalid_path'));
-  await assert.rejects(writeFileInside(root, 'etc/passwd', from('x'), { ...opts, overwrite: true }), code('invalid_path'));
+  await assert.rejects(
+    writeFileInside(root, 'etc/passwd', from('x'), { ...opts, overwrite: true }),
+    code('invalid_path'),
+  );
   await assert.rejects(writeFileInside(root, 'file/new.txt', from('x'), opts), code('invalid_path'));
   assert.deepEqual(await names(outside), ['secret.txt']);
   assert.equal(await readlink(join(root, 'out')), outside);
@@ -86,14 +89,20 @@ test('maxBytes exceeded → payload_too_large, no temp file left, source stopped
   let produced = 0;
   let finished = false;
   const chunk = Buffer.alloc(64 * 1024, 1);
-  const source = Readable.from((function* () {
-    for (let i = 0; i < 1600; i++) { // 100 MB if read to the end
-      produced += chunk.length;
-      yield chunk;
-    }
-    finished = true;
-  })());
-  await assert.rejects(writeFileInside(root, 'big.bin', source, { ...opts, maxBytes: 1024 * 1024 }), code('payload_too_large'));
+  const source = Readable.from(
+    (function* () {
+      for (let i = 0; i < 1600; i++) {
+        // 100 MB if read to the end
+        produced += chunk.length;
+        yield chunk;
+      }
+      finished = true;
+    })(),
+  );
+  await assert.rejects(
+    writeFileInside(root, 'big.bin', source, { ...opts, maxBytes: 1024 * 1024 }),
+    code('payload_too_large'),
+  );
   assert.ok(!finished && produced < 4 * 1024 * 1024, `read ${produced} bytes`);
   assert.ok(source.destroyed);
   assert.deepEqual(await names(root), []);
@@ -103,7 +112,12 @@ test('exactly maxBytes is accepted; a failing source leaves no temp file', async
   const { root } = await fixture(t);
   const st = await writeFileInside(root, 'exact.bin', from(Buffer.alloc(1000)), { ...opts, maxBytes: 1000 });
   assert.equal(st.size, 1000);
-  const failing = new Readable({ read() { this.push(Buffer.from('part')); this.destroy(new Error('client went away')); } });
+  const failing = new Readable({
+    read() {
+      this.push(Buffer.from('part'));
+      this.destroy(new Error('client went away'));
+    },
+  });
   await assert.rejects(writeFileInside(root, 'partial.bin', failing, opts), /client went away/);
   assert.deepEqual(await names(root), ['exact.bin']);
 });
@@ -111,7 +125,11 @@ test('exactly maxBytes is accepted; a failing source leaves no temp file', async
 test('a large stream is written intact without buffering it whole', async (t) => {
   const { root } = await fixture(t);
   const chunk = Buffer.alloc(256 * 1024, 7);
-  const source = Readable.from((function* () { for (let i = 0; i < 80; i++) yield chunk; })()); // 20 MB
+  const source = Readable.from(
+    (function* () {
+      for (let i = 0; i < 80; i++) yield chunk;
+    })(),
+  ); // 20 MB
   const before = process.memoryUsage().rss;
   const st = await writeFileInside(root, 'big.bin', source, { ...opts, maxBytes: 50 * 1024 * 1024 });
   assert.equal(st.size, 20 * 1024 * 1024);

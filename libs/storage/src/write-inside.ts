@@ -11,7 +11,10 @@ export const TEMP_PREFIX = `${RESERVED_PREFIX}-tmp-`;
 const FILE_MODE = 0o644;
 const DIR_MODE = 0o755;
 
-export interface Owner { uid: number; gid: number }
+export interface Owner {
+  uid: number;
+  gid: number;
+}
 export interface WriteOptions {
   maxBytes: number;
   overwrite: boolean;
@@ -43,9 +46,12 @@ async function openParents(root: string, relPath: string, segments: string[], ow
 
 async function openOrCreateDir(parent: FileHandle, name: string, relPath: string, owner?: Owner): Promise<FileHandle> {
   // A symlink answers ELOOP or ENOTDIR (kernels differ), a file or special file ENOTDIR.
-  const refuse = (e: unknown) => ['ELOOP', 'ENOTDIR'].includes(errno(e) ?? '')
-    ? new SandgateError('invalid_path', `"${name}" in "${relPath}" exists and is not a directory`, { cause: e })
-    : errno(e) === 'ENOENT' ? vanished(relPath, e) : e;
+  const refuse = (e: unknown) =>
+    ['ELOOP', 'ENOTDIR'].includes(errno(e) ?? '')
+      ? new SandgateError('invalid_path', `"${name}" in "${relPath}" exists and is not a directory`, { cause: e })
+      : errno(e) === 'ENOENT'
+        ? vanished(relPath, e)
+        : e;
   try {
     return await openChildDir(parent, name);
   } catch (e) {
@@ -75,7 +81,11 @@ async function openOrCreateDir(parent: FileHandle, name: string, relPath: string
 }
 
 /** Copies `source` into `file`, stopping (and destroying the source) the moment it passes `maxBytes`. */
-async function copyLimited(source: NodeJS.ReadableStream | Readable, file: FileHandle, maxBytes: number): Promise<void> {
+async function copyLimited(
+  source: NodeJS.ReadableStream | Readable,
+  file: FileHandle,
+  maxBytes: number,
+): Promise<void> {
   let total = 0;
   try {
     for await (const chunk of source as AsyncIterable<Buffer | string>) {
@@ -100,21 +110,30 @@ async function copyLimited(source: NodeJS.ReadableStream | Readable, file: FileH
  * Streams `source` into root/relPath atomically through a temp file in the target directory. No fsync: workspaces
  * are scratch space and a crash loses the session anyway, so atomic visibility is what matters, not durability.
  */
-export async function writeFileInside(root: string, relPath: string, source: NodeJS.ReadableStream | Readable,
-  opts: WriteOptions): Promise<Stats> {
+export async function writeFileInside(
+  root: string,
+  relPath: string,
+  source: NodeJS.ReadableStream | Readable,
+  opts: WriteOptions,
+): Promise<Stats> {
   let dir: FileHandle | undefined;
   try {
     const { parents, leaf } = splitPath(normalizeUserPath(relPath));
     dir = await openParents(root, relPath, parents, opts.owner);
-    // A refusal before reading leaves `source` untouched, so the caller can still drain it and answer on the same socket.
+    // A refusal before reading leaves `source` untouched: the caller can still drain it and answer on the same socket.
     return await writeInDir(dir, leaf, relPath, source, opts);
   } finally {
     await dir?.close();
   }
 }
 
-async function writeInDir(dir: FileHandle, leaf: string, relPath: string, source: NodeJS.ReadableStream | Readable,
-  opts: WriteOptions): Promise<Stats> {
+async function writeInDir(
+  dir: FileHandle,
+  leaf: string,
+  relPath: string,
+  source: NodeJS.ReadableStream | Readable,
+  opts: WriteOptions,
+): Promise<Stats> {
   const temp = `${TEMP_PREFIX}${randomBytes(12).toString('hex')}`;
   // O_EXCL|O_CREAT never follows a symlink, O_NOFOLLOW says so twice.
   const file = await open(at(dir, temp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, FILE_MODE).catch((e: unknown) => {
@@ -143,7 +162,9 @@ function vanished(relPath: string, cause: unknown): SandgateError {
 
 async function place(dir: FileHandle, temp: string, leaf: string, relPath: string, overwrite: boolean): Promise<void> {
   const exists = (cause: unknown) =>
-    new SandgateError('file_exists', overwrite ? `"${relPath}" is a directory` : `"${relPath}" already exists`, { cause });
+    new SandgateError('file_exists', overwrite ? `"${relPath}" is a directory` : `"${relPath}" already exists`, {
+      cause,
+    });
   if (overwrite) {
     // rename replaces a file or a symlink itself (never its target), and fails on a directory.
     try {

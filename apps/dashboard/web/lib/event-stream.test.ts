@@ -101,7 +101,10 @@ test('resuming a stream whose run has ended (204: nothing left) ends at once, wi
   t.after(s.close);
   const states: string[] = [];
   await followEvents(s.url, {
-    headers: () => ({}), after: '1700000000000-4', signal: AbortSignal.timeout(5000), onEvent: () => {},
+    headers: () => ({}),
+    after: '1700000000000-4',
+    signal: AbortSignal.timeout(5000),
+    onEvent: () => {},
     onState: (state) => states.push(state),
   });
   assert.deepEqual(s.seen, ['1700000000000-4'], 'one request');

@@ -42,8 +42,10 @@ test('artifactImages returns the images within the byte budget and skips what it
   await writeFile(join(dir, 'notes.txt'), 'x');
   await symlink(join(base, 'secret.png'), join(dir, 'evil.png'));
   const list = [
-    { path: 'notes.txt', mime_type: 'text/plain' }, { path: 'evil.png', mime_type: 'image/png' },
-    { path: 'gone.png', mime_type: 'image/png' }, { path: 'a.png', mime_type: 'image/png' },
+    { path: 'notes.txt', mime_type: 'text/plain' },
+    { path: 'evil.png', mime_type: 'image/png' },
+    { path: 'gone.png', mime_type: 'image/png' },
+    { path: 'a.png', mime_type: 'image/png' },
     { path: 'b.png', mime_type: 'image/png' },
   ];
   const one = await artifactImages(dir, list, PNG.length * 1.5);

@@ -33,7 +33,9 @@ export async function readSmallFile(dir: string, path: string, max: number): Pro
 
 /** The images among a run's artifacts, as image content, within `budget` bytes in all. */
 export async function artifactImages(
-  dir: string, artifacts: { path: string; mime_type: string }[], budget: number,
+  dir: string,
+  artifacts: { path: string; mime_type: string }[],
+  budget: number,
 ): Promise<ImageContent[]> {
   const images: ImageContent[] = [];
   let left = budget;

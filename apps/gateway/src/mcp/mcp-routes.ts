@@ -40,13 +40,14 @@ const cancelled = (m: unknown): m is { params: { requestId: string | number } } 
 export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps, version }) => {
   const { config } = deps;
   const mayUse = originPolicy({
-    publicUrl: config.publicUrl, open: Object.keys(config.apiKeys).length === 0,
+    publicUrl: config.publicUrl,
+    open: Object.keys(config.apiKeys).length === 0,
     extra: trustedOrigins(config),
   });
   const runs = new RunTool(deps, new RunCancels(deps.redis, keys(config.redisPrefix), config.retentionSeconds));
   const tools = new McpTools(deps, runs);
   // Room for the largest upload_file (base64 in JSON) or code (JSON-escaped), whichever is larger.
-  const upload = Math.ceil(Math.min(config.maxUploadBytes, MAX_INLINE_BYTES) * 4 / 3);
+  const upload = Math.ceil((Math.min(config.maxUploadBytes, MAX_INLINE_BYTES) * 4) / 3);
   const bodyLimit = Math.max(upload, config.maxCodeBytes * 6) + 65_536;
 
   app.addHook('onRequest', async (req: FastifyRequest) => {
@@ -81,7 +82,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
     await server.connect(transport);
     if (mcpSession && !echoed) reply.raw.setHeader('mcp-session-id', mcpSession);
     // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+    for (const [name, value] of Object.entries(reply.getHeaders()))
+      if (value !== undefined) reply.raw.setHeader(name, value);
     reply.hijack();
     try {
       await transport.handleRequest(req.raw, reply.raw, req.body);
@@ -90,7 +92,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
       req.log.error({ err }, 'MCP request failed');
       if (reply.raw.headersSent) reply.raw.end();
       else {
-        reply.raw.writeHead(500, { 'content-type': 'application/json' })
+        reply.raw
+          .writeHead(500, { 'content-type': 'application/json' })
           .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } }));
       }
     }
@@ -99,11 +102,15 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
   // Stateless: no stream for server-initiated messages to GET, no session to DELETE (both answers the spec allows).
   for (const method of ['GET', 'DELETE'] as const) {
     app.route({
-      method, url: '/mcp', schema: { hide: true },
+      method,
+      url: '/mcp',
+      schema: { hide: true },
       handler: async (_req, reply) => {
         reply.header('allow', 'POST');
-        throw new SandgateError('method_not_allowed',
-          `${method} /mcp is not offered: this MCP endpoint is stateless; POST JSON-RPC messages to it`);
+        throw new SandgateError(
+          'method_not_allowed',
+          `${method} /mcp is not offered: this MCP endpoint is stateless; POST JSON-RPC messages to it`,
+        );
       },
     });
   }

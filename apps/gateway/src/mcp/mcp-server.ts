@@ -5,12 +5,13 @@ import { MCP_DATA_ROOT } from '@sandgate/contracts';
 import { TOOL_LIST, type McpTools } from './tools.ts';
 import type { ToolCall } from './tool-call.ts';
 
-const INSTRUCTIONS = 'sandgate runs code in isolated sandboxes without network access. A session is a working '
-  + `directory, ${MCP_DATA_ROOT}, that persists across calls: upload_file puts files there, run_python / run_code `
-  + 'run code there (files the code writes come back as artifacts, charts also as images), read_artifact and '
-  + 'list_artifacts read them back, close_session deletes it. Calls without a session_id start a new session; '
-  + 'pass the returned session_id to later calls. create_session {mode: "stateful"} keeps Python variables between '
-  + 'runs.';
+const INSTRUCTIONS =
+  'sandgate runs code in isolated sandboxes without network access. A session is a working ' +
+  `directory, ${MCP_DATA_ROOT}, that persists across calls: upload_file puts files there, run_python / run_code ` +
+  'run code there (files the code writes come back as artifacts, charts also as images), read_artifact and ' +
+  'list_artifacts read them back, close_session deletes it. Calls without a session_id start a new session; ' +
+  'pass the returned session_id to later calls. create_session {mode: "stateful"} keeps Python variables between ' +
+  'runs.';
 
 export interface RequestContext {
   tenant: string;
@@ -38,13 +39,17 @@ export function buildMcpServer(tools: McpTools, ctx: RequestContext, version: st
     let sent = 0;
     const call: ToolCall = {
       tenant: ctx.tenant,
-      ref: ctx.mcpSession === null
-        ? null
-        : { tenant: ctx.tenant, mcpSession: ctx.mcpSession, requestId: extra.requestId },
+      ref:
+        ctx.mcpSession === null ? null : { tenant: ctx.tenant, mcpSession: ctx.mcpSession, requestId: extra.requestId },
       signal: AbortSignal.any([extra.signal, ctx.closed]),
-      progress: token === undefined ? null : (message) => extra.sendNotification({
-        method: 'notifications/progress', params: { progressToken: token, progress: ++sent, message },
-      }),
+      progress:
+        token === undefined
+          ? null
+          : (message) =>
+              extra.sendNotification({
+                method: 'notifications/progress',
+                params: { progressToken: token, progress: ++sent, message },
+              }),
       log: ctx.log,
       quota: ctx.quota,
     };

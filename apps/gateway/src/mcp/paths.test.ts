@@ -10,8 +10,19 @@ test('sessionPath takes paths under /mnt/data/ or relative ones, and refuses eve
   assert.equal(sessionPath('/mnt/data/chart.png'), 'chart.png');
   assert.equal(sessionPath('chart.png'), 'chart.png');
   assert.equal(sessionPath('/mnt/data/out/report.pdf'), 'out/report.pdf');
-  for (const bad of ['/etc/passwd', '/mnt/data', '/mnt/data/', '/mnt/database.csv', '../x', 'a/../../x',
-    '/mnt/data/../x', '/mnt/data//x', 'a\\b', '.sandgate-tmp-x', '']) {
+  for (const bad of [
+    '/etc/passwd',
+    '/mnt/data',
+    '/mnt/data/',
+    '/mnt/database.csv',
+    '../x',
+    'a/../../x',
+    '/mnt/data/../x',
+    '/mnt/data//x',
+    'a\\b',
+    '.sandgate-tmp-x',
+    '',
+  ]) {
     assert.throws(() => sessionPath(bad), code('invalid_path'), bad);
   }
 });
@@ -20,10 +31,16 @@ test('sandboxPath and mcpArtifact show files as the sandbox sees them, with a si
   assert.equal(sandboxPath('a/b.csv'), '/mnt/data/a/b.csv');
   const signer = new UrlSigner({ key: Buffer.alloc(32, 1), publicUrl: 'http://127.0.0.1:1', ttlSeconds: 60 });
   const a = mcpArtifact(signer, 'sess_0123456789ab', { path: 'out/chart.png', size: 12 });
-  assert.deepEqual({ ...a, download_url: undefined }, {
-    path: '/mnt/data/out/chart.png', filename: 'chart.png', size_bytes: 12, mime_type: 'image/png',
-    download_url: undefined,
-  });
+  assert.deepEqual(
+    { ...a, download_url: undefined },
+    {
+      path: '/mnt/data/out/chart.png',
+      filename: 'chart.png',
+      size_bytes: 12,
+      mime_type: 'image/png',
+      download_url: undefined,
+    },
+  );
   const url = new URL(a.download_url);
   assert.equal(url.pathname, '/files/sess_0123456789ab/out/chart.png');
   const [expires, sig] = [url.searchParams.get('expires') ?? '', url.searchParams.get('sig') ?? ''];

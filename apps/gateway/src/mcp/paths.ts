@@ -24,7 +24,9 @@ export function checkSessionId(id: string): string {
 
 /** A file of a session as the MCP tools list it. */
 export function mcpArtifact(
-  signer: UrlSigner, sessionId: string, file: { path: string; size: number; mimeType?: string },
+  signer: UrlSigner,
+  sessionId: string,
+  file: { path: string; size: number; mimeType?: string },
 ): McpArtifact {
   return {
     path: sandboxPath(file.path),

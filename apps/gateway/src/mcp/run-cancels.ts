@@ -20,7 +20,11 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
  * when the call ends and expire anyway, so a client that never comes back leaves nothing behind.
  */
 export class RunCancels {
-  constructor(private readonly redis: Redis, private readonly k: Keys, private readonly ttlSeconds: number) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly k: Keys,
+    private readonly ttlSeconds: number,
+  ) {}
 
   private key({ tenant, mcpSession, requestId }: CallRef): string | null {
     const id = `${typeof requestId === 'number' ? 'n' : 's'}${String(requestId)}`;

@@ -15,14 +15,17 @@ const PROGRESS_TEXT_CHARS = 2000;
 export class RunTool {
   private readonly service: ExecutionService;
 
-  constructor(private readonly d: GatewayDeps, private readonly cancels: RunCancels) {
+  constructor(
+    private readonly d: GatewayDeps,
+    private readonly cancels: RunCancels,
+  ) {
     this.service = new ExecutionService(d);
   }
 
   async run(call: ToolCall, sessionId: string, language: Language, code: string): Promise<ToolOutput> {
     let rec = await this.service.create(call.tenant, { session_id: sessionId, language, code });
     try {
-      if (call.ref && await this.cancels.attach(call.ref, rec.id)) await this.service.cancel(rec, 0);
+      if (call.ref && (await this.cancels.attach(call.ref, rec.id))) await this.service.cancel(rec, 0);
       rec = await this.follow(rec, call);
     } finally {
       if (call.ref) await this.cancels.detach(call.ref).catch(() => {});
@@ -61,10 +64,17 @@ export class RunTool {
     const sep = r.stderr === '' || r.stderr.endsWith('\n') ? '' : '\n';
     const stderr = r.state === 'timeout' ? `${r.stderr}${sep}${timedOut}` : r.stderr;
     return {
-      session_id: rec.session_id, run_id: rec.id, state: r.state, exit_code: r.exit_code,
-      stdout: r.stdout, stderr, stdout_truncated: r.stdout_truncated, stderr_truncated: r.stderr_truncated,
+      session_id: rec.session_id,
+      run_id: rec.id,
+      state: r.state,
+      exit_code: r.exit_code,
+      stdout: r.stdout,
+      stderr,
+      stdout_truncated: r.stdout_truncated,
+      stderr_truncated: r.stderr_truncated,
       artifacts: r.artifacts.map((a) =>
-        mcpArtifact(this.d.signer, rec.session_id, { path: a.path, size: a.size_bytes, mimeType: a.mime_type })),
+        mcpArtifact(this.d.signer, rec.session_id, { path: a.path, size: a.size_bytes, mimeType: a.mime_type }),
+      ),
       duration_ms: r.duration_ms,
       ...(r.value !== undefined ? { value: r.value } : {}),
       ...(r.message !== undefined ? { message: r.message } : {}),

@@ -3,8 +3,16 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { TObject } from '@sinclair/typebox';
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
-  LANGUAGES, MCP_TOOLS, SandgateError, type CreateSessionInput, type McpToolError, type McpToolName,
-  type ReadArtifactInput, type RunCodeInput, type SessionInput, type UploadFileInput,
+  LANGUAGES,
+  MCP_TOOLS,
+  SandgateError,
+  type CreateSessionInput,
+  type McpToolError,
+  type McpToolName,
+  type ReadArtifactInput,
+  type RunCodeInput,
+  type SessionInput,
+  type UploadFileInput,
 } from '@sandgate/contracts';
 import { walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
@@ -23,18 +31,24 @@ type Handler = (call: ToolCall, args: any) => Promise<ToolOutput>;
 const BASE64 = /^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/;
 
 /** The tools as tools/list shows them: their contract, as plain JSON Schemas. */
-export const TOOL_LIST: Tool[] = MCP_TOOLS.map(({ name, title, description, inputSchema, outputSchema, annotations }) =>
-  JSON.parse(JSON.stringify({ name, title, description, inputSchema, outputSchema, annotations })) as Tool);
+export const TOOL_LIST: Tool[] = MCP_TOOLS.map(
+  ({ name, title, description, inputSchema, outputSchema, annotations }) =>
+    JSON.parse(JSON.stringify({ name, title, description, inputSchema, outputSchema, annotations })) as Tool,
+);
 
 /** The MCP tools over the gateway's own services: argument checks, the contract's error objects, the handlers. */
 export class McpTools {
   private readonly files: FileService;
   private readonly sessions: SessionService;
   private readonly checks = new Map<string, TypeCheck<TObject>>(
-    MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]));
+    MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]),
+  );
   private readonly handlers: Record<McpToolName, Handler>;
 
-  constructor(private readonly d: GatewayDeps, runs: RunTool) {
+  constructor(
+    private readonly d: GatewayDeps,
+    runs: RunTool,
+  ) {
     this.files = new FileService(d);
     this.sessions = new SessionService(d);
     this.handlers = {
@@ -79,7 +93,9 @@ export class McpTools {
 
   /** Works in the given session, or in a new process session that is closed again if the work fails. */
   private async inSession(
-    tenant: string, sessionId: string | undefined, work: (id: string) => Promise<ToolOutput>,
+    tenant: string,
+    sessionId: string | undefined,
+    work: (id: string) => Promise<ToolOutput>,
   ): Promise<ToolOutput> {
     if (sessionId !== undefined) return work(checkSessionId(sessionId));
     const s = await this.sessions.open(tenant, { mode: 'process' });
@@ -102,8 +118,11 @@ export class McpTools {
     // The whole file is in memory here (it came in a JSON body), so it gets the bound of inline files.
     const limit = Math.min(this.d.config.maxUploadBytes, MAX_INLINE_BYTES);
     if (bytes.length > limit) {
-      throw new SandgateError('payload_too_large', `the file is ${bytes.length} bytes; the limit over MCP is ${limit} `
-        + 'bytes (PUT /v1/sessions/{id}/files/{path} takes larger files)');
+      throw new SandgateError(
+        'payload_too_large',
+        `the file is ${bytes.length} bytes; the limit over MCP is ${limit} ` +
+          'bytes (PUT /v1/sessions/{id}/files/{path} takes larger files)',
+      );
     }
     return this.inSession(call.tenant, a.session_id, async (id) => {
       const dir = await this.files.sessionDir(call.tenant, id);
@@ -123,13 +142,18 @@ export class McpTools {
       throw new ToolFailure({
         error: 'artifact_too_large',
         message: `${filename} is ${size(file.tooLarge)}, exceeds ${size(max)} limit. Use download_url instead.`,
-        size_bytes: file.tooLarge, download_url,
+        size_bytes: file.tooLarge,
+        download_url,
       });
     }
     const data = file.bytes.toString('base64');
     return {
       result: {
-        session_id: sessionId, path: sandboxPath(path), filename, mime_type, size_bytes: file.bytes.length,
+        session_id: sessionId,
+        path: sandboxPath(path),
+        filename,
+        mime_type,
+        size_bytes: file.bytes.length,
         content_base64: data,
       },
       images: isImage(mime_type) ? [{ type: 'image', data, mimeType: mime_type }] : [],

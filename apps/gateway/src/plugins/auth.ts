@@ -46,7 +46,10 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   const isOperator = matcher(opts.operatorKeys.map((k) => [k, true]));
   app.decorateRequest('tenant', null);
   app.addHook('onRequest', async (req: FastifyRequest) => {
-    if (open) { req.tenant = OPEN_TENANT; return; }
+    if (open) {
+      req.tenant = OPEN_TENANT;
+      return;
+    }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
     if (req.routeOptions.config.operator) {
       if (m && isOperator(m[1]!)) return;
@@ -58,7 +61,10 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
     }
     req.tenant = m ? tenantOfKey(m[1]!) : null;
     if (req.tenant || req.routeOptions.config.public) return;
-    throw new SandgateError('unauthorized', m ? 'the API key is not valid' : 'send an API key as "Authorization: Bearer <key>"');
+    throw new SandgateError(
+      'unauthorized',
+      m ? 'the API key is not valid' : 'send an API key as "Authorization: Bearer <key>"',
+    );
   });
 });
 

@@ -5,13 +5,29 @@ import type { Config } from '@sandgate/config';
 
 /** What a browser page may send: the key, JSON, SSE resumption, ranges and conditional downloads, MCP's headers. */
 const ALLOWED_HEADERS = [
-  'authorization', 'content-type', 'last-event-id', 'range', 'if-range', 'if-none-match', 'mcp-session-id',
+  'authorization',
+  'content-type',
+  'last-event-id',
+  'range',
+  'if-range',
+  'if-none-match',
+  'mcp-session-id',
   'mcp-protocol-version',
 ];
 /** What a page's script may read of a response: links, limits, download metadata, ids. */
 const EXPOSED_HEADERS = [
-  'location', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'etag',
-  'content-disposition', 'content-range', 'content-length', 'x-request-id', 'mcp-session-id', 'www-authenticate',
+  'location',
+  'retry-after',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'etag',
+  'content-disposition',
+  'content-range',
+  'content-length',
+  'x-request-id',
+  'mcp-session-id',
+  'www-authenticate',
 ];
 
 /**
@@ -28,7 +44,11 @@ export const corsPlugin = fp(async (app: FastifyInstance, { config }: { config: 
   await app.register(cors, {
     origin: (origin, cb) => {
       let normal: string | null = null;
-      try { normal = origin ? new URL(origin).origin : null; } catch { /* not a URL: not allowed */ }
+      try {
+        normal = origin ? new URL(origin).origin : null;
+      } catch {
+        /* not a URL: not allowed */
+      }
       cb(null, normal !== null && allowed.has(normal) ? origin! : false);
     },
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],

@@ -16,8 +16,12 @@ const title = (code: ErrorCode) => TITLES[code] ?? code.replace(/_/g, ' ').repla
 export function problem(code: ErrorCode, detail: string, instance?: string, extra?: Partial<Problem>): Problem {
   return {
     type: `https://sandgate.dev/problems/${code.replace(/_/g, '-')}`,
-    title: title(code), status: ERROR_STATUS[code], code, detail,
-    ...(instance ? { instance } : {}), ...extra,
+    title: title(code),
+    status: ERROR_STATUS[code],
+    code,
+    detail,
+    ...(instance ? { instance } : {}),
+    ...extra,
   };
 }
 
@@ -56,17 +60,21 @@ export function toProblem(err: unknown, req: FastifyRequest): Problem {
     return problem('redis_unavailable', detail, req.url, { retry_after: 1 });
   }
   if ((err as NodeJS.ErrnoException).code === 'EDQUOT') {
-    const detail = 'the session\'s files reached its disk quota (SANDGATE_SESSION_DISK_BYTES); delete some to make room';
+    const detail = "the session's files reached its disk quota (SANDGATE_SESSION_DISK_BYTES); delete some to make room";
     return problem('storage_quota_exceeded', detail, req.url);
   }
   if ((err as NodeJS.ErrnoException).code === 'ENOSPC') {
     return problem('insufficient_storage', 'the data directory is full; retry once space is freed', req.url);
   }
-  const e = err as FastifyError & { validation?: { instancePath: string; message?: string; params?: Record<string, unknown> }[] };
+  const e = err as FastifyError & {
+    validation?: { instancePath: string; message?: string; params?: Record<string, unknown> }[];
+  };
   if (e.validation) {
     const errors = e.validation.map((v) => ({
       path: `${e.validationContext ?? 'body'}${v.instancePath || (v.params?.missingProperty ? `/${String(v.params.missingProperty)}` : '')}`,
-      message: v.params?.additionalProperty ? `unknown property "${String(v.params.additionalProperty)}"` : (v.message ?? 'invalid'),
+      message: v.params?.additionalProperty
+        ? `unknown property "${String(v.params.additionalProperty)}"`
+        : (v.message ?? 'invalid'),
     }));
     return problem('validation_failed', errors.map((x) => `${x.path}: ${x.message}`).join('; '), req.url, { errors });
   }
@@ -74,7 +82,8 @@ export function toProblem(err: unknown, req: FastifyRequest): Problem {
   if (mapped) return problem(mapped, e.message, req.url);
   if (e instanceof SyntaxError && e.statusCode === 400) return problem('invalid_json', e.message, req.url);
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    const code = (Object.keys(ERROR_STATUS) as ErrorCode[]).find((c) => ERROR_STATUS[c] === e.statusCode) ?? 'bad_request';
+    const code =
+      (Object.keys(ERROR_STATUS) as ErrorCode[]).find((c) => ERROR_STATUS[c] === e.statusCode) ?? 'bad_request';
     return problem(code, e.message, req.url);
   }
   // The client went away or stopped sending (a request past its deadline) before its body ended: its fault, not ours.
@@ -90,13 +99,13 @@ export function registerErrorHandling(app: FastifyInstance<any, any, any, any, a
     const p = toProblem(err, req);
     if (p.code === 'redis_unavailable') {
       req.log.warn({ err: (err as Error).message }, 'request failed: Redis unavailable');
-    }
-    else if (p.status >= 500) req.log.error({ err }, 'request failed');
+    } else if (p.status >= 500) req.log.error({ err }, 'request failed');
     else req.log.info({ code: p.code, detail: p.detail }, 'request rejected');
     return sendProblem(reply, p);
   });
   app.setNotFoundHandler((req, reply) =>
-    sendProblem(reply, problem('not_found', `no route for ${req.method} ${req.url.split('?')[0]}`, req.url)));
+    sendProblem(reply, problem('not_found', `no route for ${req.method} ${req.url.split('?')[0]}`, req.url)),
+  );
 }
 
 /**
@@ -105,16 +114,25 @@ export function registerErrorHandling(app: FastifyInstance<any, any, any, any, a
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const code: ErrorCode = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout'
-    : err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : 'bad_request';
-  const detail = code === 'request_timeout' ? 'the request (headers and body) did not arrive in time'
-    : code === 'headers_too_large' ? 'the request headers are too large'
-      : 'the bytes sent are not a valid HTTP request';
+  const code: ErrorCode =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? 'request_timeout'
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'headers_too_large'
+        : 'bad_request';
+  const detail =
+    code === 'request_timeout'
+      ? 'the request (headers and body) did not arrive in time'
+      : code === 'headers_too_large'
+        ? 'the request headers are too large'
+        : 'the bytes sent are not a valid HTTP request';
   const body = JSON.stringify(problem(code, detail));
   if (socket.writable) {
     const status = ERROR_STATUS[code];
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
-      + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy();
 }

@@ -31,12 +31,15 @@ function authority(raw: string): [string, string] | null {
 export function hostPolicy(
   config: Pick<Config, 'publicUrl' | 'allowedHosts'> & Partial<Pick<Config, 'k8sGatewayUrl'>>,
 ): (host: string) => boolean {
-  const authorityOf = (url: URL) => `${url.hostname.replace(/^\[(.*)\]$/, '$1')}:${url.port || DEFAULT_PORT[url.protocol]}`;
+  const authorityOf = (url: URL) =>
+    `${url.hostname.replace(/^\[(.*)\]$/, '$1')}:${url.port || DEFAULT_PORT[url.protocol]}`;
   const allowed = [
     authorityOf(new URL(config.publicUrl)),
     // Sandbox Pods reach the gateway for their files at this URL.
     ...(config.k8sGatewayUrl ? [authorityOf(new URL(config.k8sGatewayUrl))] : []),
-    ...config.allowedHosts.map((h) => authority(h)).filter((a) => a !== null)
+    ...config.allowedHosts
+      .map((h) => authority(h))
+      .filter((a) => a !== null)
       .map(([name, port]) => (port ? `${name}:${port}` : name)),
   ];
   return (host) => {
@@ -63,8 +66,11 @@ export const hostCheckPlugin = fp(async (app: FastifyInstance, { config }: { con
     if (req.routeOptions.config.anyHost) return;
     const host = req.headers.host ?? '';
     if (!allowed(host)) {
-      throw new SandgateError('host_not_allowed', `this gateway does not answer to the host "${host.slice(0, 100)}"; `
-        + 'use its public URL, a loopback address, or a host listed in SANDGATE_ALLOWED_HOSTS');
+      throw new SandgateError(
+        'host_not_allowed',
+        `this gateway does not answer to the host "${host.slice(0, 100)}"; ` +
+          'use its public URL, a loopback address, or a host listed in SANDGATE_ALLOWED_HOSTS',
+      );
     }
     const origin = req.headers.origin;
     if (!mayUse(origin)) {

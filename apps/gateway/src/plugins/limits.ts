@@ -26,8 +26,9 @@ declare module 'fastify' {
   }
 }
 
-type Check = (req: FastifyRequest) =>
-  Promise<{ isAllowed: boolean; isExceeded?: boolean; remaining?: number; ttlInSeconds?: number }>;
+type Check = (
+  req: FastifyRequest,
+) => Promise<{ isAllowed: boolean; isExceeded?: boolean; remaining?: number; ttlInSeconds?: number }>;
 
 interface Limiter {
   check: Check;
@@ -52,7 +53,10 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
     // One registration per limit, each in a context of its own, so each counts under a key space of its own.
     await app.register(async (scope) => {
       await scope.register(rateLimit, {
-        global: false, redis, nameSpace: `${config.redisPrefix}:rate:${name}:`, timeWindow: WINDOW_MS,
+        global: false,
+        redis,
+        nameSpace: `${config.redisPrefix}:rate:${name}:`,
+        timeWindow: WINDOW_MS,
         keyGenerator: tenantOrAddress,
         max: (req) => limitsFor(config, req.tenant ?? '')[field],
       });
@@ -72,7 +76,9 @@ export const limitsPlugin = fp(async (app: FastifyInstance, { deps }: { deps: Ga
     if (max === 0) return;
     const r = await l.check(req);
     if (reply && !r.isAllowed) {
-      reply.header('x-ratelimit-limit', max).header('x-ratelimit-remaining', r.remaining)
+      reply
+        .header('x-ratelimit-limit', max)
+        .header('x-ratelimit-remaining', r.remaining)
         .header('x-ratelimit-reset', r.ttlInSeconds);
     }
     if (r.isExceeded) {

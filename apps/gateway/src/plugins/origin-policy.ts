@@ -8,8 +8,9 @@ export interface OriginPolicyOptions {
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
-const isLoopbackOrigin = (url: URL) => (url.protocol === 'http:' || url.protocol === 'https:')
-  && (LOOPBACK_HOSTS.has(url.hostname) || /^127(\.\d{1,3}){3}$/.test(url.hostname));
+const isLoopbackOrigin = (url: URL) =>
+  (url.protocol === 'http:' || url.protocol === 'https:') &&
+  (LOOPBACK_HOSTS.has(url.hostname) || /^127(\.\d{1,3}){3}$/.test(url.hostname));
 
 /** SANDGATE_ALLOWED_HOSTS as origins: each host (with its port, if it names one) over http and https. */
 export const allowedOrigins = (hosts: readonly string[]) => hosts.flatMap((h) => [`http://${h}`, `https://${h}`]);
@@ -19,8 +20,10 @@ export const allowedOrigins = (hosts: readonly string[]) => hosts.flatMap((h) =>
  * The host check, /mcp's Origin check and CORS all read this one list, so a page CORS lets in is not refused by the
  * others.
  */
-export const trustedOrigins = (config: { allowedHosts: readonly string[]; corsOrigins: readonly string[] }) =>
-  [...allowedOrigins(config.allowedHosts), ...config.corsOrigins];
+export const trustedOrigins = (config: { allowedHosts: readonly string[]; corsOrigins: readonly string[] }) => [
+  ...allowedOrigins(config.allowedHosts),
+  ...config.corsOrigins,
+];
 
 /**
  * Whether a request's `Origin` may be served: by /mcp always (the MCP specification requires an HTTP server to

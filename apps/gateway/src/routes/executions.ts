@@ -3,8 +3,19 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
-  CreateExecutionSchema, ExecutionListQuerySchema, ExecutionStreamEventSchema, ExecutionListSchema, ExecutionParamsSchema, ExecutionSchema, ProblemSchema,
-  ExecutionOutputSchema, OutputQuerySchema, SandgateError, WaitQuerySchema, isTerminal, ref,
+  CreateExecutionSchema,
+  ExecutionListQuerySchema,
+  ExecutionStreamEventSchema,
+  ExecutionListSchema,
+  ExecutionParamsSchema,
+  ExecutionSchema,
+  ProblemSchema,
+  ExecutionOutputSchema,
+  OutputQuerySchema,
+  SandgateError,
+  WaitQuerySchema,
+  isTerminal,
+  ref,
 } from '@sandgate/contracts';
 import { isStreamId, type ExecutionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
@@ -20,7 +31,9 @@ import { holdOpen } from '../timeouts.ts';
  * (Fastify logs that through the reply's logger).
  */
 function bindRun(
-  req: FastifyRequest, reply: FastifyReply, rec: Pick<ExecutionRecord, 'id' | 'session_id' | 'tenant'>,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  rec: Pick<ExecutionRecord, 'id' | 'session_id' | 'tenant'>,
 ): void {
   const log = req.log.child({ execution_id: rec.id, session_id: rec.session_id, tenant: rec.tenant });
   req.log = log;
@@ -39,14 +52,18 @@ export interface ExecutionRouteOptions {
 /** The stream as served: the route writes it itself, so the document says what it writes. */
 const EVENT_STREAM_RESPONSES = {
   200: {
-    description: 'A stream of server-sent events, each `data` a JSON document; it ends after `result`. Comment lines '
-      + '(`: heartbeat`) keep proxies from closing an idle stream.',
+    description:
+      'A stream of server-sent events, each `data` a JSON document; it ends after `result`. Comment lines ' +
+      '(`: heartbeat`) keep proxies from closing an idle stream.',
     content: { 'text/event-stream': { schema: ref(ExecutionStreamEventSchema) } },
   },
   204: { type: 'null', description: 'The run has ended and no event is left after Last-Event-ID: stop reconnecting.' },
 };
 
-export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> = async (app, { deps, heartbeatMs = 15_000 }) => {
+export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> = async (
+  app,
+  { deps, heartbeatMs = 15_000 },
+) => {
   const { config, executions, signer, cursors } = deps;
   const service = new ExecutionService(deps);
   const present = (r: Parameters<typeof presentExecution>[0]) => presentExecution(r, config.publicUrl, signer);
@@ -54,151 +71,217 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
   // Room for the largest code after JSON escaping, plus inline files.
   const bodyLimit = config.maxCodeBytes * 6 + Math.ceil(Math.min(config.maxUploadBytes, 10 << 20) * 1.4) + 65_536;
 
-  app.post('', {
-    bodyLimit,
-    config: { quota: 'runs' },
-    schema: {
-      operationId: 'runExecution', tags: ['executions'],
-      summary: 'Run code. 202 with the queued execution, or with ?wait=<s> 200 with its result once it ends within the wait',
-      body: ref(CreateExecutionSchema), querystring: WaitQuerySchema,
-      response: {
-        200: ref(ExecutionSchema), 202: ref(ExecutionSchema), 409: ref(ProblemSchema), 413: ref(ProblemSchema),
-        429: ref(ProblemSchema), 507: ref(ProblemSchema), ...errors,
+  app.post(
+    '',
+    {
+      bodyLimit,
+      config: { quota: 'runs' },
+      schema: {
+        operationId: 'runExecution',
+        tags: ['executions'],
+        summary:
+          'Run code. 202 with the queued execution, or with ?wait=<s> 200 with its result once it ends within the wait',
+        body: ref(CreateExecutionSchema),
+        querystring: WaitQuerySchema,
+        response: {
+          200: ref(ExecutionSchema),
+          202: ref(ExecutionSchema),
+          409: ref(ProblemSchema),
+          413: ref(ProblemSchema),
+          429: ref(ProblemSchema),
+          507: ref(ProblemSchema),
+          ...errors,
+        },
       },
     },
-  }, async (req, reply) => {
-    holdOpen(req, (req.query.wait ?? 0) * 1000);
-    const rec = await service.create(tenantOf(req), req.body, req.query.wait);
-    bindRun(req, reply, rec);
-    const body = present(rec);
-    return reply.status(isTerminal(rec.state) ? 200 : 202).header('location', body.links.self).send(body);
-  });
-
-  app.get('', {
-    schema: {
-      operationId: 'listExecutions', tags: ['executions'],
-      summary: 'List the executions of the retention period, newest first, a page at a time',
-      querystring: ExecutionListQuerySchema, response: { 200: ref(ExecutionListSchema), ...errors },
+    async (req, reply) => {
+      holdOpen(req, (req.query.wait ?? 0) * 1000);
+      const rec = await service.create(tenantOf(req), req.body, req.query.wait);
+      bindRun(req, reply, rec);
+      const body = present(rec);
+      return reply
+        .status(isTerminal(rec.state) ? 200 : 202)
+        .header('location', body.links.self)
+        .send(body);
     },
-  }, async (req) => {
-    const { session_id, state, limit = 50, cursor } = req.query;
-    const tenant = tenantOf(req);
-    const scope = `executions\n${tenant}\n${session_id ?? ''}\n${state ?? ''}`;
-    const filter = { ...(session_id ? { sessionId: session_id } : {}), ...(state ? { state } : {}) };
-    const { items, next } = await executions.page(tenant, filter, cursors.decode(scope, cursor), limit);
-    return { executions: items.map(present), next_cursor: next === null ? null : cursors.encode(scope, next) };
-  });
+  );
 
-  app.get('/:id', {
-    schema: {
-      operationId: 'getExecution', tags: ['executions'],
-      summary: 'Get an execution (and its result once it has ended); ?wait=<s> blocks until it ends',
-      params: ExecutionParamsSchema, querystring: WaitQuerySchema, response: { 200: ref(ExecutionSchema), ...errors },
+  app.get(
+    '',
+    {
+      schema: {
+        operationId: 'listExecutions',
+        tags: ['executions'],
+        summary: 'List the executions of the retention period, newest first, a page at a time',
+        querystring: ExecutionListQuerySchema,
+        response: { 200: ref(ExecutionListSchema), ...errors },
+      },
     },
-  }, async (req, reply) => {
-    let rec = await executions.require(tenantOf(req), req.params.id);
-    bindRun(req, reply, rec);
-    if (req.query.wait) {
-      holdOpen(req, req.query.wait * 1000);
-      rec = await service.wait(rec, req.query.wait);
-    }
-    return present(rec);
-  });
+    async (req) => {
+      const { session_id, state, limit = 50, cursor } = req.query;
+      const tenant = tenantOf(req);
+      const scope = `executions\n${tenant}\n${session_id ?? ''}\n${state ?? ''}`;
+      const filter = { ...(session_id ? { sessionId: session_id } : {}), ...(state ? { state } : {}) };
+      const { items, next } = await executions.page(tenant, filter, cursors.decode(scope, cursor), limit);
+      return { executions: items.map(present), next_cursor: next === null ? null : cursors.encode(scope, next) };
+    },
+  );
 
-  app.get('/:id/output', {
-    schema: {
-      operationId: 'getExecutionOutput', tags: ['executions'],
-      summary: 'The output of an execution since given byte offsets, for clients that poll instead of holding SSE',
-      description: 'Ask again with the offsets of the answer until `ended` is true and the offsets stop moving. Each '
-        + 'answer carries at most `max_bytes` of each stream, cut on a character boundary.',
-      params: ExecutionParamsSchema, querystring: OutputQuerySchema,
-      response: { 200: ref(ExecutionOutputSchema), 416: ref(ProblemSchema), ...errors },
+  app.get(
+    '/:id',
+    {
+      schema: {
+        operationId: 'getExecution',
+        tags: ['executions'],
+        summary: 'Get an execution (and its result once it has ended); ?wait=<s> blocks until it ends',
+        params: ExecutionParamsSchema,
+        querystring: WaitQuerySchema,
+        response: { 200: ref(ExecutionSchema), ...errors },
+      },
     },
-  }, async (req, reply) => {
-    const rec = await executions.require(tenantOf(req), req.params.id);
-    bindRun(req, reply, rec);
-    const { stdout_offset: outAt = 0, stderr_offset: errAt = 0, max_bytes: max = 65536 } = req.query;
-    const ended = rec.result !== undefined && rec.result !== null;
-    let out = '';
-    let err = '';
-    if (ended) {
-      out = rec.result!.stdout;
-      err = rec.result!.stderr;
-    } else {
-      for await (const ev of deps.hub.history(executions.eventsKey(rec.id))) {
-        if (ev.type === 'stdout') out += JSON.parse(ev.data).text;
-        else if (ev.type === 'stderr') err += JSON.parse(ev.data).text;
+    async (req, reply) => {
+      let rec = await executions.require(tenantOf(req), req.params.id);
+      bindRun(req, reply, rec);
+      if (req.query.wait) {
+        holdOpen(req, req.query.wait * 1000);
+        rec = await service.wait(rec, req.query.wait);
       }
-    }
-    const [stdout, stdoutOffset] = sliceFrom(out, outAt, max, 'stdout_offset');
-    const [stderr, stderrOffset] = sliceFrom(err, errAt, max, 'stderr_offset');
-    return {
-      execution_id: rec.id, state: rec.state, ended, stdout, stderr, stdout_offset: stdoutOffset, stderr_offset: stderrOffset,
-    };
-  });
-
-  app.post('/:id/cancel', {
-    schema: {
-      operationId: 'cancelExecution', tags: ['executions'],
-      summary: 'Cancel an execution; answers with its state once it has ended (or after 10 s)',
-      params: ExecutionParamsSchema, response: { 200: ref(ExecutionSchema), ...errors },
+      return present(rec);
     },
-  }, async (req, reply) => {
-    const rec = await executions.require(tenantOf(req), req.params.id);
-    bindRun(req, reply, rec);
-    return present(await service.cancel(rec));
-  });
+  );
 
-  app.get('/:id/events', {
-    config: { openapi: { responses: EVENT_STREAM_RESPONSES } },
-    schema: {
-      operationId: 'streamExecutionEvents', tags: ['executions'],
-      summary: 'Server-Sent Events: phase, stdout, stderr, artifact, result. Resume with Last-Event-ID (or ?last_event_id=)',
-      params: ExecutionParamsSchema,
-      querystring: Type.Object({
-        last_event_id: Type.Optional(Type.String({ pattern: '^\\d+-\\d+$', description: 'As the Last-Event-ID header.' })),
-      }),
-      headers: Type.Object({
-        'last-event-id': Type.Optional(Type.String({
-          pattern: '^\\d+-\\d+$', description: 'Resume after this event id (EventSource sends it on reconnecting).',
-        })),
-      }),
-      response: { 200: Type.Null(), 204: Type.Null(), ...errors },
+  app.get(
+    '/:id/output',
+    {
+      schema: {
+        operationId: 'getExecutionOutput',
+        tags: ['executions'],
+        summary: 'The output of an execution since given byte offsets, for clients that poll instead of holding SSE',
+        description:
+          'Ask again with the offsets of the answer until `ended` is true and the offsets stop moving. Each ' +
+          'answer carries at most `max_bytes` of each stream, cut on a character boundary.',
+        params: ExecutionParamsSchema,
+        querystring: OutputQuerySchema,
+        response: { 200: ref(ExecutionOutputSchema), 416: ref(ProblemSchema), ...errors },
+      },
     },
-  }, async (req, reply) => {
-    const rec = await executions.require(tenantOf(req), req.params.id);
-    bindRun(req, reply, rec);
-    const header = req.headers['last-event-id'];
-    const after = (Array.isArray(header) ? header[0] : header) ?? req.query.last_event_id ?? null;
-    if (after !== null && !isStreamId(after)) throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
-    // An ended run's stream has nothing more to come: with nothing left after Last-Event-ID (what an EventSource
-    // sends when it reconnects after the end), 204 tells it to stop reconnecting instead of holding it open.
-    const key = executions.eventsKey(rec.id);
-    if (isTerminal(rec.state) && (await deps.redis.xrange(key, after ? `(${after}` : '-', '+', 'COUNT', 1)).length === 0) {
-      return reply.status(204).send(null);
-    }
-    reply.hijack();
-    // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
-    const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
-    const sse = new SseWriter(reply.raw, headers, { heartbeatMs, retryMs: 2000 });
-    deps.metrics.sseOpened();
-    try {
-      const stop = AbortSignal.any([sse.closed, deps.draining]);
-      for await (const ev of deps.hub.subscribe(key, after, stop)) {
-        await sse.send({ id: ev.id, event: ev.type, data: presentEventData(ev.type, ev.data, rec.session_id, signer) });
+    async (req, reply) => {
+      const rec = await executions.require(tenantOf(req), req.params.id);
+      bindRun(req, reply, rec);
+      const { stdout_offset: outAt = 0, stderr_offset: errAt = 0, max_bytes: max = 65536 } = req.query;
+      const ended = rec.result !== undefined && rec.result !== null;
+      let out = '';
+      let err = '';
+      if (ended) {
+        out = rec.result!.stdout;
+        err = rec.result!.stderr;
+      } else {
+        for await (const ev of deps.hub.history(executions.eventsKey(rec.id))) {
+          if (ev.type === 'stdout') out += JSON.parse(ev.data).text;
+          else if (ev.type === 'stderr') err += JSON.parse(ev.data).text;
+        }
       }
-      // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
-      if (deps.draining.aborted) {
-        await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
+      const [stdout, stdoutOffset] = sliceFrom(out, outAt, max, 'stdout_offset');
+      const [stderr, stderrOffset] = sliceFrom(err, errAt, max, 'stderr_offset');
+      return {
+        execution_id: rec.id,
+        state: rec.state,
+        ended,
+        stdout,
+        stderr,
+        stdout_offset: stdoutOffset,
+        stderr_offset: stderrOffset,
+      };
+    },
+  );
+
+  app.post(
+    '/:id/cancel',
+    {
+      schema: {
+        operationId: 'cancelExecution',
+        tags: ['executions'],
+        summary: 'Cancel an execution; answers with its state once it has ended (or after 10 s)',
+        params: ExecutionParamsSchema,
+        response: { 200: ref(ExecutionSchema), ...errors },
+      },
+    },
+    async (req, reply) => {
+      const rec = await executions.require(tenantOf(req), req.params.id);
+      bindRun(req, reply, rec);
+      return present(await service.cancel(rec));
+    },
+  );
+
+  app.get(
+    '/:id/events',
+    {
+      config: { openapi: { responses: EVENT_STREAM_RESPONSES } },
+      schema: {
+        operationId: 'streamExecutionEvents',
+        tags: ['executions'],
+        summary:
+          'Server-Sent Events: phase, stdout, stderr, artifact, result. Resume with Last-Event-ID (or ?last_event_id=)',
+        params: ExecutionParamsSchema,
+        querystring: Type.Object({
+          last_event_id: Type.Optional(
+            Type.String({ pattern: '^\\d+-\\d+$', description: 'As the Last-Event-ID header.' }),
+          ),
+        }),
+        headers: Type.Object({
+          'last-event-id': Type.Optional(
+            Type.String({
+              pattern: '^\\d+-\\d+$',
+              description: 'Resume after this event id (EventSource sends it on reconnecting).',
+            }),
+          ),
+        }),
+        response: { 200: Type.Null(), 204: Type.Null(), ...errors },
+      },
+    },
+    async (req, reply) => {
+      const rec = await executions.require(tenantOf(req), req.params.id);
+      bindRun(req, reply, rec);
+      const header = req.headers['last-event-id'];
+      const after = (Array.isArray(header) ? header[0] : header) ?? req.query.last_event_id ?? null;
+      if (after !== null && !isStreamId(after))
+        throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
+      // An ended run's stream has nothing more to come: with nothing left after Last-Event-ID (what an EventSource
+      // sends when it reconnects after the end), 204 tells it to stop reconnecting instead of holding it open.
+      const key = executions.eventsKey(rec.id);
+      if (
+        isTerminal(rec.state) &&
+        (await deps.redis.xrange(key, after ? `(${after}` : '-', '+', 'COUNT', 1)).length === 0
+      ) {
+        return reply.status(204).send(null);
       }
-    } catch (err) {
-      req.log.error({ err }, 'event stream failed');
-      await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
-    } finally {
-      deps.metrics.sseClosed();
-      sse.end();
-    }
-  });
+      reply.hijack();
+      // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
+      const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
+      const sse = new SseWriter(reply.raw, headers, { heartbeatMs, retryMs: 2000 });
+      deps.metrics.sseOpened();
+      try {
+        const stop = AbortSignal.any([sse.closed, deps.draining]);
+        for await (const ev of deps.hub.subscribe(key, after, stop)) {
+          await sse.send({
+            id: ev.id,
+            event: ev.type,
+            data: presentEventData(ev.type, ev.data, rec.session_id, signer),
+          });
+        }
+        // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
+        if (deps.draining.aborted) {
+          await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
+        }
+      } catch (err) {
+        req.log.error({ err }, 'event stream failed');
+        await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
+      } finally {
+        deps.metrics.sseClosed();
+        sse.end();
+      }
+    },
+  );
 };
 
 /**
@@ -209,7 +292,10 @@ function sliceFrom(text: string, offset: number, max: number, name: string): [st
   const bytes = Buffer.from(text, 'utf8');
   const isContinuation = (i: number) => i < bytes.length && (bytes[i]! & 0xc0) === 0x80;
   if (offset > bytes.length || isContinuation(offset)) {
-    throw new SandgateError('range_not_satisfiable', `${name} ${offset} is not an offset of this output (${bytes.length} bytes so far)`);
+    throw new SandgateError(
+      'range_not_satisfiable',
+      `${name} ${offset} is not an offset of this output (${bytes.length} bytes so far)`,
+    );
   }
   let end = Math.min(bytes.length, offset + max);
   while (end > offset && isContinuation(end)) end--;

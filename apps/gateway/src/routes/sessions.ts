@@ -1,7 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
-  CreateSessionSchema, PageQuerySchema, ProblemSchema, SandgateError, SessionListSchema, SessionParamsSchema, SessionSchema,
+  CreateSessionSchema,
+  PageQuerySchema,
+  ProblemSchema,
+  SandgateError,
+  SessionListSchema,
+  SessionParamsSchema,
+  SessionSchema,
   ref,
 } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
@@ -14,59 +20,105 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   const service = new SessionService(deps);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
 
-  app.post('', {
-    // `curl -X POST .../v1/sessions` sends no body at all: treat it as `{}`.
-    preValidation: async (req) => { req.body ??= {}; },
-    schema: {
-      operationId: 'createSession', tags: ['sessions'],
-      summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
-      body: ref(CreateSessionSchema),
-      response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), 501: ref(ProblemSchema), ...errors },
+  app.post(
+    '',
+    {
+      // `curl -X POST .../v1/sessions` sends no body at all: treat it as `{}`.
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
+      schema: {
+        operationId: 'createSession',
+        tags: ['sessions'],
+        summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
+        body: ref(CreateSessionSchema),
+        response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), 501: ref(ProblemSchema), ...errors },
+      },
     },
-  }, async (req, reply) => {
-    const s = await service.open(tenantOf(req), { ttlSeconds: req.body.ttl_seconds, metadata: req.body.metadata, mode: req.body.mode });
-    return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(presentSession(s));
-  });
-
-  app.get('', {
-    schema: {
-      operationId: 'listSessions', tags: ['sessions'],
-      summary: 'List live sessions, newest first, a page at a time (a one-shot\'s session is not live)',
-      querystring: PageQuerySchema, response: { 200: ref(SessionListSchema), ...errors },
+    async (req, reply) => {
+      const s = await service.open(tenantOf(req), {
+        ttlSeconds: req.body.ttl_seconds,
+        metadata: req.body.metadata,
+        mode: req.body.mode,
+      });
+      return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(presentSession(s));
     },
-  }, async (req) => {
-    const tenant = tenantOf(req);
-    const scope = `sessions\n${tenant}`;
-    const { items, next } = await sessions.page(tenant, cursors.decode(scope, req.query.cursor), req.query.limit ?? 50);
-    return { sessions: items.map(presentSession), next_cursor: next === null ? null : cursors.encode(scope, next) };
-  });
+  );
 
-  app.get('/:id', {
-    schema: { operationId: 'getSession', tags: ['sessions'], summary: 'Get a session', params: SessionParamsSchema, response: { 200: ref(SessionSchema), ...errors } },
-  }, async (req) => presentSession(await sessions.require(tenantOf(req), req.params.id)));
-
-  app.post('/:id/restart', {
-    schema: {
-      operationId: 'restartSession', tags: ['sessions'],
-      summary: 'Restart the session sandbox: a stateful interpreter starts afresh on the next execution; files stay',
-      params: SessionParamsSchema, response: { 200: ref(SessionSchema), 409: ref(ProblemSchema), ...errors },
+  app.get(
+    '',
+    {
+      schema: {
+        operationId: 'listSessions',
+        tags: ['sessions'],
+        summary: "List live sessions, newest first, a page at a time (a one-shot's session is not live)",
+        querystring: PageQuerySchema,
+        response: { 200: ref(SessionListSchema), ...errors },
+      },
     },
-  }, async (req) => {
-    const s = await sessions.require(tenantOf(req), req.params.id);
-    if (s.currentExecutionId) {
-      throw new SandgateError('session_busy', `session ${s.id} is running ${s.currentExecutionId}; cancel it or wait for it first`);
-    }
-    return presentSession(await sessions.restart(s));
-  });
-
-  app.delete('/:id', {
-    schema: {
-      operationId: 'deleteSession', tags: ['sessions'],
-      summary: 'Delete a session and its files; a running execution is cancelled',
-      params: SessionParamsSchema, response: { 204: Type.Null(), ...errors },
+    async (req) => {
+      const tenant = tenantOf(req);
+      const scope = `sessions\n${tenant}`;
+      const { items, next } = await sessions.page(
+        tenant,
+        cursors.decode(scope, req.query.cursor),
+        req.query.limit ?? 50,
+      );
+      return { sessions: items.map(presentSession), next_cursor: next === null ? null : cursors.encode(scope, next) };
     },
-  }, async (req, reply) => {
-    await service.close(tenantOf(req), req.params.id);
-    return reply.status(204).send(null);
-  });
+  );
+
+  app.get(
+    '/:id',
+    {
+      schema: {
+        operationId: 'getSession',
+        tags: ['sessions'],
+        summary: 'Get a session',
+        params: SessionParamsSchema,
+        response: { 200: ref(SessionSchema), ...errors },
+      },
+    },
+    async (req) => presentSession(await sessions.require(tenantOf(req), req.params.id)),
+  );
+
+  app.post(
+    '/:id/restart',
+    {
+      schema: {
+        operationId: 'restartSession',
+        tags: ['sessions'],
+        summary: 'Restart the session sandbox: a stateful interpreter starts afresh on the next execution; files stay',
+        params: SessionParamsSchema,
+        response: { 200: ref(SessionSchema), 409: ref(ProblemSchema), ...errors },
+      },
+    },
+    async (req) => {
+      const s = await sessions.require(tenantOf(req), req.params.id);
+      if (s.currentExecutionId) {
+        throw new SandgateError(
+          'session_busy',
+          `session ${s.id} is running ${s.currentExecutionId}; cancel it or wait for it first`,
+        );
+      }
+      return presentSession(await sessions.restart(s));
+    },
+  );
+
+  app.delete(
+    '/:id',
+    {
+      schema: {
+        operationId: 'deleteSession',
+        tags: ['sessions'],
+        summary: 'Delete a session and its files; a running execution is cancelled',
+        params: SessionParamsSchema,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (req, reply) => {
+      await service.close(tenantOf(req), req.params.id);
+      return reply.status(204).send(null);
+    },
+  );
 };

@@ -1,6 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
-  LANGUAGES, SandgateError, ref, HealthSchema, ProblemSchema, RuntimeListSchema, WebhookSecretSchema,
+  LANGUAGES,
+  SandgateError,
+  ref,
+  HealthSchema,
+  ProblemSchema,
+  RuntimeListSchema,
+  WebhookSecretSchema,
 } from '@sandgate/contracts';
 import { REDIS_HANG_MS, WORKER_ALIVE_MS } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
@@ -21,50 +27,87 @@ function bounded<T>(p: Promise<T>): Promise<T> {
 
 export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { config } = deps;
-  app.get('/healthz', {
-    config: { public: true, anyHost: true, unmetered: true },
-    schema: {
-      operationId: 'getHealth', tags: ['system'], summary: 'Liveness: the process answers', security: [],
-      response: { 200: ref(HealthSchema) },
+  app.get(
+    '/healthz',
+    {
+      config: { public: true, anyHost: true, unmetered: true },
+      schema: {
+        operationId: 'getHealth',
+        tags: ['system'],
+        summary: 'Liveness: the process answers',
+        security: [],
+        response: { 200: ref(HealthSchema) },
+      },
     },
-  }, async () => ({ status: 'ok' }));
+    async () => ({ status: 'ok' }),
+  );
 
-  app.get('/readyz', {
-    config: { public: true, anyHost: true, unmetered: true },
-    schema: {
-      operationId: 'getReadiness', tags: ['system'], security: [],
-      summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
-      response: { 200: ref(HealthSchema), 503: ref(ProblemSchema) },
+  app.get(
+    '/readyz',
+    {
+      config: { public: true, anyHost: true, unmetered: true },
+      schema: {
+        operationId: 'getReadiness',
+        tags: ['system'],
+        security: [],
+        summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
+        response: { 200: ref(HealthSchema), 503: ref(ProblemSchema) },
+      },
     },
-  }, async () => {
-    // A probe answers within a second, whatever Redis does: it does not wait out the command timeout.
-    const redis = !deps.watchdog.up ? 'not answering'
-      : await bounded(deps.redis.ping()).then(() => 'ok', (e: Error) => `unreachable: ${e.message}`);
-    const workers = redis === 'ok' ? await bounded(deps.workers.alive(WORKER_ALIVE_MS)).catch(() => 0) : 0;
-    if (redis !== 'ok' || workers === 0) {
-      throw new SandgateError('not_ready', `redis: ${redis}; live workers: ${workers}`);
-    }
-    return { status: 'ready', checks: { redis, workers: String(workers) } };
-  });
+    async () => {
+      // A probe answers within a second, whatever Redis does: it does not wait out the command timeout.
+      const redis = !deps.watchdog.up
+        ? 'not answering'
+        : await bounded(deps.redis.ping()).then(
+            () => 'ok',
+            (e: Error) => `unreachable: ${e.message}`,
+          );
+      const workers = redis === 'ok' ? await bounded(deps.workers.alive(WORKER_ALIVE_MS)).catch(() => 0) : 0;
+      if (redis !== 'ok' || workers === 0) {
+        throw new SandgateError('not_ready', `redis: ${redis}; live workers: ${workers}`);
+      }
+      return { status: 'ready', checks: { redis, workers: String(workers) } };
+    },
+  );
 
-  app.get('/v1/webhook-secret', {
-    schema: {
-      operationId: 'getWebhookSecret', tags: ['system'],
-      summary: 'The secret that signs this tenant\'s webhooks (Standard Webhooks: verify webhook-signature with it)',
-      response: { 200: ref(WebhookSecretSchema), 401: ref(ProblemSchema) },
+  app.get(
+    '/v1/webhook-secret',
+    {
+      schema: {
+        operationId: 'getWebhookSecret',
+        tags: ['system'],
+        summary: "The secret that signs this tenant's webhooks (Standard Webhooks: verify webhook-signature with it)",
+        response: { 200: ref(WebhookSecretSchema), 401: ref(ProblemSchema) },
+      },
     },
-  }, async (req) => ({ secret: webhookSecret(deps.signingKey, tenantOf(req)) }));
+    async (req) => ({ secret: webhookSecret(deps.signingKey, tenantOf(req)) }),
+  );
 
-  app.get('/v1/runtimes', {
-    schema: {
-      operationId: 'listRuntimes', tags: ['system'], summary: 'Languages and limits of this deployment',
-      response: { 200: ref(RuntimeListSchema), 401: ref(ProblemSchema) },
+  app.get(
+    '/v1/runtimes',
+    {
+      schema: {
+        operationId: 'listRuntimes',
+        tags: ['system'],
+        summary: 'Languages and limits of this deployment',
+        response: { 200: ref(RuntimeListSchema), 401: ref(ProblemSchema) },
+      },
     },
-  }, async () => ({
-    runtimes: LANGUAGES.map((language) => ({ language, version: VERSIONS[language]!, image: config.image, sandbox_runtime: config.runtime })),
-    limits: {
-      max_code_bytes: config.maxCodeBytes, max_upload_bytes: config.maxUploadBytes, max_output_bytes: config.maxOutputBytes,
-      max_timeout_ms: config.execTimeoutMs, memory_mb: config.memoryMb, cpus: config.cpus,
-    },
-  }));
+    async () => ({
+      runtimes: LANGUAGES.map((language) => ({
+        language,
+        version: VERSIONS[language]!,
+        image: config.image,
+        sandbox_runtime: config.runtime,
+      })),
+      limits: {
+        max_code_bytes: config.maxCodeBytes,
+        max_upload_bytes: config.maxUploadBytes,
+        max_output_bytes: config.maxOutputBytes,
+        max_timeout_ms: config.execTimeoutMs,
+        memory_mb: config.memoryMb,
+        cpus: config.cpus,
+      },
+    }),
+  );
 };

@@ -30,7 +30,8 @@ export const transferRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
   const grantOf = async (req: FastifyRequest): Promise<TransferGrant> => {
     const token = req.headers[TRANSFER_HEADER];
     const grant = typeof token === 'string' ? await transfers.resolve(token) : undefined;
-    if (grant === undefined) throw new SandgateError('unauthorized', 'the transfer token is missing, invalid or expired');
+    if (grant === undefined)
+      throw new SandgateError('unauthorized', 'the transfer token is missing, invalid or expired');
     return grant;
   };
   const dirOf = (grant: TransferGrant) => workspaces.create(grant.session_id);
@@ -49,7 +50,10 @@ export const transferRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
       throw err instanceof SandgateError ? new SandgateError('file_not_found', `no file ${path} in the session`) : err;
     });
     reply.header('content-type', 'application/octet-stream').header('content-length', stat.size);
-    if (stat.size === 0) { await handle.close(); return reply.send(Buffer.alloc(0)); }
+    if (stat.size === 0) {
+      await handle.close();
+      return reply.send(Buffer.alloc(0));
+    }
     return reply.send(handle.createReadStream({ autoClose: true }));
   });
 
@@ -70,7 +74,12 @@ export const transferRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
       // the tenant's storage quota (checked before the run; what the run wrote then counts against it).
       const maxBytes = deps.config.sessionDiskBytes > 0 ? deps.config.sessionDiskBytes : Number.MAX_SAFE_INTEGER;
       const entry = await files.store(
-        grant.tenant, grant.session_id, await dirOf(grant), wildcardPath(req.params['*']), req.raw, true,
+        grant.tenant,
+        grant.session_id,
+        await dirOf(grant),
+        wildcardPath(req.params['*']),
+        req.raw,
+        true,
         { maxBytes, tenantQuota: false },
       );
       return reply.status(201).send({ path: entry.path, size: entry.size_bytes });

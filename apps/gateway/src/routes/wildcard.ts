@@ -9,8 +9,10 @@ const UNEXPANDED = new Set(['{*}', '{path}']);
  */
 export function wildcardPath(raw: string): string {
   if (raw.split('/').some((segment) => UNEXPANDED.has(segment))) {
-    throw new SandgateError('invalid_path', `"${raw.slice(0, 200)}" contains an unexpanded URI template; `
-      + 'put the file\'s path in place of {path}');
+    throw new SandgateError(
+      'invalid_path',
+      `"${raw.slice(0, 200)}" contains an unexpanded URI template; ` + "put the file's path in place of {path}",
+    );
   }
   return raw;
 }

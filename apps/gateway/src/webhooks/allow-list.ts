@@ -43,10 +43,12 @@ export class WebhookAllowList {
     if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'only http and https URLs are allowed';
     if (u.username || u.password) return 'credentials in the URL are not allowed';
     const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
-    if (isIp(host)) return this.inRanges(host) || this.names.includes('*') && isPublic(host) ? null : `${host} is not allowed`;
+    if (isIp(host))
+      return this.inRanges(host) || (this.names.includes('*') && isPublic(host)) ? null : `${host} is not allowed`;
     const port = u.port || (u.protocol === 'https:' ? '443' : '80');
-    const ok = this.names.some((n) => n === '*' || n === host || n === `${host}:${port}`
-      || (n.startsWith('*.') && host.endsWith(n.slice(1))));
+    const ok = this.names.some(
+      (n) => n === '*' || n === host || n === `${host}:${port}` || (n.startsWith('*.') && host.endsWith(n.slice(1))),
+    );
     return ok ? null : `the host ${host} is not in SANDGATE_WEBHOOK_ALLOW`;
   }
 

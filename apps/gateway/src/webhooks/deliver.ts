@@ -18,28 +18,35 @@ export interface Delivery {
  * it checked (a DNS answer that changes between the check and the connection cannot redirect it). TLS still verifies
  * the certificate against the URL's host name. No redirects are followed.
  */
-export async function deliver(url: string, body: string, headers: Record<string, string>,
-  { allow, timeoutMs }: { allow: WebhookAllowList; timeoutMs: number }): Promise<Delivery> {
+export async function deliver(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  { allow, timeoutMs }: { allow: WebhookAllowList; timeoutMs: number },
+): Promise<Delivery> {
   const refusedUrl = allow.refuseUrl(url);
   if (refusedUrl) return { statusCode: null, error: `not allowed: ${refusedUrl}`, permanent: true };
   const u = new URL(url);
   const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: { address: string; family: number }[];
   try {
-    addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true, verbatim: true });
+    addresses = isIP(host)
+      ? [{ address: host, family: isIP(host) }]
+      : await lookup(host, { all: true, verbatim: true });
   } catch (err) {
     return { statusCode: null, error: `cannot resolve ${host}: ${(err as Error).message}`, permanent: false };
   }
   const refused = addresses.map((a) => allow.refuseAddress(a.address)).find((r) => r !== null);
-  if (refused || addresses.length === 0) return { statusCode: null, error: `not allowed: ${refused ?? 'no address'}`, permanent: true };
+  if (refused || addresses.length === 0)
+    return { statusCode: null, error: `not allowed: ${refused ?? 'no address'}`, permanent: true };
   const pinned = addresses[0]!;
   const options: RequestOptions = {
     method: 'POST',
     headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     timeout: timeoutMs,
     // Every connection goes to the address checked above, whatever DNS answers now.
-    lookup: ((_host: string, opts: { all?: boolean }, cb: (...a: unknown[]) => void) => (opts.all
-      ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family))) as never,
+    lookup: ((_host: string, opts: { all?: boolean }, cb: (...a: unknown[]) => void) =>
+      opts.all ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family)) as never,
   };
   return new Promise<Delivery>((resolve) => {
     const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, options, (res) => {

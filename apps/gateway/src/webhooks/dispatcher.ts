@@ -41,35 +41,61 @@ export function startWebhookDispatcher(deps: GatewayDeps, log: Logger): WebhookD
     const body = JSON.stringify(presentExecution(rec, config.publicUrl, signer));
     const at = new Date();
     const signature = new Webhook(webhookSecret(deps.signingKey, rec.tenant)).sign(id, at, body);
-    const headers = { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature, 'user-agent': 'sandgate-webhooks' };
+    const headers = {
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': signature,
+      'user-agent': 'sandgate-webhooks',
+    };
     const outcome = await deliver(rec.callback_url, body, headers, { allow, timeoutMs: config.webhookTimeoutMs });
     const last = attemptsMade + 1 >= config.webhookAttempts;
     const status: WebhookStatus = {
       state: outcome.error === undefined ? 'delivered' : outcome.permanent || last ? 'failed' : 'pending',
-      attempts: [...rec.webhook.attempts, {
-        at: at.toISOString(), status_code: outcome.statusCode, duration_ms: Date.now() - at.getTime(),
-        ...(outcome.error === undefined ? {} : { error: outcome.error }),
-      }],
+      attempts: [
+        ...rec.webhook.attempts,
+        {
+          at: at.toISOString(),
+          status_code: outcome.statusCode,
+          duration_ms: Date.now() - at.getTime(),
+          ...(outcome.error === undefined ? {} : { error: outcome.error }),
+        },
+      ],
     };
     await executions.setWebhook(id, status);
-    wlog.info({ executionId: id, state: status.state, statusCode: outcome.statusCode, error: outcome.error }, 'webhook attempt');
+    wlog.info(
+      { executionId: id, state: status.state, statusCode: outcome.statusCode, error: outcome.error },
+      'webhook attempt',
+    );
     if (status.state === 'pending') throw new Error(outcome.error);
     if (status.state === 'failed' && !last) throw new UnrecoverableError(outcome.error);
   };
 
-  const worker = new Worker<{ execution_id: string }>(name, async (job) => attempt(job.data.execution_id, job.attemptsMade), {
-    connection: consumer, prefix: queuePrefix(config), concurrency: 8,
-  });
+  const worker = new Worker<{ execution_id: string }>(
+    name,
+    async (job) => attempt(job.data.execution_id, job.attemptsMade),
+    {
+      connection: consumer,
+      prefix: queuePrefix(config),
+      concurrency: 8,
+    },
+  );
   worker.on('error', (err: Error) => wlog.warn({ err }, 'webhook queue error'));
 
   let pumping: Promise<void> = Promise.resolve();
   const pump = async () => {
     const ids = await redis.zrange(due, '0', String(PUMP_BATCH - 1));
     for (const id of ids) {
-      await queue.add('deliver', { execution_id: id }, {
-        jobId: id, attempts: config.webhookAttempts, backoff: { type: 'exponential', delay: config.webhookBackoffMs },
-        removeOnComplete: true, removeOnFail: true,
-      });
+      await queue.add(
+        'deliver',
+        { execution_id: id },
+        {
+          jobId: id,
+          attempts: config.webhookAttempts,
+          backoff: { type: 'exponential', delay: config.webhookBackoffMs },
+          removeOnComplete: true,
+          removeOnFail: true,
+        },
+      );
       await redis.zrem(due, id);
     }
   };

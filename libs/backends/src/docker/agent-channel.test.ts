@@ -13,7 +13,10 @@ import { docker, IMAGE, removeContainer, SANDBOX_UID } from './testing.ts';
 interface Agent {
   container: Dockerode.Container;
   channel: AgentChannel;
-  run(over: Partial<RunRequest>, ctl?: { timeoutMs?: number; interruptGraceMs?: number }): Promise<AgentRunEnd & { stdout: Buffer; stderr: Buffer }>;
+  run(
+    over: Partial<RunRequest>,
+    ctl?: { timeoutMs?: number; interruptGraceMs?: number },
+  ): Promise<AgentRunEnd & { stdout: Buffer; stderr: Buffer }>;
 }
 
 /** A sandbox running the agent over a temp workspace, as the pool and sessions make them. */
@@ -22,9 +25,19 @@ async function agent(t: TestContext, prewarm: Prewarm = 'always'): Promise<Agent
   await chown(dir, SANDBOX_UID, SANDBOX_UID);
   await chmod(dir, 0o755); // as the pool and sessions make them: the agent (another uid) passes through
   t.after(() => rm(dir, { recursive: true, force: true }));
-  const settings = { image: IMAGE, runtime: undefined, user: '1000:1000', pidsLimit: 64, tmpfsBytes: 8 << 20, nofile: 256, deployment: 'test-agent' };
+  const settings = {
+    image: IMAGE,
+    runtime: undefined,
+    user: '1000:1000',
+    pidsLimit: 64,
+    tmpfsBytes: 8 << 20,
+    nofile: 256,
+    deployment: 'test-agent',
+  };
   const name = `sandgate-test-agent-${randomBytes(4).toString('hex')}`;
-  const container = await docker.createContainer(agentSpec({ name, labels: {}, limits: { memory_mb: 256, cpus: 1 }, workspaceDir: dir, prewarm }, settings));
+  const container = await docker.createContainer(
+    agentSpec({ name, labels: {}, limits: { memory_mb: 256, cpus: 1 }, workspaceDir: dir, prewarm }, settings),
+  );
   t.after(() => removeContainer(container.id));
   const channel = await AgentChannel.attach(container);
   t.after(() => channel.close());
@@ -34,12 +47,28 @@ async function agent(t: TestContext, prewarm: Prewarm = 'always'): Promise<Agent
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const request: RunRequest = {
-      op: 'run', id: `exec_${randomBytes(4).toString('hex')}`, language: 'python', code: 'pass', env: {}, stdin: null, mode: 'process', cap: 100_000, ...over,
+      op: 'run',
+      id: `exec_${randomBytes(4).toString('hex')}`,
+      language: 'python',
+      code: 'pass',
+      env: {},
+      stdin: null,
+      mode: 'process',
+      cap: 100_000,
+      ...over,
     };
-    const end = await channel.run(request, { onStarted: () => {}, stdout: (b) => out.push(b), stderr: (b) => err.push(b) }, {
-      timeoutMs: ctl.timeoutMs ?? 30_000, signal: new AbortController().signal, interruptGraceMs: ctl.interruptGraceMs ?? 2000,
-      kill: async () => { await container.kill(); },
-    });
+    const end = await channel.run(
+      request,
+      { onStarted: () => {}, stdout: (b) => out.push(b), stderr: (b) => err.push(b) },
+      {
+        timeoutMs: ctl.timeoutMs ?? 30_000,
+        signal: new AbortController().signal,
+        interruptGraceMs: ctl.interruptGraceMs ?? 2000,
+        kill: async () => {
+          await container.kill();
+        },
+      },
+    );
     return { ...end, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
   };
   return { container, channel, run };
@@ -68,9 +97,12 @@ sys.exit(3)
   assert.equal(bash.stdout.toString(), `${FORGED}\n`);
 });
 
-test('a program cannot reach the agent\'s protocol descriptor or stop the agent with a catchable signal', async (t) => {
+test("a program cannot reach the agent's protocol descriptor or stop the agent with a catchable signal", async (t) => {
   const a = await agent(t);
-  const r = await a.run({ language: 'bash', code: 'ls /proc/$PPID/fd 2>&1 | head -1; kill -TERM $PPID; kill -HUP $PPID; kill -INT $PPID; echo sent' });
+  const r = await a.run({
+    language: 'bash',
+    code: 'ls /proc/$PPID/fd 2>&1 | head -1; kill -TERM $PPID; kill -HUP $PPID; kill -INT $PPID; echo sent',
+  });
   assert.match(r.stdout.toString(), /Permission denied/);
   assert.match(r.stdout.toString(), /sent\n$/);
   assert.equal((await a.run({ code: 'print("alive")' })).stdout.toString(), 'alive\n');
@@ -89,17 +121,24 @@ test('bytes that are not UTF-8 cross unchanged; each stream stops one byte past 
 
 test('a python run in the pre-started interpreter behaves like python3 -c', async (t) => {
   const a = await agent(t, 'always');
-  const probe = 'g = sorted(k for k in globals() if not k.startswith("__"))\nimport sys, os\nprint(sys.argv, __name__, g, os.getcwd(), os.environ.get("GREETING"), sys.stdin.read())';
+  const probe =
+    'g = sorted(k for k in globals() if not k.startswith("__"))\nimport sys, os\nprint(sys.argv, __name__, g, os.getcwd(), os.environ.get("GREETING"), sys.stdin.read())';
   for (const env of [{ GREETING: 'hi' }, { GREETING: 'hi', PYTHONHASHSEED: '1' }] as Record<string, string>[]) {
     const r = await a.run({ code: probe, env, stdin: 'in' });
     assert.equal(r.stdout.toString(), "['-c'] __main__ [] /mnt/data hi in\n", JSON.stringify(env));
   }
   const trace = await a.run({ code: 'def f():\n    1/0\nf()' });
   assert.equal(trace.exit?.code, 1);
-  assert.equal(trace.stderr.toString(), [
-    'Traceback (most recent call last):', '  File "<string>", line 3, in <module>', '  File "<string>", line 2, in f',
-    'ZeroDivisionError: division by zero', '',
-  ].join('\n'));
+  assert.equal(
+    trace.stderr.toString(),
+    [
+      'Traceback (most recent call last):',
+      '  File "<string>", line 3, in <module>',
+      '  File "<string>", line 2, in f',
+      'ZeroDivisionError: division by zero',
+      '',
+    ].join('\n'),
+  );
   const syntax = await a.run({ code: 'x = (' });
   assert.equal(syntax.exit?.code, 1);
   assert.match(syntax.stderr.toString(), /^ {2}File "<string>", line 1\n.*\nSyntaxError: /s);
@@ -147,14 +186,19 @@ test('stateful runs share one interpreter; an interrupt cuts a blocking call and
   assert.equal((await a.run({ mode: 'stateful', code: 'x' })).exit?.value, '41');
   const err = await a.run({ mode: 'stateful', code: 'y = 1\nraise ValueError("bad")' });
   assert.equal(err.exit?.code, 1);
-  assert.match(err.stderr.toString(), /File "<cell-\d+>", line 2, in <module>\n {4}raise ValueError\("bad"\)\nValueError: bad\n$/);
+  assert.match(
+    err.stderr.toString(),
+    /File "<cell-\d+>", line 2, in <module>\n {4}raise ValueError\("bad"\)\nValueError: bad\n$/,
+  );
   assert.doesNotMatch(err.stderr.toString(), /sandgate/, 'no frame of the agent in the traceback');
 });
 
 test('an interrupt that is ignored ends in a kill after the grace period', async (t) => {
   const a = await agent(t, 'never');
-  const r = await a.run({ mode: 'stateful', code: 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass' },
-    { timeoutMs: 300, interruptGraceMs: 500 });
+  const r = await a.run(
+    { mode: 'stateful', code: 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass' },
+    { timeoutMs: 300, interruptGraceMs: 500 },
+  );
   assert.deepEqual([r.timedOut, r.killed, r.exit, a.channel.closed], [true, true, undefined, true]);
   assert.equal((await a.container.inspect()).State.Running, false);
 });
@@ -165,9 +209,11 @@ test('a second attach to a running agent gets every frame once its handshake is 
     const late = await AgentChannel.attach(a.container);
     await late.handshake(10_000);
     const out: Buffer[] = [];
-    const end = await late.run({ op: 'run', id: `r${i}`, language: 'bash', code: `echo ${i}`, env: {}, stdin: null, mode: 'process', cap: 100 },
+    const end = await late.run(
+      { op: 'run', id: `r${i}`, language: 'bash', code: `echo ${i}`, env: {}, stdin: null, mode: 'process', cap: 100 },
       { onStarted: () => {}, stdout: (b) => out.push(b), stderr: () => {} },
-      { timeoutMs: 10_000, signal: new AbortController().signal, interruptGraceMs: 2000, kill: async () => {} });
+      { timeoutMs: 10_000, signal: new AbortController().signal, interruptGraceMs: 2000, kill: async () => {} },
+    );
     late.close();
     assert.equal(end.exit?.code, 0);
     assert.equal(Buffer.concat(out).toString(), `${i}\n`);
@@ -175,4 +221,3 @@ test('a second attach to a running agent gets every frame once its handshake is 
   a.channel.close();
   await assert.rejects(a.channel.handshake(1000), /ended/);
 });
-

@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { encodeMessage, FrameDecoder, INTERRUPT, type AgentFrame, type ExitFrame, type RunRequest } from '../shared/agent-frames.ts';
+import {
+  encodeMessage,
+  FrameDecoder,
+  INTERRUPT,
+  type AgentFrame,
+  type ExitFrame,
+  type RunRequest,
+} from '../shared/agent-frames.ts';
 import { timerDelay } from '../shared/timers.ts';
 import { AttachDemuxer } from './attach-demux.ts';
 
@@ -49,7 +56,9 @@ export class AgentChannel {
   #diagnostics = '';
   #onEnded: () => void = () => {};
   /** Resolves once the stream has ended. */
-  readonly ended: Promise<void> = new Promise((resolve) => { this.#onEnded = resolve; });
+  readonly ended: Promise<void> = new Promise((resolve) => {
+    this.#onEnded = resolve;
+  });
 
   /** Attaches before anything is sent: frames written while nobody is attached are lost. */
   static async attach(container: Dockerode.Container): Promise<AgentChannel> {
@@ -60,7 +69,10 @@ export class AgentChannel {
   private constructor(stream: Duplex) {
     this.#stream = stream;
     const decoder = new FrameDecoder((frame) => this.#listener?.frame(frame));
-    const demux = new AttachDemuxer((bytes) => decoder.push(bytes), (bytes) => this.#keep(bytes));
+    const demux = new AttachDemuxer(
+      (bytes) => decoder.push(bytes),
+      (bytes) => this.#keep(bytes),
+    );
     stream.on('data', (chunk: Buffer) => demux.push(chunk));
     const closed = (): void => {
       if (this.#closed) return;
@@ -108,9 +120,14 @@ export class AgentChannel {
         if (err) reject(err);
         else resolve();
       };
-      const deadline = setTimeout(() => done(new Error(`the sandbox agent did not answer within ${timeoutMs} ms`)), timerDelay(timeoutMs));
+      const deadline = setTimeout(
+        () => done(new Error(`the sandbox agent did not answer within ${timeoutMs} ms`)),
+        timerDelay(timeoutMs),
+      );
       this.#listener = {
-        frame: (frame) => { if (frame.t === 'pong' && frame.id !== null && sent.has(frame.id)) done(); },
+        frame: (frame) => {
+          if (frame.t === 'pong' && frame.id !== null && sent.has(frame.id)) done();
+        },
         closed: () => done(new Error(`the sandbox agent ended: ${this.#diagnostics.trim() || 'no output'}`)),
       };
       if (this.#closed) return this.#listener.closed();
@@ -134,12 +151,22 @@ export class AgentChannel {
         ctl.signal.removeEventListener('abort', onAbort);
         this.#listener = undefined;
         const durationMs = startedAt === undefined ? 0 : performance.now() - startedAt;
-        resolve({ started: startedAt !== undefined, exit, timedOut: stopped === 'timeout', cancelled: stopped === 'cancelled', killed, durationMs });
+        resolve({
+          started: startedAt !== undefined,
+          exit,
+          timedOut: stopped === 'timeout',
+          cancelled: stopped === 'cancelled',
+          killed,
+          durationMs,
+        });
       };
       const kill = (): void => {
         killed = true;
         // Detaching ends the run for us even if the engine cannot kill (it is then gone, or unreachable).
-        void ctl.kill().catch(() => {}).finally(() => this.close());
+        void ctl
+          .kill()
+          .catch(() => {})
+          .finally(() => this.close());
       };
       const stop = (why: 'timeout' | 'cancelled'): void => {
         if (stopped !== undefined) return;
@@ -188,7 +215,10 @@ export class AgentChannel {
         if (err) reject(err);
         else resolve();
       };
-      const deadline = setTimeout(() => done(new Error(`the sandbox agent did not finish its reset within ${timeoutMs} ms`)), timerDelay(timeoutMs));
+      const deadline = setTimeout(
+        () => done(new Error(`the sandbox agent did not finish its reset within ${timeoutMs} ms`)),
+        timerDelay(timeoutMs),
+      );
       this.#listener = {
         frame: (frame) => {
           if (frame.t !== 'reset' || frame.id !== id) return;

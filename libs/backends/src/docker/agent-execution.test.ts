@@ -11,15 +11,33 @@ async function sandbox(t: TestContext) {
   const f = await fixture(t);
   const job = f.job({ sandbox: 'session' });
   t.after(() => removeContainer(sessionContainerName(job.session_id)));
-  const settings = { image: IMAGE, runtime: undefined, user: '1000:1000', pidsLimit: 64, tmpfsBytes: 8 << 20, nofile: 256, deployment: f.deployment };
+  const settings = {
+    image: IMAGE,
+    runtime: undefined,
+    user: '1000:1000',
+    pidsLimit: 64,
+    tmpfsBytes: 8 << 20,
+    nofile: 256,
+    deployment: f.deployment,
+  };
   const sessions = new SessionSandboxes(docker, settings, silentLogger, 30_000);
   const dir = await f.workspaces.create(job.session_id);
   const s = await sessions.acquire(job, dir);
   t.after(() => s.channel.close());
-  const kill = async (): Promise<void> => { await s.container.kill(); };
+  const kill = async (): Promise<void> => {
+    await s.container.kill();
+  };
   const setup = (over: Partial<typeof job>, sink = new RecordingSink()): AgentRunSetup => ({
-    job: { ...job, ...over }, events: sink, signal: new AbortController().signal, channel: s.channel, dir, mode: 'process',
-    interruptGraceMs: 2000, maxOutputBytes: 1000, artifactUrl, kill,
+    job: { ...job, ...over },
+    events: sink,
+    signal: new AbortController().signal,
+    channel: s.channel,
+    dir,
+    mode: 'process',
+    interruptGraceMs: 2000,
+    maxOutputBytes: 1000,
+    artifactUrl,
+    kill,
     postMortem: async () => ({ ...(await deathOf(s.container, kill, Date.now() - 60_000)), message: 'it died' }),
   });
   return { ...s, setup };
@@ -32,16 +50,21 @@ test('a run reports its output, phases and artifacts; the sandbox stays for the 
   assert.equal(outcome.started, true);
   assert.equal(outcome.result.state, 'completed');
   assert.equal(outcome.result.stdout, 'done\n');
-  assert.deepEqual(outcome.result.artifacts.map((a) => a.path), ['out.txt']);
+  assert.deepEqual(
+    outcome.result.artifacts.map((a) => a.path),
+    ['out.txt'],
+  );
   assert.deepEqual(sink.artifacts, outcome.result.artifacts);
   assert.deepEqual(sink.phases, ['running', 'harvesting']);
   assert.equal((await s.container.inspect()).State.Running, true);
 });
 
-test('a sandbox that dies mid-run is failed with the post-mortem\'s message and exit status', async (t) => {
+test("a sandbox that dies mid-run is failed with the post-mortem's message and exit status", async (t) => {
   const s = await sandbox(t);
   // A run cannot kill its agent (another uid): it is killed from outside mid-run, as a crash of it would end it.
-  const sink = new RecordingSink((text) => { if (text.includes('before')) void killAgentOf(s.container); });
+  const sink = new RecordingSink((text) => {
+    if (text.includes('before')) void killAgentOf(s.container);
+  });
   const outcome = await runInAgent(s.setup({ language: 'bash', code: 'echo before; sleep 30' }, sink));
   assert.equal(outcome.started, true);
   assert.deepEqual([outcome.result.state, outcome.result.message], ['failed', 'it died']);

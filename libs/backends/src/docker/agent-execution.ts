@@ -47,22 +47,41 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   const stderr = new OutputCollector((text) => events.stderr(text), s.maxOutputBytes);
   const end = await s.channel.run(
     {
-      op: 'run', id: job.execution_id, language: job.language, code: job.code, env: job.env, stdin: job.stdin,
-      mode: s.mode, cap: s.maxOutputBytes,
+      op: 'run',
+      id: job.execution_id,
+      language: job.language,
+      code: job.code,
+      env: job.env,
+      stdin: job.stdin,
+      mode: s.mode,
+      cap: s.maxOutputBytes,
     },
-    { onStarted: () => events.phase('running'), stdout: (bytes) => stdout.write(bytes), stderr: (bytes) => stderr.write(bytes) },
+    {
+      onStarted: () => events.phase('running'),
+      stdout: (bytes) => stdout.write(bytes),
+      stderr: (bytes) => stderr.write(bytes),
+    },
     { timeoutMs: job.timeout_ms, signal: s.signal, interruptGraceMs: s.interruptGraceMs, kill: () => s.kill() },
   );
   stdout.end();
   stderr.end();
   const finish = (runEnd: RunEnd, found: Harvest = { artifacts: [], truncated: false }): ExecutionResult =>
     buildResult({
-      end: runEnd, limits: job, stdout, stderr, artifacts: found.artifacts, artifactsTruncated: found.truncated,
+      end: runEnd,
+      limits: job,
+      stdout,
+      stderr,
+      artifacts: found.artifacts,
+      artifactsTruncated: found.truncated,
       durationMs: end.durationMs,
     });
   if (!end.started) {
     const stopped = end.timedOut || end.cancelled;
-    return { started: false, retryable: !stopped, result: finish({ exitCode: -1, timedOut: end.timedOut, oomKilled: false, cancelled: !end.timedOut }) };
+    return {
+      started: false,
+      retryable: !stopped,
+      result: finish({ exitCode: -1, timedOut: end.timedOut, oomKilled: false, cancelled: !end.timedOut }),
+    };
   }
   const runEnd = await withDiskQuota(await describeEnd(end, s), s.dir, s.quota);
   if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
@@ -84,17 +103,25 @@ async function describeEnd(end: AgentRunEnd, s: AgentRunSetup): Promise<RunEnd> 
  * exit, so the exit is waited for (briefly); one still running after that is in no known state and is killed.
  */
 export async function deathOf(
-  container: Dockerode.Container, kill: () => Promise<void>, sinceMs: number,
+  container: Dockerode.Container,
+  kill: () => Promise<void>,
+  sinceMs: number,
 ): Promise<Death> {
   const stopped = await Promise.race([
-    container.wait({ condition: 'not-running' }).then(() => true, () => true),
+    container.wait({ condition: 'not-running' }).then(
+      () => true,
+      () => true,
+    ),
     new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000).unref()),
   ]);
   if (!stopped) await kill().catch(() => {});
-  const state = await container.inspect().then((info) => info.State, () => undefined);
+  const state = await container.inspect().then(
+    (info) => info.State,
+    () => undefined,
+  );
   const oomKilled = state?.OOMKilled === true;
   // One we had to kill here was in no known state; one that stopped on its own may have been stopped by the engine.
-  const engineStopped = stopped && !oomKilled && await stoppedByEngine(container, sinceMs);
+  const engineStopped = stopped && !oomKilled && (await stoppedByEngine(container, sinceMs));
   return { exitCode: state?.ExitCode ?? -1, oomKilled, engineStopped };
 }
 

@@ -4,31 +4,88 @@ import { agentCommand, agentSpec, AGENT_PATH, sessionContainerName } from './age
 import { hostConfig, type SandboxSettings } from './container-spec.ts';
 
 const settings: SandboxSettings = {
-  image: 'img:1', runtime: 'runsc', user: '1000:1000', pidsLimit: 64, tmpfsBytes: 1024, nofile: 512, deployment: 'dep-a',
+  image: 'img:1',
+  runtime: 'runsc',
+  user: '1000:1000',
+  pidsLimit: 64,
+  tmpfsBytes: 1024,
+  nofile: 512,
+  deployment: 'dep-a',
 };
 
 test('an agent sandbox has the same lock-down as a one-execution sandbox, and keeps stdin open', () => {
   const limits = { memory_mb: 256, cpus: 0.5 };
-  const spec = agentSpec({ name: 'sandgate-p-1', labels: { a: 'b' }, limits, workspaceDir: '/data/pool/1', prewarm: 'fresh' }, settings);
+  const spec = agentSpec(
+    { name: 'sandgate-p-1', labels: { a: 'b' }, limits, workspaceDir: '/data/pool/1', prewarm: 'fresh' },
+    settings,
+  );
   const host = hostConfig(limits, '/data/pool/1', settings);
-  assert.deepEqual(spec.HostConfig, { ...host, CapAdd: ['SETUID', 'SETGID', 'SETPCAP', 'KILL'] }, 'KILL for the agent alone');
+  assert.deepEqual(
+    spec.HostConfig,
+    { ...host, CapAdd: ['SETUID', 'SETGID', 'SETPCAP', 'KILL'] },
+    'KILL for the agent alone',
+  );
   assert.equal(spec.HostConfig?.Runtime, 'runsc');
   assert.equal(spec.HostConfig?.NetworkMode, 'none');
   assert.equal(spec.NetworkDisabled, true);
-  assert.deepEqual(spec.Cmd, [
-    'setpriv', '--reuid=1000', '--regid=1000', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--',
-    'python3', '-u', AGENT_PATH, '--prewarm=fresh',
-  ], 'under gVisor (no ambient capabilities) the agent is the sandbox user');
-  assert.deepEqual(agentCommand({ prewarm: 'fresh' }, { user: '1000:1000', runtime: undefined }), [
-    'setpriv', '--reuid=999', '--regid=999', '--clear-groups', '--inh-caps=-all,+setuid,+setgid,+setpcap,+kill',
-    '--ambient-caps=+setuid,+setgid,+setpcap,+kill', '--bounding-set=-all,+setuid,+setgid,+setpcap,+kill', '--',
-    'python3', '-u', '-S', AGENT_PATH, '--prewarm=fresh', '--run-as=1000:1000',
-  ], 'a pool agent runs as a uid of its own and starts programs as the sandbox user');
-  const stateful = agentSpec({ name: 'sandgate-s-1', labels: {}, limits, workspaceDir: '/d', prewarm: 'never' }, settings);
-  assert.deepEqual(stateful.Cmd, [
-    'setpriv', '--reuid=1000', '--regid=1000', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--',
-    'python3', '-u', AGENT_PATH, '--prewarm=never',
-  ], 'a stateful session runs code in the agent, which is the sandbox user there');
+  assert.deepEqual(
+    spec.Cmd,
+    [
+      'setpriv',
+      '--reuid=1000',
+      '--regid=1000',
+      '--clear-groups',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      '--',
+      'python3',
+      '-u',
+      AGENT_PATH,
+      '--prewarm=fresh',
+    ],
+    'under gVisor (no ambient capabilities) the agent is the sandbox user',
+  );
+  assert.deepEqual(
+    agentCommand({ prewarm: 'fresh' }, { user: '1000:1000', runtime: undefined }),
+    [
+      'setpriv',
+      '--reuid=999',
+      '--regid=999',
+      '--clear-groups',
+      '--inh-caps=-all,+setuid,+setgid,+setpcap,+kill',
+      '--ambient-caps=+setuid,+setgid,+setpcap,+kill',
+      '--bounding-set=-all,+setuid,+setgid,+setpcap,+kill',
+      '--',
+      'python3',
+      '-u',
+      '-S',
+      AGENT_PATH,
+      '--prewarm=fresh',
+      '--run-as=1000:1000',
+    ],
+    'a pool agent runs as a uid of its own and starts programs as the sandbox user',
+  );
+  const stateful = agentSpec(
+    { name: 'sandgate-s-1', labels: {}, limits, workspaceDir: '/d', prewarm: 'never' },
+    settings,
+  );
+  assert.deepEqual(
+    stateful.Cmd,
+    [
+      'setpriv',
+      '--reuid=1000',
+      '--regid=1000',
+      '--clear-groups',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      '--',
+      'python3',
+      '-u',
+      AGENT_PATH,
+      '--prewarm=never',
+    ],
+    'a stateful session runs code in the agent, which is the sandbox user there',
+  );
   assert.deepEqual(spec.Env, [], 'no variable of the worker, and none of any job');
   assert.equal(spec.User, '0:0', 'root for the init and setpriv alone, which drops to the sandbox user');
   assert.deepEqual(spec.HostConfig?.CapAdd, ['SETUID', 'SETGID', 'SETPCAP', 'KILL']);

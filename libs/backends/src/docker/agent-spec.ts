@@ -1,7 +1,14 @@
 import type Dockerode from 'dockerode';
 import { parseUser } from './pool-dirs.ts';
 import { WORKDIR } from '../shared/sandbox.ts';
-import { asSandboxUser, CONTAINER_USER, hostConfig, setpriv, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
+import {
+  asSandboxUser,
+  CONTAINER_USER,
+  hostConfig,
+  setpriv,
+  type SandboxLimits,
+  type SandboxSettings,
+} from './container-spec.ts';
 
 /** Where the image keeps the in-sandbox agent (images/runtime/agent/). */
 export const AGENT_PATH = '/usr/lib/sandgate/agent/sandgate_agent.py';
@@ -29,7 +36,10 @@ const AGENT_CAPS = ['setuid', 'setgid', 'setpcap', 'kill'].map((c) => `+${c}`).j
  * under gVisor (`runsc`), which does not carry ambient capabilities across exec: there gVisor's own kernel stands
  * between the sandbox and the host as well.
  */
-export function agentCommand(sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<SandboxSettings, 'user' | 'runtime'>): string[] {
+export function agentCommand(
+  sandbox: Pick<AgentSandbox, 'prewarm'>,
+  s: Pick<SandboxSettings, 'user' | 'runtime'>,
+): string[] {
   const { user } = s;
   const prewarm = `--prewarm=${sandbox.prewarm}`;
   if (sandbox.prewarm === 'never' || s.runtime === 'runsc') {
@@ -38,7 +48,9 @@ export function agentCommand(sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<San
   const { uid, gid } = parseUser(user);
   // -S: no site hooks, which would leave files of the agent's uid in /tmp for the sandbox user's reset to trip on.
   return setpriv(
-    { uid: AGENT_UID, gid: AGENT_UID }, ['python3', '-u', '-S', AGENT_PATH, prewarm, `--run-as=${uid}:${gid}`], AGENT_CAPS,
+    { uid: AGENT_UID, gid: AGENT_UID },
+    ['python3', '-u', '-S', AGENT_PATH, prewarm, `--run-as=${uid}:${gid}`],
+    AGENT_CAPS,
   );
 }
 

@@ -5,7 +5,10 @@ import { chown, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { artifactUrl, fixture, RecordingSink, SANDBOX_UID } from './testing.ts';
 
-const sha256 = async (file: string): Promise<string> => createHash('sha256').update(await readFile(file)).digest('hex');
+const sha256 = async (file: string): Promise<string> =>
+  createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex');
 
 test('files a run creates or changes are artifacts with host-verified hashes; untouched ones are not', async (t) => {
   const f = await fixture(t);
@@ -17,7 +20,8 @@ test('files a run creates or changes are artifacts with host-verified hashes; un
     await chown(join(dir, name), SANDBOX_UID, SANDBOX_UID);
   }
   const sink = new RecordingSink();
-  const job = f.job({ code: `
+  const job = f.job({
+    code: `
 import os
 import matplotlib.pyplot as plt
 plt.plot([1, 2, 3], [3, 1, 2])
@@ -29,10 +33,14 @@ with open("out/nested.json", "w") as fh:
     fh.write("{}")
 with open("edit.txt", "a") as fh:
     fh.write("more\\n")
-` });
+`,
+  });
   const r = await f.run(job, sink);
   assert.equal(r.state, 'completed', r.stderr);
-  assert.deepEqual(r.artifacts.map((a) => a.path), ['chart.png', 'data.csv', 'edit.txt', 'out/nested.json']);
+  assert.deepEqual(
+    r.artifacts.map((a) => a.path),
+    ['chart.png', 'data.csv', 'edit.txt', 'out/nested.json'],
+  );
   assert.deepEqual(sink.artifacts, r.artifacts);
   const mimes = Object.fromEntries(r.artifacts.map((a) => [a.path, a.mime_type]));
   assert.equal(mimes['chart.png'], 'image/png');
@@ -49,7 +57,9 @@ with open("edit.txt", "a") as fh:
 
 test('symlinks, FIFOs and hard links made in the sandbox are not artifacts', async (t) => {
   const f = await fixture(t);
-  const r = await f.run(f.job({ code: `
+  const r = await f.run(
+    f.job({
+      code: `
 import os
 os.symlink("/etc/passwd", "/mnt/data/x")
 os.symlink("/etc", "/mnt/data/etc-dir")
@@ -59,9 +69,14 @@ with open("/mnt/data/a.txt", "w") as fh:
 os.link("/mnt/data/a.txt", "/mnt/data/b.txt")
 with open("/mnt/data/real.txt", "w") as fh:
     fh.write("real")
-` }));
+`,
+    }),
+  );
   assert.equal(r.state, 'completed', r.stderr);
-  assert.deepEqual(r.artifacts.map((a) => a.path), ['real.txt']);
+  assert.deepEqual(
+    r.artifacts.map((a) => a.path),
+    ['real.txt'],
+  );
 });
 
 test('a failed run reports no artifacts', async (t) => {

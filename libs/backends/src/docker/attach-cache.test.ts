@@ -10,7 +10,14 @@ interface Kept {
 
 /** Stands in for an attach: the cache only ever asks whether it is closed, and closes it. */
 const channel = (): AgentChannel & { closes: number } => {
-  const c = { closed: false, closes: 0, close() { c.closes++; c.closed = true; } };
+  const c = {
+    closed: false,
+    closes: 0,
+    close() {
+      c.closes++;
+      c.closed = true;
+    },
+  };
   return c as unknown as AgentChannel & { closes: number };
 };
 
@@ -20,7 +27,7 @@ test('a kept attach is handed back once, for its key only', () => {
   cache.put('sess_a', { containerId: 'id-a', channel: a });
   assert.equal(cache.take('sess_b'), undefined);
   assert.deepEqual(cache.take('sess_a'), { containerId: 'id-a', channel: a });
-  assert.equal(cache.take('sess_a'), undefined, 'taken: it is the caller\'s now');
+  assert.equal(cache.take('sess_a'), undefined, "taken: it is the caller's now");
   assert.equal(a.closes, 0);
 });
 
@@ -54,7 +61,12 @@ test('an attach idle for too long is closed', async () => {
   const a = channel();
   cache.put('a', { containerId: 'ia', channel: a });
   await new Promise<void>((resolve) => {
-    const poll = setInterval(() => { if (a.closed) { clearInterval(poll); resolve(); } }, 5);
+    const poll = setInterval(() => {
+      if (a.closed) {
+        clearInterval(poll);
+        resolve();
+      }
+    }, 5);
   });
   assert.equal(cache.size, 0);
 });

@@ -24,7 +24,13 @@ export interface ColdRunContext {
  * Runs a one-shot job in a container of its own, created for it with the code as its command and removed after:
  * no agent in between, so a run without a warm sandbox costs what the engine costs.
  */
-export async function runCold(ctx: ColdRunContext, job: ExecutionJob, dir: string, events: EventSink, signal: AbortSignal): Promise<ExecutionResult> {
+export async function runCold(
+  ctx: ColdRunContext,
+  job: ExecutionJob,
+  dir: string,
+  events: EventSink,
+  signal: AbortSignal,
+): Promise<ExecutionResult> {
   const before = await snapshot(dir);
   const stdout = new OutputCollector((text) => events.stdout(text), ctx.maxOutputBytes);
   const stderr = new OutputCollector((text) => events.stderr(text), ctx.maxOutputBytes);
@@ -34,21 +40,40 @@ export async function runCold(ctx: ColdRunContext, job: ExecutionJob, dir: strin
       container,
       { stdout: stdout.writable(), stderr: stderr.writable(), stdin: job.stdin },
       { timeoutMs: job.timeout_ms, signal, onStarted: () => events.phase('running') },
-    ).catch((err: unknown) => { throw engineError(err, ctx.settings.image); });
+    ).catch((err: unknown) => {
+      throw engineError(err, ctx.settings.image);
+    });
     stdout.end();
     stderr.end();
-    const finish = (end: RunEnd, durationMs: number, found: Harvest = { artifacts: [], truncated: false }): ExecutionResult =>
+    const finish = (
+      end: RunEnd,
+      durationMs: number,
+      found: Harvest = { artifacts: [], truncated: false },
+    ): ExecutionResult =>
       buildResult({
-        end, limits: job, stdout, stderr, artifacts: found.artifacts, artifactsTruncated: found.truncated, durationMs,
+        end,
+        limits: job,
+        stdout,
+        stderr,
+        artifacts: found.artifacts,
+        artifactsTruncated: found.truncated,
+        durationMs,
       });
     if (!run.started) return finish(run, 0);
     const end = await withDiskQuota(run, dir, ctx.quota);
     const result = finish(end, run.durationMs, await harvest(end, job, dir, before, events, ctx.artifactUrl, signal));
     // outputBytes: what crossed from the sandbox to this worker, which the sandbox's own cap keeps near the limit.
-    ctx.log.info({
-      executionId: job.execution_id, sandbox: 'cold', state: result.state, exitCode: result.exit_code,
-      durationMs: result.duration_ms, outputBytes: stdout.totalBytes + stderr.totalBytes,
-    }, 'execution finished');
+    ctx.log.info(
+      {
+        executionId: job.execution_id,
+        sandbox: 'cold',
+        state: result.state,
+        exitCode: result.exit_code,
+        durationMs: result.duration_ms,
+        outputBytes: stdout.totalBytes + stderr.totalBytes,
+      },
+      'execution finished',
+    );
     return result;
   } finally {
     await remove(ctx, container, job.execution_id);
@@ -65,9 +90,13 @@ async function create(ctx: ColdRunContext, job: ExecutionJob, dir: string): Prom
   // The name is taken: a retry of this execution after its worker died. Its old sandbox goes.
   ctx.log.warn({ executionId: job.execution_id }, 'replacing a leftover sandbox of this execution');
   await remove(ctx, ctx.docker.getContainer(containerName(job.execution_id)), job.execution_id);
-  return ctx.docker.createContainer(spec).catch((err: unknown) => { throw engineError(err, ctx.settings.image); });
+  return ctx.docker.createContainer(spec).catch((err: unknown) => {
+    throw engineError(err, ctx.settings.image);
+  });
 }
 
 async function remove(ctx: ColdRunContext, container: Dockerode.Container, executionId: string): Promise<void> {
-  await forceRemove(container).catch((err: unknown) => ctx.log.warn({ executionId, err }, 'could not remove sandbox; sweep will retry'));
+  await forceRemove(container).catch((err: unknown) =>
+    ctx.log.warn({ executionId, err }, 'could not remove sandbox; sweep will retry'),
+  );
 }

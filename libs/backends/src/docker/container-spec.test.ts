@@ -5,12 +5,27 @@ import { commandFor } from '../shared/sandbox.ts';
 import { CAPPED_PATH, containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
 
 const job: ExecutionJob = {
-  execution_id: 'exec_0123456789abcdef', tenant: 'acme', session_id: 'sess_0123456789ab', language: 'python',
-  code: 'print(1)', timeout_ms: 1000, memory_mb: 128, cpus: 0.5, env: { A: '1', B: 'two=2' }, stdin: null,
-  sandbox: 'oneshot', generation: 0,
+  execution_id: 'exec_0123456789abcdef',
+  tenant: 'acme',
+  session_id: 'sess_0123456789ab',
+  language: 'python',
+  code: 'print(1)',
+  timeout_ms: 1000,
+  memory_mb: 128,
+  cpus: 0.5,
+  env: { A: '1', B: 'two=2' },
+  stdin: null,
+  sandbox: 'oneshot',
+  generation: 0,
 };
 const settings: SandboxSettings = {
-  image: 'img:1', runtime: undefined, user: '1000:1000', pidsLimit: 128, tmpfsBytes: 1024, nofile: 1024, deployment: 'dep-a',
+  image: 'img:1',
+  runtime: undefined,
+  user: '1000:1000',
+  pidsLimit: 128,
+  tmpfsBytes: 1024,
+  nofile: 1024,
+  deployment: 'dep-a',
 };
 
 test('the code is an argument, never parsed by a shell', () => {
@@ -30,8 +45,22 @@ test('the spec locks the sandbox down and carries only the job env', () => {
   assert.equal(spec.OpenStdin, false);
   assert.equal(spec.User, '0:0', 'root only for the init and setpriv');
   assert.deepEqual(spec.Cmd, [
-    'setpriv', '--reuid=1000', '--regid=1000', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--',
-    'python3', '-I', '-S', CAPPED_PATH, '4096', '--', 'python3', '-c', 'print(1)',
+    'setpriv',
+    '--reuid=1000',
+    '--regid=1000',
+    '--clear-groups',
+    '--inh-caps=-all',
+    '--bounding-set=-all',
+    '--',
+    'python3',
+    '-I',
+    '-S',
+    CAPPED_PATH,
+    '4096',
+    '--',
+    'python3',
+    '-c',
+    'print(1)',
   ]);
   assert.equal(spec.Labels?.['org.sandgate.tenant'], 'acme');
   assert.equal(spec.Labels?.['org.sandgate.deployment'], 'dep-a');
@@ -46,7 +75,9 @@ test('the spec locks the sandbox down and carries only the job env', () => {
   assert.equal(h.NanoCpus, 500_000_000);
   assert.equal(h.PidsLimit, 128);
   assert.deepEqual(h.Tmpfs, { '/tmp': 'rw,nosuid,nodev,size=1024' });
-  assert.deepEqual(h.Mounts, [{ Type: 'bind', Source: '/data/sessions/sess_0123456789ab', Target: '/mnt/data', ReadOnly: false }]);
+  assert.deepEqual(h.Mounts, [
+    { Type: 'bind', Source: '/data/sessions/sess_0123456789ab', Target: '/mnt/data', ReadOnly: false },
+  ]);
   assert.equal(h.Runtime, undefined);
 });
 

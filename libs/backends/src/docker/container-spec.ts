@@ -4,7 +4,6 @@ import { ownershipLabels } from '../shared/labels.ts';
 import { commandFor, WORKDIR } from '../shared/sandbox.ts';
 import { parseUser } from './pool-dirs.ts';
 
-
 /** The engine-facing settings a container spec needs beyond the job itself. */
 export interface SandboxSettings {
   image: string;
@@ -40,8 +39,15 @@ export function asSandboxUser(user: string, cmd: string[]): string[] {
 export function setpriv({ uid, gid }: { uid: number; gid: number }, cmd: string[], keep = ''): string[] {
   const also = keep ? `,${keep}` : '';
   return [
-    'setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', `--inh-caps=-all${also}`,
-    ...(keep ? [`--ambient-caps=${keep}`] : []), `--bounding-set=-all${also}`, '--', ...cmd,
+    'setpriv',
+    `--reuid=${uid}`,
+    `--regid=${gid}`,
+    '--clear-groups',
+    `--inh-caps=-all${also}`,
+    ...(keep ? [`--ambient-caps=${keep}`] : []),
+    `--bounding-set=-all${also}`,
+    '--',
+    ...cmd,
   ];
 }
 
@@ -52,7 +58,15 @@ export const CONTAINER_USER = '0:0';
 export const CAPPED_PATH = '/usr/lib/sandgate/agent/sandgate_capped.py';
 
 /** `cmd` with its stdout and stderr each cut after `cap` bytes (and one more) inside the sandbox. */
-export const cappedAtSource = (cap: number, cmd: string[]): string[] => ['python3', '-I', '-S', CAPPED_PATH, String(cap), '--', ...cmd];
+export const cappedAtSource = (cap: number, cmd: string[]): string[] => [
+  'python3',
+  '-I',
+  '-S',
+  CAPPED_PATH,
+  String(cap),
+  '--',
+  ...cmd,
+];
 
 /** The deterministic container name: a retried job finds its predecessor by it. */
 export const containerName = (executionId: string): string => `sandgate-${executionId}`;

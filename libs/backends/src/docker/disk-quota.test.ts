@@ -37,14 +37,28 @@ async function quotaBackend(t: TestContext, poolSize: number) {
   assert.ok(quota instanceof SubvolumeQuota, JSON.stringify(quota));
   const workspaces = new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID }, quota });
   const backend = new DockerBackend({
-    workspaces, artifactUrl, deployment: `test-${randomBytes(4).toString('hex')}`, poolSize, sweepGraceMs: 0,
+    workspaces,
+    artifactUrl,
+    deployment: `test-${randomBytes(4).toString('hex')}`,
+    poolSize,
+    sweepGraceMs: 0,
   });
   t.after(() => backend.close());
   const run = async (o: Partial<ExecutionJob>) => {
     const job: ExecutionJob = {
-      execution_id: `exec_${randomBytes(8).toString('hex')}`, tenant: 'test', session_id: newSessionId(),
-      language: 'python', code: 'print(1)', timeout_ms: 30_000, memory_mb: 256, cpus: 1, env: {}, stdin: null,
-      sandbox: 'oneshot', generation: 0, ...o,
+      execution_id: `exec_${randomBytes(8).toString('hex')}`,
+      tenant: 'test',
+      session_id: newSessionId(),
+      language: 'python',
+      code: 'print(1)',
+      timeout_ms: 30_000,
+      memory_mb: 256,
+      cpus: 1,
+      env: {},
+      stdin: null,
+      sandbox: 'oneshot',
+      generation: 0,
+      ...o,
     };
     t.after(() => removeContainer(containerName(job.execution_id)));
     t.after(() => removeContainer(sessionContainerName(job.session_id)));
@@ -54,7 +68,8 @@ async function quotaBackend(t: TestContext, poolSize: number) {
   return { dataDir, quota, workspaces, backend, run };
 }
 
-const FILL = 'with open("fill.bin", "wb") as fh:\n    for _ in range(64):\n        fh.write(b"x" * (1 << 20))\n        fh.flush()';
+const FILL =
+  'with open("fill.bin", "wb") as fh:\n    for _ in range(64):\n        fh.write(b"x" * (1 << 20))\n        fh.flush()';
 
 for (const mode of RUN_MODES) {
   test(`[${mode}] a run cannot write past its session's disk quota: it fails with reason disk_quota, nothing else is touched`, async (t) => {

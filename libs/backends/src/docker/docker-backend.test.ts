@@ -9,7 +9,16 @@ import { isSandgateError } from '@sandgate/contracts';
 import { Workspaces } from '@sandgate/storage';
 import { containerName } from './container-spec.ts';
 import { DockerBackend } from './docker-backend.ts';
-import { artifactUrl, containerGone, docker, fixture, newSessionId, RecordingSink, runtimes, SANDBOX_UID } from './testing.ts';
+import {
+  artifactUrl,
+  containerGone,
+  docker,
+  fixture,
+  newSessionId,
+  RecordingSink,
+  runtimes,
+  SANDBOX_UID,
+} from './testing.ts';
 
 const hasRunsc = (await runtimes()).includes('runsc');
 
@@ -59,10 +68,12 @@ test('the job env is visible; the worker environment is not', async (t) => {
   const f = await fixture(t);
   process.env.SANDGATE_TEST_SECRET = 'x';
   t.after(() => delete process.env.SANDGATE_TEST_SECRET);
-  const r = await f.run(f.job({
-    code: 'import os, json\nprint(json.dumps(dict(os.environ)))',
-    env: { GREETING: 'hi there', EMPTY: '' },
-  }));
+  const r = await f.run(
+    f.job({
+      code: 'import os, json\nprint(json.dumps(dict(os.environ)))',
+      env: { GREETING: 'hi there', EMPTY: '' },
+    }),
+  );
   const env = JSON.parse(r.stdout) as Record<string, string>;
   assert.equal(env.GREETING, 'hi there');
   assert.equal(env.EMPTY, '');
@@ -85,7 +96,10 @@ test('10 MB of stdout is capped and flagged, and the run returns promptly', asyn
   const f = await fixture(t);
   const sink = new RecordingSink();
   const started = performance.now();
-  const r = await f.run(f.job({ language: 'bash', code: 'head -c 10485760 /dev/zero | tr "\\0" y; echo done >&2' }), sink);
+  const r = await f.run(
+    f.job({ language: 'bash', code: 'head -c 10485760 /dev/zero | tr "\\0" y; echo done >&2' }),
+    sink,
+  );
   const elapsed = performance.now() - started;
   assert.equal(r.state, 'completed');
   assert.equal(r.stdout.length, 100_000);
@@ -111,7 +125,9 @@ test('aborting mid-run cancels it and removes the container', async (t) => {
   const f = await fixture(t);
   const job = f.job({ code: 'import time\nprint("ready", flush=True)\ntime.sleep(60)' });
   const abort = new AbortController();
-  const sink = new RecordingSink((text) => { if (text.includes('ready')) abort.abort(); });
+  const sink = new RecordingSink((text) => {
+    if (text.includes('ready')) abort.abort();
+  });
   const started = performance.now();
   const r = await f.run(job, sink, abort.signal);
   assert.equal(r.state, 'cancelled');
@@ -133,7 +149,11 @@ test('a leftover container of the same execution is replaced', async (t) => {
   const f = await fixture(t);
   const job = f.job({ code: 'print("second")' });
   await f.run(f.job()); // the workspace exists after a first run
-  const leftover = await new Dockerode().createContainer({ name: containerName(job.execution_id), Image: 'sandgate/runtime:1', Cmd: ['true'] });
+  const leftover = await new Dockerode().createContainer({
+    name: containerName(job.execution_id),
+    Image: 'sandgate/runtime:1',
+    Cmd: ['true'],
+  });
   const r = await f.run(job);
   assert.equal(r.stdout, 'second\n');
   assert.equal(await containerGone(leftover.id), true);
@@ -141,7 +161,10 @@ test('a leftover container of the same execution is replaced', async (t) => {
 
 test('a missing image rejects with backend_unavailable', async (t) => {
   const f = await fixture(t, { image: 'sandgate/no-such-image:0' });
-  const err = await f.run(f.job()).then(() => undefined, (e: unknown) => e);
+  const err = await f.run(f.job()).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(isSandgateError(err), String(err));
   assert.equal(err.code, 'backend_unavailable');
   assert.match(err.message, /sandgate\/no-such-image:0/);
@@ -165,33 +188,51 @@ test('by default a backend keeps two warm sandboxes of its deployment and instan
   const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-backend-'));
   t.after(() => rm(dataDir, { recursive: true, force: true }));
   const deployment = `test-${randomBytes(4).toString('hex')}`;
-  const backend = new DockerBackend({ workspaces: new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID } }), artifactUrl, deployment, instanceId: 'worker-default' });
+  const backend = new DockerBackend({
+    workspaces: new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID } }),
+    artifactUrl,
+    deployment,
+    instanceId: 'worker-default',
+  });
   t.after(() => backend.close());
   await backend.poolReady();
-  const pool = () => docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${deployment}`] } });
+  const pool = () =>
+    docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${deployment}`] } });
   const listed = await pool();
   assert.equal(listed.length, 2);
   for (const c of listed) {
     assert.equal(c.Labels['org.sandgate.kind'], 'pool');
     assert.equal(c.Labels['org.sandgate.instance'], 'worker-default');
   }
-  assert.deepEqual(backend.poolStats(), { hits: 0, reused: 0, misses: 0, size: 2, ready: 2, starting: 0,
-    recycled: 0, resetFailed: 0 });
+  assert.deepEqual(backend.poolStats(), {
+    hits: 0,
+    reused: 0,
+    misses: 0,
+    size: 2,
+    ready: 2,
+    starting: 0,
+    recycled: 0,
+    resetFailed: 0,
+  });
   await backend.close();
   assert.deepEqual(await pool(), []);
   assert.deepEqual(await readdir(join(dataDir, 'pool')), [], 'and their slot directories');
 });
 
-test('runs under gVisor with runtime runsc: cold, pooled, in a session and stateful', { skip: hasRunsc ? false : 'the Docker engine has no runsc runtime (docker info)' }, async (t) => {
-  const f = await fixture(t, { runtime: 'runsc', poolSize: 1, poolLimits: { memory_mb: 256, cpus: 1 } });
-  await f.backend.poolReady();
-  const pooled = await f.run(f.job({ code: 'print(1)' }));
-  assert.deepEqual([pooled.state, pooled.stdout, f.backend.poolStats().hits], ['completed', '1\n', 1]);
-  const cold = await f.run(f.job({ code: 'print(2)' }));
-  assert.deepEqual([cold.state, cold.stdout], ['completed', '2\n']);
-  const session = await f.run(f.job({ sandbox: 'session', code: 'import platform\nprint(platform.release())' }));
-  assert.equal(session.stdout, '4.4.0\n', 'the gVisor kernel');
-  const notebook = newSessionId();
-  await f.run(f.job({ sandbox: 'stateful', code: 'x = 20', session_id: notebook }));
-  assert.equal((await f.run(f.job({ sandbox: 'stateful', code: 'x + 1', session_id: notebook }))).value, '21');
-});
+test(
+  'runs under gVisor with runtime runsc: cold, pooled, in a session and stateful',
+  { skip: hasRunsc ? false : 'the Docker engine has no runsc runtime (docker info)' },
+  async (t) => {
+    const f = await fixture(t, { runtime: 'runsc', poolSize: 1, poolLimits: { memory_mb: 256, cpus: 1 } });
+    await f.backend.poolReady();
+    const pooled = await f.run(f.job({ code: 'print(1)' }));
+    assert.deepEqual([pooled.state, pooled.stdout, f.backend.poolStats().hits], ['completed', '1\n', 1]);
+    const cold = await f.run(f.job({ code: 'print(2)' }));
+    assert.deepEqual([cold.state, cold.stdout], ['completed', '2\n']);
+    const session = await f.run(f.job({ sandbox: 'session', code: 'import platform\nprint(platform.release())' }));
+    assert.equal(session.stdout, '4.4.0\n', 'the gVisor kernel');
+    const notebook = newSessionId();
+    await f.run(f.job({ sandbox: 'stateful', code: 'x = 20', session_id: notebook }));
+    assert.equal((await f.run(f.job({ sandbox: 'stateful', code: 'x + 1', session_id: notebook }))).value, '21');
+  },
+);

@@ -101,10 +101,26 @@ export class DockerBackend implements ExecutionBackend {
   #engineId: string | undefined;
 
   constructor({
-    docker = new Dockerode(), image = 'sandgate/runtime:1', runtime, workspaces, user = '1000:1000',
-    pidsLimit = 128, tmpfsBytes = 64 * 1024 * 1024, maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES, nofile = 1024,
-    artifactUrl, logger = silentLogger, deployment = DEFAULT_DEPLOYMENT, instanceId = `docker-${randomBytes(6).toString('hex')}`,
-    poolSize = 2, poolMaxRuns = 100, poolResetTimeoutMs = 5000, concurrency = 2, poolLimits = { memory_mb: 512, cpus: 1 }, interruptGraceMs = 2000, sweepGraceMs = 5000,
+    docker = new Dockerode(),
+    image = 'sandgate/runtime:1',
+    runtime,
+    workspaces,
+    user = '1000:1000',
+    pidsLimit = 128,
+    tmpfsBytes = 64 * 1024 * 1024,
+    maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES,
+    nofile = 1024,
+    artifactUrl,
+    logger = silentLogger,
+    deployment = DEFAULT_DEPLOYMENT,
+    instanceId = `docker-${randomBytes(6).toString('hex')}`,
+    poolSize = 2,
+    poolMaxRuns = 100,
+    poolResetTimeoutMs = 5000,
+    concurrency = 2,
+    poolLimits = { memory_mb: 512, cpus: 1 },
+    interruptGraceMs = 2000,
+    sweepGraceMs = 5000,
   }: DockerBackendOptions) {
     this.#docker = docker;
     this.#settings = { image, runtime, user, pidsLimit, tmpfsBytes, nofile, deployment };
@@ -120,11 +136,18 @@ export class DockerBackend implements ExecutionBackend {
     this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user), workspaces.quota);
     this.#sessions = new SessionSandboxes(docker, this.#settings, logger, READY_TIMEOUT_MS);
     this.#pool = new WarmPool({
-      docker, settings: this.#settings, slots: this.#slots, instanceId, size: poolSize, limits: poolLimits, log: logger,
+      docker,
+      settings: this.#settings,
+      slots: this.#slots,
+      instanceId,
+      size: poolSize,
+      limits: poolLimits,
+      log: logger,
       readyTimeoutMs: READY_TIMEOUT_MS,
       // gVisor lists no System V IPC objects (/proc/sysvipc), so a reset there could not prove them gone.
       maxRuns: runtime === 'runsc' ? 1 : poolMaxRuns,
-      maxRecycled: Math.max(poolSize, concurrency), recycledIdleMs: RECYCLED_IDLE_MS,
+      maxRecycled: Math.max(poolSize, concurrency),
+      recycledIdleMs: RECYCLED_IDLE_MS,
     });
   }
 
@@ -133,23 +156,49 @@ export class DockerBackend implements ExecutionBackend {
   }
 
   async #execute(
-    job: ExecutionJob, events: EventSink, signal: AbortSignal, log: BackendLogger,
+    job: ExecutionJob,
+    events: EventSink,
+    signal: AbortSignal,
+    log: BackendLogger,
   ): Promise<ExecutionResult> {
     const begun = await beginRun(this.#workspaces, job, events, signal);
     if (begun.result) return begun.result;
     const { dir } = begun;
-    const common = { maxOutputBytes: this.#maxOutputBytes, quota: this.#workspaces.quota, artifactUrl: this.#artifactUrl, log };
+    const common = {
+      maxOutputBytes: this.#maxOutputBytes,
+      quota: this.#workspaces.quota,
+      artifactUrl: this.#artifactUrl,
+      log,
+    };
     if (job.sandbox === 'session' || job.sandbox === 'stateful') {
       this.#activeSessions.add(job.session_id);
       try {
-        return await runInSession({ ...common, sessions: this.#sessions, image: this.#settings.image, interruptGraceMs: this.#interruptGraceMs }, job, dir, events, signal);
+        return await runInSession(
+          {
+            ...common,
+            sessions: this.#sessions,
+            image: this.#settings.image,
+            interruptGraceMs: this.#interruptGraceMs,
+          },
+          job,
+          dir,
+          events,
+          signal,
+        );
       } finally {
         this.#activeSessions.delete(job.session_id);
       }
     }
     const warm = this.#pool.take(job.tenant);
     if (warm !== undefined) {
-      const result = await runPooled({ ...common, pool: this.#pool, slots: this.#slots, resetTimeoutMs: this.#resetTimeoutMs }, warm, job, dir, events, signal);
+      const result = await runPooled(
+        { ...common, pool: this.#pool, slots: this.#slots, resetTimeoutMs: this.#resetTimeoutMs },
+        warm,
+        job,
+        dir,
+        events,
+        signal,
+      );
       if (result !== undefined) return result;
     }
     return runCold({ ...common, docker: this.#docker, settings: this.#settings }, job, dir, events, signal);
@@ -165,8 +214,16 @@ export class DockerBackend implements ExecutionBackend {
       sessions: new Set([...live.sessions, ...this.#activeSessions]),
       workers: new Set([...live.workers, this.#instanceId]),
     };
-    const scope = { docker: this.#docker, deployment: this.#settings.deployment, graceMs: this.#sweepGraceMs, slots: this.#slots, log: this.#log };
-    const removed = await sweepContainers(scope, keep).catch((err: unknown) => { throw engineError(err, this.#settings.image); });
+    const scope = {
+      docker: this.#docker,
+      deployment: this.#settings.deployment,
+      graceMs: this.#sweepGraceMs,
+      slots: this.#slots,
+      log: this.#log,
+    };
+    const removed = await sweepContainers(scope, keep).catch((err: unknown) => {
+      throw engineError(err, this.#settings.image);
+    });
     this.#sessions.forget(keep.sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandboxes');
     return { removed };
@@ -174,25 +231,36 @@ export class DockerBackend implements ExecutionBackend {
 
   async check(): Promise<void> {
     const { image } = this.#settings;
-    await this.#docker.ping().catch((err: unknown) => { throw engineError(err, image); });
-    await this.#docker.getImage(image).inspect().catch((err: unknown) => {
-      throw isNotFound(err) ? imageMissing(image, err) : engineError(err, image);
+    await this.#docker.ping().catch((err: unknown) => {
+      throw engineError(err, image);
     });
+    await this.#docker
+      .getImage(image)
+      .inspect()
+      .catch((err: unknown) => {
+        throw isNotFound(err) ? imageMissing(image, err) : engineError(err, image);
+      });
   }
 
   async stats(): Promise<BackendStats> {
     const pool = this.#pool.stats();
-    this.#engineId ??= (await this.#docker.info() as { ID: string }).ID;
+    this.#engineId ??= ((await this.#docker.info()) as { ID: string }).ID;
     const sessions = await this.#docker.listContainers({
       filters: {
-        label: [`${LABELS.deployment}=${this.#settings.deployment}`, `${LABELS.kind}=session`], status: ['running'],
+        label: [`${LABELS.deployment}=${this.#settings.deployment}`, `${LABELS.kind}=session`],
+        status: ['running'],
       },
     });
     return {
       pool: {
-        hits: pool.hits, reused: pool.reused, misses: pool.misses, reset_failed: pool.resetFailed, ready: pool.ready,
+        hits: pool.hits,
+        reused: pool.reused,
+        misses: pool.misses,
+        reset_failed: pool.resetFailed,
+        ready: pool.ready,
       },
-      sessionSandboxes: sessions.length, engine: this.#engineId,
+      sessionSandboxes: sessions.length,
+      engine: this.#engineId,
     };
   }
 
@@ -206,7 +274,7 @@ export class DockerBackend implements ExecutionBackend {
     return this.#pool.whenReady();
   }
 
-  /** Stops refilling the pool, removes this instance's warm sandboxes and detaches from session sandboxes (which stay). */
+  /** Stops refilling the pool, removes this instance's warm sandboxes, detaches from session sandboxes (they stay). */
   async close(): Promise<void> {
     this.#sessions.close();
     await this.#pool.close();

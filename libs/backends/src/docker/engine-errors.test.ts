@@ -4,7 +4,10 @@ import { SandgateError } from '@sandgate/contracts';
 import { engineError, isNotFound } from './engine-errors.ts';
 
 test('a missing image names the image and how to get it', () => {
-  const e = engineError({ statusCode: 404, message: '(HTTP code 404) no such container - No such image: img:1 ' }, 'img:1');
+  const e = engineError(
+    { statusCode: 404, message: '(HTTP code 404) no such container - No such image: img:1 ' },
+    'img:1',
+  );
   assert.equal(e.code, 'backend_unavailable');
   assert.match(e.message, /img:1 is not on the Docker engine/);
 });

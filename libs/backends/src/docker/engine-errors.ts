@@ -40,7 +40,9 @@ export function engineError(err: unknown, image: string): SandgateError {
   const message = (e.message ?? String(err)).trim();
   if (e.statusCode === 404 && /no such image/i.test(message)) return imageMissing(image, err);
   if (e.code !== undefined && UNREACHABLE.has(e.code)) {
-    return new SandgateError('backend_unavailable', `The Docker engine is unreachable (${e.code}): ${message}`, { cause: err });
+    return new SandgateError('backend_unavailable', `The Docker engine is unreachable (${e.code}): ${message}`, {
+      cause: err,
+    });
   }
   return new SandgateError('backend_unavailable', `The Docker engine failed: ${message}`, { cause: err });
 }

@@ -36,7 +36,7 @@ test('a slot directory is empty, owned by the sandbox user, under a root others 
   await assert.rejects(stat(dir), { code: 'ENOENT' });
 });
 
-test('adopting moves the session\'s entries into the slot, which then takes the session\'s path', async (t) => {
+test("adopting moves the session's entries into the slot, which then takes the session's path", async (t) => {
   const root = await tempRoot(t);
   const session = join(root, 'sessions', 'sess_000000000001');
   const slot = join(root, 'pool', 'slot');
@@ -64,7 +64,9 @@ test('a failed adoption puts every entry back', async (t) => {
   // A non-empty directory of the same name in the slot: moving `sub` there fails, whenever readdir lists it.
   await mkdir(join(slot, 'sub'), { recursive: true });
   await writeFile(join(slot, 'sub', 'x'), 'x');
-  await assert.rejects(adoptWorkspace(session, slot), (err: NodeJS.ErrnoException) => ['ENOTEMPTY', 'EEXIST'].includes(err.code ?? ''));
+  await assert.rejects(adoptWorkspace(session, slot), (err: NodeJS.ErrnoException) =>
+    ['ENOTEMPTY', 'EEXIST'].includes(err.code ?? ''),
+  );
   assert.deepEqual((await readdir(session)).sort(), ['a', 'b', 'c', 'd', 'sub']);
   assert.deepEqual(await readdir(slot), ['sub']);
   await assert.rejects(adoptWorkspace(session, join(root, 'missing')), { code: 'ENOENT' });

@@ -43,9 +43,10 @@ export class SlotDirs {
    */
   async remove(dir: string): Promise<void> {
     if (!this.owns(dir)) return;
-    const remove = () => rmdir(dir).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
+    const remove = () =>
+      rmdir(dir).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
     if (this.quota) await this.quota.removing(dir, remove);
     else await remove();
   }
@@ -111,7 +112,9 @@ export async function releaseWorkspace(sessionDir: string, slotDir: string, slot
     await rename(fresh, sessionDir);
   } catch (err) {
     // Something took the session's path in between (it holds nothing of ours): the old directory goes back.
-    await rename(slotDir, sessionDir).then(() => moveEntries(fresh, sessionDir)).catch(() => {});
+    await rename(slotDir, sessionDir)
+      .then(() => moveEntries(fresh, sessionDir))
+      .catch(() => {});
     throw err;
   }
 }

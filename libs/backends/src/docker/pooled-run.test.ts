@@ -71,7 +71,7 @@ python3 -c '${PROBE.replaceAll("'", "'\\''")}'
 
 const probeOf = (stdout: string): Probe => JSON.parse(stdout.trim().split('\n').at(-1)!) as Probe;
 
-test('the warm pool never hands one sandbox to two executions at once; a tenant\'s runs reuse them one after another', async (t) => {
+test("the warm pool never hands one sandbox to two executions at once; a tenant's runs reuse them one after another", async (t) => {
   const f = await fixture(t, { poolSize: 3, concurrency: 3 });
   await f.backend.poolReady();
   const concurrent = await Promise.all([0, 1, 2].map(() => f.run(f.job({ code: PROBE, session_id: newSessionId() }))));
@@ -88,10 +88,13 @@ test('the warm pool never hands one sandbox to two executions at once; a tenant\
   assert.deepEqual({ hits, reused, misses }, { hits: 7, reused: 3, misses: 0 });
 });
 
-test('a reused sandbox carries no process, file or IPC object of the earlier run, and sees only its own session\'s files', async (t) => {
+test("a reused sandbox carries no process, file or IPC object of the earlier run, and sees only its own session's files", async (t) => {
   const f = await fixture(t, { poolSize: 1 });
   const [first, second] = [newSessionId(), newSessionId()];
-  for (const [session, file] of [[first, 'first.txt'], [second, 'second.txt']] as const) {
+  for (const [session, file] of [
+    [first, 'first.txt'],
+    [second, 'second.txt'],
+  ] as const) {
     const dir = await f.workspaces.create(session);
     await writeFile(join(dir, file), session);
     await chown(join(dir, file), SANDBOX_UID, SANDBOX_UID);
@@ -102,23 +105,42 @@ test('a reused sandbox carries no process, file or IPC object of the earlier run
   assert.equal(leave.state, 'completed', leave.stderr);
   const before = probeOf(leave.stdout);
   // The leftovers are really there, so their absence below means something.
-  assert.ok(before.procs.includes('sleep 1000') && before.procs.some((p) => p.startsWith('python3 -c')), before.procs.join('|'));
+  assert.ok(
+    before.procs.includes('sleep 1000') && before.procs.some((p) => p.startsWith('python3 -c')),
+    before.procs.join('|'),
+  );
   assert.equal(before.container, fresh.container);
   assert.ok(before.tmp.includes('left-behind') && before.tmp.includes('locked'), before.tmp.join());
-  assert.deepEqual([before.shm, before.mqueue, before.sysv], [['left-behind'], ['left-behind'], { shm: 1, msg: 1, sem: 1 }]);
-  assert.deepEqual(before.data, ['first.txt', 'made.txt'], 'the first run sees its session\'s upload');
-  assert.deepEqual(leave.artifacts.map((a) => a.path), ['made.txt']);
+  assert.deepEqual(
+    [before.shm, before.mqueue, before.sysv],
+    [['left-behind'], ['left-behind'], { shm: 1, msg: 1, sem: 1 }],
+  );
+  assert.deepEqual(before.data, ['first.txt', 'made.txt'], "the first run sees its session's upload");
+  assert.deepEqual(
+    leave.artifacts.map((a) => a.path),
+    ['made.txt'],
+  );
 
   const look = await f.run(f.job({ session_id: second, code: PROBE }));
   assert.equal(look.state, 'completed', look.stderr);
   const after = probeOf(look.stdout);
   assert.equal(after.container, before.container, 'the same sandbox, reset');
   assert.deepEqual(after, {
-    container: before.container, procs: [], tmp: fresh.tmp, shm: [], mqueue: [], sysv: { shm: 0, msg: 0, sem: 0 }, data: ['second.txt'],
+    container: before.container,
+    procs: [],
+    tmp: fresh.tmp,
+    shm: [],
+    mqueue: [],
+    sysv: { shm: 0, msg: 0, sem: 0 },
+    data: ['second.txt'],
     // Every writable place is one the reset empties or the host moves out: a new one would need a reset rule.
     writable: ['/dev/mqueue', '/dev/shm', '/mnt/data', '/tmp'],
   });
-  assert.deepEqual((await readdir(f.workspaces.dir(first))).sort(), ['first.txt', 'made.txt'], 'the first run\'s files stay in its session');
+  assert.deepEqual(
+    (await readdir(f.workspaces.dir(first))).sort(),
+    ['first.txt', 'made.txt'],
+    "the first run's files stay in its session",
+  );
   assert.equal(await readFile(join(f.workspaces.dir(first), 'made.txt'), 'utf8'), 'out\n');
   assert.deepEqual((await readdir(f.workspaces.dir(second))).sort(), ['second.txt']);
   const { hits, reused } = f.backend.poolStats();
@@ -128,11 +150,13 @@ test('a reused sandbox carries no process, file or IPC object of the earlier run
 test('a fork bomb left running is gone before the sandbox serves again', async (t) => {
   const f = await fixture(t, { poolSize: 1 });
   await f.backend.poolReady();
-  const bomb = await f.run(f.job({
-    language: 'bash',
-    // Only builtins once the bomb is going: the pids limit leaves no fork to spare.
-    code: `id=$(python3 -c '${WHOAMI.replaceAll('\n', '; ')}')\nsetsid bash -c 'b() { b | b & }; b' </dev/null >/dev/null 2>&1 &\nshopt -s nullglob\nuntil p=(/proc/[0-9]*); [ \${#p[@]} -ge 100 ]; do :; done\necho "$id"`,
-  }));
+  const bomb = await f.run(
+    f.job({
+      language: 'bash',
+      // Only builtins once the bomb is going: the pids limit leaves no fork to spare.
+      code: `id=$(python3 -c '${WHOAMI.replaceAll('\n', '; ')}')\nsetsid bash -c 'b() { b | b & }; b' </dev/null >/dev/null 2>&1 &\nshopt -s nullglob\nuntil p=(/proc/[0-9]*); [ \${#p[@]} -ge 100 ]; do :; done\necho "$id"`,
+    }),
+  );
   assert.equal(bomb.state, 'completed', bomb.stderr);
   const after = probeOf((await f.run(f.job({ code: PROBE, session_id: newSessionId() }))).stdout);
   assert.equal(after.container, bomb.stdout.trim(), 'the same sandbox, reset');
@@ -143,7 +167,8 @@ test('a pool sandbox serves at most poolMaxRuns runs, then is removed', async (t
   const f = await fixture(t, { poolSize: 1, poolMaxRuns: 2 });
   await f.backend.poolReady();
   const ids = [];
-  for (let i = 0; i < 3; i++) ids.push(probeOf((await f.run(f.job({ code: PROBE, session_id: newSessionId() }))).stdout).container);
+  for (let i = 0; i < 3; i++)
+    ids.push(probeOf((await f.run(f.job({ code: PROBE, session_id: newSessionId() }))).stdout).container);
   assert.equal(ids[0], ids[1]);
   assert.notEqual(ids[2], ids[0]);
   assert.equal(await containerGone(ids[0]!), true);
@@ -165,9 +190,17 @@ test('a sandbox whose reset does not finish in time is killed before the harvest
   // 20,000 files in /tmp take the reset far longer than 5 ms to remove.
   const f = await fixture(t, { poolSize: 1, poolResetTimeoutMs: 5 });
   await f.backend.poolReady();
-  const heavy = await f.run(f.job({ code: `import os\nfor i in range(20000):\n    open("/tmp/f%d" % i, "w").close()\nopen("kept.txt", "w").write("k")\n${WHOAMI}` }));
+  const heavy = await f.run(
+    f.job({
+      code: `import os\nfor i in range(20000):\n    open("/tmp/f%d" % i, "w").close()\nopen("kept.txt", "w").write("k")\n${WHOAMI}`,
+    }),
+  );
   assert.equal(heavy.state, 'completed', heavy.stderr);
-  assert.deepEqual(heavy.artifacts.map((a) => a.path), ['kept.txt'], 'the run itself is unaffected');
+  assert.deepEqual(
+    heavy.artifacts.map((a) => a.path),
+    ['kept.txt'],
+    'the run itself is unaffected',
+  );
   const first = heavy.stdout.trim();
   await until('the sandbox is removed', () => containerGone(first));
   await f.backend.poolReady();
@@ -181,7 +214,9 @@ test('a sandbox whose reset does not finish in time is killed before the harvest
 test('an empty pool falls back to a cold container; a run is never refused', async (t) => {
   const f = await fixture(t, { poolSize: 1 });
   await f.backend.poolReady();
-  const hold = f.run(f.job({ code: 'import time\nprint("held", flush=True)\ntime.sleep(1)', session_id: newSessionId() }));
+  const hold = f.run(
+    f.job({ code: 'import time\nprint("held", flush=True)\ntime.sleep(1)', session_id: newSessionId() }),
+  );
   const cold = await f.run(f.job({ code: 'print("cold")' }));
   assert.equal(cold.stdout, 'cold\n');
   assert.equal((await hold).stdout, 'held\n');
@@ -193,25 +228,48 @@ test('pool size 0 runs everything cold and counts misses', async (t) => {
   const f = await fixture(t, { poolSize: 0 });
   await f.backend.poolReady();
   for (let i = 0; i < 2; i++) assert.equal((await f.run(f.job({ code: 'print(2)' }))).stdout, '2\n');
-  assert.deepEqual(f.backend.poolStats(), { hits: 0, reused: 0, misses: 2, size: 0, ready: 0, starting: 0,
-    recycled: 0, resetFailed: 0 });
+  assert.deepEqual(f.backend.poolStats(), {
+    hits: 0,
+    reused: 0,
+    misses: 2,
+    size: 0,
+    ready: 0,
+    starting: 0,
+    recycled: 0,
+    resetFailed: 0,
+  });
 });
 
 test("a run that asks for other limits gets a warm sandbox resized to them; the pool keeps the deployment's limits", async (t) => {
   const f = await fixture(t, { poolSize: 1, poolLimits: { memory_mb: 256, cpus: 1 } });
   await f.backend.poolReady();
-  const r = await f.run(f.job({ memory_mb: 300, cpus: 0.5, language: 'bash', code: 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us' }));
+  const r = await f.run(
+    f.job({
+      memory_mb: 300,
+      cpus: 0.5,
+      language: 'bash',
+      code: 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us',
+    }),
+  );
   assert.equal(r.stdout, `${300 * 1024 * 1024}\n50000\n`);
   assert.equal(f.backend.poolStats().hits, 1);
   await f.backend.poolReady();
-  const [next] = await docker.listContainers({ filters: { label: [`org.sandgate.deployment=${f.deployment}`, 'org.sandgate.kind=pool'] } });
+  const [next] = await docker.listContainers({
+    filters: { label: [`org.sandgate.deployment=${f.deployment}`, 'org.sandgate.kind=pool'] },
+  });
   const info = await docker.getContainer(next!.Id).inspect();
-  assert.deepEqual([info.HostConfig.Memory, info.HostConfig.NanoCpus], [256 * 1024 * 1024, 1e9], "one tenant's limits never become the pool's");
+  assert.deepEqual(
+    [info.HostConfig.Memory, info.HostConfig.NanoCpus],
+    [256 * 1024 * 1024, 1e9],
+    "one tenant's limits never become the pool's",
+  );
   // A tiny limit one run asks for (16 MB: too small for the agent) does not make the refills fail either.
   const tiny = await f.run(f.job({ memory_mb: 16, code: 'print("small")' }));
   assert.notEqual(tiny.state, 'error', tiny.stderr);
   await f.backend.poolReady();
-  const [after] = await docker.listContainers({ filters: { label: [`org.sandgate.deployment=${f.deployment}`, 'org.sandgate.kind=pool'] } });
+  const [after] = await docker.listContainers({
+    filters: { label: [`org.sandgate.deployment=${f.deployment}`, 'org.sandgate.kind=pool'] },
+  });
   assert.equal((await docker.getContainer(after!.Id).inspect()).HostConfig.Memory, 256 * 1024 * 1024);
   const next2 = await f.run(f.job({ code: 'print("pooled")' }));
   assert.equal(next2.stdout, 'pooled\n');
@@ -221,18 +279,29 @@ test('a pooled run past its timeout or cancelled is killed and its sandbox remov
   const f = await fixture(t, { poolSize: 1 });
   await f.backend.poolReady();
   const started = performance.now();
-  const slow = await f.run(f.job({ code: `${WHOAMI.slice(0, -1)}, flush=True)\nimport time\ntime.sleep(60)`, timeout_ms: 1000 }));
+  const slow = await f.run(
+    f.job({ code: `${WHOAMI.slice(0, -1)}, flush=True)\nimport time\ntime.sleep(60)`, timeout_ms: 1000 }),
+  );
   assert.equal(slow.state, 'timeout');
   assert.equal(slow.exit_code, -1);
   assert.ok(performance.now() - started < 5000);
   await f.backend.poolReady();
   const abort = new AbortController();
-  const sink = new RecordingSink((text) => { if (text.includes('ready')) abort.abort(); });
-  const cancelled = await f.run(f.job({ code: 'import time\nprint("ready", flush=True)\ntime.sleep(60)' }), sink, abort.signal);
+  const sink = new RecordingSink((text) => {
+    if (text.includes('ready')) abort.abort();
+  });
+  const cancelled = await f.run(
+    f.job({ code: 'import time\nprint("ready", flush=True)\ntime.sleep(60)' }),
+    sink,
+    abort.signal,
+  );
   assert.equal(cancelled.state, 'cancelled');
   assert.deepEqual(sink.phases, ['starting', 'running', 'harvesting']);
   await f.backend.close();
-  const left = await docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${f.deployment}`] } });
+  const left = await docker.listContainers({
+    all: true,
+    filters: { label: [`org.sandgate.deployment=${f.deployment}`] },
+  });
   assert.deepEqual(left, [], 'close() leaves no sandbox of this instance behind');
   assert.equal(await containerGone(slow.stdout.trim()), true);
 });

@@ -24,7 +24,14 @@ export interface PooledRunContext {
  * one. Undefined when the sandbox could not be used before the code started (the caller then goes cold; the files
  * are in the session directory either way).
  */
-export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob, dir: string, events: EventSink, signal: AbortSignal): Promise<ExecutionResult | undefined> {
+export async function runPooled(
+  ctx: PooledRunContext,
+  sandbox: PooledSandbox,
+  job: ExecutionJob,
+  dir: string,
+  events: EventSink,
+  signal: AbortSignal,
+): Promise<ExecutionResult | undefined> {
   let recycled = false;
   try {
     try {
@@ -37,10 +44,17 @@ export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, j
     sandbox.tenant = job.tenant;
     let reset = false;
     const { container } = sandbox;
-    const kill = async (): Promise<void> => { await container.kill({ signal: 'SIGKILL' }); };
+    const kill = async (): Promise<void> => {
+      await container.kill({ signal: 'SIGKILL' });
+    };
     const startedAt = Date.now();
     const outcome = await runInAgent({
-      job, events, signal, dir, channel: sandbox.channel, mode: 'process',
+      job,
+      events,
+      signal,
+      dir,
+      channel: sandbox.channel,
+      mode: 'process',
       // A one-shot has no state worth an interrupt: a timeout or cancel kills the sandbox, as a cold one.
       interruptGraceMs: 0,
       maxOutputBytes: ctx.maxOutputBytes,
@@ -63,7 +77,17 @@ export async function runPooled(ctx: PooledRunContext, sandbox: PooledSandbox, j
       return undefined;
     }
     if (reset) recycled = await handBack(ctx, sandbox, job, dir);
-    ctx.log.info({ executionId: job.execution_id, sandbox: 'pool', run: sandbox.runs, recycled, state: outcome.result.state, durationMs: outcome.result.duration_ms }, 'execution finished');
+    ctx.log.info(
+      {
+        executionId: job.execution_id,
+        sandbox: 'pool',
+        run: sandbox.runs,
+        recycled,
+        state: outcome.result.state,
+        durationMs: outcome.result.duration_ms,
+      },
+      'execution finished',
+    );
     return outcome.result;
   } finally {
     if (recycled) ctx.pool.recycle(sandbox);
@@ -91,14 +115,22 @@ async function resetSandbox(ctx: PooledRunContext, sandbox: PooledSandbox, job: 
     await sandbox.channel.reset(ctx.resetTimeoutMs);
     return true;
   } catch (err) {
-    ctx.log.warn({ executionId: job.execution_id, container: sandbox.name, err }, 'pool sandbox could not be reset; it is removed');
+    ctx.log.warn(
+      { executionId: job.execution_id, container: sandbox.name, err },
+      'pool sandbox could not be reset; it is removed',
+    );
     ctx.pool.recordResetFailure();
     return false;
   }
 }
 
 /** Moves the session's files out of the sandbox, which may then serve again; false if they could not all move. */
-async function handBack(ctx: PooledRunContext, sandbox: PooledSandbox, job: ExecutionJob, dir: string): Promise<boolean> {
+async function handBack(
+  ctx: PooledRunContext,
+  sandbox: PooledSandbox,
+  job: ExecutionJob,
+  dir: string,
+): Promise<boolean> {
   // Under disk quotas the slot's subvolume is the session's now, and files cannot move out of it by rename: the
   // sandbox serves this one run, and the pool makes a fresh one.
   if (ctx.slots.quota) return false;
@@ -106,7 +138,10 @@ async function handBack(ctx: PooledRunContext, sandbox: PooledSandbox, job: Exec
     await releaseWorkspace(dir, sandbox.slotDir, ctx.slots);
     return true;
   } catch (err) {
-    ctx.log.warn({ executionId: job.execution_id, container: sandbox.name, err }, 'could not move the session out of a pool sandbox; it is removed');
+    ctx.log.warn(
+      { executionId: job.execution_id, container: sandbox.name, err },
+      'could not move the session out of a pool sandbox; it is removed',
+    );
     return false;
   }
 }
@@ -114,6 +149,7 @@ async function handBack(ctx: PooledRunContext, sandbox: PooledSandbox, job: Exec
 function fallBack(ctx: PooledRunContext, job: ExecutionJob, err: unknown): void {
   ctx.pool.recordFallback();
   // Slot and session directories on different filesystems: no rename will ever work, so stop pooling.
-  if ((err as NodeJS.ErrnoException).code === 'EXDEV') ctx.pool.disable('the pool and session directories are on different filesystems');
+  if ((err as NodeJS.ErrnoException).code === 'EXDEV')
+    ctx.pool.disable('the pool and session directories are on different filesystems');
   ctx.log.warn({ executionId: job.execution_id, err }, 'warm sandbox unusable; running cold');
 }

@@ -6,8 +6,14 @@ import { docker, IMAGE, removeContainer } from './testing.ts';
 
 async function bare(t: TestContext, script: string, stdin = false) {
   const container = await docker.createContainer({
-    Image: IMAGE, Cmd: ['bash', '-c', script], AttachStdout: true, AttachStderr: true,
-    OpenStdin: stdin, StdinOnce: stdin, AttachStdin: stdin, HostConfig: { NetworkMode: 'none' },
+    Image: IMAGE,
+    Cmd: ['bash', '-c', script],
+    AttachStdout: true,
+    AttachStderr: true,
+    OpenStdin: stdin,
+    StdinOnce: stdin,
+    AttachStdin: stdin,
+    HostConfig: { NetworkMode: 'none' },
   });
   t.after(() => removeContainer(container.id));
   return container;
@@ -15,14 +21,21 @@ async function bare(t: TestContext, script: string, stdin = false) {
 
 const collectors = () => ({ out: new OutputCollector(() => {}), err: new OutputCollector(() => {}) });
 const control = (over: Partial<Parameters<typeof runContainer>[2]> = {}) => ({
-  timeoutMs: 30_000, signal: new AbortController().signal, onStarted: () => {}, ...over,
+  timeoutMs: 30_000,
+  signal: new AbortController().signal,
+  onStarted: () => {},
+  ...over,
 });
 
 test('stdout and stderr are told apart and every byte before the exit arrives', async (t) => {
   const c = await bare(t, 'for i in $(seq 1000); do echo "out $i"; echo "err $i" >&2; done; exit 7');
   const { out, err } = collectors();
   let started = 0;
-  const run = await runContainer(c, { stdout: out.writable(), stderr: err.writable(), stdin: null }, control({ onStarted: () => started++ }));
+  const run = await runContainer(
+    c,
+    { stdout: out.writable(), stderr: err.writable(), stdin: null },
+    control({ onStarted: () => started++ }),
+  );
   assert.equal(run.exitCode, 7);
   assert.equal(run.started, true);
   assert.equal(started, 1);
@@ -44,7 +57,11 @@ test('a program that closes its output and lives on is waited for, not cut short
 test('a timeout kills with SIGKILL and says so', async (t) => {
   const c = await bare(t, 'trap "" TERM INT; echo started; while :; do :; done');
   const { out, err } = collectors();
-  const run = await runContainer(c, { stdout: out.writable(), stderr: err.writable(), stdin: null }, control({ timeoutMs: 500 }));
+  const run = await runContainer(
+    c,
+    { stdout: out.writable(), stderr: err.writable(), stdin: null },
+    control({ timeoutMs: 500 }),
+  );
   assert.equal(run.timedOut, true);
   assert.equal(run.cancelled, false);
   assert.equal(run.exitCode, 137);
@@ -54,7 +71,11 @@ test('a timeout kills with SIGKILL and says so', async (t) => {
 test('stdin is written and closed', async (t) => {
   const c = await bare(t, 'wc -c', true);
   const { out, err } = collectors();
-  const run = await runContainer(c, { stdout: out.writable(), stderr: err.writable(), stdin: 'x'.repeat(200_000) }, control());
+  const run = await runContainer(
+    c,
+    { stdout: out.writable(), stderr: err.writable(), stdin: 'x'.repeat(200_000) },
+    control(),
+  );
   assert.equal(run.exitCode, 0);
   assert.equal(out.text.trim(), '200000');
 });
@@ -62,7 +83,11 @@ test('stdin is written and closed', async (t) => {
 test('an already aborted signal never starts the container', async (t) => {
   const c = await bare(t, 'echo should-not-run');
   const { out, err } = collectors();
-  const run = await runContainer(c, { stdout: out.writable(), stderr: err.writable(), stdin: null }, control({ signal: AbortSignal.abort() }));
+  const run = await runContainer(
+    c,
+    { stdout: out.writable(), stderr: err.writable(), stdin: null },
+    control({ signal: AbortSignal.abort() }),
+  );
   assert.equal(run.started, false);
   assert.equal(run.cancelled, true);
   assert.equal((await c.inspect()).State.Status, 'created');

@@ -35,7 +35,13 @@ type KillReason = 'timeout' | 'cancelled';
 export async function runContainer(container: Dockerode.Container, io: RunIo, ctl: RunControl): Promise<ContainerRun> {
   const withStdin = io.stdin !== null;
   // hijack gives a duplex socket; without stdin the plain response stream is enough.
-  const stream = await container.attach({ stream: true, stdout: true, stderr: true, stdin: withStdin, hijack: withStdin });
+  const stream = await container.attach({
+    stream: true,
+    stdout: true,
+    stderr: true,
+    stdin: withStdin,
+    hijack: withStdin,
+  });
   const drained = endOf(stream);
   container.modem.demuxStream(stream, io.stdout, io.stderr);
   const exited: Promise<unknown> = container.wait({ condition: 'next-exit' });
@@ -63,10 +69,17 @@ export async function runContainer(container: Dockerode.Container, io: RunIo, ct
     const durationMs = performance.now() - startedAt;
     const killedBy = await killer.settled();
     // Killed by a signal this run did not send: by the engine, or by the code itself?
-    const engineStopped = killedBy === null && !state.oomKilled && (state.exitCode > 128 || state.exitCode === -1)
-      && await stoppedByEngine(container, startedAtMs);
+    const engineStopped =
+      killedBy === null &&
+      !state.oomKilled &&
+      (state.exitCode > 128 || state.exitCode === -1) &&
+      (await stoppedByEngine(container, startedAtMs));
     return {
-      started: true, ...state, timedOut: killedBy === 'timeout', cancelled: killedBy === 'cancelled', durationMs,
+      started: true,
+      ...state,
+      timedOut: killedBy === 'timeout',
+      cancelled: killedBy === 'cancelled',
+      durationMs,
       ...(engineStopped ? { engineStopped: ENGINE_STOPPED } : {}),
     };
   } finally {
@@ -104,7 +117,10 @@ class Killer {
  * The container's final state. The attach stream ends when the container's stdio closes, normally at exit;
  * if the program closed its stdio and lives on, the registered wait covers the rest.
  */
-async function stoppedState(container: Dockerode.Container, exited: Promise<unknown>): Promise<{ exitCode: number; oomKilled: boolean }> {
+async function stoppedState(
+  container: Dockerode.Container,
+  exited: Promise<unknown>,
+): Promise<{ exitCode: number; oomKilled: boolean }> {
   // An engine that went away with the container has no state to give: it stopped the run, not the code.
   let info = await container.inspect().catch(() => null);
   if (info === null) return { exitCode: -1, oomKilled: false };

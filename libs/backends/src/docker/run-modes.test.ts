@@ -11,7 +11,12 @@ for (const mode of RUN_MODES) {
     const f = await modeFixture(t, mode);
     const cases = [
       { language: 'python', code: 'print("hello from python")', out: 'hello from python\n', code_: 0 },
-      { language: 'javascript', code: 'console.log("hello from node"); process.exit(2)', out: 'hello from node\n', code_: 2 },
+      {
+        language: 'javascript',
+        code: 'console.log("hello from node"); process.exit(2)',
+        out: 'hello from node\n',
+        code_: 2,
+      },
       { language: 'bash', code: 'echo "hello from $0"; echo oops >&2; exit 42', out: 'hello from bash\n', code_: 42 },
     ] as const;
     for (const c of cases) {
@@ -25,7 +30,10 @@ for (const mode of RUN_MODES) {
     }
     const trace = await f.run(f.job({ code: '1/0' }));
     assert.equal(trace.exit_code, 1);
-    assert.match(trace.stderr, /^Traceback \(most recent call last\):\n {2}File "<string>", line 1, in <module>\nZeroDivisionError/);
+    assert.match(
+      trace.stderr,
+      /^Traceback \(most recent call last\):\n {2}File "<string>", line 1, in <module>\nZeroDivisionError/,
+    );
   });
 
   test(`[${mode}] stdin is delivered and closed; without stdin the program reads EOF`, async (t) => {
@@ -73,9 +81,15 @@ for (const mode of RUN_MODES) {
   test(`[${mode}] aborting mid-run cancels it`, async (t) => {
     const f = await modeFixture(t, mode);
     const abort = new AbortController();
-    const sink = new RecordingSink((text) => { if (text.includes('ready')) abort.abort(); });
+    const sink = new RecordingSink((text) => {
+      if (text.includes('ready')) abort.abort();
+    });
     const started = performance.now();
-    const r = await f.run(f.job({ code: 'import time\nprint("ready", flush=True)\ntime.sleep(60)' }), sink, abort.signal);
+    const r = await f.run(
+      f.job({ code: 'import time\nprint("ready", flush=True)\ntime.sleep(60)' }),
+      sink,
+      abort.signal,
+    );
     assert.deepEqual([r.state, r.reason], ['cancelled', 'cancelled']);
     assert.ok(performance.now() - started < 10_000);
     const after = await f.run(f.job({ code: 'print("next")' }));

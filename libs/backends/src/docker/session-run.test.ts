@@ -6,7 +6,8 @@ import { sessionContainerName } from './agent-spec.ts';
 import { docker, fixture, killAgentOf, RecordingSink, SANDBOX_UID } from './testing.ts';
 
 /** The container a run happened in, and when its PID 1 started: both stay the same while a sandbox is reused. */
-const WHOAMI = 'import re\ncg = re.search(r"[0-9a-f]{64}", open("/proc/self/cgroup").read()).group(0)\nprint(cg, open("/proc/1/stat").read().split()[21])';
+const WHOAMI =
+  'import re\ncg = re.search(r"[0-9a-f]{64}", open("/proc/self/cgroup").read()).group(0)\nprint(cg, open("/proc/1/stat").read().split()[21])';
 
 test('two executions of a session reuse one sandbox and its attach, labelled for its session', async (t) => {
   const f = await fixture(t);
@@ -14,26 +15,42 @@ test('two executions of a session reuse one sandbox and its attach, labelled for
   const afterFirstNs = BigInt(Date.now()) * 1_000_000n;
   const since = Math.floor(Date.now() / 1000) - 1;
   const second = await f.run(f.job({ sandbox: 'session', code: WHOAMI }));
-  const events = await docker.getEvents({ since, until: Math.ceil(Date.now() / 1000) + 1, filters: { container: [first.stdout.split(' ')[0]!], event: ['attach'] } });
+  const events = await docker.getEvents({
+    since,
+    until: Math.ceil(Date.now() / 1000) + 1,
+    filters: { container: [first.stdout.split(' ')[0]!], event: ['attach'] },
+  });
   let attaches = '';
   for await (const chunk of events as NodeJS.ReadableStream) attaches += chunk.toString();
-  const later = attaches.split('\n').filter(Boolean).filter((line) => BigInt((JSON.parse(line) as { timeNano: number | string }).timeNano) > afterFirstNs);
-  assert.deepEqual(later, [], 'the second run attaches no more: the first run\'s attach is kept');
+  const later = attaches
+    .split('\n')
+    .filter(Boolean)
+    .filter((line) => BigInt((JSON.parse(line) as { timeNano: number | string }).timeNano) > afterFirstNs);
+  assert.deepEqual(later, [], "the second run attaches no more: the first run's attach is kept");
   assert.equal(first.state, 'completed', first.stderr);
   assert.equal(second.stdout, first.stdout, 'same container, same PID 1');
   const info = await docker.getContainer(sessionContainerName(f.job().session_id)).inspect();
   assert.equal(info.Id, first.stdout.split(' ')[0]);
   assert.equal(info.State.Running, true, 'the sandbox outlives its runs');
   assert.deepEqual(
-    [info.Config.Labels['org.sandgate.kind'], info.Config.Labels['org.sandgate.session'], info.Config.Labels['org.sandgate.deployment'], info.Config.Labels['org.sandgate.generation'], info.Config.Labels['org.sandgate.tenant']],
+    [
+      info.Config.Labels['org.sandgate.kind'],
+      info.Config.Labels['org.sandgate.session'],
+      info.Config.Labels['org.sandgate.deployment'],
+      info.Config.Labels['org.sandgate.generation'],
+      info.Config.Labels['org.sandgate.tenant'],
+    ],
     ['session', f.job().session_id, f.deployment, '0', 'test'],
   );
 });
 
-test('a session sandbox removed or stopped behind sandgate\'s back is recreated, with the session\'s files', async (t) => {
+test("a session sandbox removed or stopped behind sandgate's back is recreated, with the session's files", async (t) => {
   const f = await fixture(t);
   const made = await f.run(f.job({ sandbox: 'session', code: `open("kept.txt", "w").write("kept")\n${WHOAMI}` }));
-  assert.deepEqual(made.artifacts.map((a) => a.path), ['kept.txt']);
+  assert.deepEqual(
+    made.artifacts.map((a) => a.path),
+    ['kept.txt'],
+  );
   const name = sessionContainerName(f.job().session_id);
   await docker.getContainer(name).remove({ force: true });
   const afterRemove = await f.run(f.job({ sandbox: 'session', code: `print(open("kept.txt").read())\n${WHOAMI}` }));
@@ -64,7 +81,9 @@ test('a session run past its timeout is stopped and the sandbox lives on', async
   const f = await fixture(t);
   const before = await f.run(f.job({ sandbox: 'session', code: WHOAMI }));
   const started = performance.now();
-  const slow = await f.run(f.job({ sandbox: 'session', language: 'bash', code: 'echo up; sleep 60', timeout_ms: 1000 }));
+  const slow = await f.run(
+    f.job({ sandbox: 'session', language: 'bash', code: 'echo up; sleep 60', timeout_ms: 1000 }),
+  );
   assert.equal(slow.state, 'timeout');
   assert.equal(slow.exit_code, -1);
   assert.equal(slow.stdout, 'up\n');
@@ -92,8 +111,13 @@ test('a session sandbox that dies mid-run is reported, and the next run gets a f
 test('a program killed for memory is reported as oom; the session sandbox and its agent live on', async (t) => {
   const f = await fixture(t);
   const before = await f.run(f.job({ sandbox: 'session', code: WHOAMI, memory_mb: 128 }));
-  const bomb = await f.run(f.job({ sandbox: 'session', code: 'chunks = []\nwhile True:\n    chunks.append(b"\\x01" * (1 << 20))', memory_mb: 128 }));
+  const bomb = await f.run(
+    f.job({
+      sandbox: 'session',
+      code: 'chunks = []\nwhile True:\n    chunks.append(b"\\x01" * (1 << 20))',
+      memory_mb: 128,
+    }),
+  );
   assert.deepEqual([bomb.state, bomb.reason, bomb.exit_code], ['failed', 'oom', 137]);
   assert.equal((await f.run(f.job({ sandbox: 'session', code: WHOAMI, memory_mb: 128 }))).stdout, before.stdout);
 });
-

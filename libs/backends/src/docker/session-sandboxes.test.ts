@@ -7,12 +7,27 @@ import type { SandboxSettings } from './container-spec.ts';
 import { SessionSandboxes } from './session-sandboxes.ts';
 import { docker, fixture, IMAGE, removeContainer } from './testing.ts';
 
-async function setup(t: TestContext): Promise<{ sessions: SessionSandboxes; job: ExecutionJob; dir: string; settings: SandboxSettings }> {
+async function setup(
+  t: TestContext,
+): Promise<{ sessions: SessionSandboxes; job: ExecutionJob; dir: string; settings: SandboxSettings }> {
   const f = await fixture(t);
   const job = f.job({ sandbox: 'session' });
   t.after(() => removeContainer(sessionContainerName(job.session_id)));
-  const settings: SandboxSettings = { image: IMAGE, runtime: undefined, user: '1000:1000', pidsLimit: 64, tmpfsBytes: 8 << 20, nofile: 256, deployment: f.deployment };
-  return { sessions: new SessionSandboxes(docker, settings, silentLogger, 30_000), job, dir: await f.workspaces.create(job.session_id), settings };
+  const settings: SandboxSettings = {
+    image: IMAGE,
+    runtime: undefined,
+    user: '1000:1000',
+    pidsLimit: 64,
+    tmpfsBytes: 8 << 20,
+    nofile: 256,
+    deployment: f.deployment,
+  };
+  return {
+    sessions: new SessionSandboxes(docker, settings, silentLogger, 30_000),
+    job,
+    dir: await f.workspaces.create(job.session_id),
+    settings,
+  };
 }
 
 test('a session sandbox is made on first use, then found by name and reused', async (t) => {
@@ -58,6 +73,9 @@ test('a stopped sandbox is replaced; kill leaves it stopped for the next run to 
   await sessions.kill(first.container); // not running: fine
   const next = await sessions.acquire(job, dir);
   next.channel.close();
-  assert.notEqual((await next.container.inspect()).Id, (await first.container.inspect().catch(() => ({ Id: 'gone' }))).Id);
+  assert.notEqual(
+    (await next.container.inspect()).Id,
+    (await first.container.inspect().catch(() => ({ Id: 'gone' }))).Id,
+  );
   assert.equal(next.replaces, true);
 });

@@ -57,12 +57,20 @@ export class SessionSandboxes {
     const kept = this.#attached.take(sessionId);
     // An attach kept open since the session's last run proves its sandbox has been running all along (the stream
     // ends with the container, and a replacement removes it first): no need to ask the engine.
-    if (kept !== undefined && kept.generation >= job.generation && kept.limits.memory_mb === job.memory_mb && kept.limits.cpus === job.cpus) {
+    if (
+      kept !== undefined &&
+      kept.generation >= job.generation &&
+      kept.limits.memory_mb === job.memory_mb &&
+      kept.limits.cpus === job.cpus
+    ) {
       return kept;
     }
     // Both at once: attaching costs a round trip as long as inspecting, and a live sandbox is the common case.
     const [info, attached] = await Promise.all([
-      container.inspect().catch((err: unknown) => { if (isNotFound(err)) return undefined; throw err; }),
+      container.inspect().catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }),
       kept === undefined ? AgentChannel.attach(container).catch(() => undefined) : undefined,
     ]);
     let channel = attached ?? kept?.channel;
@@ -80,15 +88,29 @@ export class SessionSandboxes {
       }
       // An attach kept from an earlier run has answered its handshake already.
       const verified = channel !== undefined && channel === kept?.channel;
-      if (channel !== undefined && info.State.Running && !info.State.Paused && Number(labels[LABELS.generation]) >= job.generation
-        && await this.#fit(container, info, job) && (verified || await this.#answers(channel))) {
+      if (
+        channel !== undefined &&
+        info.State.Running &&
+        !info.State.Paused &&
+        Number(labels[LABELS.generation]) >= job.generation &&
+        (await this.#fit(container, info, job)) &&
+        (verified || (await this.#answers(channel)))
+      ) {
         this.#remember(sessionId);
         return {
-          sessionId, id: info.Id, container, channel, replaces: labels[LABELS.replaces] === 'true',
-          generation: Number(labels[LABELS.generation]), limits: { memory_mb: job.memory_mb, cpus: job.cpus },
+          sessionId,
+          id: info.Id,
+          container,
+          channel,
+          replaces: labels[LABELS.replaces] === 'true',
+          generation: Number(labels[LABELS.generation]),
+          limits: { memory_mb: job.memory_mb, cpus: job.cpus },
         };
       }
-      this.#log.info({ sessionId, running: info.State.Running, generation: labels[LABELS.generation] }, 'replacing session sandbox');
+      this.#log.info(
+        { sessionId, running: info.State.Running, generation: labels[LABELS.generation] },
+        'replacing session sandbox',
+      );
       replaces = true;
       await forceRemove(container);
     }
@@ -131,7 +153,11 @@ export class SessionSandboxes {
   }
 
   /** Gives a running sandbox the job's memory and CPUs, in place, keeping its state; false when it cannot. */
-  async #fit(container: Dockerode.Container, info: Dockerode.ContainerInspectInfo, job: ExecutionJob): Promise<boolean> {
+  async #fit(
+    container: Dockerode.Container,
+    info: Dockerode.ContainerInspectInfo,
+    job: ExecutionJob,
+  ): Promise<boolean> {
     const want = resources(job);
     if (info.HostConfig.Memory === want.Memory && info.HostConfig.NanoCpus === want.NanoCpus) return true;
     try {
@@ -144,14 +170,17 @@ export class SessionSandboxes {
   }
 
   async #create(job: ExecutionJob, dir: string, replaces: boolean): Promise<SessionSandbox> {
-    const spec = agentSpec({
-      name: sessionContainerName(job.session_id),
-      labels: sessionLabels(job, this.#settings.deployment, replaces),
-      limits: job,
-      workspaceDir: dir,
-      // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
-      prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
-    }, this.#settings);
+    const spec = agentSpec(
+      {
+        name: sessionContainerName(job.session_id),
+        labels: sessionLabels(job, this.#settings.deployment, replaces),
+        limits: job,
+        workspaceDir: dir,
+        // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
+        prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
+      },
+      this.#settings,
+    );
     let container: Dockerode.Container;
     try {
       container = await this.#docker.createContainer(spec);
@@ -172,7 +201,12 @@ export class SessionSandboxes {
       }
       this.#remember(job.session_id);
       return {
-        sessionId: job.session_id, id: container.id, container, channel, replaces, generation: job.generation,
+        sessionId: job.session_id,
+        id: container.id,
+        container,
+        channel,
+        replaces,
+        generation: job.generation,
         limits: { memory_mb: job.memory_mb, cpus: job.cpus },
       };
     } catch (err) {

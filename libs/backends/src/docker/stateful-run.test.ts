@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import type { ExecutionJob } from '@sandgate/contracts';
 import { fixture, newSessionId, RecordingSink, SANDBOX_UID, type Fixture } from './testing.ts';
 
-const cell = (f: Fixture, code: string, over: Partial<ExecutionJob> = {}) => f.run(f.job({ sandbox: 'stateful', code, ...over }));
+const cell = (f: Fixture, code: string, over: Partial<ExecutionJob> = {}) =>
+  f.run(f.job({ sandbox: 'stateful', code, ...over }));
 
 test('variables persist between runs and the last expression is the value', async (t) => {
   const f = await fixture(t);
@@ -48,7 +49,9 @@ test('a run past its timeout is interrupted; the interpreter keeps its state and
 test('an interpreter that ignores the interrupt is killed; the next run says it restarted', async (t) => {
   const f = await fixture(t, { interruptGraceMs: 500 });
   await cell(f, 'x = 1');
-  const stuck = await cell(f, 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass', { timeout_ms: 500 });
+  const stuck = await cell(f, 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass', {
+    timeout_ms: 500,
+  });
   assert.equal(stuck.state, 'timeout');
   const next = await cell(f, "'x' in globals()");
   assert.deepEqual([next.value, next.interpreter_restarted], ['False', true]);
@@ -61,7 +64,10 @@ test('an interpreter that dies is reported; the next run has a fresh one and say
   assert.equal(died.state, 'failed');
   assert.deepEqual([died.stdout, died.stderr], ['last words\n', 'and more'], 'what it printed before dying is kept');
   assert.equal(died.exit_code, 1);
-  assert.match(died.message ?? '', /interpreter of this session died during this run.*next run starts a fresh interpreter/);
+  assert.match(
+    died.message ?? '',
+    /interpreter of this session died during this run.*next run starts a fresh interpreter/,
+  );
   const fresh = await cell(f, 'print("alive")');
   assert.deepEqual([fresh.stdout, fresh.interpreter_restarted], ['alive\n', true]);
   assert.match((await cell(f, 'x')).stderr, /NameError: name 'x' is not defined/);
@@ -88,14 +94,27 @@ test('two sessions never share state', async (t) => {
 
 test('plt.show() saves each open figure as a PNG artifact and closes it', async (t) => {
   const f = await fixture(t);
-  const r = await cell(f, 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.figure()\nplt.bar([1], [2])\nplt.show()\nlen(plt.get_fignums())');
+  const r = await cell(
+    f,
+    'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.figure()\nplt.bar([1], [2])\nplt.show()\nlen(plt.get_fignums())',
+  );
   assert.equal(r.state, 'completed', r.stderr);
   assert.equal(r.value, '0');
-  assert.deepEqual(r.artifacts.map((a) => [a.path, a.mime_type]), [['figure-1.png', 'image/png'], ['figure-2.png', 'image/png']]);
+  assert.deepEqual(
+    r.artifacts.map((a) => [a.path, a.mime_type]),
+    [
+      ['figure-1.png', 'image/png'],
+      ['figure-2.png', 'image/png'],
+    ],
+  );
   const bytes = await readFile(join(f.workspaces.dir(f.job().session_id), 'figure-1.png'));
   assert.equal(bytes.subarray(1, 4).toString(), 'PNG');
   const again = await cell(f, 'plt.plot([0, 1])\nplt.show()');
-  assert.deepEqual(again.artifacts.map((a) => a.path), ['figure-3.png'], 'numbers keep growing over the session');
+  assert.deepEqual(
+    again.artifacts.map((a) => a.path),
+    ['figure-3.png'],
+    'numbers keep growing over the session',
+  );
 });
 
 test('a generation bump gives a fresh interpreter; files stay', async (t) => {
@@ -105,9 +124,12 @@ test('a generation bump gives a fresh interpreter; files stay', async (t) => {
   assert.deepEqual([r.stdout, r.value, r.interpreter_restarted], ['True\n', 'False', true]);
 });
 
-test('env, stdin and exceptions per run; the previous run\'s variables go', async (t) => {
+test("env, stdin and exceptions per run; the previous run's variables go", async (t) => {
   const f = await fixture(t);
-  const env = await cell(f, 'import os, sys\nprint(sys.stdin.read())\nos.environ.get("A")', { env: { A: 'one' }, stdin: 'in' });
+  const env = await cell(f, 'import os, sys\nprint(sys.stdin.read())\nos.environ.get("A")', {
+    env: { A: 'one' },
+    stdin: 'in',
+  });
   assert.deepEqual([env.stdout, env.value], ['in\n', "'one'"]);
   assert.equal((await cell(f, 'os.environ.get("A")')).value, undefined);
   const err = await cell(f, 'def f():\n    raise ValueError("bad")\nf()');

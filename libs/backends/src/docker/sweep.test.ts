@@ -7,14 +7,32 @@ import { chown, mkdir, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LiveSet } from '../backend.ts';
 import { ownershipLabels, poolLabels, sessionLabels } from '../shared/labels.ts';
-import { containerGone, docker, fixture, IMAGE, modeFixture, newSessionId, RecordingSink, removeContainer, RUN_MODES, SANDBOX_UID } from './testing.ts';
+import {
+  containerGone,
+  docker,
+  fixture,
+  IMAGE,
+  modeFixture,
+  newSessionId,
+  RecordingSink,
+  removeContainer,
+  RUN_MODES,
+  SANDBOX_UID,
+} from './testing.ts';
 
 const id = (prefix: string): string => `${prefix}_${randomBytes(8).toString('hex')}`;
-const live = (over: Partial<LiveSet> = {}): LiveSet => ({ executions: new Set(), sessions: new Set(), workers: new Set(), ...over });
+const live = (over: Partial<LiveSet> = {}): LiveSet => ({
+  executions: new Set(),
+  sessions: new Set(),
+  workers: new Set(),
+  ...over,
+});
 
 async function labelled(t: TestContext, labels: Record<string, string>, mount?: string): Promise<string> {
   const c = await docker.createContainer({
-    Image: IMAGE, Cmd: ['sleep', '60'], Labels: labels,
+    Image: IMAGE,
+    Cmd: ['sleep', '60'],
+    Labels: labels,
     HostConfig: mount === undefined ? {} : { Mounts: [{ Type: 'bind', Source: mount, Target: '/mnt/data' }] },
   });
   t.after(() => removeContainer(c.id));
@@ -54,12 +72,15 @@ test('sweep keeps session sandboxes of live sessions and pool sandboxes of live 
   const ownPoolId = await labelled(t, poolLabels(f.deployment, f.instanceId));
   const otherDeployment = await labelled(t, poolLabels(`${f.deployment}-other`, 'worker-dead'));
 
-  const { removed } = await f.backend.sweep(live({ sessions: new Set([liveSession]), workers: new Set(['worker-live']) }));
+  const { removed } = await f.backend.sweep(
+    live({ sessions: new Set([liveSession]), workers: new Set(['worker-live']) }),
+  );
   assert.deepEqual(removed.sort(), [deadSession, 'worker-dead'].sort());
   assert.equal(await containerGone(deadSessionId), true);
   assert.equal(await containerGone(deadWorkerId), true);
-  await assert.rejects(stat(slot), { code: 'ENOENT' }, 'the dead pool sandbox\'s slot directory goes with it');
-  for (const kept of [liveSessionId, liveWorkerId, ownPoolId, otherDeployment]) assert.equal(await containerGone(kept), false);
+  await assert.rejects(stat(slot), { code: 'ENOENT' }, "the dead pool sandbox's slot directory goes with it");
+  for (const kept of [liveSessionId, liveWorkerId, ownPoolId, otherDeployment])
+    assert.equal(await containerGone(kept), false);
 });
 
 test("sweep removes a live worker's pool sandbox once it has stopped (an engine restart stops them all)", async (t) => {
@@ -74,7 +95,11 @@ test("sweep removes a live worker's pool sandbox once it has stopped (an engine 
   const { removed } = await f.backend.sweep(live({ workers: new Set(['worker-live']) }));
   assert.deepEqual(removed, ['worker-live']);
   assert.equal(await containerGone(stopped), true);
-  assert.equal(await containerGone(otherDeployment), false, "another deployment's stopped pool sandbox is its own sweep's");
+  assert.equal(
+    await containerGone(otherDeployment),
+    false,
+    "another deployment's stopped pool sandbox is its own sweep's",
+  );
   assert.equal(await containerGone(running), false, 'a running pool sandbox of a live worker is kept');
 });
 

@@ -25,12 +25,14 @@ export async function sweepContainers(scope: SweepScope, live: LiveSet): Promise
   const containers = await docker.listContainers({ all: true, filters: { label: [MANAGED_SELECTOR] } });
   const removed: string[] = [];
   for (const info of containers) {
-    if (!(isOrphan(info.Labels, live, deployment) || isDeadPoolSandbox(info, deployment)) || info.Created > newest) continue;
+    if (!(isOrphan(info.Labels, live, deployment) || isDeadPoolSandbox(info, deployment)) || info.Created > newest)
+      continue;
     try {
       await docker.getContainer(info.Id).remove({ force: true });
     } catch (err) {
       // Already gone (a concurrent sweep or the run itself got there first) is what we wanted.
-      if (!isNotFound(err)) log.warn({ container: info.Id, err }, 'could not remove orphaned sandbox; the next sweep will retry');
+      if (!isNotFound(err))
+        log.warn({ container: info.Id, err }, 'could not remove orphaned sandbox; the next sweep will retry');
       continue;
     }
     removed.push(ownerOf(info.Labels) ?? info.Id);
@@ -53,5 +55,7 @@ function isDeadPoolSandbox(info: Dockerode.ContainerInfo, deployment: string): b
 async function removeSlot(scope: SweepScope, info: Dockerode.ContainerInfo): Promise<void> {
   const source = info.Mounts.find((m) => m.Destination === WORKDIR)?.Source;
   if (source === undefined || !scope.slots.owns(source)) return;
-  await scope.slots.remove(source).catch((err: unknown) => scope.log.warn({ dir: source, err }, 'could not remove slot directory'));
+  await scope.slots
+    .remove(source)
+    .catch((err: unknown) => scope.log.warn({ dir: source, err }, 'could not remove slot directory'));
 }

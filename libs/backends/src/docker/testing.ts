@@ -25,10 +25,19 @@ export class RecordingSink implements EventSink {
   readonly stderrChunks: string[] = [];
   readonly artifacts: Artifact[] = [];
   constructor(private readonly onStdout: (text: string) => void = () => {}) {}
-  phase(phase: Phase): void { this.phases.push(phase); }
-  stdout(text: string): void { this.stdoutChunks.push(text); this.onStdout(text); }
-  stderr(text: string): void { this.stderrChunks.push(text); }
-  artifact(artifact: Artifact): void { this.artifacts.push(artifact); }
+  phase(phase: Phase): void {
+    this.phases.push(phase);
+  }
+  stdout(text: string): void {
+    this.stdoutChunks.push(text);
+    this.onStdout(text);
+  }
+  stderr(text: string): void {
+    this.stderrChunks.push(text);
+  }
+  artifact(artifact: Artifact): void {
+    this.artifacts.push(artifact);
+  }
 }
 
 export interface Fixture {
@@ -55,16 +64,34 @@ export async function fixture(t: TestContext, over: Partial<DockerBackendOptions
   const workspaces = new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID } });
   const deployment = `test-${randomBytes(4).toString('hex')}`;
   const instanceId = `worker-${randomBytes(4).toString('hex')}`;
-  const backend = new DockerBackend({ workspaces, artifactUrl, deployment, instanceId, poolSize: 0, sweepGraceMs: 0, ...over });
+  const backend = new DockerBackend({
+    workspaces,
+    artifactUrl,
+    deployment,
+    instanceId,
+    poolSize: 0,
+    sweepGraceMs: 0,
+    ...over,
+  });
   t.after(async () => {
     await backend.close();
     await rm(dataDir, { recursive: true, force: true });
   });
   const sessionId = newSessionId();
   const job = (o: Partial<ExecutionJob> = {}): ExecutionJob => ({
-    execution_id: `exec_${randomBytes(8).toString('hex')}`, tenant: 'test', session_id: sessionId,
-    language: 'python', code: 'print(1)', timeout_ms: 30_000, memory_mb: 256, cpus: 1, env: {}, stdin: null,
-    sandbox: 'oneshot', generation: 0, ...o,
+    execution_id: `exec_${randomBytes(8).toString('hex')}`,
+    tenant: 'test',
+    session_id: sessionId,
+    language: 'python',
+    code: 'print(1)',
+    timeout_ms: 30_000,
+    memory_mb: 256,
+    cpus: 1,
+    env: {},
+    stdin: null,
+    sandbox: 'oneshot',
+    generation: 0,
+    ...o,
   });
   const run = (j: ExecutionJob, sink = new RecordingSink(), signal = new AbortController().signal) => {
     t.after(() => removeContainer(containerName(j.execution_id)));
@@ -82,7 +109,11 @@ export const RUN_MODES: readonly RunMode[] = ['cold', 'pooled', 'session'];
  * A fixture whose jobs run in `mode`. In `pooled` mode every run waits for a warm sandbox and fails the test if
  * it did not get one, so a silent fall-back to a cold container cannot pass for the pooled path.
  */
-export async function modeFixture(t: TestContext, mode: RunMode, over: Partial<DockerBackendOptions> = {}): Promise<Fixture> {
+export async function modeFixture(
+  t: TestContext,
+  mode: RunMode,
+  over: Partial<DockerBackendOptions> = {},
+): Promise<Fixture> {
   const f = await fixture(t, { poolSize: mode === 'pooled' ? 1 : 0, ...over });
   const sandbox = mode === 'session' ? 'session' : 'oneshot';
   const job = (o: Partial<ExecutionJob> = {}): ExecutionJob => f.job({ sandbox, ...o });
@@ -91,7 +122,8 @@ export async function modeFixture(t: TestContext, mode: RunMode, over: Partial<D
     await f.backend.poolReady();
     const { hits } = f.backend.poolStats();
     const result = await f.run(j, sink, signal);
-    if (f.backend.poolStats().hits !== hits + 1) throw new Error(`the run did not get a warm sandbox: ${JSON.stringify(f.backend.poolStats())}`);
+    if (f.backend.poolStats().hits !== hits + 1)
+      throw new Error(`the run did not get a warm sandbox: ${JSON.stringify(f.backend.poolStats())}`);
     return result;
   };
   return { ...f, job, run };
@@ -107,37 +139,51 @@ export async function until(what: string, condition: () => Promise<boolean>, tim
 }
 
 export async function removeContainer(nameOrId: string): Promise<void> {
-  await docker.getContainer(nameOrId).remove({ force: true }).catch(() => {});
+  await docker
+    .getContainer(nameOrId)
+    .remove({ force: true })
+    .catch(() => {});
 }
 
 /** True when the engine has no container by that name or id. */
 export async function containerGone(nameOrId: string): Promise<boolean> {
-  return docker.getContainer(nameOrId).inspect().then(
-    () => false,
-    (err: { statusCode?: number }) => {
-      if (err.statusCode === 404) return true;
-      throw err;
-    },
-  );
+  return docker
+    .getContainer(nameOrId)
+    .inspect()
+    .then(
+      () => false,
+      (err: { statusCode?: number }) => {
+        if (err.statusCode === 404) return true;
+        throw err;
+      },
+    );
 }
 
 /** The host's address on the default bridge, as a container on that bridge reaches it. */
 export async function bridgeGateway(): Promise<string> {
-  const config = ((await docker.getNetwork('bridge').inspect()).IPAM?.Config ?? []) as { Subnet?: string; Gateway?: string }[];
+  const config = ((await docker.getNetwork('bridge').inspect()).IPAM?.Config ?? []) as {
+    Subnet?: string;
+    Gateway?: string;
+  }[];
   const v4 = config.find((c) => c.Subnet?.includes('.'));
   if (v4?.Gateway) return v4.Gateway;
   // Older engines leave Gateway empty for the default bridge; it is then the subnet's first address.
   // (docker0 itself is hidden from os.networkInterfaces() while no container is attached to it.)
   const [base] = (v4?.Subnet ?? '').split('/');
   const octets = (base ?? '').split('.').map(Number);
-  if (octets.length !== 4 || octets.some((n) => !Number.isInteger(n))) throw new Error('cannot find the default bridge gateway');
+  if (octets.length !== 4 || octets.some((n) => !Number.isInteger(n)))
+    throw new Error('cannot find the default bridge gateway');
   octets[3] = (octets[3] ?? 0) + 1;
   return octets.join('.');
 }
 
 /** Runs a plain container of the image with the engine's defaults (bridge network) and returns its exit code. */
 export async function runPlain(t: TestContext, cmd: string[]): Promise<number> {
-  const container = await docker.createContainer({ Image: IMAGE, Cmd: cmd, Labels: { 'org.sandgate.test': 'control' } });
+  const container = await docker.createContainer({
+    Image: IMAGE,
+    Cmd: cmd,
+    Labels: { 'org.sandgate.test': 'control' },
+  });
   t.after(() => removeContainer(container.id));
   const exited = container.wait({ condition: 'next-exit' });
   await container.start();
@@ -155,9 +201,14 @@ export async function runtimes(): Promise<string[]> {
  * uid). Through `docker exec` as root, which the sandbox's KILL capability lets signal the agent.
  */
 export async function killAgentOf(container: Dockerode.Container): Promise<void> {
-  const script = 'for p in /proc/[0-9]*; do case "$(tr "\\0" " " < "$p/cmdline")" in '
-    + 'python3*sandgate_agent.py*) kill -KILL "${p#/proc/}";; esac; done';
+  const script =
+    'for p in /proc/[0-9]*; do case "$(tr "\\0" " " < "$p/cmdline")" in ' +
+    'python3*sandgate_agent.py*) kill -KILL "${p#/proc/}";; esac; done';
   const exec = await container.exec({ Cmd: ['sh', '-c', script], User: '0:0', AttachStdout: true, AttachStderr: true });
   const stream = await exec.start({});
-  await new Promise<void>((resolve) => { stream.on('end', resolve); stream.on('error', () => resolve()); stream.resume(); });
+  await new Promise<void>((resolve) => {
+    stream.on('end', resolve);
+    stream.on('error', () => resolve());
+    stream.resume();
+  });
 }

@@ -12,14 +12,38 @@ import { WarmPool, type PooledSandbox, type WarmPoolOptions } from './warm-pool.
 
 type PoolKnobs = Partial<Pick<WarmPoolOptions, 'maxRuns' | 'maxRecycled' | 'recycledIdleMs'>>;
 
-async function pool(t: TestContext, size: number, over: Partial<SandboxSettings> = {}, knobs: PoolKnobs = {}): Promise<{ pool: WarmPool; slots: SlotDirs; deployment: string }> {
+async function pool(
+  t: TestContext,
+  size: number,
+  over: Partial<SandboxSettings> = {},
+  knobs: PoolKnobs = {},
+): Promise<{ pool: WarmPool; slots: SlotDirs; deployment: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-pool-'));
   const deployment = `test-${randomBytes(4).toString('hex')}`;
   const slots = new SlotDirs(dataDir, { uid: SANDBOX_UID, gid: SANDBOX_UID });
-  const settings: SandboxSettings = { image: IMAGE, runtime: undefined, user: '1000:1000', pidsLimit: 64, tmpfsBytes: 8 << 20, nofile: 256, deployment, ...over };
+  const settings: SandboxSettings = {
+    image: IMAGE,
+    runtime: undefined,
+    user: '1000:1000',
+    pidsLimit: 64,
+    tmpfsBytes: 8 << 20,
+    nofile: 256,
+    deployment,
+    ...over,
+  };
   const p = new WarmPool({
-    docker, settings, slots, instanceId: 'worker-test', size, limits: { memory_mb: 256, cpus: 1 }, log: silentLogger, readyTimeoutMs: 30_000,
-    maxRuns: 100, maxRecycled: 2, recycledIdleMs: 60_000, ...knobs,
+    docker,
+    settings,
+    slots,
+    instanceId: 'worker-test',
+    size,
+    limits: { memory_mb: 256, cpus: 1 },
+    log: silentLogger,
+    readyTimeoutMs: 30_000,
+    maxRuns: 100,
+    maxRecycled: 2,
+    recycledIdleMs: 60_000,
+    ...knobs,
   });
   t.after(async () => {
     await p.close();
@@ -29,13 +53,24 @@ async function pool(t: TestContext, size: number, over: Partial<SandboxSettings>
 }
 
 const poolContainers = (deployment: string) =>
-  docker.listContainers({ all: true, filters: { label: [`org.sandgate.deployment=${deployment}`, 'org.sandgate.kind=pool'] } });
+  docker.listContainers({
+    all: true,
+    filters: { label: [`org.sandgate.deployment=${deployment}`, 'org.sandgate.kind=pool'] },
+  });
 
 test('the pool fills to its size, hands each sandbox out once, and counts hits and misses', async (t) => {
   const { pool: p, slots, deployment } = await pool(t, 2);
   await p.whenReady();
-  assert.deepEqual(p.stats(), { hits: 0, reused: 0, misses: 0, size: 2, ready: 2, starting: 0,
-    recycled: 0, resetFailed: 0 });
+  assert.deepEqual(p.stats(), {
+    hits: 0,
+    reused: 0,
+    misses: 0,
+    size: 2,
+    ready: 2,
+    starting: 0,
+    recycled: 0,
+    resetFailed: 0,
+  });
   const listed = await poolContainers(deployment);
   assert.equal(listed.length, 2);
   assert.ok(listed.every((c) => c.State === 'running' && c.Labels['org.sandgate.instance'] === 'worker-test'));
@@ -46,14 +81,19 @@ test('the pool fills to its size, hands each sandbox out once, and counts hits a
   assert.notEqual(a.container.id, b.container.id);
   assert.notEqual(a.slotDir, b.slotDir);
   assert.equal(none, undefined);
-  assert.deepEqual({ ...p.stats(), starting: 0 }, { hits: 2, reused: 0, misses: 1, size: 2, ready: 0, starting: 0,
-    recycled: 0, resetFailed: 0 });
+  assert.deepEqual(
+    { ...p.stats(), starting: 0 },
+    { hits: 2, reused: 0, misses: 1, size: 2, ready: 0, starting: 0, recycled: 0, resetFailed: 0 },
+  );
   p.release(a);
   p.release(b);
   await p.whenSettled();
   assert.equal(p.stats().ready, 2, 'refilled after the releases');
   const now = (await poolContainers(deployment)).map((c) => c.Id);
-  assert.ok(!now.includes(a.container.id) && !now.includes(b.container.id), 'released sandboxes are removed, never reused');
+  assert.ok(
+    !now.includes(a.container.id) && !now.includes(b.container.id),
+    'released sandboxes are removed, never reused',
+  );
   assert.equal((await readdir(slots.root)).length, 2, 'one slot directory per ready sandbox');
 });
 
@@ -91,8 +131,16 @@ test('size 0 is ready at once and only misses', async (t) => {
   const { pool: p } = await pool(t, 0);
   await p.whenReady();
   assert.equal(p.take('t1'), undefined);
-  assert.deepEqual(p.stats(), { hits: 0, reused: 0, misses: 1, size: 0, ready: 0, starting: 0,
-    recycled: 0, resetFailed: 0 });
+  assert.deepEqual(p.stats(), {
+    hits: 0,
+    reused: 0,
+    misses: 1,
+    size: 0,
+    ready: 0,
+    starting: 0,
+    recycled: 0,
+    resetFailed: 0,
+  });
 });
 
 test('a pool that cannot start sandboxes keeps retrying in the background and closes promptly', async (t) => {
@@ -118,7 +166,11 @@ test('a recycled sandbox serves only its own tenant, the one used last first, an
   const a = serve(p, 'acme');
   p.recycle(a);
   await p.whenSettled();
-  assert.deepEqual({ ready: p.stats().ready, recycled: p.stats().recycled }, { ready: 1, recycled: 1 }, 'a fresh one was made beside it');
+  assert.deepEqual(
+    { ready: p.stats().ready, recycled: p.stats().recycled },
+    { ready: 1, recycled: 1 },
+    'a fresh one was made beside it',
+  );
   const other = p.take('globex');
   assert.ok(other);
   assert.notEqual(other.container.id, a.container.id, 'another tenant never gets it');

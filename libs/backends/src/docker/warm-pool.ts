@@ -109,7 +109,13 @@ export class WarmPool {
 
   /** Whether a sandbox that has just served a run may serve another, after a reset. */
   reusable(sandbox: PooledSandbox): boolean {
-    return sandbox.runs < this.#o.maxRuns && this.#o.maxRecycled > 0 && !this.#closed && !this.#disabled && !sandbox.channel.closed;
+    return (
+      sandbox.runs < this.#o.maxRuns &&
+      this.#o.maxRecycled > 0 &&
+      !this.#closed &&
+      !this.#disabled &&
+      !sandbox.channel.closed
+    );
   }
 
   /**
@@ -152,9 +158,14 @@ export class WarmPool {
 
   stats(): PoolStats {
     return {
-      hits: this.#hits, reused: this.#reused, misses: this.#misses, resetFailed: this.#resetFailed, size: this.#o.size,
+      hits: this.#hits,
+      reused: this.#reused,
+      misses: this.#misses,
+      resetFailed: this.#resetFailed,
+      size: this.#o.size,
       ready: this.#idle.length,
-      starting: this.#starting, recycled: this.#recycled.length,
+      starting: this.#starting,
+      recycled: this.#recycled.length,
     };
   }
 
@@ -185,25 +196,27 @@ export class WarmPool {
     if (this.#closed || this.#disabled || this.#retry !== undefined || this.#starting > 0) return;
     if (this.#idle.length >= this.#o.size) return;
     this.#starting++;
-    this.#track(this.#create().then(
-      () => {
-        this.#failures = 0;
-        this.#starting--;
-        this.#notify();
-        this.#fill();
-      },
-      (err: unknown) => {
-        this.#starting--;
-        this.#failures++;
-        const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** this.#failures);
-        this.#o.log.warn({ err, retryInMs: backoff }, 'could not start a pooled sandbox');
-        this.#retry = setTimeout(() => {
-          this.#retry = undefined;
+    this.#track(
+      this.#create().then(
+        () => {
+          this.#failures = 0;
+          this.#starting--;
+          this.#notify();
           this.#fill();
-        }, backoff);
-        this.#retry.unref();
-      },
-    ));
+        },
+        (err: unknown) => {
+          this.#starting--;
+          this.#failures++;
+          const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** this.#failures);
+          this.#o.log.warn({ err, retryInMs: backoff }, 'could not start a pooled sandbox');
+          this.#retry = setTimeout(() => {
+            this.#retry = undefined;
+            this.#fill();
+          }, backoff);
+          this.#retry.unref();
+        },
+      ),
+    );
   }
 
   async #create(): Promise<void> {
@@ -214,9 +227,18 @@ export class WarmPool {
     let container: Dockerode.Container;
     let channel: AgentChannel;
     try {
-      container = await docker.createContainer(agentSpec({
-        name, labels: poolLabels(settings.deployment, instanceId), limits, workspaceDir: dir, prewarm: 'fresh',
-      }, settings));
+      container = await docker.createContainer(
+        agentSpec(
+          {
+            name,
+            labels: poolLabels(settings.deployment, instanceId),
+            limits,
+            workspaceDir: dir,
+            prewarm: 'fresh',
+          },
+          settings,
+        ),
+      );
     } catch (err) {
       await slots.remove(dir).catch(() => {});
       throw err;
@@ -299,12 +321,18 @@ export class WarmPool {
 
   /** Removes a sandbox, then refills: one piece of background work after another, never both at once. */
   #discard(name: string, container: Dockerode.Container, slotDir: string): void {
-    this.#track((async () => {
-      await forceRemove(container).catch((err: unknown) => this.#o.log.warn({ container: name, err }, 'could not remove pooled sandbox; sweep will retry'));
-      // A slot a run adopted is a session directory now, and its old path is gone: nothing to do then.
-      await this.#o.slots.remove(slotDir).catch((err: unknown) => this.#o.log.warn({ dir: slotDir, err }, 'could not remove slot directory'));
-      this.#fill();
-    })());
+    this.#track(
+      (async () => {
+        await forceRemove(container).catch((err: unknown) =>
+          this.#o.log.warn({ container: name, err }, 'could not remove pooled sandbox; sweep will retry'),
+        );
+        // A slot a run adopted is a session directory now, and its old path is gone: nothing to do then.
+        await this.#o.slots
+          .remove(slotDir)
+          .catch((err: unknown) => this.#o.log.warn({ dir: slotDir, err }, 'could not remove slot directory'));
+        this.#fill();
+      })(),
+    );
   }
 
   #track(task: Promise<unknown>): void {

@@ -70,52 +70,86 @@ export class PodApi {
   }
 
   listPods(labelSelector: string, _continue?: string): Promise<k8s.V1PodList> {
-    return this.#call('list pods', (o) => this.#core.listNamespacedPod({
-      namespace: this.namespace, labelSelector, limit: 500, ...(_continue ? { _continue } : {}),
-    }, o));
+    return this.#call('list pods', (o) =>
+      this.#core.listNamespacedPod(
+        {
+          namespace: this.namespace,
+          labelSelector,
+          limit: 500,
+          ...(_continue ? { _continue } : {}),
+        },
+        o,
+      ),
+    );
   }
 
   /** Deletes at once (grace 0); with `uid`, only that very Pod, never one made later under the same name. */
   async deletePod(name: string, uid?: string): Promise<void> {
     const body: k8s.V1DeleteOptions = { gracePeriodSeconds: 0, ...(uid ? { preconditions: { uid } } : {}) };
-    await this.#call('delete pods', (o) => this.#core.deleteNamespacedPod({
-      name, namespace: this.namespace, gracePeriodSeconds: 0, body,
-    }, o));
+    await this.#call('delete pods', (o) =>
+      this.#core.deleteNamespacedPod(
+        {
+          name,
+          namespace: this.namespace,
+          gracePeriodSeconds: 0,
+          body,
+        },
+        o,
+      ),
+    );
   }
 
   readLog(name: string, container: string, opts: { sinceTime?: Date; limitBytes: number }): Promise<string> {
-    return this.#call('get pods/log', (o) => this.#core.readNamespacedPodLog({
-      name, namespace: this.namespace, container, timestamps: true, limitBytes: opts.limitBytes,
-      ...(opts.sinceTime ? { sinceTime: opts.sinceTime.toISOString().replace(/\.\d+Z$/, 'Z') } : {}),
-    } as k8s.CoreV1ApiReadNamespacedPodLogRequest, o));
+    return this.#call('get pods/log', (o) =>
+      this.#core.readNamespacedPodLog(
+        {
+          name,
+          namespace: this.namespace,
+          container,
+          timestamps: true,
+          limitBytes: opts.limitBytes,
+          ...(opts.sinceTime ? { sinceTime: opts.sinceTime.toISOString().replace(/\.\d+Z$/, 'Z') } : {}),
+        } as k8s.CoreV1ApiReadNamespacedPodLogRequest,
+        o,
+      ),
+    );
   }
 
   createSecret(body: k8s.V1Secret): Promise<k8s.V1Secret> {
-    return this.#call('create secrets', (o) => this.#core.createNamespacedSecret({ namespace: this.namespace, body }, o));
+    return this.#call('create secrets', (o) =>
+      this.#core.createNamespacedSecret({ namespace: this.namespace, body }, o),
+    );
   }
 
   replaceSecret(name: string, body: k8s.V1Secret): Promise<k8s.V1Secret> {
-    return this.#call('update secrets', (o) => this.#core.replaceNamespacedSecret({ name, namespace: this.namespace, body }, o));
+    return this.#call('update secrets', (o) =>
+      this.#core.replaceNamespacedSecret({ name, namespace: this.namespace, body }, o),
+    );
   }
 
   async #call<T>(what: string, call: (options: k8s.ConfigurationOptions) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       this.calls.set(what, (this.calls.get(what) ?? 0) + 1);
       const options: k8s.ConfigurationOptions = {
-        middleware: [{
-          pre: (ctx) => {
-            ctx.setSignal(AbortSignal.timeout(CALL_TIMEOUT_MS));
-            return new k8s.Observable(Promise.resolve(ctx));
+        middleware: [
+          {
+            pre: (ctx) => {
+              ctx.setSignal(AbortSignal.timeout(CALL_TIMEOUT_MS));
+              return new k8s.Observable(Promise.resolve(ctx));
+            },
+            post: (ctx) => new k8s.Observable(Promise.resolve(ctx)),
           },
-          post: (ctx) => new k8s.Observable(Promise.resolve(ctx)),
-        }],
+        ],
         middlewareMergeStrategy: 'append',
       };
       try {
         return await call(options);
       } catch (err) {
         if (!transient(err) || attempt + 1 >= CALL_ATTEMPTS) throw err;
-        this.#log.warn({ call: what, status: statusOf(err), attempt: attempt + 1, err: messageOf(err) }, 'retrying a Kubernetes API call');
+        this.#log.warn(
+          { call: what, status: statusOf(err), attempt: attempt + 1, err: messageOf(err) },
+          'retrying a Kubernetes API call',
+        );
         await new Promise((r) => setTimeout(r, backoffMs(err, attempt)));
       }
     }
@@ -127,5 +161,9 @@ export function clusterError(err: unknown, doing: string): SandgateError {
   if (err instanceof SandgateError) return err;
   const status = statusOf(err);
   const how = status === undefined ? 'did not answer' : `answered ${status}`;
-  return new SandgateError('backend_unavailable', `The Kubernetes API server ${how} while ${doing}: ${messageOf(err)}`, { cause: err });
+  return new SandgateError(
+    'backend_unavailable',
+    `The Kubernetes API server ${how} while ${doing}: ${messageOf(err)}`,
+    { cause: err },
+  );
 }

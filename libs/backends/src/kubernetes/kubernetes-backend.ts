@@ -40,7 +40,11 @@ export interface KubernetesBackendOptions {
 }
 
 const DEFAULT_TIMING: PodTiming = {
-  pollMinMs: 50, pollMaxMs: 500, startupMs: 180_000, deadRunnerGraceMs: 10_000, resultLagMs: 5_000,
+  pollMinMs: 50,
+  pollMaxMs: 500,
+  startupMs: 180_000,
+  deadRunnerGraceMs: 10_000,
+  resultLagMs: 5_000,
 };
 
 /**
@@ -88,11 +92,23 @@ export class KubernetesBackend implements ExecutionBackend {
       }
       const begun = await beginRun(this.#workspaces, job, events, signal);
       if (begun.result) return begun.result;
-      return runInPod({
-        api: this.api, settings: this.#settings, gatewayUrl: this.#options.gatewayUrl,
-        grantTransfer: this.#options.grantTransfer, maxOutputBytes: this.#settings.maxOutputBytes,
-        quota: this.#workspaces.quota, artifactUrl: this.#options.artifactUrl, log: log ?? this.#log, timing: this.#timing,
-      }, job, begun.dir, events, signal);
+      return runInPod(
+        {
+          api: this.api,
+          settings: this.#settings,
+          gatewayUrl: this.#options.gatewayUrl,
+          grantTransfer: this.#options.grantTransfer,
+          maxOutputBytes: this.#settings.maxOutputBytes,
+          quota: this.#workspaces.quota,
+          artifactUrl: this.#options.artifactUrl,
+          log: log ?? this.#log,
+          timing: this.#timing,
+        },
+        job,
+        begun.dir,
+        events,
+        signal,
+      );
     });
   }
 

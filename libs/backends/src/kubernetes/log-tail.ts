@@ -30,7 +30,8 @@ export class LogTail {
   /** The complete lines written since the last read (without their newline). */
   async read(): Promise<string[]> {
     const raw = await this.api.readLog(this.pod, this.container, {
-      limitBytes: this.limitBytes, ...(this.#lastSecond ? { sinceTime: this.#lastSecond } : {}),
+      limitBytes: this.limitBytes,
+      ...(this.#lastSecond ? { sinceTime: this.#lastSecond } : {}),
     });
     const lines: string[] = [];
     let seenAtKey = 0;

@@ -13,7 +13,7 @@ import { LogTail } from './log-tail.ts';
 import { ATTEMPT_ANNOTATION, CONTAINERS, podName, sandboxPod, transferSecret, type PodSettings } from './pod-spec.ts';
 import { runnerStarted, viewOf, type PodView } from './pod-status.ts';
 
-/** A grant for one execution's Pod to fetch and send back the session's files (see the gateway's /internal/transfer). */
+/** A grant for one execution's Pod to fetch and send back the session's files (the gateway's /internal/transfer). */
 export interface TransferGrant {
   token: string;
   revoke(): Promise<void>;
@@ -75,7 +75,11 @@ const NO_ROOM = new Set(['storage_quota_exceeded', 'insufficient_storage', 'payl
  * before the result is built, so its artifacts are found as on every other backend.
  */
 export async function runInPod(
-  ctx: PodRunContext, job: ExecutionJob, dir: string, events: EventSink, signal: AbortSignal,
+  ctx: PodRunContext,
+  job: ExecutionJob,
+  dir: string,
+  events: EventSink,
+  signal: AbortSignal,
 ): Promise<ExecutionResult> {
   const before = await snapshot(dir);
   const stdout = new OutputCollector((text) => events.stdout(text), ctx.maxOutputBytes);
@@ -96,22 +100,41 @@ export async function runInPod(
     const line = ending.kind === 'harvested' ? await follow.harvestLine() : undefined;
     const end = await withDiskQuota(runEnd(ending, follow.exit, line, settings), dir, ctx.quota);
     const durationMs = follow.exit?.durationMs ?? follow.runningForMs();
-    const found = ending.kind === 'harvested' ? await harvest(end, job, dir, before, events, ctx.artifactUrl, signal) : undefined;
-    ctx.log.info({
-      executionId: job.execution_id, sandbox: 'pod', ending: ending.kind, exitCode: end.exitCode, uploaded: line?.uploaded,
-      apiCalls: follow.apiCalls,
-    }, 'execution finished');
+    const found =
+      ending.kind === 'harvested' ? await harvest(end, job, dir, before, events, ctx.artifactUrl, signal) : undefined;
+    ctx.log.info(
+      {
+        executionId: job.execution_id,
+        sandbox: 'pod',
+        ending: ending.kind,
+        exitCode: end.exitCode,
+        uploaded: line?.uploaded,
+        apiCalls: follow.apiCalls,
+      },
+      'execution finished',
+    );
     return buildResult({
-      end, limits: job, stdout, stderr, artifacts: found?.artifacts ?? [], artifactsTruncated: found?.truncated ?? false,
+      end,
+      limits: job,
+      stdout,
+      stderr,
+      artifacts: found?.artifacts ?? [],
+      artifactsTruncated: found?.truncated ?? false,
       durationMs,
     });
   } finally {
     if (uid !== undefined) {
       await ctx.api.deletePod(name, uid).catch((err: unknown) => {
-        if (statusOf(err) !== 404) ctx.log.warn({ executionId: job.execution_id, err: messageOf(err) }, 'could not delete the sandbox Pod; sweep will');
+        if (statusOf(err) !== 404)
+          ctx.log.warn(
+            { executionId: job.execution_id, err: messageOf(err) },
+            'could not delete the sandbox Pod; sweep will',
+          );
       });
     }
-    await grant.revoke().catch((err: unknown) => ctx.log.warn({ err }, 'could not revoke a transfer token; it expires on its own'));
+    await grant
+      .revoke()
+      .catch((err: unknown) => ctx.log.warn({ err }, 'could not revoke a transfer token; it expires on its own'));
   }
 }
 
@@ -203,7 +226,8 @@ class PodFollower {
   async #observe(): Promise<PodView> {
     this.apiCalls++;
     const pod = await this.ctx.api.readPod(this.name).catch((err: unknown) => {
-      if (statusOf(err) === 404) throw new SandgateError('backend_unavailable', 'The sandbox Pod was deleted by someone else during the run.');
+      if (statusOf(err) === 404)
+        throw new SandgateError('backend_unavailable', 'The sandbox Pod was deleted by someone else during the run.');
       throw clusterError(err, 'reading the sandbox Pod');
     });
     const view = viewOf(pod);
@@ -222,12 +246,15 @@ class PodFollower {
     const lines = await this.#runner.read().catch((err: unknown) => {
       // Gone with its node or its Pod: what was read so far is what there is.
       if (statusOf(err) === 404 || statusOf(err) === 400) return [];
-      throw clusterError(err, 'reading the runner\'s log');
+      throw clusterError(err, "reading the runner's log");
     });
     for (const line of lines) {
       const frame = parseFrame(line);
       if (frame === undefined) {
-        this.ctx.log.warn({ executionId: this.job.execution_id, line: line.slice(0, 200) }, 'unexpected line in the runner log');
+        this.ctx.log.warn(
+          { executionId: this.job.execution_id, line: line.slice(0, 200) },
+          'unexpected line in the runner log',
+        );
       } else if (frame.t === 'out') this.stdout.write(Buffer.from(frame.d, 'latin1'));
       else if (frame.t === 'err') this.stderr.write(Buffer.from(frame.d, 'latin1'));
       else if (frame.t === 'exit') this.exit = frame;
@@ -240,13 +267,20 @@ class PodFollower {
     if (view.reason === 'DeadlineExceeded') return { kind: 'deadline' };
     const stage = view.stage?.terminated;
     if (stage && stage.exitCode !== 0) {
-      throw new SandgateError('backend_unavailable', `The sandbox Pod could not fetch the session's files (stage exited `
-        + `${stage.exitCode}${stage.message ? `: ${stage.message}` : ''}).`);
+      throw new SandgateError(
+        'backend_unavailable',
+        `The sandbox Pod could not fetch the session's files (stage exited ` +
+          `${stage.exitCode}${stage.message ? `: ${stage.message}` : ''}).`,
+      );
     }
     if (view.harvest?.terminated) return { kind: 'harvested' };
     if (view.phase === 'Failed' || view.phase === 'Succeeded') {
-      return { kind: 'pod_failed', message: `The sandbox Pod ended (${view.phase}${view.reason ? `, ${view.reason}` : ''}`
-        + `${view.message ? `: ${view.message}` : ''}) before it reported the run.` };
+      return {
+        kind: 'pod_failed',
+        message:
+          `The sandbox Pod ended (${view.phase}${view.reason ? `, ${view.reason}` : ''}` +
+          `${view.message ? `: ${view.message}` : ''}) before it reported the run.`,
+      };
     }
     const now = Date.now();
     const runner = view.runner?.terminated;
@@ -257,8 +291,10 @@ class PodFollower {
     if (this.#runningSince === undefined) {
       const why = view.stuck?.message ?? view.unschedulable;
       if (view.stuck?.hopeless || now - created > timing.startupMs) {
-        throw new SandgateError('backend_unavailable', `The sandbox Pod did not start within ${timing.startupMs} ms`
-          + `${why ? `: ${why}` : ''}.`);
+        throw new SandgateError(
+          'backend_unavailable',
+          `The sandbox Pod did not start within ${timing.startupMs} ms` + `${why ? `: ${why}` : ''}.`,
+        );
       }
       return undefined;
     }
@@ -288,8 +324,12 @@ function parseHarvestLine(line: string): HarvestLine | undefined {
     const v = JSON.parse(line) as Partial<HarvestLine> & { t?: string };
     if (v.t !== 'harvest' || typeof v.uploaded !== 'number') return undefined;
     return {
-      uploaded: v.uploaded, removed: v.removed ?? 0, bytes: v.bytes ?? 0, failures: v.failures ?? 0,
-      failed: Array.isArray(v.failed) ? v.failed : [], ...(typeof v.fatal === 'string' ? { fatal: v.fatal } : {}),
+      uploaded: v.uploaded,
+      removed: v.removed ?? 0,
+      bytes: v.bytes ?? 0,
+      failures: v.failures ?? 0,
+      failed: Array.isArray(v.failed) ? v.failed : [],
+      ...(typeof v.fatal === 'string' ? { fatal: v.fatal } : {}),
     };
   } catch {
     return undefined;
@@ -297,9 +337,17 @@ function parseHarvestLine(line: string): HarvestLine | undefined {
 }
 
 /** How the run ended, from the way the Pod ended, the runner's exit frame and harvest's line. */
-export function runEnd(ending: Ending, exit: ExitFrame | undefined, line: HarvestLine | undefined, s: PodSettings): RunEnd {
+export function runEnd(
+  ending: Ending,
+  exit: ExitFrame | undefined,
+  line: HarvestLine | undefined,
+  s: PodSettings,
+): RunEnd {
   const base: RunEnd = {
-    exitCode: exit?.code ?? -1, timedOut: exit?.timedOut === true, oomKilled: exit?.oom === true, cancelled: false,
+    exitCode: exit?.code ?? -1,
+    timedOut: exit?.timedOut === true,
+    oomKilled: exit?.oom === true,
+    cancelled: false,
   };
   switch (ending.kind) {
     case 'cancelled':
@@ -310,22 +358,29 @@ export function runEnd(ending: Ending, exit: ExitFrame | undefined, line: Harves
     case 'evicted':
       // The kubelet evicts a Pod whose workspace emptyDir outgrew its sizeLimit: the session's disk quota.
       return /emptydir/i.test(ending.message) && s.workspaceBytes > 0
-        ? { ...base, diskQuota: `The run's files outgrew the session's disk quota of ${s.workspaceBytes} bytes; the sandbox was evicted.` }
+        ? {
+            ...base,
+            diskQuota: `The run's files outgrew the session's disk quota of ${s.workspaceBytes} bytes; the sandbox was evicted.`,
+          }
         : { ...base, engineStopped: `The cluster evicted the sandbox Pod: ${ending.message}` };
     case 'runner_dead':
       if (ending.state.reason === 'OOMKilled') return { ...base, exitCode: ending.state.exitCode, oomKilled: true };
-      return { ...base, lost: `The sandbox's runner ended (${ending.state.reason ?? `exit ${ending.state.exitCode}`}) without reporting the program's exit.` };
+      return {
+        ...base,
+        lost: `The sandbox's runner ended (${ending.state.reason ?? `exit ${ending.state.exitCode}`}) without reporting the program's exit.`,
+      };
     case 'pod_failed':
       return { ...base, engineStopped: ending.message };
     case 'harvested':
       break;
   }
-  if (exit === undefined) return { ...base, lost: 'The sandbox\'s runner did not report the program\'s exit.' };
+  if (exit === undefined) return { ...base, lost: "The sandbox's runner did not report the program's exit." };
   if (line === undefined || line.fatal !== undefined) {
     return { ...base, lost: `The run's files could not be sent back${line?.fatal ? ` (${line.fatal})` : ''}.` };
   }
   const noRoom = line.failed.find((f) => NO_ROOM.has(f.code));
-  if (noRoom !== undefined) return { ...base, diskQuota: `Some files the run wrote could not be kept: ${noRoom.detail}` };
+  if (noRoom !== undefined)
+    return { ...base, diskQuota: `Some files the run wrote could not be kept: ${noRoom.detail}` };
   return base;
 }
 

@@ -6,19 +6,40 @@ import { validateManifest } from '@sandgate/k8s-double';
 import { CONTAINERS, podName, sandboxPod, secretName, transferSecret, type PodSettings } from './pod-spec.ts';
 
 const SETTINGS: PodSettings = {
-  image: 'sandgate/runtime:1', helperImage: 'sandgate/runtime:1', runtimeClassName: 'gvisor', deployment: 'prod',
-  workspaceBytes: 1 << 30, tmpfsBytes: 64 << 20, maxOutputBytes: 100_000, harvestGraceMs: 30_000, startupAllowanceMs: 180_000,
+  image: 'sandgate/runtime:1',
+  helperImage: 'sandgate/runtime:1',
+  runtimeClassName: 'gvisor',
+  deployment: 'prod',
+  workspaceBytes: 1 << 30,
+  tmpfsBytes: 64 << 20,
+  maxOutputBytes: 100_000,
+  harvestGraceMs: 30_000,
+  startupAllowanceMs: 180_000,
 };
 const JOB: ExecutionJob = {
-  execution_id: 'exec_0123456789abcdef', tenant: 'acme', session_id: 'sess_0123456789abcdef', language: 'python',
-  code: 'print("hi")', timeout_ms: 30_000, memory_mb: 512, cpus: 1, env: { MODE: 'test' }, stdin: 'input',
-  sandbox: 'oneshot', generation: 0,
+  execution_id: 'exec_0123456789abcdef',
+  tenant: 'acme',
+  session_id: 'sess_0123456789abcdef',
+  language: 'python',
+  code: 'print("hi")',
+  timeout_ms: 30_000,
+  memory_mb: 512,
+  cpus: 1,
+  env: { MODE: 'test' },
+  stdin: 'input',
+  sandbox: 'oneshot',
+  generation: 0,
 };
 
-const all = (pod: k8s.V1Pod): k8s.V1Container[] => [...pod.spec!.initContainers ?? [], ...pod.spec!.containers];
+const all = (pod: k8s.V1Pod): k8s.V1Container[] => [...(pod.spec!.initContainers ?? []), ...pod.spec!.containers];
 
 test('names are valid DNS-1123 labels, deterministic per execution, and distinct for ids that differ only in case or _', () => {
-  const names = ['exec_0123456789abcdef', 'EXEC_0123456789ABCDEF', 'exec-0123456789abcdef', `exec_${'x'.repeat(200)}`].map(podName);
+  const names = [
+    'exec_0123456789abcdef',
+    'EXEC_0123456789ABCDEF',
+    'exec-0123456789abcdef',
+    `exec_${'x'.repeat(200)}`,
+  ].map(podName);
   for (const n of [...names, ...names.map((n) => `${n}-transfer`)]) {
     assert.match(n, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, n);
     assert.ok(n.length <= 63 + '-transfer'.length, n);
@@ -37,7 +58,10 @@ test('the Pod: exec-free, no token, every container non-root with a read-only ro
   assert.equal(spec.enableServiceLinks, false);
   assert.equal(spec.runtimeClassName, 'gvisor');
   assert.equal(spec.securityContext?.seccompProfile?.type, 'RuntimeDefault');
-  assert.ok(spec.activeDeadlineSeconds! > (JOB.timeout_ms + SETTINGS.startupAllowanceMs) / 1000, 'the deadline covers startup and the run');
+  assert.ok(
+    spec.activeDeadlineSeconds! > (JOB.timeout_ms + SETTINGS.startupAllowanceMs) / 1000,
+    'the deadline covers startup and the run',
+  );
   for (const c of all(pod)) {
     const sc = c.securityContext!;
     assert.equal(sc.runAsNonRoot, true, c.name);
@@ -48,8 +72,12 @@ test('the Pod: exec-free, no token, every container non-root with a read-only ro
     assert.equal(sc.capabilities?.add, undefined, c.name);
   }
   assert.deepEqual(pod.metadata?.labels, {
-    'org.sandgate.managed': 'true', 'org.sandgate.deployment': 'prod', 'org.sandgate.kind': 'execution',
-    'org.sandgate.execution': JOB.execution_id, 'org.sandgate.session': JOB.session_id, 'org.sandgate.tenant': 'acme',
+    'org.sandgate.managed': 'true',
+    'org.sandgate.deployment': 'prod',
+    'org.sandgate.kind': 'execution',
+    'org.sandgate.execution': JOB.execution_id,
+    'org.sandgate.session': JOB.session_id,
+    'org.sandgate.tenant': 'acme',
   });
   const workspace = spec.volumes!.find((v) => v.name === 'workspace')!;
   assert.equal(workspace.emptyDir?.sizeLimit, '1024Mi', 'the workspace is bounded by the session disk quota');
@@ -61,20 +89,30 @@ test('the transfer Secret is mounted into stage and harvest only: the runner, wh
   const pod = sandboxPod(JOB, SETTINGS, 'attempt1');
   const secretVolumes = pod.spec!.volumes!.filter((v) => v.secret !== undefined).map((v) => v.name);
   assert.deepEqual(secretVolumes, ['transfer']);
-  const mounting = all(pod).filter((c) => c.volumeMounts?.some((m) => secretVolumes.includes(m.name))).map((c) => c.name);
+  const mounting = all(pod)
+    .filter((c) => c.volumeMounts?.some((m) => secretVolumes.includes(m.name)))
+    .map((c) => c.name);
   assert.deepEqual(mounting.sort(), [CONTAINERS.harvest, CONTAINERS.stage].sort());
   const runner = pod.spec!.containers.find((c) => c.name === CONTAINERS.runner)!;
-  assert.deepEqual(runner.env, [{ name: 'MODE', value: 'test' }], 'only the job\'s variables, no envFrom');
+  assert.deepEqual(runner.env, [{ name: 'MODE', value: 'test' }], "only the job's variables, no envFrom");
   assert.equal(runner.envFrom, undefined);
   assert.ok(all(pod).every((c) => !JSON.stringify(c).includes('secretKeyRef')));
   assert.deepEqual(runner.resources?.limits, { memory: '512Mi', cpu: '1' });
 });
 
 test('the Secret carries the grant and stdin, and is owned by its Pod', async () => {
-  const pod = { ...sandboxPod(JOB, SETTINGS, 'a'), metadata: { ...sandboxPod(JOB, SETTINGS, 'a').metadata, uid: 'u-1' } };
+  const pod = {
+    ...sandboxPod(JOB, SETTINGS, 'a'),
+    metadata: { ...sandboxPod(JOB, SETTINGS, 'a').metadata, uid: 'u-1' },
+  };
   const secret = transferSecret(JOB, pod, 'prod', 'http://gateway:8080', 'tok');
-  assert.deepEqual(secret.metadata?.ownerReferences, [{ apiVersion: 'v1', kind: 'Pod', name: podName(JOB.execution_id), uid: 'u-1' }]);
+  assert.deepEqual(secret.metadata?.ownerReferences, [
+    { apiVersion: 'v1', kind: 'Pod', name: podName(JOB.execution_id), uid: 'u-1' },
+  ]);
   assert.deepEqual(secret.stringData, { url: 'http://gateway:8080', token: 'tok', stdin: 'input' });
-  assert.deepEqual(transferSecret({ ...JOB, stdin: null }, pod, 'prod', 'http://g', 't').stringData, { url: 'http://g', token: 't' });
+  assert.deepEqual(transferSecret({ ...JOB, stdin: null }, pod, 'prod', 'http://g', 't').stringData, {
+    url: 'http://g',
+    token: 't',
+  });
   await validateManifest(secret);
 });

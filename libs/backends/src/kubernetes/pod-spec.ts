@@ -35,7 +35,11 @@ export interface PodSettings {
  * alone, and valid DNS-1123 labels (lowercase alphanumerics and '-', at most 63), which `exec_…` is not.
  */
 export function podName(executionId: string): string {
-  const readable = executionId.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+  const readable = executionId
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
   const digest = createHash('sha256').update(executionId).digest('hex').slice(0, 8);
   return `sandgate-${readable}-${digest}`.slice(0, 63).replace(/-+$/, '');
 }
@@ -65,7 +69,8 @@ const mib = (bytes: number) => `${Math.max(1, Math.ceil(bytes / (1 << 20)))}Mi`;
 const python = (...args: string[]) => ['python3', '-I', '-S', POD_PROGRAM, ...args];
 /** Stage and harvest move files, nothing more: small, fixed resources. */
 const HELPER_RESOURCES: k8s.V1ResourceRequirements = {
-  limits: { memory: '128Mi', cpu: '500m' }, requests: { memory: '32Mi', cpu: '50m' },
+  limits: { memory: '128Mi', cpu: '500m' },
+  requests: { memory: '32Mi', cpu: '50m' },
 };
 
 /**
@@ -75,7 +80,11 @@ const HELPER_RESOURCES: k8s.V1ResourceRequirements = {
  */
 export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string): k8s.V1Pod {
   const runnerCommand = python(
-    'run', String(s.maxOutputBytes), String(job.timeout_ms), '--', ...commandFor(job.language, job.code),
+    'run',
+    String(s.maxOutputBytes),
+    String(job.timeout_ms),
+    '--',
+    ...commandFor(job.language, job.code),
   );
   const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
   const stdinBytes = job.stdin === null ? 0 : Buffer.byteLength(job.stdin);
@@ -96,7 +105,10 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string): 
       activeDeadlineSeconds: Math.ceil((s.startupAllowanceMs + job.timeout_ms + s.harvestGraceMs) / 1000) + 30,
       ...(s.runtimeClassName ? { runtimeClassName: s.runtimeClassName } : {}),
       securityContext: {
-        runAsNonRoot: true, runAsUser: SANDBOX_UID, runAsGroup: SANDBOX_UID, fsGroup: SANDBOX_UID,
+        runAsNonRoot: true,
+        runAsUser: SANDBOX_UID,
+        runAsGroup: SANDBOX_UID,
+        fsGroup: SANDBOX_UID,
         seccompProfile: { type: 'RuntimeDefault' },
       },
       volumes: [
@@ -106,14 +118,16 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string): 
         { name: 'handoff', emptyDir: { sizeLimit: '64Mi' } },
         { name: 'transfer', secret: { secretName: secretName(job.execution_id), defaultMode: 0o440 } },
       ],
-      initContainers: [{
-        name: CONTAINERS.stage,
-        image: s.helperImage,
-        command: python('stage'),
-        volumeMounts: [VOLUMES.workspace, VOLUMES.run, VOLUMES.handoff, VOLUMES.transfer],
-        resources: HELPER_RESOURCES,
-        securityContext: RESTRICTED,
-      }],
+      initContainers: [
+        {
+          name: CONTAINERS.stage,
+          image: s.helperImage,
+          command: python('stage'),
+          volumeMounts: [VOLUMES.workspace, VOLUMES.run, VOLUMES.handoff, VOLUMES.transfer],
+          resources: HELPER_RESOURCES,
+          securityContext: RESTRICTED,
+        },
+      ],
       containers: [
         {
           name: CONTAINERS.runner,
@@ -133,7 +147,12 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string): 
           name: CONTAINERS.harvest,
           image: s.helperImage,
           command: python('harvest', String(job.timeout_ms + s.harvestGraceMs)),
-          volumeMounts: [readOnly(VOLUMES.workspace), readOnly(VOLUMES.run), readOnly(VOLUMES.handoff), VOLUMES.transfer],
+          volumeMounts: [
+            readOnly(VOLUMES.workspace),
+            readOnly(VOLUMES.run),
+            readOnly(VOLUMES.handoff),
+            VOLUMES.transfer,
+          ],
           resources: HELPER_RESOURCES,
           securityContext: RESTRICTED,
         },
@@ -144,7 +163,11 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string): 
 
 /** The per-execution Secret: the gateway's URL and the transfer token (and stdin), owned by the Pod. */
 export function transferSecret(
-  job: ExecutionJob, pod: k8s.V1Pod, deployment: string, gatewayUrl: string, token: string,
+  job: ExecutionJob,
+  pod: k8s.V1Pod,
+  deployment: string,
+  gatewayUrl: string,
+  token: string,
 ): k8s.V1Secret {
   return {
     apiVersion: 'v1',

@@ -37,7 +37,8 @@ export function viewOf(pod: k8s.V1Pod): PodView {
     const waiting = c.state?.waiting;
     if (!waiting?.reason || waiting.reason === 'PodInitializing' || waiting.reason === 'ContainerCreating') continue;
     view.stuck = {
-      reason: waiting.reason, message: `${c.name}: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`,
+      reason: waiting.reason,
+      message: `${c.name}: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`,
       hopeless: HOPELESS.has(waiting.reason),
     };
     break;
@@ -48,4 +49,5 @@ export function viewOf(pod: k8s.V1Pod): PodView {
 }
 
 /** The runner has started (or already ended): its log can be read. */
-export const runnerStarted = (v: PodView): boolean => v.runner?.running !== undefined || v.runner?.terminated !== undefined;
+export const runnerStarted = (v: PodView): boolean =>
+  v.runner?.running !== undefined || v.runner?.terminated !== undefined;

@@ -10,14 +10,20 @@ import { clusterError, messageOf, statusOf, type PodApi } from './api.ts';
  * the worker needs no right to list or delete Secrets. Answers the executions, sessions or workers they belonged to.
  */
 export async function sweepPods(
-  api: PodApi, deployment: string, live: LiveSet, graceMs: number, log: BackendLogger,
+  api: PodApi,
+  deployment: string,
+  live: LiveSet,
+  graceMs: number,
+  log: BackendLogger,
 ): Promise<string[]> {
   const selector = `${LABELS.managed}=true,${LABELS.deployment}=${deployment}`;
   const newest = Date.now() - graceMs;
   const removed: string[] = [];
   let next: string | undefined;
   do {
-    const page = await api.listPods(selector, next).catch((err: unknown) => { throw clusterError(err, 'listing Pods to sweep'); });
+    const page = await api.listPods(selector, next).catch((err: unknown) => {
+      throw clusterError(err, 'listing Pods to sweep');
+    });
     for (const pod of page.items) {
       const { name, uid, labels, creationTimestamp } = pod.metadata ?? {};
       if (name === undefined || !isOrphan(labels, live, deployment)) continue;
@@ -27,7 +33,8 @@ export async function sweepPods(
         removed.push(ownerOf(labels) ?? name);
       } catch (err) {
         // Gone already (its run, or another sweep, got there first) is what we wanted.
-        if (statusOf(err) !== 404 && statusOf(err) !== 409) log.warn({ pod: name, err: messageOf(err) }, 'could not sweep; the next sweep retries');
+        if (statusOf(err) !== 404 && statusOf(err) !== 409)
+          log.warn({ pod: name, err: messageOf(err) }, 'could not sweep; the next sweep retries');
       }
     }
     next = page.metadata?._continue || undefined;

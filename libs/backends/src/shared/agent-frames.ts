@@ -65,7 +65,8 @@ export interface Reset {
   id: string;
 }
 
-export const encodeMessage = (message: RunRequest | Ping | Reset | typeof INTERRUPT): string => `${JSON.stringify(message)}\n`;
+export const encodeMessage = (message: RunRequest | Ping | Reset | typeof INTERRUPT): string =>
+  `${JSON.stringify(message)}\n`;
 
 /**
  * A frame from one line, or undefined for anything else. The agent's stdout carries nothing but frames, but a

@@ -27,12 +27,21 @@ test('reports new and changed files with size, mime, sha256 and URL; unchanged o
   const { artifacts } = await collectArtifacts(root, before, opts);
   assert.deepEqual(artifacts, [
     {
-      path: 'edit.csv', filename: 'edit.csv', size_bytes: 8, mime_type: 'text/csv',
-      sha256: createHash('sha256').update('a,b\n1,2\n').digest('hex'), download_url: '/files/sess_000000000001/edit.csv',
+      path: 'edit.csv',
+      filename: 'edit.csv',
+      size_bytes: 8,
+      mime_type: 'text/csv',
+      sha256: createHash('sha256').update('a,b\n1,2\n').digest('hex'),
+      download_url: '/files/sess_000000000001/edit.csv',
     },
     {
-      path: 'out/chart.png', filename: 'chart.png', size_bytes: 4, mime_type: 'image/png',
-      sha256: createHash('sha256').update(Buffer.from([0x89, 0x50, 0x4e, 0x47])).digest('hex'),
+      path: 'out/chart.png',
+      filename: 'chart.png',
+      size_bytes: 4,
+      mime_type: 'image/png',
+      sha256: createHash('sha256')
+        .update(Buffer.from([0x89, 0x50, 0x4e, 0x47]))
+        .digest('hex'),
       download_url: '/files/sess_000000000001/out/chart.png',
     },
   ]);
@@ -47,7 +56,10 @@ test('a rewrite that keeps size and mtime is still caught', async (t) => {
   await writeFile(file, 'BBBB');
   await utimes(file, atime, mtime);
   const { artifacts } = await collectArtifacts(root, before, opts);
-  assert.deepEqual(artifacts.map((a) => a.path), ['data.bin']);
+  assert.deepEqual(
+    artifacts.map((a) => a.path),
+    ['data.bin'],
+  );
 });
 
 test('symlinks, FIFOs and hard links are never reported', async (t) => {
@@ -61,7 +73,10 @@ test('symlinks, FIFOs and hard links are never reported', async (t) => {
   await link('/etc/hostname', join(root, 'host')).catch(() => {}); // cross-device on most hosts; tried anyway
   await writeFile(join(root, 'real.txt'), 'ok');
   const { artifacts } = await collectArtifacts(root, before, opts);
-  assert.deepEqual(artifacts.map((a) => a.path), ['real.txt']);
+  assert.deepEqual(
+    artifacts.map((a) => a.path),
+    ['real.txt'],
+  );
 });
 
 test('at most maxArtifacts are reported, first by path', async (t) => {
@@ -69,7 +84,10 @@ test('at most maxArtifacts are reported, first by path', async (t) => {
   const before = await snapshot(root);
   for (let i = 0; i < 5; i++) await writeFile(join(root, `f${i}.txt`), String(i));
   const { artifacts, truncated } = await collectArtifacts(root, before, { ...opts, maxArtifacts: 3 });
-  assert.deepEqual(artifacts.map((a) => a.path), ['f0.txt', 'f1.txt', 'f2.txt']);
+  assert.deepEqual(
+    artifacts.map((a) => a.path),
+    ['f0.txt', 'f1.txt', 'f2.txt'],
+  );
   assert.equal(truncated, true);
   assert.equal((await collectArtifacts(root, before, opts)).truncated, false);
 });
@@ -77,10 +95,14 @@ test('at most maxArtifacts are reported, first by path', async (t) => {
 test('the bytes hashed are bounded: sparse 1 TiB files are left out at once, smaller ones still fit', async (t) => {
   const root = await tempRoot(t);
   const before = await snapshot(root);
-  for (let i = 0; i < 1000; i++) execFileSync('truncate', ['-s', '1T', join(root, `sparse-${String(i).padStart(4, '0')}`)]);
+  for (let i = 0; i < 1000; i++)
+    execFileSync('truncate', ['-s', '1T', join(root, `sparse-${String(i).padStart(4, '0')}`)]);
   await writeFile(join(root, 'small.txt'), 'kept');
   const { artifacts, truncated } = await collectArtifacts(root, before, { ...opts, maxHashBytes: 1024 ** 2 });
-  assert.deepEqual(artifacts.map((a) => a.path), ['small.txt']);
+  assert.deepEqual(
+    artifacts.map((a) => a.path),
+    ['small.txt'],
+  );
   assert.equal(truncated, true);
 });
 

@@ -64,8 +64,12 @@ export interface Harvest {
  */
 export async function collectArtifacts(root: string, before: Snapshot, opts: CollectOptions): Promise<Harvest> {
   const {
-    sessionId, artifactUrl, maxArtifacts = MAX_ARTIFACTS, maxEntries = MAX_WALK_ENTRIES,
-    maxHashBytes = MAX_HARVEST_HASH_BYTES, deadlineMs = HARVEST_DEADLINE_MS,
+    sessionId,
+    artifactUrl,
+    maxArtifacts = MAX_ARTIFACTS,
+    maxEntries = MAX_WALK_ENTRIES,
+    maxHashBytes = MAX_HARVEST_HASH_BYTES,
+    deadlineMs = HARVEST_DEADLINE_MS,
   } = opts;
   const signal = AbortSignal.any([AbortSignal.timeout(deadlineMs), ...(opts.signal ? [opts.signal] : [])]);
   const walked = await walkTree(root, { maxEntries });
@@ -102,8 +106,13 @@ export async function collectArtifacts(root: string, before: Snapshot, opts: Col
  * each reported as an artifact event as well. A run that did not complete leaves no artifacts.
  */
 export async function harvest(
-  end: RunEnd, job: ExecutionJob, dir: string, before: Snapshot, events: EventSink,
-  artifactUrl: CollectOptions['artifactUrl'], signal?: AbortSignal,
+  end: RunEnd,
+  job: ExecutionJob,
+  dir: string,
+  before: Snapshot,
+  events: EventSink,
+  artifactUrl: CollectOptions['artifactUrl'],
+  signal?: AbortSignal,
 ): Promise<Harvest> {
   events.phase('harvesting');
   if (outcomeOf(end, job).state !== 'completed') return { artifacts: [], truncated: false };

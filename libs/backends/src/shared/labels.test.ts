@@ -1,10 +1,25 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LiveSet } from '../backend.ts';
-import { deploymentOf, executionOf, isOrphan, kindOf, MANAGED_SELECTOR, ownerOf, ownershipLabels, poolLabels, sessionLabels } from './labels.ts';
+import {
+  deploymentOf,
+  executionOf,
+  isOrphan,
+  kindOf,
+  MANAGED_SELECTOR,
+  ownerOf,
+  ownershipLabels,
+  poolLabels,
+  sessionLabels,
+} from './labels.ts';
 
 const labels = ownershipLabels({ execution_id: 'exec_1', session_id: 'sess_1', tenant: 't1' }, 'dep-a');
-const live = (over: Partial<LiveSet> = {}): LiveSet => ({ executions: new Set(), sessions: new Set(), workers: new Set(), ...over });
+const live = (over: Partial<LiveSet> = {}): LiveSet => ({
+  executions: new Set(),
+  sessions: new Set(),
+  workers: new Set(),
+  ...over,
+});
 
 test('ownership labels name the deployment, kind, execution, session and tenant', () => {
   assert.deepEqual(labels, {
@@ -17,7 +32,10 @@ test('ownership labels name the deployment, kind, execution, session and tenant'
   });
   assert.equal(MANAGED_SELECTOR, 'org.sandgate.managed=true');
   assert.equal(executionOf(labels), 'exec_1');
-  assert.equal(ownershipLabels({ execution_id: 'e', session_id: 's', tenant: 't' })['org.sandgate.deployment'], 'sandgate');
+  assert.equal(
+    ownershipLabels({ execution_id: 'e', session_id: 's', tenant: 't' })['org.sandgate.deployment'],
+    'sandgate',
+  );
 });
 
 test('pool and session labels name their owner', () => {
@@ -29,7 +47,10 @@ test('pool and session labels name their owner', () => {
   assert.equal(ownerOf(session), 'sess_2');
   assert.equal(session['org.sandgate.generation'], '3');
   assert.equal(session['org.sandgate.replaces'], 'true');
-  assert.equal(sessionLabels({ session_id: 's', tenant: 't', generation: 0 }, 'd', false)['org.sandgate.replaces'], undefined);
+  assert.equal(
+    sessionLabels({ session_id: 's', tenant: 't', generation: 0 }, 'd', false)['org.sandgate.replaces'],
+    undefined,
+  );
 });
 
 test('only managed sandboxes of this deployment that nothing live owns are orphans', () => {

@@ -21,7 +21,10 @@ export const LABELS = {
   replaces: 'org.sandgate.replaces',
 } as const;
 
-/** `execution`: one run, removed after it. `pool`: a warm sandbox waiting for a run. `session`: a session's long-lived sandbox. */
+/**
+ * `execution`: one run, removed after it. `pool`: a warm sandbox waiting for a run. `session`: a session's long-lived
+ * sandbox.
+ */
 export type SandboxKind = 'execution' | 'pool' | 'session';
 
 /** The deployment a backend belongs to when none is configured. */
@@ -105,7 +108,11 @@ export function ownerOf(labels: Record<string, string> | undefined): string | un
  * Whether sweep should remove a sandbox with these labels: it is sandgate's, of this deployment, and nothing in
  * `live` owns it: its execution, its session or its pool's worker. A managed sandbox that names no owner goes too.
  */
-export function isOrphan(labels: Record<string, string> | undefined, live: LiveSet, deployment: string = DEFAULT_DEPLOYMENT): boolean {
+export function isOrphan(
+  labels: Record<string, string> | undefined,
+  live: LiveSet,
+  deployment: string = DEFAULT_DEPLOYMENT,
+): boolean {
   if (labels?.[LABELS.managed] !== 'true' || deploymentOf(labels) !== deployment) return false;
   const owner = ownerOf(labels);
   if (owner === undefined) return true;

@@ -9,7 +9,10 @@ import { buildResult } from './result.ts';
  * Answers the workspace directory, or the result of a run that never started.
  */
 export async function beginRun(
-  workspaces: Workspaces, job: ExecutionJob, events: EventSink, signal: AbortSignal,
+  workspaces: Workspaces,
+  job: ExecutionJob,
+  events: EventSink,
+  signal: AbortSignal,
 ): Promise<{ dir: string; result?: undefined } | { result: ExecutionResult }> {
   const dir = await workspaces.create(job.session_id);
   events.phase('starting');

@@ -4,20 +4,41 @@ import type { Artifact } from '@sandgate/contracts';
 import { buildResult, outcomeOf, type RunEnd } from './result.ts';
 
 const limits = { timeout_ms: 2000, memory_mb: 64 };
-const end = (over: Partial<RunEnd>): RunEnd => ({ exitCode: 0, timedOut: false, oomKilled: false, cancelled: false, ...over });
+const end = (over: Partial<RunEnd>): RunEnd => ({
+  exitCode: 0,
+  timedOut: false,
+  oomKilled: false,
+  cancelled: false,
+  ...over,
+});
 const artifact: Artifact = {
-  path: 'out.csv', filename: 'out.csv', size_bytes: 3, mime_type: 'text/csv', sha256: 'a'.repeat(64), download_url: '/files/x',
+  path: 'out.csv',
+  filename: 'out.csv',
+  size_bytes: 3,
+  mime_type: 'text/csv',
+  sha256: 'a'.repeat(64),
+  download_url: '/files/x',
 };
 const parts = (e: RunEnd) => ({
-  end: e, limits, artifacts: [artifact], durationMs: 12.6,
-  stdout: { text: 'out', truncated: false }, stderr: { text: 'err', truncated: true },
+  end: e,
+  limits,
+  artifacts: [artifact],
+  durationMs: 12.6,
+  stdout: { text: 'out', truncated: false },
+  stderr: { text: 'err', truncated: true },
 });
 
 test('exit 0 completes and keeps the artifacts', () => {
   const r = buildResult(parts(end({})));
   assert.deepEqual(r, {
-    state: 'completed', exit_code: 0, stdout: 'out', stderr: 'err', stdout_truncated: false, stderr_truncated: true,
-    artifacts: [artifact], duration_ms: 13,
+    state: 'completed',
+    exit_code: 0,
+    stdout: 'out',
+    stderr: 'err',
+    stdout_truncated: false,
+    stderr_truncated: true,
+    artifacts: [artifact],
+    duration_ms: 13,
   });
 });
 

@@ -40,16 +40,31 @@ type Outcome = Pick<ExecutionResult, 'state' | 'exit_code' | 'reason' | 'message
  */
 export function outcomeOf(end: RunEnd, limits: RunLimits): Outcome {
   if (end.timedOut) {
-    return { state: 'timeout', exit_code: -1, reason: 'timeout', message: `Killed after the ${limits.timeout_ms} ms time limit.` };
+    return {
+      state: 'timeout',
+      exit_code: -1,
+      reason: 'timeout',
+      message: `Killed after the ${limits.timeout_ms} ms time limit.`,
+    };
   }
   if (end.cancelled) {
-    return { state: 'cancelled', exit_code: end.exitCode, reason: 'cancelled', message: 'Cancelled before it finished.' };
+    return {
+      state: 'cancelled',
+      exit_code: end.exitCode,
+      reason: 'cancelled',
+      message: 'Cancelled before it finished.',
+    };
   }
   if (end.engineStopped !== undefined) {
     return { state: 'error', exit_code: end.exitCode, reason: 'backend_unavailable', message: end.engineStopped };
   }
   if (end.oomKilled) {
-    return { state: 'failed', exit_code: end.exitCode, reason: 'oom', message: `Killed for exceeding the ${limits.memory_mb} MB memory limit.` };
+    return {
+      state: 'failed',
+      exit_code: end.exitCode,
+      reason: 'oom',
+      message: `Killed for exceeding the ${limits.memory_mb} MB memory limit.`,
+    };
   }
   if (end.diskQuota !== undefined) {
     return { state: 'failed', exit_code: end.exitCode, reason: 'disk_quota', message: end.diskQuota };
