@@ -43,7 +43,7 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
     const runtimes = await s.api('GET', '/v1/runtimes');
     assert.deepEqual(
       runtimes.body.runtimes.map((r: any) => r.language),
-      ['python', 'javascript', 'bash'],
+      ['python', 'javascript', 'typescript', 'bash'],
     );
   });
 

@@ -85,8 +85,6 @@ async function kubernetesFor(
       SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${port}`,
       SANDGATE_HOST: '0.0.0.0',
       SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
-      // The runtime image a test run builds for itself (images/runtime/build.sh honours the same variable).
-      ...(process.env.SANDGATE_IMAGE ? { SANDGATE_IMAGE: process.env.SANDGATE_IMAGE } : {}),
     },
     async close() {
       await double.close();
@@ -116,6 +114,8 @@ export async function startStack({
     SANDGATE_LOG_LEVEL: process.env.SANDGATE_TEST_LOG_LEVEL ?? 'silent',
     SANDGATE_SWEEP_INTERVAL_S: '2',
     SANDGATE_LEASE_MS: '3000',
+    // The runtime image a test run built for itself (images/runtime/build.sh honours the same variable).
+    ...(process.env.SANDGATE_IMAGE ? { SANDGATE_IMAGE: process.env.SANDGATE_IMAGE } : {}),
     ...cluster?.env,
     ...env,
   };

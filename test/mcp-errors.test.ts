@@ -115,7 +115,7 @@ test('MCP tool errors carry the contract codes, with isError and a structured er
     await invalid('upload_file', { filename: 'x', content_base64: '', overwrite: 'yes' });
     const e = await fail('run_code', inSession({ language: 'ruby', code: 'puts 1' }));
     assert.equal(e.error, 'unsupported_language');
-    assert.match(e.message, /python, javascript, bash/);
+    assert.match(e.message, /python, javascript, typescript, bash/);
   });
 
   await t.test('payload_too_large over the code and upload limits; a failed call closes its new session', async () => {

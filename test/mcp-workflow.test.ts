@@ -40,7 +40,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
     const language = byName.run_code!.inputSchema.properties!.language as { anyOf: { const: string }[] };
     assert.deepEqual(
       language.anyOf.map((l) => l.const),
-      ['python', 'javascript', 'bash'],
+      ['python', 'javascript', 'typescript', 'bash'],
     );
   });
 

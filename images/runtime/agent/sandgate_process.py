@@ -13,7 +13,12 @@ import threading
 
 from sandgate_io import WORKDIR, StreamCap, drain_pipes, write_all
 
-COMMANDS = {"python": ["python3", "-c"], "javascript": ["node", "-e"], "bash": ["bash", "-c"]}
+COMMANDS = {
+    "python": ["python3", "-c"],
+    "javascript": ["node", "-e"],
+    "typescript": ["sandgate-ts"],
+    "bash": ["bash", "-c"],
+}
 
 # What every program is started through when the agent runs as a uid of its own (pool and process-session
 # sandboxes): choom puts it first in line for the OOM killer, so many small processes outgrowing the limit together

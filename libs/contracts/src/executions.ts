@@ -9,7 +9,7 @@ import {
 } from './common.ts';
 import { InlineFileSchema } from './files.ts';
 
-export const LANGUAGES = ['python', 'javascript', 'bash'] as const;
+export const LANGUAGES = ['python', 'javascript', 'typescript', 'bash'] as const;
 export type Language = (typeof LANGUAGES)[number];
 export const LanguageSchema = Type.String({
   description: `Language of \`code\`. This deployment's list is at GET /v1/runtimes (${LANGUAGES.join(', ')}).`,

@@ -13,7 +13,12 @@ import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { webhookSecret } from '../webhooks/secrets.ts';
 
-const VERSIONS: Record<string, string> = { python: '3.11', javascript: 'node 18', bash: '5.2' };
+const VERSIONS: Record<string, string> = {
+  python: '3.11',
+  javascript: 'node 18',
+  typescript: 'node 18, esbuild 0.17',
+  bash: '5.2',
+};
 
 /** Liveness, readiness (Redis and at least one live worker) and what this deployment runs. */
 /** `p`, or a rejection once Redis has had REDIS_HANG_MS to answer. */

@@ -10,6 +10,9 @@ export function commandFor(language: Language, code: string): string[] {
       return ['python3', '-c', code];
     case 'javascript':
       return ['node', '-e', code];
+    case 'typescript':
+      // images/runtime/agent/sandgate-ts: esbuild strips the types, node runs the module with source maps.
+      return ['sandgate-ts', code];
     case 'bash':
       return ['bash', '-c', code];
   }

@@ -178,7 +178,7 @@ export type ExecutionList = {
 export type CreateExecution = {
     session_id?: string;
     /**
-     * Language of `code`. This deployment's list is at GET /v1/runtimes (python, javascript, bash).
+     * Language of `code`. This deployment's list is at GET /v1/runtimes (python, javascript, typescript, bash).
      */
     language: string;
     /**
