@@ -6,9 +6,11 @@ import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
-import { DockerBackend, podName, type BackendName, type ExecutionBackend } from '@sandgate/backends';
+import * as k8s from '@kubernetes/client-node';
+import { DockerBackend, KubernetesBackend, podName, type BackendName, type ExecutionBackend } from '@sandgate/backends';
 import { K8sDouble, type K8sDoubleOptions } from '@sandgate/k8s-double';
 import { createLogger, loadConfig, type Config } from '@sandgate/config';
+import { keys, TransferGrants } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 import { SpecCheck } from './spec-check.ts';
@@ -261,4 +263,33 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * A Kubernetes backend of its own on a stack started with `backend: 'kubernetes'` (worker: false): the stack's API
+ * double, gateway (for the Pods' files) and Redis (transfer grants); closed with the test.
+ */
+export function kubernetesBackendOf(s: Stack, t: { after(fn: () => Promise<void>): void }): KubernetesBackend {
+  const double = s.cluster;
+  if (!double) throw new Error('the stack was not started with backend: kubernetes');
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromOptions(double.kubeconfig);
+  const grants = new TransferGrants(s.deps.redis, keys(s.config.redisPrefix));
+  const backend = new KubernetesBackend({
+    kubeConfig,
+    namespace: double.namespace,
+    gatewayUrl: s.config.k8sGatewayUrl!,
+    workspaces: s.deps.workspaces,
+    artifactUrl: (session, path) => `${s.url}/files/${session}/${path}`,
+    deployment: s.config.redisPrefix,
+    sweepGraceMs: 0,
+    ...(s.config.image ? { image: s.config.image } : {}),
+    grantTransfer: async (job, ttl) => {
+      const ids = { execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant };
+      const token = await grants.grant(ids, ttl);
+      return { token, revoke: () => grants.revoke(token) };
+    },
+  });
+  t.after(() => backend.close());
+  return backend;
 }

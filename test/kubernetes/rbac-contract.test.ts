@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import { KubernetesBackend, podName, secretName, type EventSink } from '@sandgate/backends';
+import { podName, secretName, type EventSink } from '@sandgate/backends';
 import type { ExecutionJob } from '@sandgate/contracts';
 import type { PolicyRule } from '@sandgate/k8s-double';
-import { TransferGrants, keys } from '@sandgate/state';
 import { renderChart } from '../../scripts/helm-render/render.ts';
-import { startStack } from '../harness.ts';
+import { kubernetesBackendOf, startStack } from '../harness.ts';
 
 const sink = (): EventSink & { out: string[] } => {
   const out: string[] = [];
@@ -33,25 +32,9 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   });
   t.after(() => s.close());
   const double = s.cluster!;
+  const backend = kubernetesBackendOf(s, t);
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromOptions(double.kubeconfig);
-  const grants = new TransferGrants(s.deps.redis, keys(s.config.redisPrefix));
-  const backend = new KubernetesBackend({
-    kubeConfig,
-    namespace: double.namespace,
-    gatewayUrl: s.config.k8sGatewayUrl!,
-    workspaces: s.deps.workspaces,
-    artifactUrl: (session, path) => `${s.url}/files/${session}/${path}`,
-    deployment: s.config.redisPrefix,
-    sweepGraceMs: 0,
-    grantTransfer: async (job, ttl) => {
-      const token = await grants.grant(
-        { execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant },
-        ttl,
-      );
-      return { token, revoke: () => grants.revoke(token) };
-    },
-  });
   const job = (id: string): ExecutionJob => ({
     execution_id: id,
     tenant: 'acme',
@@ -113,7 +96,6 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   });
   const swept = await backend.sweep({ executions: new Set(), sessions: new Set(), workers: new Set() });
   assert.deepEqual(swept.removed, [dead]);
-  await backend.close();
 
   const denied = double.calls.filter((c) => c.status === 403).map((c) => `${c.verb} ${c.resource}`);
   assert.deepEqual(denied, [], 'every call the backend made is allowed by the Role');

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import Dockerode from 'dockerode';
-import type { Artifact, ExecutionJob, ExecutionResult, Phase } from '@sandgate/contracts';
+import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import { Workspaces } from '@sandgate/storage';
-import type { EventSink } from '../backend.ts';
+import { RecordingSink } from '../shared/recording-sink.ts';
 import { DockerBackend, type DockerBackendOptions } from './docker-backend.ts';
 import { sessionContainerName } from './agent-spec.ts';
 import { containerName } from './container-spec.ts';
@@ -16,29 +16,9 @@ export const IMAGE = 'sandgate/runtime:1';
 export const docker = new Dockerode();
 export const SANDBOX_UID = 1000;
 
-export const artifactUrl = (sessionId: string, path: string): string => `http://files.test/files/${sessionId}/${path}`;
+export { RecordingSink };
 
-/** Records every event a backend reports, in order. */
-export class RecordingSink implements EventSink {
-  readonly phases: Phase[] = [];
-  readonly stdoutChunks: string[] = [];
-  readonly stderrChunks: string[] = [];
-  readonly artifacts: Artifact[] = [];
-  constructor(private readonly onStdout: (text: string) => void = () => {}) {}
-  phase(phase: Phase): void {
-    this.phases.push(phase);
-  }
-  stdout(text: string): void {
-    this.stdoutChunks.push(text);
-    this.onStdout(text);
-  }
-  stderr(text: string): void {
-    this.stderrChunks.push(text);
-  }
-  artifact(artifact: Artifact): void {
-    this.artifacts.push(artifact);
-  }
-}
+export const artifactUrl = (sessionId: string, path: string): string => `http://files.test/files/${sessionId}/${path}`;
 
 export interface Fixture {
   backend: DockerBackend;
