@@ -5,5 +5,9 @@ describeBackendContract('kubernetes (API double)', async (t) => {
   // The stack gives the Pods their gateway (files) and the backend its Redis (transfer grants).
   const s = await startStack({ backend: 'kubernetes', worker: false });
   t.after(() => s.close());
-  return { backend: kubernetesBackendOf(s, t), workspaces: s.deps.workspaces };
+  return {
+    backend: kubernetesBackendOf(s, t),
+    workspaces: s.deps.workspaces,
+    fileOwner: { uid: s.config.sandboxUid, gid: s.config.sandboxUid },
+  };
 });
