@@ -10,6 +10,7 @@
  * are the backend's own cost, a floor for a cluster's.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { K8sDouble } from '@sandgate/k8s-double';
@@ -27,6 +28,25 @@ const BODY = { language: 'python', code: 'print(1)' };
 const SESSION_BODY = { language: 'python', code: 'print(len(open("note.txt").read()) // 1000)' };
 const LIMITS = { SANDGATE_MAX_SESSIONS: '100000', SANDGATE_LOG_LEVEL: 'warn' };
 
+/**
+ * The gateway listens on loopback (open mode refuses anything else); Pods reach it through this TCP relay on the
+ * host's address on their network, as they would reach a Service.
+ */
+async function relay(host: string, port: number, to: number): Promise<Server> {
+  const server = createServer((socket) => {
+    const upstream = connect(to, '127.0.0.1');
+    socket.pipe(upstream).pipe(socket);
+    const close = () => {
+      socket.destroy();
+      upstream.destroy();
+    };
+    socket.on('error', close);
+    upstream.on('error', close);
+  });
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  return server;
+}
+
 async function oneShot(stack: Stack): Promise<number> {
   const r = await runWait(stack, BODY, { wait: 60 });
   await deleteSession(stack, r.exec.session_id);
@@ -35,22 +55,22 @@ async function oneShot(stack: Stack): Promise<number> {
 
 main(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-bench-k8s-'));
-  const port = await freePort();
+  const [port, relayPort] = [await freePort(), await freePort()];
   let double: K8sDouble | null = null;
+  let relayServer: Server | null = null;
   const stacks: Stack[] = [];
   try {
-    double = await K8sDouble.start({ hostPorts: [port] });
+    double = await K8sDouble.start({ hostPorts: [relayPort] });
+    relayServer = await relay(double.hostIP, relayPort, port);
     const kubeconfig = join(dir, 'kubeconfig.yaml');
     await writeFile(kubeconfig, double.kubeconfigYaml(), { mode: 0o600 });
     const k8s = await startStack(['standalone'], {
       ...LIMITS,
       SANDGATE_PORT: String(port),
-      SANDGATE_HOST: '0.0.0.0',
-      SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
       SANDGATE_BACKEND: 'kubernetes',
       SANDGATE_K8S_NAMESPACE: double.namespace,
       SANDGATE_K8S_KUBECONFIG: kubeconfig,
-      SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${port}`,
+      SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${relayPort}`,
     });
     stacks.push(k8s);
     const docker = await startStack(['standalone'], { ...LIMITS, SANDGATE_POOL_SIZE: '0' });
@@ -119,6 +139,7 @@ main(async () => {
     emitError(BENCH, TARGET, e);
   } finally {
     for (const s of stacks) await s.close().catch(() => {});
+    relayServer?.close();
     await double?.close();
     await rm(dir, { recursive: true, force: true });
   }

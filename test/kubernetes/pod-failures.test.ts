@@ -91,7 +91,8 @@ test("kubernetes: stage cannot reach the gateway: the run fails as the platform'
   // A gateway URL the Pods' network fence drops: stage cannot fetch the session's files.
   const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_K8S_GATEWAY_URL: 'http://192.0.2.1:9' } });
   t.after(() => s.close());
-  const r = await run(s, { code: 'print("never")' });
+  // stdin makes the Pod stage it (an empty session without stdin has no stage).
+  const r = await run(s, { code: 'print("never")', stdin: 'input' });
   assert.equal(r.state, 'error');
   assert.equal(r.result.reason, 'backend_unavailable');
   assert.match(r.result.message, /could not fetch the session's files/);

@@ -292,8 +292,12 @@ def harvest(args):
     result = {"t": "harvest", "uploaded": 0, "removed": 0, "bytes": 0, "failures": 0, "failed": []}
     try:
         result["runner"] = wait_for_exit(int(args[0]))
-        with open(STAGED) as fh:
-            staged = json.load(fh)
+        try:
+            with open(STAGED) as fh:
+                staged = json.load(fh)
+        except FileNotFoundError:
+            # No stage ran (the session was empty): every file is the run's.
+            staged = {}
         now, result["truncated"] = workspace_files()
         gw = Gateway()
 

@@ -90,7 +90,7 @@ export async function runInPod(
   const name = podName(job.execution_id);
   let uid: string | undefined;
   try {
-    const pod = await createPod(ctx, job);
+    const pod = await createPod(ctx, job, before.size > 0 || job.stdin !== null);
     uid = pod.metadata!.uid!;
     await createSecret(ctx, job, pod, grant.token);
     const follow = new PodFollower(ctx, job, name, stdout, stderr, events);
@@ -142,9 +142,9 @@ export async function runInPod(
  * Creates the execution's Pod. Its name is the execution's, so a Pod by that name already there is a leftover of an
  * earlier attempt of this execution whose worker died: it is deleted (that very Pod, by uid) and made again.
  */
-async function createPod(ctx: PodRunContext, job: ExecutionJob): Promise<k8s.V1Pod> {
+async function createPod(ctx: PodRunContext, job: ExecutionJob, stage: boolean): Promise<k8s.V1Pod> {
   const attempt = randomBytes(8).toString('hex');
-  const spec = sandboxPod(job, ctx.settings, attempt);
+  const spec = sandboxPod(job, ctx.settings, attempt, { stage });
   const name = spec.metadata!.name!;
   for (let tries = 0; ; tries++) {
     try {

@@ -116,3 +116,14 @@ test('the Secret carries the grant and stdin, and is owned by its Pod', async ()
   });
   await validateManifest(secret);
 });
+
+test('a run with nothing to fetch (an empty session, no stdin) has no stage; harvest still has the grant', () => {
+  const pod = sandboxPod({ ...JOB, stdin: null }, SETTINGS, 'attempt1', { stage: false });
+  assert.equal(pod.spec!.initContainers, undefined);
+  const harvest = pod.spec!.containers.find((c) => c.name === CONTAINERS.harvest)!;
+  assert.ok(harvest.volumeMounts!.some((m) => m.name === 'transfer'));
+  assert.deepEqual(
+    pod.spec!.containers.map((c) => c.name),
+    [CONTAINERS.runner, CONTAINERS.harvest],
+  );
+});

@@ -78,7 +78,7 @@ const HELPER_RESOURCES: k8s.V1ResourceRequirements = {
  * back what it wrote. Every container is non-root with a read-only root, no capability and no token; the transfer
  * Secret is mounted into stage and harvest only, never into the runner, where the user's code runs.
  */
-export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string): k8s.V1Pod {
+export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string, { stage = true } = {}): k8s.V1Pod {
   const runnerCommand = python(
     'run',
     String(s.maxOutputBytes),
@@ -118,16 +118,21 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string): 
         { name: 'handoff', emptyDir: { sizeLimit: '64Mi' } },
         { name: 'transfer', secret: { secretName: secretName(job.execution_id), defaultMode: 0o440 } },
       ],
-      initContainers: [
-        {
-          name: CONTAINERS.stage,
-          image: s.helperImage,
-          command: python('stage'),
-          volumeMounts: [VOLUMES.workspace, VOLUMES.run, VOLUMES.handoff, VOLUMES.transfer],
-          resources: HELPER_RESOURCES,
-          securityContext: RESTRICTED,
-        },
-      ],
+      // Nothing to fetch (an empty session, no stdin): no stage, one container less to start.
+      ...(stage
+        ? {
+            initContainers: [
+              {
+                name: CONTAINERS.stage,
+                image: s.helperImage,
+                command: python('stage'),
+                volumeMounts: [VOLUMES.workspace, VOLUMES.run, VOLUMES.handoff, VOLUMES.transfer],
+                resources: HELPER_RESOURCES,
+                securityContext: RESTRICTED,
+              },
+            ],
+          }
+        : {}),
       containers: [
         {
           name: CONTAINERS.runner,
