@@ -42,6 +42,7 @@ export interface KubernetesBackendOptions {
 const DEFAULT_TIMING: PodTiming = {
   pollMinMs: 50,
   pollMaxMs: 500,
+  pollGrowth: 1.25,
   startupMs: 180_000,
   deadRunnerGraceMs: 10_000,
   resultLagMs: 5_000,

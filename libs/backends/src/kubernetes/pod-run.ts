@@ -34,9 +34,13 @@ export interface PodRunContext {
 }
 
 export interface PodTiming {
-  /** Between two observations of a Pod, at first; it grows to pollMaxMs as the run goes on. */
+  /**
+   * Between two observations of a Pod, at first; it grows by pollGrowth each time, to pollMaxMs. Slower growth
+   * notices the end of a short run sooner, at the cost of more API calls (bench/http-oneshot-k8s.ts reports both).
+   */
   pollMinMs: number;
   pollMaxMs: number;
+  pollGrowth: number;
   /** How long a Pod may take to start its runner (scheduling, image pulls, stage) before the run fails. */
   startupMs: number;
   /** How long the runner may be gone without its exit frame before the run is given up as lost. */
@@ -219,7 +223,7 @@ class PodFollower {
         return ending;
       }
       await sleep(pause, signal);
-      pause = Math.min(timing.pollMaxMs, Math.round(pause * 1.5));
+      pause = Math.min(timing.pollMaxMs, Math.round(pause * timing.pollGrowth));
     }
   }
 
