@@ -107,3 +107,15 @@ test("kubernetes: an image that can never start fails at once with the kubelet's
   assert.equal(r.result.reason, 'backend_unavailable');
   assert.match(r.result.message, /InvalidImageName/);
 });
+
+test("kubernetes: a Pod no node can take fails the run at the startup deadline, with the scheduler's words", async (t) => {
+  const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_K8S_STARTUP_TIMEOUT_S: '3' } });
+  t.after(() => s.close());
+  const held = s.cluster!.scenarios.unschedulable(/^sandgate-/);
+  t.after(() => held.release());
+  const r = await run(s, { code: 'print("never")' });
+  assert.equal(r.state, 'error');
+  assert.equal(r.result.reason, 'backend_unavailable');
+  assert.match(r.result.message, /did not start within 3000 ms: 0\/1 nodes are available/);
+  await until('the Pod to be deleted', async () => (await s.sandboxesOf(r.id)) === 0);
+});

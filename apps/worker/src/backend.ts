@@ -67,6 +67,7 @@ function kubernetesBackend(
     maxOutputBytes: config.maxOutputBytes,
     // The Pod's workspace is its own disk: bounded by the session quota whatever the data directory's filesystem.
     workspaceBytes: config.sessionDiskBytes,
+    timing: { startupMs: config.k8sStartupTimeoutMs },
     logger: log.child({ component: 'kubernetes' }),
     onClose: async () => {
       await redis.quit().catch(() => redis.disconnect());
