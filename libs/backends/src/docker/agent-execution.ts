@@ -4,7 +4,7 @@ import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
-import { OutputCollector } from '../shared/output.ts';
+import { runOutput } from '../shared/output.ts';
 import { buildResult, type RunEnd, withDiskQuota } from '../shared/result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
 import type { ExitFrame } from '../shared/agent-frames.ts';
@@ -43,8 +43,7 @@ export type AgentOutcome =
 export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   const { job, events } = s;
   const before = await snapshot(s.dir);
-  const stdout = new OutputCollector((text) => events.stdout(text), s.maxOutputBytes);
-  const stderr = new OutputCollector((text) => events.stderr(text), s.maxOutputBytes);
+  const { stdout, stderr } = runOutput(events, s.maxOutputBytes);
   const end = await s.channel.run(
     {
       op: 'run',

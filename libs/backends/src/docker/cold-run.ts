@@ -3,7 +3,7 @@ import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
-import { OutputCollector } from '../shared/output.ts';
+import { runOutput } from '../shared/output.ts';
 import { buildResult, withDiskQuota, type RunEnd } from '../shared/result.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import { containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
@@ -32,8 +32,7 @@ export async function runCold(
   signal: AbortSignal,
 ): Promise<ExecutionResult> {
   const before = await snapshot(dir);
-  const stdout = new OutputCollector((text) => events.stdout(text), ctx.maxOutputBytes);
-  const stderr = new OutputCollector((text) => events.stderr(text), ctx.maxOutputBytes);
+  const { stdout, stderr } = runOutput(events, ctx.maxOutputBytes);
   const container = await create(ctx, job, dir);
   try {
     const run = await runContainer(

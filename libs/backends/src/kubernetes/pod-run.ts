@@ -6,7 +6,7 @@ import type { EventSink } from '../backend.ts';
 import { parseFrame, type ExitFrame } from '../shared/agent-frames.ts';
 import { harvest, snapshot } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
-import { OutputCollector } from '../shared/output.ts';
+import { runOutput, type OutputCollector } from '../shared/output.ts';
 import { buildResult, withDiskQuota, type RunEnd } from '../shared/result.ts';
 import { clusterError, messageOf, statusOf, type PodApi } from './api.ts';
 import { LogTail } from './log-tail.ts';
@@ -86,8 +86,7 @@ export async function runInPod(
   signal: AbortSignal,
 ): Promise<ExecutionResult> {
   const before = await snapshot(dir);
-  const stdout = new OutputCollector((text) => events.stdout(text), ctx.maxOutputBytes);
-  const stderr = new OutputCollector((text) => events.stderr(text), ctx.maxOutputBytes);
+  const { stdout, stderr } = runOutput(events, ctx.maxOutputBytes);
   const { settings } = ctx;
   const lifetimeMs = settings.startupAllowanceMs + job.timeout_ms + settings.harvestGraceMs;
   const grant = await ctx.grantTransfer(job, lifetimeMs / 1000 + 60);
