@@ -111,6 +111,7 @@ test('helm chart, default values: schema-valid objects, RBAC is the exact contra
   assert.equal(config.SANDGATE_K8S_NAMESPACE, 'apps');
   assert.equal(config.SANDGATE_K8S_GATEWAY_URL, 'http://sg-sandgate-gateway.apps.svc:80');
   assert.equal(config.SANDGATE_K8S_RUNTIME_CLASS, '');
+  assert.equal(config.SANDGATE_K8S_HELPER_IMAGE, config.SANDGATE_IMAGE, 'stage and harvest run the runtime image');
   const pvc = one(ms, 'PersistentVolumeClaim');
   assert.deepEqual((pvc.spec as { accessModes: string[] }).accessModes, ['ReadWriteMany']);
   for (const d of find(ms, 'Deployment')) {
