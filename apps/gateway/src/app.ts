@@ -22,6 +22,7 @@ import { sessionRoutes } from './routes/sessions.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
 import { transferRoutes } from './routes/transfers.ts';
+import { scriptRoutes } from './routes/scripts.ts';
 import { serverTimeouts } from './timeouts.ts';
 
 export interface AppOptions {
@@ -39,6 +40,7 @@ const TAGS = [
   { name: 'sessions', description: 'Working directories (/mnt/data in the sandbox) that persist across executions.' },
   { name: 'files', description: 'Upload, list, download and delete the files of a session.' },
   { name: 'executions', description: 'Run code, wait for it, follow its events, cancel it.' },
+  { name: 'scripts', description: 'Saved scripts of a tenant, run by name with arguments.' },
   { name: 'system', description: 'Health, readiness and what this deployment offers.' },
 ];
 const BEARER_SCHEME = {
@@ -125,6 +127,7 @@ export async function buildApp(
   await app.register(sessionRoutes, { prefix: '/v1/sessions', deps });
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
+  await app.register(scriptRoutes, { prefix: '/v1/scripts', deps });
   await app.register(downloadRoutes, { deps });
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });

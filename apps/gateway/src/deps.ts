@@ -17,6 +17,7 @@ import {
   type ScriptRedis,
   StorageLedger,
   TransferGrants,
+  ScriptStore,
 } from '@sandgate/state';
 import { type Config } from '@sandgate/config';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
@@ -38,6 +39,8 @@ export interface GatewayDeps {
   executions: ExecutionStore;
   workers: WorkerRegistry;
   workspaces: Workspaces;
+  /** The tenants' saved scripts. */
+  scripts: ScriptStore;
   /** Sandbox Pods' tokens for a session's files (the Kubernetes backend's stage and harvest). */
   transfers: TransferGrants;
   signer: UrlSigner;
@@ -121,6 +124,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     sessions: new SessionStore(redis, k),
     ledger: new StorageLedger(redis, k),
     transfers: new TransferGrants(redis, k),
+    scripts: new ScriptStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
     workspaces,

@@ -22,6 +22,7 @@ import {
 import { limitsFor, maxInFlight } from '@sandgate/config';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
+import { ScriptService } from './script-service.ts';
 import { WebhookAllowList } from './webhooks/allow-list.ts';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -49,7 +50,7 @@ export class ExecutionService {
    */
   async create(tenant: string, body: CreateExecution, waitSeconds = 0): Promise<ExecutionRecord> {
     const { config } = this.d;
-    const job = this.validate(body);
+    const job = this.validate(body, await this.source(tenant, body));
     if (body.callback_url !== undefined) this.checkCallback(body.callback_url);
     const files = (body.files ?? []).map((f) => ({
       path: normalizeUserPath(f.path),
@@ -65,6 +66,12 @@ export class ExecutionService {
     await this.checkStorage(tenant);
     const session = body.session_id ? await this.d.sessions.require(tenant, body.session_id) : null;
     const sandbox = !session ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
+    if (sandbox === 'stateful' && job.args !== undefined) {
+      throw new SandgateError(
+        'validation_failed',
+        `session ${session!.id} is stateful: its runs are cells, without arguments`,
+      );
+    }
     if (sandbox === 'stateful' && job.language !== 'python') {
       throw new SandgateError(
         'unsupported_language',
@@ -182,17 +189,32 @@ export class ExecutionService {
     throw err;
   }
 
+  /** What to run: the request's `language` and `code`, or those of the tenant's saved `script`. */
+  private async source(tenant: string, body: CreateExecution): Promise<{ language: string; code: string }> {
+    const bad = (detail: string) => new SandgateError('validation_failed', detail);
+    if (body.script !== undefined) {
+      if (body.code !== undefined || body.language !== undefined) {
+        throw bad('give script, or language and code, not both (a script runs in its own language)');
+      }
+      const script = await new ScriptService(this.d).require(tenant, body.script);
+      return { language: script.language, code: script.code };
+    }
+    if (body.code === undefined || body.language === undefined) throw bad('give language and code, or script');
+    return { language: body.language, code: body.code };
+  }
+
   private validate(
     body: CreateExecution,
+    { language, code }: { language: string; code: string },
   ): Omit<ExecutionJob, 'execution_id' | 'tenant' | 'session_id' | 'sandbox' | 'generation'> {
     const { config } = this.d;
-    if (!(LANGUAGES as readonly string[]).includes(body.language)) {
+    if (!(LANGUAGES as readonly string[]).includes(language)) {
       throw new SandgateError(
         'unsupported_language',
-        `language "${body.language}" is not offered here; use one of: ${LANGUAGES.join(', ')} (GET /v1/runtimes)`,
+        `language "${language}" is not offered here; use one of: ${LANGUAGES.join(', ')} (GET /v1/runtimes)`,
       );
     }
-    const codeBytes = Buffer.byteLength(body.code, 'utf8');
+    const codeBytes = Buffer.byteLength(code, 'utf8');
     if (codeBytes > config.maxCodeBytes) {
       throw new SandgateError(
         'payload_too_large',
@@ -215,8 +237,9 @@ export class ExecutionService {
       throw new SandgateError('payload_too_large', 'stdin is larger than SANDGATE_MAX_UPLOAD_BYTES');
     }
     return {
-      language: body.language as Language,
-      code: body.code,
+      language: language as Language,
+      code,
+      ...(body.args !== undefined && body.args.length > 0 ? { args: body.args } : {}),
       timeout_ms: timeout,
       memory_mb: memory,
       cpus,

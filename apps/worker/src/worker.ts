@@ -17,6 +17,7 @@ import {
   platformResult,
   redisWarnings,
   withScripts,
+  ScriptStore,
 } from '@sandgate/state';
 import { limitsFor, type Config } from '@sandgate/config';
 import type { Workspaces } from '@sandgate/storage';
@@ -66,6 +67,9 @@ function shutdownResult(result: ExecutionResult, graceMs: number): ExecutionResu
  * not rebuild: each run it holds carries a lease in Redis; when a worker dies, any other worker's
  * reaper ends the run as `error`/`worker_lost` once the lease lapses and sweeps its sandbox away.
  */
+/** How long the code of a completed run is kept so that POST /v1/scripts can save it by execution id. */
+export const RUN_CODE_TTL_S = 3600;
+
 export async function startWorker({
   config,
   log,
@@ -83,6 +87,7 @@ export async function startWorker({
   const registry = new WorkerRegistry(redis, k);
   const deployment = new DeploymentStats(redis, k);
   const ledger = new StorageLedger(redis, k);
+  const scripts = new ScriptStore(redis, k);
   const inFlight = new Map<string, AbortController>();
   let graceUsed = config.shutdownGraceMs;
   const wlog = log.child({ worker: id });
@@ -160,6 +165,12 @@ export async function startWorker({
         ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
+      if (result.state === 'completed') {
+        // Env and stdin are gone with the run; the code of a run that succeeded stays an hour, to be saved as a script.
+        await scripts
+          .keepRunCode(job.execution_id, job.language, job.code, RUN_CODE_TTL_S)
+          .catch((err: unknown) => jlog.warn({ err }, "could not keep the run's code for saving"));
+      }
       jlog.info({ state: result.state, exitCode: result.exit_code, ms: result.duration_ms }, 'execution finished');
     } finally {
       inFlight.delete(queued.execution_id);

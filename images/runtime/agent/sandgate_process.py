@@ -58,7 +58,7 @@ def _sandgate_boot():
         os._exit(0)
     request = marshal.loads(b"".join(chunks))
     os.environ.update(request["env"])
-    sys.argv[:] = ["-c"]
+    sys.argv[:] = ["-c"] + list(request.get("args", []))
     scope = sys.modules["__main__"].__dict__
     del scope["_sandgate_boot"]
     try:
@@ -215,7 +215,9 @@ class ProcessRunner:
         zygote, self.zygote = self.zygote, None
         usable = zygote is not None and zygote.proc.poll() is None
         if usable and msg["language"] == "python" and not any(k.startswith(STARTUP_VARS) for k in env):
-            request = marshal.dumps({"code": msg["code"], "env": env})
+            # python3 -c CODE ARG...: the arguments follow the code in argv.
+            args = (msg.get("argv") or [])[3:]
+            request = marshal.dumps({"code": msg["code"], "env": env, "args": args})
             fd, zygote.request_w = zygote.request_w, None
 
             def go():
@@ -229,7 +231,8 @@ class ProcessRunner:
             zygote.discard()
         full_env = dict(self.base_env)
         full_env.update(env)
-        return Spawned(COMMANDS[msg["language"]] + [msg["code"]], full_env), lambda: None
+        argv = msg.get("argv") or COMMANDS[msg["language"]] + [msg["code"]]
+        return Spawned(argv, full_env), lambda: None
 
 
 def kill_group(pid):

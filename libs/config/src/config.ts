@@ -39,6 +39,8 @@ export const ConfigSchema = Type.Object({
   maxArtifactReadBytes: Type.Integer({ minimum: 1 }),
   maxOutputBytes: Type.Integer({ minimum: 1024 }),
   maxCodeBytes: Type.Integer({ minimum: 1 }),
+  /** Saved scripts per tenant (POST /v1/scripts). */
+  maxScripts: Type.Integer({ minimum: 0 }),
   dataDir: Type.String({ pattern: '^/' }),
   host: Type.String({ minLength: 1 }),
   port: Type.Integer({ minimum: 0, maximum: 65535 }),
@@ -177,6 +179,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MAX_ARTIFACT_READ_BYTES: ['maxArtifactReadBytes', parseBytes, '10MB'],
   SANDGATE_MAX_OUTPUT_BYTES: ['maxOutputBytes', parseBytes, '100KB'],
   SANDGATE_MAX_CODE_BYTES: ['maxCodeBytes', parseBytes, '100KB'],
+  SANDGATE_MAX_SCRIPTS: ['maxScripts', int, '100'],
   SANDGATE_DATA_DIR: ['dataDir', str, '/var/lib/sandgate'],
   SANDGATE_HOST: ['host', str, '127.0.0.1'],
   SANDGATE_PORT: ['port', int, '8080'],

@@ -156,8 +156,27 @@ export const EnvNameSchema = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,12
 export const CreateExecutionSchema = Type.Object(
   {
     session_id: Type.Optional(SessionIdSchema),
-    language: LanguageSchema,
-    code: Type.String({ description: 'Source to run; at most SANDGATE_MAX_CODE_BYTES bytes (UTF-8).' }),
+    language: Type.Optional(LanguageSchema),
+    code: Type.Optional(
+      Type.String({
+        description: 'Source to run; at most SANDGATE_MAX_CODE_BYTES bytes (UTF-8). With `language`; or `script`.',
+      }),
+    ),
+    script: Type.Optional(
+      Type.String({
+        pattern: '^[a-z][a-z0-9_-]{0,62}$',
+        description: 'Run the saved script of this name (POST /v1/scripts) instead of `code`; its language is its own.',
+        examples: ['cpa-report'],
+      }),
+    ),
+    args: Type.Optional(
+      Type.Array(Type.String({ maxLength: 4096 }), {
+        maxItems: 64,
+        description:
+          "Command-line arguments: Python's sys.argv[1:], Node's process.argv.slice(2) (JavaScript and TypeScript), " +
+          "bash's $1….",
+      }),
+    ),
     timeout_ms: Type.Optional(
       Type.Integer({ minimum: 100, description: 'Wall-clock limit; capped by SANDGATE_EXEC_TIMEOUT_S.' }),
     ),
@@ -281,6 +300,8 @@ export const ExecutionJobSchema = Type.Object(
     env: Type.Record(Type.String(), Type.String()),
     stdin: Type.Union([Type.String(), Type.Null()]),
     sandbox: SandboxKindSchema,
+    /** Command-line arguments of the program (absent: none). */
+    args: Type.Optional(Type.Array(Type.String())),
     /** Bumped by POST /v1/sessions/:id/restart: a session sandbox of an older generation is replaced. */
     generation: Type.Integer({ minimum: 0 }),
   },

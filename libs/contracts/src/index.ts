@@ -6,6 +6,7 @@ export * from './executions.ts';
 export * from './events.ts';
 export * from './system.ts';
 export * from './mcp.ts';
+export * from './scripts.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -36,6 +37,7 @@ import {
   ExecutionStreamEventSchema,
 } from './events.ts';
 import { RuntimeSchema, RuntimeListSchema, HealthSchema, SystemStatsSchema, WebhookSecretSchema } from './system.ts';
+import { CreateScriptSchema, ScriptListSchema, ScriptSchema } from './scripts.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -68,4 +70,7 @@ export const SHARED_SCHEMAS = [
   SystemStatsSchema,
   WebhookSecretSchema,
   ExecutionOutputSchema,
+  CreateScriptSchema,
+  ScriptSchema,
+  ScriptListSchema,
 ];

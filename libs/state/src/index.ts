@@ -13,3 +13,4 @@ export * from './time-index.ts';
 export * from './deployment-stats.ts';
 export * from './storage-ledger.ts';
 export * from './transfer-grants.ts';
+export * from './script-store.ts';

@@ -12,6 +12,10 @@ export const keys = (p: string) => ({
   tenantExecutions: (tenant: string) => `${p}:tenant:${tenant}:execution-list`,
   /** Session id → bytes of its files, per tenant (StorageLedger). */
   tenantStorage: (tenant: string) => `${p}:tenant:${tenant}:storage`,
+  /** A tenant's saved scripts: name → record (ScriptStore). */
+  tenantScripts: (tenant: string) => `${p}:tenant:${tenant}:scripts`,
+  /** A tenant's saved scripts by content hash: sha256 → name. */
+  tenantScriptHashes: (tenant: string) => `${p}:tenant:${tenant}:script-hashes`,
   /** A tenant's queued executions, by their rank in the tenant's queue (fair scheduling). */
   tenantQueued: (tenant: string) => `${p}:tenant:${tenant}:queued`,
   /** Ids of a tenant's running executions (SANDGATE_TENANT_MAX_RUNNING). */
@@ -23,6 +27,8 @@ export const keys = (p: string) => ({
   executionPrefix: () => `${p}:execution:`,
   events: (id: string) => `${p}:execution:${id}:events`,
   lease: (id: string) => `${p}:execution:${id}:lease`,
+  /** The language and code of a completed run, kept for an hour so that it can be saved as a script. */
+  executionCode: (id: string) => `${p}:execution:${id}:code`,
   cancelFlag: (id: string) => `${p}:execution:${id}:cancel`,
   /** Ids of executions in state queued by creation time (ms), for housekeeping to find runs never enqueued. */
   queued: () => `${p}:queued`,

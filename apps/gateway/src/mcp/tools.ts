@@ -15,6 +15,7 @@ import {
   type UploadFileInput,
 } from '@sandgate/contracts';
 import { walkTree } from '@sandgate/storage';
+import type { ScriptRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { MAX_INLINE_BYTES } from '../execution-service.ts';
 import { FileService } from '../file-service.ts';
@@ -44,6 +45,15 @@ export class McpTools {
     MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]),
   );
   private readonly handlers: Record<McpToolName, Handler>;
+
+  /** The tenant's saved scripts (POST /v1/scripts), which the MCP server lists as resources. */
+  scripts(tenant: string): Promise<ScriptRecord[]> {
+    return this.d.scripts.list(tenant);
+  }
+
+  script(tenant: string, name: string): Promise<ScriptRecord | undefined> {
+    return this.d.scripts.get(tenant, name);
+  }
 
   constructor(
     private readonly d: GatewayDeps,

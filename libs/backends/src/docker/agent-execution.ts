@@ -5,6 +5,7 @@ import type { EventSink } from '../backend.ts';
 import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import { runOutput } from '../shared/output.ts';
+import { commandFor } from '../shared/sandbox.ts';
 import { buildResult, type RunEnd, withDiskQuota } from '../shared/result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
 import type { ExitFrame } from '../shared/agent-frames.ts';
@@ -50,6 +51,7 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
       id: job.execution_id,
       language: job.language,
       code: job.code,
+      argv: commandFor(job.language, job.code, job.args ?? []),
       env: job.env,
       stdin: job.stdin,
       mode: s.mode,

@@ -82,7 +82,7 @@ export function containerSpec(
   return {
     name: containerName(job.execution_id),
     Image: s.image,
-    Cmd: asSandboxUser(s.user, cappedAtSource(outputCap, commandFor(job.language, job.code))),
+    Cmd: asSandboxUser(s.user, cappedAtSource(outputCap, commandFor(job.language, job.code, job.args ?? []))),
     // Only the job's variables: the worker's own environment (Redis URL, keys) must never reach the sandbox.
     Env: Object.entries(job.env).map(([k, v]) => `${k}=${v}`),
     User: CONTAINER_USER,

@@ -84,7 +84,7 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string, {
     String(s.maxOutputBytes),
     String(job.timeout_ms),
     '--',
-    ...commandFor(job.language, job.code),
+    ...commandFor(job.language, job.code, job.args ?? []),
   );
   const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
   const stdinBytes = job.stdin === null ? 0 : Buffer.byteLength(job.stdin);

@@ -40,6 +40,8 @@ export interface RunRequest {
   id: string;
   language: Language;
   code: string;
+  /** Process mode: the program and its arguments (commandFor); the agent runs exactly this. */
+  argv?: string[];
   env: Record<string, string>;
   stdin: string | null;
   mode: 'process' | 'stateful';

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
+import type { CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -217,6 +217,48 @@ export const cancelExecution = <ThrowOnError extends boolean = false>(options: O
 export const streamExecutionEvents = <ThrowOnError extends boolean = false>(options: Options<StreamExecutionEventsData, ThrowOnError, StreamExecutionEventsResponse>): Promise<ServerSentEventsResult<StreamExecutionEventsResponses>> => (options.client ?? client).sse.get<StreamExecutionEventsResponses, StreamExecutionEventsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/executions/{id}/events',
+    ...options
+});
+
+/**
+ * The tenant's scripts, by name
+ */
+export const listScripts = <ThrowOnError extends boolean = false>(options?: Options<ListScriptsData, ThrowOnError>): RequestResult<ListScriptsResponses, ListScriptsErrors, ThrowOnError> => (options?.client ?? client).get<ListScriptsResponses, ListScriptsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/scripts',
+    ...options
+});
+
+/**
+ * Save a script: code, or the code of a run that completed (deduplicated by content)
+ *
+ * With `language` and `code`, or with the `execution_id` of a completed run of the tenant (its code is kept for an hour after the run). The same content saved before answers 200 with that script, whatever its name; a name taken by other code is 409 script_exists. The description defaults to the leading comment.
+ */
+export const saveScript = <ThrowOnError extends boolean = false>(options: Options<SaveScriptData, ThrowOnError>): RequestResult<SaveScriptResponses, SaveScriptErrors, ThrowOnError> => (options.client ?? client).post<SaveScriptResponses, SaveScriptErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/scripts',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a script
+ */
+export const deleteScript = <ThrowOnError extends boolean = false>(options: Options<DeleteScriptData, ThrowOnError>): RequestResult<DeleteScriptResponses, DeleteScriptErrors, ThrowOnError> => (options.client ?? client).delete<DeleteScriptResponses, DeleteScriptErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/scripts/{name}',
+    ...options
+});
+
+/**
+ * A script, with its code
+ */
+export const getScript = <ThrowOnError extends boolean = false>(options: Options<GetScriptData, ThrowOnError>): RequestResult<GetScriptResponses, GetScriptErrors, ThrowOnError> => (options.client ?? client).get<GetScriptResponses, GetScriptErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/scripts/{name}',
     ...options
 });
 

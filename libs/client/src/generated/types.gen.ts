@@ -180,11 +180,19 @@ export type CreateExecution = {
     /**
      * Language of `code`. This deployment's list is at GET /v1/runtimes (python, javascript, typescript, bash).
      */
-    language: string;
+    language?: string;
     /**
-     * Source to run; at most SANDGATE_MAX_CODE_BYTES bytes (UTF-8).
+     * Source to run; at most SANDGATE_MAX_CODE_BYTES bytes (UTF-8). With `language`; or `script`.
      */
-    code: string;
+    code?: string;
+    /**
+     * Run the saved script of this name (POST /v1/scripts) instead of `code`; its language is its own.
+     */
+    script?: string;
+    /**
+     * Command-line arguments: Python's sys.argv[1:], Node's process.argv.slice(2) (JavaScript and TypeScript), bash's $1….
+     */
+    args?: Array<string>;
     /**
      * Wall-clock limit; capped by SANDGATE_EXEC_TIMEOUT_S.
      */
@@ -569,6 +577,81 @@ export type ExecutionOutput = {
      * Pass back as stderr_offset for what comes next.
      */
     stderr_offset: number;
+};
+
+/**
+ * CreateScript
+ */
+export type CreateScript = {
+    /**
+     * Lowercase letters, digits, `-` and `_`, starting with a letter; at most 63 characters.
+     */
+    name: string;
+    /**
+     * Save the code of this completed run (within an hour of its end), instead of `language` + `code`.
+     */
+    execution_id?: string;
+    /**
+     * Language of `code`. This deployment's list is at GET /v1/runtimes (python, javascript, typescript, bash).
+     */
+    language?: string;
+    /**
+     * At most SANDGATE_MAX_CODE_BYTES bytes (UTF-8).
+     */
+    code?: string;
+    /**
+     * Default: the script's leading comment (its first lines).
+     */
+    description?: string;
+};
+
+/**
+ * Script
+ */
+export type Script = {
+    /**
+     * Lowercase letters, digits, `-` and `_`, starting with a letter; at most 63 characters.
+     */
+    name: string;
+    /**
+     * Language of `code`. This deployment's list is at GET /v1/runtimes (python, javascript, typescript, bash).
+     */
+    language: string;
+    code: string;
+    description: string;
+    /**
+     * Of the language and the code: what scripts are deduplicated by.
+     */
+    sha256: string;
+    size_bytes: number;
+    created_at: string;
+};
+
+/**
+ * ScriptList
+ */
+export type ScriptList = {
+    /**
+     * The tenant's scripts by name (at most SANDGATE_MAX_SCRIPTS, so one page holds them all).
+     */
+    scripts: Array<{
+        /**
+         * Lowercase letters, digits, `-` and `_`, starting with a letter; at most 63 characters.
+         */
+        name: string;
+        /**
+         * Language of `code`. This deployment's list is at GET /v1/runtimes (python, javascript, typescript, bash).
+         */
+        language: string;
+        code: string;
+        description: string;
+        /**
+         * Of the language and the code: what scripts are deduplicated by.
+         */
+        sha256: string;
+        size_bytes: number;
+        created_at: string;
+    }>;
 };
 
 export type GetHealthData = {
@@ -1637,6 +1720,200 @@ export type StreamExecutionEventsResponses = {
 };
 
 export type StreamExecutionEventsResponse = StreamExecutionEventsResponses[keyof StreamExecutionEventsResponses];
+
+export type ListScriptsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/scripts';
+};
+
+export type ListScriptsErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type ListScriptsError = ListScriptsErrors[keyof ListScriptsErrors];
+
+export type ListScriptsResponses = {
+    /**
+     * Default Response
+     */
+    200: ScriptList;
+};
+
+export type ListScriptsResponse = ListScriptsResponses[keyof ListScriptsResponses];
+
+export type SaveScriptData = {
+    body: CreateScript;
+    path?: never;
+    query?: never;
+    url: '/v1/scripts';
+};
+
+export type SaveScriptErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type SaveScriptError = SaveScriptErrors[keyof SaveScriptErrors];
+
+export type SaveScriptResponses = {
+    /**
+     * Default Response
+     */
+    200: Script;
+    /**
+     * Default Response
+     */
+    201: Script;
+};
+
+export type SaveScriptResponse = SaveScriptResponses[keyof SaveScriptResponses];
+
+export type DeleteScriptData = {
+    body?: never;
+    path: {
+        /**
+         * Lowercase letters, digits, `-` and `_`, starting with a letter; at most 63 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/scripts/{name}';
+};
+
+export type DeleteScriptErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type DeleteScriptError = DeleteScriptErrors[keyof DeleteScriptErrors];
+
+export type DeleteScriptResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type DeleteScriptResponse = DeleteScriptResponses[keyof DeleteScriptResponses];
+
+export type GetScriptData = {
+    body?: never;
+    path: {
+        /**
+         * Lowercase letters, digits, `-` and `_`, starting with a letter; at most 63 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/scripts/{name}';
+};
+
+export type GetScriptErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type GetScriptError = GetScriptErrors[keyof GetScriptErrors];
+
+export type GetScriptResponses = {
+    /**
+     * Default Response
+     */
+    200: Script;
+};
+
+export type GetScriptResponse = GetScriptResponses[keyof GetScriptResponses];
 
 export type DownloadFileData = {
     body?: never;
