@@ -15,6 +15,8 @@ export interface ContractSubject {
   workspaces: Workspaces;
   /** Who owns uploaded files in the store (the sandbox user), as the gateway writes them. */
   fileOwner: { uid: number; gid: number };
+  /** The session the suite's runs use, where the backend needs one to exist (default: a new id, tenant `contract`). */
+  session?: { id: string; tenant: string };
 }
 
 const newId = (prefix: string, bytes: number) => `${prefix}_${randomBytes(bytes).toString('hex')}`;
@@ -27,11 +29,11 @@ const nothingLive: LiveSet = { executions: new Set(), sessions: new Set(), worke
  */
 export function describeBackendContract(name: string, setup: (t: TestContext) => Promise<ContractSubject>): void {
   test(`backend contract: ${name}`, async (t) => {
-    const { backend, workspaces, fileOwner } = await setup(t);
-    const session = newId('sess', 6);
+    const { backend, workspaces, fileOwner, session: given } = await setup(t);
+    const { id: session, tenant } = given ?? { id: newId('sess', 6), tenant: 'contract' };
     const job = (over: Partial<ExecutionJob> = {}): ExecutionJob => ({
       execution_id: newId('exec', 8),
-      tenant: 'contract',
+      tenant,
       session_id: session,
       language: 'python',
       code: 'print(1)',

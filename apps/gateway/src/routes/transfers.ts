@@ -34,7 +34,11 @@ export const transferRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
       throw new SandgateError('unauthorized', 'the transfer token is missing, invalid or expired');
     return grant;
   };
-  const dirOf = (grant: TransferGrant) => workspaces.create(grant.session_id);
+  // The session must still exist: a Pod still running after its session was deleted must not bring its files back.
+  const dirOf = async (grant: TransferGrant) => {
+    await deps.sessions.require(grant.tenant, grant.session_id);
+    return workspaces.create(grant.session_id);
+  };
   const config = { public: true };
 
   app.get('/files', { config, schema: { ...INTERNAL } }, async (req) => {
