@@ -13,6 +13,7 @@ interface Runtimes {
 const EXAMPLES: Record<string, string> = {
   python: 'print("hello from the sandbox")\n',
   javascript: 'console.log("hello from the sandbox")\n',
+  typescript: 'const where: string = "the sandbox";\nconsole.log(`hello from ${where}`);\n',
   bash: 'echo "hello from the sandbox"\n',
 };
 
