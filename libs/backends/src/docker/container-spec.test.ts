@@ -28,10 +28,17 @@ const settings: SandboxSettings = {
   deployment: 'dep-a',
 };
 
-test('the code is an argument, never parsed by a shell', () => {
+test('the code and its arguments are arguments, never parsed by a shell', () => {
   assert.deepEqual(commandFor('python', 'x; rm -rf /'), ['python3', '-c', 'x; rm -rf /']);
-  assert.deepEqual(commandFor('javascript', 'x'), ['node', '-e', 'x']);
-  assert.deepEqual(commandFor('bash', 'x'), ['bash', '-c', 'x']);
+  assert.deepEqual(commandFor('javascript', 'x'), ['node', '-e', 'x', '[eval]']);
+  assert.deepEqual(commandFor('typescript', 'x'), ['sandgate-ts', 'x']);
+  assert.deepEqual(commandFor('bash', 'x'), ['bash', '-c', 'x', 'bash']);
+  // Each argument where the language's scripts look for it: sys.argv[1:], process.argv.slice(2), $1….
+  const args = ['a b', '$(id)'];
+  assert.deepEqual(commandFor('python', 'x', args), ['python3', '-c', 'x', 'a b', '$(id)']);
+  assert.deepEqual(commandFor('javascript', 'x', args), ['node', '-e', 'x', '[eval]', 'a b', '$(id)']);
+  assert.deepEqual(commandFor('typescript', 'x', args), ['sandgate-ts', 'x', 'a b', '$(id)']);
+  assert.deepEqual(commandFor('bash', 'x', args), ['bash', '-c', 'x', 'bash', 'a b', '$(id)']);
 });
 
 test('the spec locks the sandbox down and carries only the job env', () => {
