@@ -74,16 +74,25 @@ test('saved scripts: saved once per content, listed, run by name with arguments,
   });
 
   await t.test('a run that completed can be saved by its execution id; a failed one cannot', async () => {
+    const unkept = await a('POST', '/v1/executions?wait=60', { language: 'python', code: 'print(41)' });
+    const notKept = await a('POST', '/v1/scripts', { name: 'unkept', execution_id: unkept.body.id });
+    assert.equal(notKept.status, 400, 'code is kept only when the run asked for it');
+    assert.match(notKept.body.detail, /keep_code/);
     const ok = await a('POST', '/v1/executions?wait=60', {
       language: 'python',
       code: '# Prints the answer.\nprint(42)',
+      keep_code: true,
     });
     assert.equal(ok.body.state, 'completed');
     const saved = await a('POST', '/v1/scripts', { name: 'answer', execution_id: ok.body.id });
     assert.equal(saved.status, 201, JSON.stringify(saved.body));
     assert.equal(saved.body.code, '# Prints the answer.\nprint(42)');
     assert.equal(saved.body.description, 'Prints the answer.');
-    const failed = await a('POST', '/v1/executions?wait=60', { language: 'python', code: 'raise SystemExit(3)' });
+    const failed = await a('POST', '/v1/executions?wait=60', {
+      language: 'python',
+      code: 'raise SystemExit(3)',
+      keep_code: true,
+    });
     const refused = await a('POST', '/v1/scripts', { name: 'broken', execution_id: failed.body.id });
     assert.equal(refused.status, 400);
     assert.match(refused.body.detail, /only a run that completed/);

@@ -240,6 +240,7 @@ export class ExecutionService {
       language: language as Language,
       code,
       ...(body.args !== undefined && body.args.length > 0 ? { args: body.args } : {}),
+      ...(body.keep_code === true ? { keep_code: true } : {}),
       timeout_ms: timeout,
       memory_mb: memory,
       cpus,

@@ -106,7 +106,8 @@ export class ScriptService {
       const kept = await this.d.scripts.runCode(rec.id);
       if (!kept)
         throw bad(
-          `the code of execution ${rec.id} is no longer kept (an hour after the run); save it with language and code`,
+          `the code of execution ${rec.id} is not kept: a run keeps it for an hour only when created with ` +
+            '"keep_code": true; save it with language and code',
         );
       return kept;
     }

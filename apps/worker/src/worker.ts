@@ -165,8 +165,9 @@ export async function startWorker({
         ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
-      if (result.state === 'completed') {
-        // Env and stdin are gone with the run; the code of a run that succeeded stays an hour, to be saved as a script.
+      if (result.state === 'completed' && job.keep_code === true) {
+        // Asked for (keep_code): the code of a run that succeeded stays an hour, to be saved as a script; env and
+        // stdin are gone with the run as always.
         await scripts
           .keepRunCode(job.execution_id, job.language, job.code, RUN_CODE_TTL_S)
           .catch((err: unknown) => jlog.warn({ err }, "could not keep the run's code for saving"));

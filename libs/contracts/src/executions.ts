@@ -169,6 +169,13 @@ export const CreateExecutionSchema = Type.Object(
         examples: ['cpa-report'],
       }),
     ),
+    keep_code: Type.Optional(
+      Type.Boolean({
+        description:
+          "Keep this run's code for an hour after it completes, so that POST /v1/scripts can save it by " +
+          'execution_id. Default false: code, env and stdin are kept no longer than the run.',
+      }),
+    ),
     args: Type.Optional(
       Type.Array(Type.String({ maxLength: 4096 }), {
         maxItems: 64,
@@ -302,6 +309,8 @@ export const ExecutionJobSchema = Type.Object(
     sandbox: SandboxKindSchema,
     /** Command-line arguments of the program (absent: none). */
     args: Type.Optional(Type.Array(Type.String())),
+    /** The client asked to keep the code of this run, if it completes, so that it can be saved as a script. */
+    keep_code: Type.Optional(Type.Boolean()),
     /** Bumped by POST /v1/sessions/:id/restart: a session sandbox of an older generation is replaced. */
     generation: Type.Integer({ minimum: 0 }),
   },

@@ -16,7 +16,9 @@ export const CreateScriptSchema = Type.Object(
     execution_id: Type.Optional(
       Type.Unsafe<string>({
         ...ExecutionIdSchema,
-        description: 'Save the code of this completed run (within an hour of its end), instead of `language` + `code`.',
+        description:
+          'Save the code of this completed run (one created with `keep_code: true`, within an hour of its end), ' +
+          'instead of `language` + `code`.',
       }),
     ),
     language: Type.Optional(LanguageSchema),

@@ -190,6 +190,10 @@ export type CreateExecution = {
      */
     script?: string;
     /**
+     * Keep this run's code for an hour after it completes, so that POST /v1/scripts can save it by execution_id. Default false: code, env and stdin are kept no longer than the run.
+     */
+    keep_code?: boolean;
+    /**
      * Command-line arguments: Python's sys.argv[1:], Node's process.argv.slice(2) (JavaScript and TypeScript), bash's $1….
      */
     args?: Array<string>;
@@ -588,7 +592,7 @@ export type CreateScript = {
      */
     name: string;
     /**
-     * Save the code of this completed run (within an hour of its end), instead of `language` + `code`.
+     * Save the code of this completed run (one created with `keep_code: true`, within an hour of its end), instead of `language` + `code`.
      */
     execution_id?: string;
     /**
