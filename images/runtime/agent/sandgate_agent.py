@@ -14,6 +14,13 @@ attach's output a moment after it has answered the attach, so a client pings unt
 before it sends anything whose answer it must not miss.
 
   python3 -u sandgate_agent.py [--prewarm=never|fresh|always]   (pre-started python for process mode)
+                                [--listen=PORT]                  (Kubernetes session Pods, see below)
+
+With --listen the channel is a TCP connection instead of stdin/stdout (Kubernetes gives no attach): a client
+first sends {"op":"hello","token"} with the token whose SHA-256 is in $SANDGATE_AGENT_TOKEN_SHA256 (read and removed
+from the environment at start, so no program sees even the hash), then speaks the protocol above on that
+connection; a newer authenticated connection takes the place of the older one. Such a Pod's workspace is its own:
+the worker also moves the session's files over the channel (sandgate_files.py).
 
 Anything a program prints lands on fd 1/2 of that program, which are pipes this agent reads and frames:
 nothing it writes, even with os.write(1, ...) from C, can forge or corrupt a frame.
@@ -21,12 +28,16 @@ nothing it writes, even with os.write(1, ...) from C, can forge or corrupt a fra
 import ctypes
 import json
 import os
+import hashlib
+import hmac
 import queue
 import signal
+import socket
 import sys
 import threading
 
 from sandgate_io import Protocol, Pump, oom_kills, write_all
+import sandgate_files
 from sandgate_process import ProcessRunner
 import sandgate_process
 import sandgate_reset
@@ -50,12 +61,60 @@ def harden():
         signal.signal(getattr(signal, name), lambda *_: None)
 
 
+TOKEN_ENV = "SANDGATE_AGENT_TOKEN_SHA256"
+HELLO_TIMEOUT_S = 10
+MAX_HELLO_BYTES = 4096
+# A peer that stops reading (gone without a FIN) must not hold the agent for TCP's retransmission timeout.
+SEND_TIMEOUT_S = 30
+
+
+class SocketProtocol(Protocol):
+    """Frames to the current authenticated connection; dropped while there is none, as on a Docker detach."""
+
+    def __init__(self):
+        Protocol.__init__(self, None)
+        self.conn = None
+
+    def send(self, frame):
+        data = (json.dumps(frame, separators=(",", ":")) + "\n").encode("ascii")
+        with self.lock:
+            if self.conn is None:
+                return
+            try:
+                self.conn.sendall(data)
+            except OSError:
+                self._drop(self.conn)
+
+    def take(self, conn):
+        with self.lock:
+            if self.conn is not None:
+                self._drop(self.conn)
+            self.conn = conn
+
+    def release(self, conn):
+        with self.lock:
+            if self.conn is conn:
+                self._drop(conn)
+
+    def _drop(self, conn):
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        conn.close()
+        if self.conn is conn:
+            self.conn = None
+
+
 class Agent:
-    def __init__(self, prewarm):
+    def __init__(self, prewarm, listen=None):
         harden()
+        self.token_sha256 = os.environ.pop(TOKEN_ENV, "")
         self.base_env = dict(os.environ)
-        self.proto = Protocol(os.dup(1))
-        self.control = os.fdopen(os.dup(0), "rb", buffering=0)
+        self.listen = listen
+        self.proto = SocketProtocol() if listen is not None else Protocol(os.dup(1))
+        self.control = None if listen is not None else os.fdopen(os.dup(0), "rb", buffering=0)
+        self.puts = sandgate_files.Puts()
         # fd 0 becomes /dev/null and fd 1/2 pipes that the pump frames: code run in this process (stateful
         # mode, C extensions included) can neither read control messages nor write to the protocol.
         null = os.open(os.devnull, os.O_RDONLY)
@@ -71,7 +130,11 @@ class Agent:
         self.requests = queue.Queue()
 
     def read_control(self):
-        for line in self.control:
+        self.read_messages(self.control)
+        self.requests.put(None)
+
+    def read_messages(self, lines):
+        for line in lines:
             try:
                 msg = json.loads(line)
             except ValueError:
@@ -87,12 +150,49 @@ class Agent:
             elif msg.get("op") == "run":
                 self.interrupted.clear()
                 self.requests.put(msg)
+            elif msg.get("op") in ("reset", "manifest", "put", "get", "delete") and self.listen is not None:
+                self.requests.put(msg)
             elif msg.get("op") == "reset":
                 self.requests.put(msg)
-        self.requests.put(None)
+
+    def accept_loop(self):
+        server = socket.create_server(("", self.listen), backlog=8)
+        while True:
+            conn, _ = server.accept()
+            threading.Thread(target=self.serve_connection, args=(conn,), daemon=True).start()
+
+    def serve_connection(self, conn):
+        """One client: its hello must carry the token, then the connection is the channel until it ends."""
+        try:
+            conn.settimeout(HELLO_TIMEOUT_S)
+            lines = conn.makefile("rb")
+            hello = lines.readline(MAX_HELLO_BYTES)
+            msg = json.loads(hello)
+            token = msg.get("token") if isinstance(msg, dict) and msg.get("op") == "hello" else None
+            if not isinstance(token, str) or not self.token_sha256:
+                raise ValueError("no hello")
+            digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+            if not hmac.compare_digest(digest, self.token_sha256):
+                raise ValueError("wrong token")
+        except (OSError, ValueError):
+            conn.close()
+            return
+        conn.settimeout(None)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, SEND_TIMEOUT_S.to_bytes(8, "little") + bytes(8))
+        self.proto.take(conn)
+        try:
+            self.read_messages(lines)
+        except OSError:
+            pass
+        finally:
+            self.proto.release(conn)
 
     def serve(self):
-        threading.Thread(target=self.read_control, daemon=True).start()
+        if self.listen is not None:
+            threading.Thread(target=self.accept_loop, daemon=True).start()
+        else:
+            threading.Thread(target=self.read_control, daemon=True).start()
         self.proto.send({"t": "ready"})
         self.process.warm_up()
         while True:
@@ -105,8 +205,23 @@ class Agent:
                 continue  # an interrupt that came just as a run ended: nothing left to stop
 
     def handle(self, msg):
-        if msg.get("op") == "reset":
+        op = msg.get("op")
+        if op == "reset":
             self.reset(msg)
+        elif op == "manifest":
+            sandgate_files.manifest(self.proto.send, msg.get("id"))
+            return
+        elif op == "put":
+            answer = self.puts.chunk(msg)
+            if answer is not None:
+                self.proto.send(answer)
+            return
+        elif op == "get":
+            sandgate_files.get(self.proto.send, msg)
+            return
+        elif op == "delete":
+            sandgate_files.delete(self.proto.send, msg)
+            return
         else:
             self.run(msg)
         self.process.warm_up()
@@ -130,6 +245,7 @@ class Agent:
             sandgate_reset.kill_all_others()
         except sandgate_reset.ResetError as e:
             self.proto.send({"t": "err", "d": "sandgate agent: %s\n" % e})
+        reap()
 
     def run(self, msg):
         cap = msg.get("cap") if isinstance(msg.get("cap"), int) else 100_000
@@ -153,6 +269,18 @@ class Agent:
         self.proto.send(frame)
 
 
+def reap():
+    """Collects every child that has ended. Where the agent is PID 1 (a Kubernetes session Pod) the orphans of every
+    run are its children too, and would otherwise stay zombies for the life of the Pod."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def arg(argv, name, default):
     for a in argv:
         if a.startswith("--%s=" % name):
@@ -171,4 +299,5 @@ if __name__ == "__main__":
     user = arg(sys.argv[1:], "run-as", None)
     if user is not None:
         sandgate_process.run_as(user)
-    Agent(prewarm_arg(sys.argv[1:])).serve()
+    port = arg(sys.argv[1:], "listen", None)
+    Agent(prewarm_arg(sys.argv[1:]), None if port is None else int(port)).serve()

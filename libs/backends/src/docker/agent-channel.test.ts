@@ -5,7 +5,8 @@ import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
-import { AgentChannel, type AgentRunEnd } from './agent-channel.ts';
+import { AgentChannel, type AgentRunEnd } from '../shared/agent-channel.ts';
+import { attachAgent } from './agent-attach.ts';
 import type { RunRequest } from '../shared/agent-frames.ts';
 import { agentSpec, type Prewarm } from './agent-spec.ts';
 import { docker, IMAGE, removeContainer, SANDBOX_UID } from './testing.ts';
@@ -39,7 +40,7 @@ async function agent(t: TestContext, prewarm: Prewarm = 'always'): Promise<Agent
     agentSpec({ name, labels: {}, limits: { memory_mb: 256, cpus: 1 }, workspaceDir: dir, prewarm }, settings),
   );
   t.after(() => removeContainer(container.id));
-  const channel = await AgentChannel.attach(container);
+  const channel = await attachAgent(container);
   t.after(() => channel.close());
   await container.start();
   await channel.handshake(30_000);
@@ -206,7 +207,7 @@ test('an interrupt that is ignored ends in a kill after the grace period', async
 test('a second attach to a running agent gets every frame once its handshake is answered', async (t) => {
   const a = await agent(t);
   for (let i = 0; i < 5; i++) {
-    const late = await AgentChannel.attach(a.container);
+    const late = await attachAgent(a.container);
     await late.handshake(10_000);
     const out: Buffer[] = [];
     const end = await late.run(

@@ -13,8 +13,8 @@ import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
 import { engineError, imageMissing, isNotFound } from './engine-errors.ts';
 import { parseUser, SlotDirs } from './pool-dirs.ts';
 import { runPooled } from './pooled-run.ts';
-import { runInSession } from './session-run.ts';
-import { SessionSandboxes } from './session-sandboxes.ts';
+import { runInSession } from '../shared/session-run.ts';
+import { SessionSandboxes, type SessionSandbox } from './session-sandboxes.ts';
 import { sweepContainers } from './sweep.ts';
 import { WarmPool, type PoolStats } from './warm-pool.ts';
 
@@ -173,11 +173,10 @@ export class DockerBackend implements ExecutionBackend {
     if (job.sandbox === 'session' || job.sandbox === 'stateful') {
       this.#activeSessions.add(job.session_id);
       try {
-        return await runInSession(
+        return await runInSession<SessionSandbox>(
           {
             ...common,
             sessions: this.#sessions,
-            image: this.#settings.image,
             interruptGraceMs: this.#interruptGraceMs,
           },
           job,

@@ -3,10 +3,7 @@ import Dockerode from 'dockerode';
 /** The most a check may take: it runs on the rare path of a sandbox that died mid-run. */
 const CHECK_TIMEOUT_MS = 3000;
 
-/** What a run reports when the engine, not the code, ended its sandbox. */
-export const ENGINE_STOPPED =
-  'The container engine stopped the sandbox during this run (it was shutting down or restarting, ' +
-  'or the container was stopped through it); run it again.';
+export { ENGINE_STOPPED } from '../shared/result.ts';
 
 /**
  * Whether the engine itself stopped `container` since `sinceMs` (epoch ms): the engine logged a `kill` of it that this

@@ -68,9 +68,9 @@ test('a stopped sandbox is replaced; kill leaves it stopped for the next run to 
   const { sessions, job, dir } = await setup(t);
   const first = await sessions.acquire(job, dir);
   first.channel.close();
-  await sessions.kill(first.container);
+  await sessions.kill(first);
   assert.equal((await first.container.inspect()).State.Running, false);
-  await sessions.kill(first.container); // not running: fine
+  await sessions.kill(first); // not running: fine
   const next = await sessions.acquire(job, dir);
   next.channel.close();
   assert.notEqual(

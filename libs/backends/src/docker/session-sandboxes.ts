@@ -2,11 +2,15 @@ import type Dockerode from 'dockerode';
 import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
 import { deploymentOf, LABELS, sessionLabels } from '../shared/labels.ts';
 import type { BackendLogger } from '../shared/logger.ts';
-import { AgentChannel } from './agent-channel.ts';
+import type { AgentChannel } from '../shared/agent-channel.ts';
+import { attachAgent } from './agent-attach.ts';
 import { agentSpec, sessionContainerName } from './agent-spec.ts';
 import { AttachCache } from './attach-cache.ts';
 import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
-import { forceRemove, isNotFound, statusOf } from './engine-errors.ts';
+import { engineError, forceRemove, isNotFound, statusOf } from './engine-errors.ts';
+import type { Death } from '../shared/agent-run.ts';
+import type { SessionHost } from '../shared/session-run.ts';
+import { deathOf } from './sandbox-death.ts';
 
 /** A session's sandbox, attached for one run; give it back with release(). */
 export interface SessionSandbox {
@@ -32,7 +36,7 @@ const HANDSHAKE_TIMEOUT_MS = 10_000;
  * Finds, makes and replaces sessions' long-lived sandboxes. Stateless across workers: a session's sandbox is found
  * by its deterministic name, whichever worker made it; the caller runs one execution per session at a time.
  */
-export class SessionSandboxes {
+export class SessionSandboxes implements SessionHost<SessionSandbox> {
   readonly #docker: Dockerode;
   readonly #settings: SandboxSettings;
   readonly #log: BackendLogger;
@@ -71,7 +75,7 @@ export class SessionSandboxes {
         if (isNotFound(err)) return undefined;
         throw err;
       }),
-      kept === undefined ? AgentChannel.attach(container).catch(() => undefined) : undefined,
+      kept === undefined ? attachAgent(container).catch(() => undefined) : undefined,
     ]);
     let channel = attached ?? kept?.channel;
     let replaces = this.#seen.has(sessionId);
@@ -84,7 +88,7 @@ export class SessionSandboxes {
       if (kept !== undefined && kept.id !== info.Id) {
         // The kept attach is to a sandbox another worker has replaced since.
         kept.channel.close();
-        channel = await AgentChannel.attach(container).catch(() => undefined);
+        channel = await attachAgent(container).catch(() => undefined);
       }
       // An attach kept from an earlier run has answered its handshake already.
       const verified = channel !== undefined && channel === kept?.channel;
@@ -124,10 +128,18 @@ export class SessionSandboxes {
   }
 
   /** Kills a sandbox whose run could not be ended otherwise; it stays, stopped, so the next run knows to restart. */
-  async kill(container: Dockerode.Container): Promise<void> {
-    await container.kill({ signal: 'SIGKILL' }).catch((err: unknown) => {
+  async kill(sandbox: Pick<SessionSandbox, 'container'>): Promise<void> {
+    await sandbox.container.kill({ signal: 'SIGKILL' }).catch((err: unknown) => {
       if (!isNotFound(err) && statusOf(err) !== 409) throw err;
     });
+  }
+
+  death(sandbox: SessionSandbox, _job: ExecutionJob, sinceMs: number): Promise<Death> {
+    return deathOf(sandbox.container, () => this.kill(sandbox), sinceMs);
+  }
+
+  failure(err: unknown): Error {
+    return engineError(err, this.#settings.image);
   }
 
   /** Forgets sessions that are gone (and closes their kept attaches), so what this worker remembers stays small. */
@@ -191,7 +203,7 @@ export class SessionSandboxes {
       container = await this.#docker.createContainer(spec);
     }
     try {
-      const channel = await AgentChannel.attach(container);
+      const channel = await attachAgent(container);
       try {
         await container.start();
         await channel.handshake(this.#readyTimeoutMs);

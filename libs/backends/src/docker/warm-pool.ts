@@ -1,7 +1,8 @@
 import type Dockerode from 'dockerode';
 import { poolLabels } from '../shared/labels.ts';
 import type { BackendLogger } from '../shared/logger.ts';
-import { AgentChannel } from './agent-channel.ts';
+import type { AgentChannel } from '../shared/agent-channel.ts';
+import { attachAgent } from './agent-attach.ts';
 import { agentSpec } from './agent-spec.ts';
 import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
 import { forceRemove } from './engine-errors.ts';
@@ -244,7 +245,7 @@ export class WarmPool {
       throw err;
     }
     try {
-      channel = await AgentChannel.attach(container);
+      channel = await attachAgent(container);
     } catch (err) {
       this.#discard(name, container, dir);
       throw err;

@@ -7,7 +7,23 @@ export type AgentFrame =
   | { t: 'started'; id: string | null }
   | { t: 'out' | 'err'; d: string }
   | ExitFrame
-  | ResetFrame;
+  | ResetFrame
+  | { t: 'manifest'; id: string | null; files: ManifestEntry[]; more: boolean; truncated?: boolean }
+  | { t: 'chunk'; id: string | null; d: string }
+  | DoneFrame;
+
+/** A file of the agent's workspace: path, size in bytes, mtime in ms since the epoch. */
+export type ManifestEntry = [path: string, size: number, mtimeMs: number];
+
+/** The end of a file request (sandgate_files.py): `ok`, or why not. */
+export interface DoneFrame {
+  t: 'done';
+  id: string | null;
+  ok: boolean;
+  error?: string;
+  size?: number;
+  mtime_ms?: number;
+}
 
 export interface ExitFrame {
   t: 'exit';
@@ -67,8 +83,16 @@ export interface Reset {
   id: string;
 }
 
-export const encodeMessage = (message: RunRequest | Ping | Reset | typeof INTERRUPT): string =>
-  `${JSON.stringify(message)}\n`;
+/** File requests, served by agents that own their workspace (Kubernetes session Pods; sandgate_files.py). */
+export type FileRequest =
+  | { op: 'manifest'; id: string }
+  | { op: 'put'; id: string; path: string; d: string; last: boolean; mtime_ms?: number }
+  | { op: 'get'; id: string; path: string; max: number }
+  | { op: 'delete'; id: string; paths: string[] };
+
+export type AgentMessage = RunRequest | Ping | Reset | typeof INTERRUPT | FileRequest;
+
+export const encodeMessage = (message: AgentMessage): string => `${JSON.stringify(message)}\n`;
 
 /**
  * A frame from one line, or undefined for anything else. The agent's stdout carries nothing but frames, but a
@@ -109,6 +133,28 @@ export function parseFrame(line: string): AgentFrame | undefined {
       if (f.timed_out === true) exit.timedOut = true;
       if (typeof f.duration_ms === 'number' && f.duration_ms >= 0) exit.durationMs = f.duration_ms;
       return exit;
+    }
+    case 'manifest': {
+      if (!Array.isArray(f.files) || typeof f.more !== 'boolean') return undefined;
+      const files = f.files.filter(
+        (e): e is ManifestEntry =>
+          Array.isArray(e) &&
+          typeof e[0] === 'string' &&
+          Number.isSafeInteger(e[1]) &&
+          (e[1] as number) >= 0 &&
+          Number.isSafeInteger(e[2]),
+      );
+      return { t: 'manifest', id, files, more: f.more, ...(f.truncated === true ? { truncated: true } : {}) };
+    }
+    case 'chunk':
+      return typeof f.d === 'string' ? { t: 'chunk', id, d: f.d } : undefined;
+    case 'done': {
+      if (typeof f.ok !== 'boolean') return undefined;
+      const done: DoneFrame = { t: 'done', id, ok: f.ok };
+      if (typeof f.error === 'string') done.error = f.error;
+      if (Number.isSafeInteger(f.size)) done.size = f.size as number;
+      if (Number.isSafeInteger(f.mtime_ms)) done.mtime_ms = f.mtime_ms as number;
+      return done;
     }
     default:
       return undefined;

@@ -25,6 +25,11 @@ export interface RunEnd {
   diskQuota?: string;
 }
 
+/** What a run reports when the engine, not the code, ended its sandbox. */
+export const ENGINE_STOPPED =
+  'The container engine stopped the sandbox during this run (it was shutting down or restarting, ' +
+  'or the container was stopped through it); run it again.';
+
 /** The limits the messages quote, so a person reading the result knows which one was hit. */
 export interface RunLimits {
   timeout_ms: number;

@@ -1,7 +1,8 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../shared/logger.ts';
-import { deathOf, runInAgent, type AgentRunSetup } from './agent-execution.ts';
+import { runInAgent, type AgentRunSetup } from '../shared/agent-run.ts';
+import { deathOf } from './sandbox-death.ts';
 import { SessionSandboxes } from './session-sandboxes.ts';
 import { sessionContainerName } from './agent-spec.ts';
 import { artifactUrl, docker, fixture, IMAGE, killAgentOf, RecordingSink, removeContainer } from './testing.ts';

@@ -1,16 +1,14 @@
-import type Dockerode from 'dockerode';
-import { ENGINE_STOPPED, stoppedByEngine } from './engine-stops.ts';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
+import { harvest, snapshot, type Harvest } from './artifacts.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
-import { runOutput } from '../shared/output.ts';
-import { commandFor } from '../shared/sandbox.ts';
-import { buildResult, type RunEnd, withDiskQuota } from '../shared/result.ts';
+import { runOutput } from './output.ts';
+import { commandFor } from './sandbox.ts';
+import { buildResult, ENGINE_STOPPED, type RunEnd, withDiskQuota } from './result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
-import type { ExitFrame } from '../shared/agent-frames.ts';
+import type { ExitFrame } from './agent-frames.ts';
 
-/** One run in a sandbox that runs the agent (warm-pool or session sandbox). */
+/** One run in a sandbox that runs the agent (a warm-pool sandbox, or a session's sandbox or Pod). */
 export interface AgentRunSetup {
   job: ExecutionJob;
   events: EventSink;
@@ -33,6 +31,12 @@ export interface AgentRunSetup {
    * artifacts are the files as they will stay. Pool sandboxes reset here.
    */
   quiesce?(): Promise<void>;
+  /**
+   * Where the sandbox's workspace is its own (a Kubernetes session Pod): `prepare` brings the session's files into it
+   * before the run, `collect` brings what the run wrote back into `dir` before the artifacts are looked for.
+   */
+  prepare?(): Promise<void>;
+  collect?(): Promise<void>;
 }
 
 export type AgentOutcome =
@@ -43,6 +47,7 @@ export type AgentOutcome =
 /** Runs the job through the agent: output to the EventSink as it comes, artifacts from the before/after diff. */
 export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   const { job, events } = s;
+  await s.prepare?.();
   const before = await snapshot(s.dir);
   const { stdout, stderr } = runOutput(events, s.maxOutputBytes);
   const end = await s.channel.run(
@@ -86,6 +91,7 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   }
   const runEnd = await withDiskQuota(await describeEnd(end, s), s.dir, s.quota);
   if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
+  if (!s.channel.closed) await s.collect?.();
   const found = await harvest(runEnd, job, s.dir, before, events, s.artifactUrl, s.signal);
   return { started: true, result: finish(runEnd, found), exit: end.exit };
 }
@@ -95,40 +101,22 @@ async function describeEnd(end: AgentRunEnd, s: AgentRunSetup): Promise<RunEnd> 
   if (end.exit !== undefined) return { exitCode: end.exit.code, timedOut, cancelled, oomKilled: end.exit.oom === true };
   if (timedOut || cancelled) return { exitCode: -1, timedOut, cancelled, oomKilled: false };
   const death = await s.postMortem();
-  const why = death.engineStopped ? { engineStopped: ENGINE_STOPPED } : { lost: death.message };
+  const why = death.diskQuota
+    ? { diskQuota: death.diskQuota }
+    : death.engineStopped
+      ? { engineStopped: death.stoppedBecause ?? ENGINE_STOPPED }
+      : { lost: death.message };
   return { exitCode: death.exitCode, timedOut, cancelled, oomKilled: death.oomKilled, ...why };
 }
 
-/**
- * How a sandbox ended that stopped mid-run. The attach stream can end a moment before the engine has recorded the
- * exit, so the exit is waited for (briefly); one still running after that is in no known state and is killed.
- */
-export async function deathOf(
-  container: Dockerode.Container,
-  kill: () => Promise<void>,
-  sinceMs: number,
-): Promise<Death> {
-  const stopped = await Promise.race([
-    container.wait({ condition: 'not-running' }).then(
-      () => true,
-      () => true,
-    ),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000).unref()),
-  ]);
-  if (!stopped) await kill().catch(() => {});
-  const state = await container.inspect().then(
-    (info) => info.State,
-    () => undefined,
-  );
-  const oomKilled = state?.OOMKilled === true;
-  // One we had to kill here was in no known state; one that stopped on its own may have been stopped by the engine.
-  const engineStopped = stopped && !oomKilled && (await stoppedByEngine(container, sinceMs));
-  return { exitCode: state?.ExitCode ?? -1, oomKilled, engineStopped };
-}
-
-/** How a sandbox that stopped mid-run ended: its exit status, an OOM kill, or the engine stopping it. */
+/** How a sandbox that stopped mid-run ended: its exit status, an OOM kill, or the platform stopping it. */
 export interface Death {
   exitCode: number;
   oomKilled: boolean;
+  /** The engine or cluster, not the code, ended the sandbox. */
   engineStopped: boolean;
+  /** Why, for people, where it is not the container engine's usual ENGINE_STOPPED. */
+  stoppedBecause?: string;
+  /** It was ended for outgrowing the session's disk quota: why, for people. */
+  diskQuota?: string;
 }

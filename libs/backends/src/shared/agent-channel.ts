@@ -1,16 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import type { Duplex } from 'node:stream';
-import type Dockerode from 'dockerode';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import {
   encodeMessage,
   FrameDecoder,
   INTERRUPT,
   type AgentFrame,
+  type AgentMessage,
+  type DoneFrame,
   type ExitFrame,
+  type ManifestEntry,
   type RunRequest,
-} from '../shared/agent-frames.ts';
-import { timerDelay } from '../shared/timers.ts';
-import { AttachDemuxer } from './attach-demux.ts';
+} from './agent-frames.ts';
+import { timerDelay } from './timers.ts';
 
 export interface RunHandlers {
   /** The agent took the run (the 'running' phase). */
@@ -41,14 +42,39 @@ export interface AgentRunEnd {
   durationMs: number;
 }
 
+type RequestFrame = Extract<AgentFrame, { t: 'manifest' | 'chunk' } | DoneFrame>;
+
+const newId = (): string => randomBytes(6).toString('hex');
+
 interface Listener {
   frame(frame: AgentFrame): void;
   closed(): void;
 }
 
 const MAX_DIAGNOSTICS = 2048;
+/** Bytes of a file per `put` message: 1.3 MB of base64, well under the agent's and the decoder's line limits. */
+const PUT_CHUNK = 768 * 1024;
 
-/** One attach to a sandbox running the agent: requests go to its stdin, frames come from its stdout. */
+/**
+ * How a transport's bytes reach the channel: `frames` takes the agent's protocol bytes, `diagnostics` anything else
+ * the agent wrote (a Docker attach multiplexes the two; a TCP connection carries frames only).
+ */
+export type Splitter = (
+  frames: (bytes: Buffer) => void,
+  diagnostics: (bytes: Buffer) => void,
+) => (chunk: Buffer) => void;
+
+/** The agent's files, as a manifest lists them: regular files only, none followed through a link. */
+export interface AgentManifest {
+  files: ManifestEntry[];
+  /** More files than the agent lists in one manifest. */
+  truncated: boolean;
+}
+
+/**
+ * One connection to a sandbox running the agent (a Docker attach, or a TCP connection to a Kubernetes session Pod):
+ * requests go to it, frames come back. One request is followed at a time.
+ */
 export class AgentChannel {
   readonly #stream: Duplex;
   #closed = false;
@@ -60,20 +86,14 @@ export class AgentChannel {
     this.#onEnded = resolve;
   });
 
-  /** Attaches before anything is sent: frames written while nobody is attached are lost. */
-  static async attach(container: Dockerode.Container): Promise<AgentChannel> {
-    const stream = await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true });
-    return new AgentChannel(stream as unknown as Duplex);
-  }
-
-  private constructor(stream: Duplex) {
+  constructor(stream: Duplex, split: Splitter = (frames) => frames) {
     this.#stream = stream;
     const decoder = new FrameDecoder((frame) => this.#listener?.frame(frame));
-    const demux = new AttachDemuxer(
+    const push = split(
       (bytes) => decoder.push(bytes),
       (bytes) => this.#keep(bytes),
     );
-    stream.on('data', (chunk: Buffer) => demux.push(chunk));
+    stream.on('data', (chunk: Buffer) => push(chunk));
     const closed = (): void => {
       if (this.#closed) return;
       this.#closed = true;
@@ -231,7 +251,135 @@ export class AgentChannel {
     });
   }
 
-  /** Detaches. The sandbox lives on (its stdin stays open: StdinOnce is false). */
+  /** Lists the agent's workspace (Kubernetes session Pods, whose workspace is their own). */
+  manifest(timeoutMs: number): Promise<AgentManifest> {
+    const files: ManifestEntry[] = [];
+    let truncated = false;
+    return this.#request({ op: 'manifest', id: newId() }, timeoutMs, (frame, done) => {
+      if (frame.t !== 'manifest') return;
+      files.push(...frame.files);
+      truncated ||= frame.truncated === true;
+      if (!frame.more) done(undefined, { files, truncated });
+    });
+  }
+
+  /** Writes `source` to the agent's workspace at `path` (replacing what is there), with the given mtime. */
+  async put(path: string, source: Readable, mtimeMs: number, timeoutMs: number): Promise<void> {
+    const id = newId();
+    const answer = this.#request(undefined, timeoutMs, (frame, done) => {
+      if (frame.t === 'done' && frame.id === id) done(frame.ok ? undefined : new Error(`${path}: ${frame.error}`));
+    });
+    // Sent as read: the agent answers once, after the last chunk (or at its first failure, which ends the wait).
+    let pending: Buffer = Buffer.alloc(0);
+    const sendChunk = (data: Buffer, last: boolean): void =>
+      this.#send(
+        encodeMessage({
+          op: 'put',
+          id,
+          path,
+          d: data.toString('base64'),
+          last,
+          ...(last ? { mtime_ms: mtimeMs } : {}),
+        }),
+      );
+    let answered = false;
+    answer.then(
+      () => (answered = true),
+      () => (answered = true),
+    );
+    try {
+      for await (const chunk of source as AsyncIterable<Buffer>) {
+        pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+        while (pending.length >= PUT_CHUNK) {
+          sendChunk(pending.subarray(0, PUT_CHUNK), false);
+          pending = pending.subarray(PUT_CHUNK);
+        }
+        if (this.#closed || answered) break;
+      }
+      if (!answered) sendChunk(pending, true);
+    } catch (err) {
+      // The source failed: the agent gets an empty last chunk, and the file its (partial) contents; report the read.
+      sendChunk(Buffer.alloc(0), true);
+      await answer.catch(() => {});
+      throw err;
+    }
+    await answer;
+  }
+
+  /**
+   * Reads one file of the agent's workspace, at most `maxBytes`: its bytes as a stream (ended by the agent's `done`,
+   * errored by a failure), and its mtime once it has all come.
+   */
+  get(path: string, maxBytes: number, timeoutMs: number): { data: Readable; done: Promise<{ mtimeMs: number }> } {
+    const data = new PassThrough();
+    let received = 0;
+    const done = this.#request<{ mtimeMs: number }>(
+      { op: 'get', id: newId(), path, max: maxBytes },
+      timeoutMs,
+      (frame, finish) => {
+        if (frame.t === 'chunk') {
+          const bytes = Buffer.from(frame.d, 'base64');
+          received += bytes.length;
+          if (received > maxBytes) return finish(new Error(`${path}: more than the ${maxBytes} bytes announced`));
+          data.write(bytes);
+        } else if (frame.t === 'done') {
+          if (frame.ok) finish(undefined, { mtimeMs: frame.mtime_ms ?? Date.now() });
+          else finish(new Error(`${path}: ${frame.error}`));
+        }
+      },
+    );
+    done.then(
+      () => data.end(),
+      (err: Error) => data.destroy(err),
+    );
+    return { data, done };
+  }
+
+  /** Removes files from the agent's workspace; missing ones are fine. */
+  remove(paths: string[], timeoutMs: number): Promise<void> {
+    return this.#request({ op: 'delete', id: newId(), paths }, timeoutMs, (frame, done) => {
+      if (frame.t === 'done') done(frame.ok ? undefined : new Error(`could not remove: ${frame.error}`));
+    });
+  }
+
+  /** Sends `message` (when given) and feeds the frames of its id to `onFrame` until it calls done. */
+  #request<T = void>(
+    message: AgentMessage | undefined,
+    timeoutMs: number,
+    onFrame: (frame: RequestFrame, done: (err?: Error, value?: T) => void) => void,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const id = message && 'id' in message ? message.id : undefined;
+      const done = (err?: Error, value?: T): void => {
+        clearTimeout(deadline);
+        if (this.#listener === listener) this.#listener = undefined;
+        if (err) reject(err);
+        else resolve(value as T);
+      };
+      const deadline = setTimeout(
+        () => done(new Error(`the sandbox agent did not answer within ${timeoutMs} ms`)),
+        timerDelay(timeoutMs),
+      );
+      const listener: Listener = {
+        frame: (frame) => {
+          if (frame.t !== 'manifest' && frame.t !== 'chunk' && frame.t !== 'done') return;
+          if (id !== undefined && frame.id !== id) return;
+          onFrame(frame, done);
+        },
+        closed: () => done(new Error(`the sandbox ended: ${this.#diagnostics.trim() || 'the connection closed'}`)),
+      };
+      this.#listener = listener;
+      if (this.#closed) return listener.closed();
+      if (message) this.#send(encodeMessage(message));
+    });
+  }
+
+  /** Sends a line as it is (a transport's own greeting, before any request). */
+  sendRaw(line: string): void {
+    this.#send(line);
+  }
+
+  /** Detaches (Docker: the sandbox lives on, its stdin stays open as StdinOnce is false) or hangs up. */
   close(): void {
     this.#stream.destroy();
   }

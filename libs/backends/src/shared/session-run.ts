@@ -1,15 +1,36 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
-import type { BackendLogger } from '../shared/logger.ts';
-import { deathOf, runInAgent, type AgentOutcome, type Death } from './agent-execution.ts';
-import { engineError } from './engine-errors.ts';
-import type { SessionSandbox, SessionSandboxes } from './session-sandboxes.ts';
+import type { AgentChannel } from './agent-channel.ts';
+import type { BackendLogger } from './logger.ts';
+import { runInAgent, type AgentOutcome, type Death } from './agent-run.ts';
 
-export interface SessionRunContext {
-  sessions: SessionSandboxes;
-  /** The runtime image, for error messages. */
-  image: string;
+/** A session's sandbox, held for one run. */
+export interface HeldSandbox {
+  channel: AgentChannel;
+  /** It took the place of an earlier sandbox of this session: its first interpreter is a restart. */
+  replaces: boolean;
+}
+
+/** Where sessions' long-lived sandboxes come from: Docker containers, or Kubernetes session Pods. */
+export interface SessionHost<S extends HeldSandbox> {
+  /** The session's running sandbox, made or replaced as needed, with the job's limits and generation. */
+  acquire(job: ExecutionJob, dir: string): Promise<S>;
+  /** Done with a run: the connection is kept for the session's next run, unless the sandbox ended. */
+  release(sandbox: S): void;
+  /** Ends a sandbox whose run could not be ended otherwise; the next run replaces it and reports the restart. */
+  kill(sandbox: S): Promise<void>;
+  /** How a sandbox that stopped mid-run ended. */
+  death(sandbox: S, job: ExecutionJob, sinceMs: number): Promise<Death>;
+  /** The error a failure to get a sandbox becomes (engine or cluster unavailable, image missing …). */
+  failure(err: unknown): Error;
+  /** Where the sandbox's workspace is its own: moves the session's files in before a run and back after it. */
+  prepare?(sandbox: S, job: ExecutionJob, dir: string): Promise<void>;
+  collect?(sandbox: S, job: ExecutionJob, dir: string): Promise<void>;
+}
+
+export interface SessionRunContext<S extends HeldSandbox> {
+  sessions: SessionHost<S>;
   maxOutputBytes: number;
   quota?: SubvolumeQuota;
   interruptGraceMs: number;
@@ -21,8 +42,8 @@ export interface SessionRunContext {
  * Runs a job in its session's long-lived sandbox: a new process (`session`) or a cell of the session's live
  * interpreter (`stateful`). A sandbox found dead before it took the run is replaced and the run sent again, once.
  */
-export async function runInSession(
-  ctx: SessionRunContext,
+export async function runInSession<S extends HeldSandbox>(
+  ctx: SessionRunContext<S>,
   job: ExecutionJob,
   dir: string,
   events: EventSink,
@@ -30,9 +51,10 @@ export async function runInSession(
 ): Promise<ExecutionResult> {
   // Only python has a live interpreter; anything else in a stateful session is a new process, as in `session`.
   const stateful = job.sandbox === 'stateful' && job.language === 'python';
+  const host = ctx.sessions;
   for (let attempt = 1; ; attempt++) {
-    const sandbox = await ctx.sessions.acquire(job, dir).catch((err: unknown) => {
-      throw engineError(err, ctx.image);
+    const sandbox = await host.acquire(job, dir).catch((err: unknown) => {
+      throw host.failure(err);
     });
     let outcome: AgentOutcome;
     const startedAt = Date.now();
@@ -48,15 +70,17 @@ export async function runInSession(
         maxOutputBytes: ctx.maxOutputBytes,
         quota: ctx.quota,
         artifactUrl: ctx.artifactUrl,
-        kill: () => ctx.sessions.kill(sandbox.container),
+        kill: () => host.kill(sandbox),
         postMortem: () => postMortem(ctx, job, sandbox, startedAt),
+        ...(host.prepare ? { prepare: () => host.prepare!(sandbox, job, dir) } : {}),
+        ...(host.collect ? { collect: () => host.collect!(sandbox, job, dir) } : {}),
       });
     } finally {
-      ctx.sessions.release(sandbox);
+      host.release(sandbox);
     }
     if (!outcome.started && outcome.retryable) {
       if (attempt < 2) continue;
-      throw engineError(new Error('the session sandbox stopped before it could take the run, twice'), ctx.image);
+      throw host.failure(new Error('the session sandbox stopped before it could take the run, twice'));
     }
     const result = outcome.result;
     if (stateful) {
@@ -83,23 +107,22 @@ export async function runInSession(
  * How a session sandbox that stopped mid-run ended. It is left stopped: the next run replaces it and reports the
  * restart.
  */
-async function postMortem(
-  ctx: SessionRunContext,
+async function postMortem<S extends HeldSandbox>(
+  ctx: SessionRunContext<S>,
   job: ExecutionJob,
-  sandbox: SessionSandbox,
+  sandbox: S,
   sinceMs: number,
 ): Promise<Death & { message: string }> {
-  const kill = () => ctx.sessions.kill(sandbox.container);
-  const { exitCode, oomKilled, engineStopped } = await deathOf(sandbox.container, kill, sinceMs);
+  const death = await ctx.sessions.death(sandbox, job, sinceMs);
   const what = job.sandbox === 'stateful' ? 'The Python interpreter of this session' : 'The session sandbox';
   const after =
     job.sandbox === 'stateful'
       ? 'its variables are gone; the next run starts a fresh interpreter'
       : 'the next run starts a fresh sandbox';
   ctx.log.warn(
-    { executionId: job.execution_id, sessionId: job.session_id, exitCode, oomKilled },
+    { executionId: job.execution_id, sessionId: job.session_id, exitCode: death.exitCode, oomKilled: death.oomKilled },
     'session sandbox died mid-run',
   );
-  const message = `${what} died during this run (exit status ${exitCode}); ${after}.`;
-  return { exitCode, oomKilled, engineStopped, message };
+  const message = `${what} died during this run (exit status ${death.exitCode}); ${after}.`;
+  return { ...death, message };
 }
