@@ -28,6 +28,10 @@ export interface Stack {
    * (its short id), on Kubernetes the execution's Pod.
    */
   sandboxExists(run: { hostname: string; executionId: string }): Promise<boolean>;
+  /** The id of a session's long-lived sandbox (container id on Docker, Pod uid on Kubernetes), if it has one. */
+  sessionSandbox(sessionId: string): Promise<string | undefined>;
+  /** Removes a session's sandbox behind sandgate's back (docker rm -f; a Pod deleted by someone else). */
+  removeSessionSandbox(sessionId: string): Promise<void>;
   /** How many sandboxes (containers on Docker, Pods on Kubernetes) carry this execution's label. */
   sandboxesOf(executionId: string): Promise<number>;
   /** JSON request with the stack's default API key (if any). */
@@ -149,6 +153,31 @@ export async function startStack({
           () => true,
           () => false,
         );
+    },
+    async sessionSandbox(sessionId) {
+      if (cluster) {
+        const pod = cluster.double.store
+          .list('Pod', cluster.double.namespace)
+          .find(
+            (p) =>
+              p.metadata.labels?.['org.sandgate.session'] === sessionId &&
+              p.metadata.labels?.['org.sandgate.kind'] === 'session',
+          );
+        return pod?.metadata.uid;
+      }
+      const label = [`org.sandgate.session=${sessionId}`, 'org.sandgate.kind=session'];
+      return (await new Dockerode().listContainers({ all: true, filters: { label } }))[0]?.Id;
+    },
+    async removeSessionSandbox(sessionId) {
+      if (cluster) {
+        const pod = cluster.double.store
+          .list('Pod', cluster.double.namespace)
+          .find((p) => p.metadata.labels?.['org.sandgate.session'] === sessionId);
+        if (pod) cluster.double.deleteExternally('Pod', cluster.double.namespace, pod.metadata.name!);
+        return;
+      }
+      const id = await this.sessionSandbox(sessionId);
+      if (id) await new Dockerode().getContainer(id).remove({ force: true });
     },
     async sandboxesOf(executionId) {
       if (cluster) {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ownershipLabels, poolLabels, sessionLabels } from '@sandgate/backends';
+import { DEFAULT_AGENT_PORT, ownershipLabels, poolLabels, sessionLabels } from '@sandgate/backends';
 import { labelSelectorMatches, podSecurityViolations, validateManifest, type PolicyRule } from '@sandgate/k8s-double';
 import { renderChart, RenderError, type Manifest } from '../scripts/helm-render/render.ts';
 
@@ -130,14 +130,27 @@ test('helm chart, default values: schema-valid objects, RBAC is the exact contra
   const session = sessionLabels({ session_id: 'sess_1', tenant: 't', generation: 0 }, 'sandgate', false);
   const pool = poolLabels('sandgate', 'worker-1');
   const sel = (p: Manifest) => (p.spec as { podSelector: Parameters<typeof labelSelectorMatches>[0] }).podSelector;
-  for (const labels of [execution, session, pool])
-    assert.ok(labelSelectorMatches(sel(egress), labels), JSON.stringify(labels));
+  assert.ok(labelSelectorMatches(sel(egress), execution));
+  for (const labels of [session, pool])
+    assert.ok(!labelSelectorMatches(sel(egress), labels), `no egress to the gateway: ${JSON.stringify(labels)}`);
   assert.ok(
     !labelSelectorMatches(sel(egress), ownershipLabels(job, 'another-deployment')),
     'another deployment is not ours',
   );
   assert.ok(labelSelectorMatches(sel(ingress), session) && labelSelectorMatches(sel(ingress), pool));
   assert.ok(!labelSelectorMatches(sel(ingress), execution), 'one-shot Pods take no ingress at all');
+  const agentPolicy = ingress.spec as {
+    policyTypes: string[];
+    egress: unknown[];
+    ingress: { ports: { port: number }[] }[];
+  };
+  assert.deepEqual(agentPolicy.policyTypes, ['Ingress', 'Egress']);
+  assert.deepEqual(agentPolicy.egress, [], 'session and pool Pods reach nothing');
+  assert.equal(
+    agentPolicy.ingress[0]!.ports[0]!.port,
+    DEFAULT_AGENT_PORT,
+    'the port the backend makes session Pods listen on',
+  );
   const eSpec = egress.spec as {
     policyTypes: string[];
     ingress: unknown[];

@@ -1,14 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import Dockerode from 'dockerode';
 import { startStack } from './harness.ts';
-
-const docker = new Dockerode();
-const sessionContainers = (sessionId: string) =>
-  docker.listContainers({
-    all: true,
-    filters: { label: [`org.sandgate.session=${sessionId}`, 'org.sandgate.kind=session'] },
-  });
 
 test('stateful sessions keep a live interpreter, like a notebook', async (t) => {
   const s = await startStack();
@@ -79,7 +71,7 @@ test('stateful sessions keep a live interpreter, like a notebook', async (t) => 
     const restarted = await s.api('POST', `/v1/sessions/${sid}/restart`);
     assert.equal(restarted.status, 200);
     const r = await run("import os\nprint(os.path.exists('sales.csv'))\ny");
-    assert.equal(r.result.stdout, 'True\n');
+    assert.equal(r.result.stdout, 'True\n', JSON.stringify(r.result));
     assert.match(r.result.stderr, /NameError/);
     assert.equal(r.result.interpreter_restarted, true);
   });
@@ -99,17 +91,19 @@ test("a session sandbox removed behind sandgate's back is recreated with the fil
     (await s.api('POST', '/v1/executions?wait=60', { session_id: sid, language: 'python', code })).body;
   const first = await run("open('keep.txt', 'w').write('kept')\nimport os\nprint(os.getpid())");
   assert.equal(first.result.state, 'completed', first.result.stderr);
-  const [container] = await sessionContainers(sid);
-  assert.ok(container, 'the session has a long-lived sandbox');
+  const sandbox = await s.sessionSandbox(sid);
+  assert.ok(sandbox, 'the session has a long-lived sandbox');
   const reused = await run('print(1)');
   assert.equal(reused.result.stdout, '1\n');
-  assert.equal((await sessionContainers(sid))[0]!.Id, container.Id, 'reused, not recreated');
+  assert.equal(await s.sessionSandbox(sid), sandbox, 'reused, not recreated');
 
-  await docker.getContainer(container.Id).remove({ force: true });
+  await s.removeSessionSandbox(sid);
   const after = await run("print(open('keep.txt').read())");
-  assert.equal(after.result.state, 'completed', after.result.stderr);
+  assert.equal(after.result.state, 'completed', JSON.stringify(after.result));
   assert.equal(after.result.stdout, 'kept\n');
-  assert.notEqual((await sessionContainers(sid))[0]!.Id, container.Id);
+  const replacement = await s.sessionSandbox(sid);
+  assert.ok(replacement);
+  assert.notEqual(replacement, sandbox);
 
   assert.equal((await s.api('DELETE', `/v1/sessions/${sid}`)).status, 204);
 });

@@ -68,6 +68,7 @@ function kubernetesBackend(
     // The Pod's workspace is its own disk: bounded by the session quota whatever the data directory's filesystem.
     workspaceBytes: config.sessionDiskBytes,
     timing: { startupMs: config.k8sStartupTimeoutMs },
+    agentPort: config.k8sAgentPort,
     logger: log.child({ component: 'kubernetes' }),
     onClose: async () => {
       await redis.quit().catch(() => redis.disconnect());

@@ -7,7 +7,11 @@ export {
   secretName,
   sandboxPod,
   transferSecret,
+  sessionPod,
+  sessionPodName,
   CONTAINERS,
+  DEFAULT_AGENT_PORT,
+  AGENT_TOKEN_ANNOTATION,
   type PodSettings,
 } from './kubernetes/pod-spec.ts';
 export { CAPABILITIES, type BackendCapabilities, type BackendName } from './capabilities.ts';

@@ -98,11 +98,14 @@ export class K8sDouble {
 
   async #start(): Promise<void> {
     this.#network = `k8sd-${this.id}`;
-    // internal: Pods get an address the host reaches, and no route beyond the host (see docs/kubernetes.md).
+    // internal: Pods get an address the host reaches, and no route beyond the host (see docs/kubernetes.md). No
+    // inter-container traffic: Pods reach neither each other nor a session Pod's agent, as the chart's NetworkPolicies
+    // admit only the workers (on this host) to it.
     const net = await this.docker.createNetwork({
       Name: this.#network,
       Driver: 'bridge',
       Internal: true,
+      Options: { 'com.docker.network.bridge.enable_icc': 'false' },
       Labels: { [DOUBLE_LABELS.double]: this.id },
     });
     const info = await net.inspect();

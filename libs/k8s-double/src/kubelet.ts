@@ -70,6 +70,9 @@ export class PodWorker {
 
   #publish(): void {
     if (this.frozen) return;
+    // A Pod deleted at once can have a successor of the same name before this one's containers have stopped: the
+    // kubelet reports status for its own Pod (by uid) only.
+    if (this.ctx.store.get('Pod', this.ref.namespace, this.ref.name)?.metadata.uid !== this.ref.uid) return;
     const updated = this.ctx.store.update('Pod', this.ref.namespace, this.ref.name, (o) => {
       o.status = this.model.toJSON();
       if (this.model.scheduled.ok) (o.spec as PodSpec).nodeName = this.ctx.nodeName;

@@ -139,3 +139,27 @@ test('delete with grace 0: 200 with the object, then 404; its Docker containers 
     .catch((e) => e);
   assert.equal(again.code, 404);
 });
+
+test('a Pod made under the name of one just deleted keeps its own status while the old one is torn down', async (t) => {
+  const f = await startDouble(t, { node: { warmSandboxes: 0 } });
+  const body = () => pod('same-name', { containers: [shContainer('main', 'sleep 300')] });
+  const first = await f.core.createNamespacedPod({ namespace: f.namespace, body: body() });
+  await waitForPod(f, 'same-name', (p) => p.status?.phase === 'Running');
+  await f.core.deleteNamespacedPod({ name: 'same-name', namespace: f.namespace, gracePeriodSeconds: 0 });
+  const second = await f.core.createNamespacedPod({ namespace: f.namespace, body: body() });
+  assert.notEqual(second.metadata!.uid, first.metadata!.uid);
+  // The first Pod's containers are killed meanwhile (exit 137): none of that may land on the second, ever.
+  const phases: string[] = [];
+  for (;;) {
+    const p = await f.core.readNamespacedPod({ name: 'same-name', namespace: f.namespace });
+    phases.push(p.status?.phase ?? 'none');
+    if (p.status?.phase === 'Running' || phases.length > 500) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.ok(!phases.includes('Failed'), phases.join(' '));
+  await f.double.settled();
+  const now = await f.core.readNamespacedPod({ name: 'same-name', namespace: f.namespace });
+  assert.equal(now.metadata?.uid, second.metadata!.uid);
+  assert.equal(now.status?.phase, 'Running');
+  assert.ok(now.status?.containerStatuses?.[0]?.state?.running, JSON.stringify(now.status?.containerStatuses));
+});

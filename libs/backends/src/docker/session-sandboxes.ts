@@ -5,7 +5,7 @@ import type { BackendLogger } from '../shared/logger.ts';
 import type { AgentChannel } from '../shared/agent-channel.ts';
 import { attachAgent } from './agent-attach.ts';
 import { agentSpec, sessionContainerName } from './agent-spec.ts';
-import { AttachCache } from './attach-cache.ts';
+import { AttachCache } from '../shared/attach-cache.ts';
 import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 import { engineError, forceRemove, isNotFound, statusOf } from './engine-errors.ts';
 import type { Death } from '../shared/agent-run.ts';

@@ -9,8 +9,10 @@ import { silentLogger, type BackendLogger } from '../shared/logger.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../shared/output.ts';
 import { clusterError, PodApi } from './api.ts';
 import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
-import type { PodSettings } from './pod-spec.ts';
+import { DEFAULT_AGENT_PORT, type PodSettings } from './pod-spec.ts';
 import { sweepPods } from './sweep.ts';
+import { runInSession } from '../shared/session-run.ts';
+import { SessionPods, type SessionPod, type SessionPodTiming } from './session-pods.ts';
 
 export interface KubernetesBackendOptions {
   /** How to reach the API server: a kubeconfig (the in-cluster service account, $KUBECONFIG or a file). */
@@ -35,6 +37,11 @@ export interface KubernetesBackendOptions {
   /** Sweep keeps Pods younger than this: the live set it is given may predate them. Default 5 s, as on Docker. */
   sweepGraceMs?: number;
   timing?: Partial<PodTiming>;
+  sessionTiming?: Partial<SessionPodTiming>;
+  /** The port session Pods' agents listen on. Default 8700 (the chart's sandbox.agentPort). */
+  agentPort?: number;
+  /** How long an interrupted session run may take to end before its Pod is deleted; 0 deletes at once. */
+  interruptGraceMs?: number;
   /** Called by close(): what the caller made for this backend (e.g. the Redis connection of grantTransfer) goes. */
   onClose?: () => Promise<void>;
 }
@@ -49,9 +56,10 @@ const DEFAULT_TIMING: PodTiming = {
 };
 
 /**
- * Runs executions as Kubernetes Pods with plain REST calls only (no exec, attach, port-forward or watch): a Pod per
- * execution for one-shots and process-session runs. The session's files move through the gateway (stage and harvest
- * containers), never a path shared with the node. Stateful sessions are not supported yet (see CAPABILITIES).
+ * Runs executions as Kubernetes Pods with plain REST calls only (no exec, attach, port-forward or watch). A one-shot
+ * gets a Pod of its own, whose files move through the gateway (stage and harvest containers). A session, process or
+ * stateful, gets a long-lived Pod whose agent the worker reaches over TCP at the Pod IP, moving the session's files
+ * over that connection. Never a path shared with the node.
  */
 export class KubernetesBackend implements ExecutionBackend {
   readonly name = 'kubernetes';
@@ -64,6 +72,9 @@ export class KubernetesBackend implements ExecutionBackend {
   readonly #timing: PodTiming;
   readonly #inFlight = new InFlight();
   readonly #sweepGraceMs: number;
+  readonly #sessions: SessionPods;
+  readonly #activeSessions = new Set<string>();
+  readonly #interruptGraceMs: number;
 
   constructor(options: KubernetesBackendOptions) {
     const image = options.image ?? 'sandgate/runtime:1';
@@ -83,7 +94,17 @@ export class KubernetesBackend implements ExecutionBackend {
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
       harvestGraceMs: 30_000,
       startupAllowanceMs: this.#timing.startupMs,
+      agentPort: options.agentPort ?? DEFAULT_AGENT_PORT,
     };
+    this.#interruptGraceMs = options.interruptGraceMs ?? 2000;
+    const bytes = this.#settings.workspaceBytes;
+    this.#sessions = new SessionPods(
+      this.api,
+      this.#settings,
+      { startupMs: this.#timing.startupMs, pollMs: 100, handshakeMs: 10_000, ...options.sessionTiming },
+      this.#log,
+      bytes > 0 ? bytes : Number.MAX_SAFE_INTEGER,
+    );
   }
 
   execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger): Promise<ExecutionResult> {
@@ -93,6 +114,27 @@ export class KubernetesBackend implements ExecutionBackend {
       }
       const begun = await beginRun(this.#workspaces, job, events, signal);
       if (begun.result) return begun.result;
+      if (job.sandbox !== 'oneshot') {
+        this.#activeSessions.add(job.session_id);
+        try {
+          return await runInSession<SessionPod>(
+            {
+              sessions: this.#sessions,
+              maxOutputBytes: this.#settings.maxOutputBytes,
+              quota: this.#workspaces.quota,
+              interruptGraceMs: this.#interruptGraceMs,
+              artifactUrl: this.#options.artifactUrl,
+              log: log ?? this.#log,
+            },
+            job,
+            begun.dir,
+            events,
+            signal,
+          );
+        } finally {
+          this.#activeSessions.delete(job.session_id);
+        }
+      }
       return runInPod(
         {
           api: this.api,
@@ -114,7 +156,9 @@ export class KubernetesBackend implements ExecutionBackend {
   }
 
   async sweep(live: LiveSet): Promise<{ removed: string[] }> {
-    const keep = { ...live, executions: this.#inFlight.with(live.executions) };
+    const sessions = new Set([...live.sessions, ...this.#activeSessions]);
+    const keep = { ...live, sessions, executions: this.#inFlight.with(live.executions) };
+    this.#sessions.forget(sessions);
     const removed = await sweepPods(this.api, this.#settings.deployment, keep, this.#sweepGraceMs, this.#log);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');
     return { removed };
@@ -130,12 +174,13 @@ export class KubernetesBackend implements ExecutionBackend {
   async stats(): Promise<BackendStats> {
     return {
       pool: { hits: 0, reused: 0, misses: 0, reset_failed: 0, ready: 0 },
-      sessionSandboxes: 0,
+      sessionSandboxes: this.#sessions.connected,
       engine: `kubernetes:${this.#options.kubeConfig.getCurrentCluster()?.server ?? 'in-cluster'}/${this.api.namespace}`,
     };
   }
 
   async close(): Promise<void> {
+    this.#sessions.close();
     await this.#options.onClose?.();
   }
 }

@@ -3,7 +3,17 @@ import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
 import type { ExecutionJob } from '@sandgate/contracts';
 import { validateManifest } from '@sandgate/k8s-double';
-import { CONTAINERS, podName, sandboxPod, secretName, transferSecret, type PodSettings } from './pod-spec.ts';
+import {
+  AGENT_TOKEN_ANNOTATION,
+  CONTAINERS,
+  podName,
+  sandboxPod,
+  secretName,
+  sessionPod,
+  sessionPodName,
+  transferSecret,
+  type PodSettings,
+} from './pod-spec.ts';
 
 const SETTINGS: PodSettings = {
   image: 'sandgate/runtime:1',
@@ -15,6 +25,7 @@ const SETTINGS: PodSettings = {
   maxOutputBytes: 100_000,
   harvestGraceMs: 30_000,
   startupAllowanceMs: 180_000,
+  agentPort: 8700,
 };
 const JOB: ExecutionJob = {
   execution_id: 'exec_0123456789abcdef',
@@ -126,4 +137,44 @@ test('a run with nothing to fetch (an empty session, no stdin) has no stage; har
     pod.spec!.containers.map((c) => c.name),
     [CONTAINERS.runner, CONTAINERS.harvest],
   );
+});
+
+test('a session Pod: valid, one locked-down container, the agent on its port, only the token hash in its spec', async () => {
+  const job: ExecutionJob = { ...JOB, sandbox: 'stateful', session_id: 'sess_ABC_def', generation: 3 };
+  const token = 'a-token-of-the-pod';
+  const pod = sessionPod(job, SETTINGS, { token, replaces: true });
+  await validateManifest(pod); // throws on anything the API server's schema refuses
+  assert.equal(pod.metadata!.name, sessionPodName('sess_ABC_def'));
+  assert.match(pod.metadata!.name!, /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+  assert.equal(pod.metadata!.labels!['org.sandgate.kind'], 'session');
+  assert.equal(pod.metadata!.labels!['org.sandgate.generation'], '3');
+  assert.equal(pod.metadata!.labels!['org.sandgate.replaces'], 'true');
+  assert.equal(pod.metadata!.annotations![AGENT_TOKEN_ANNOTATION], token);
+  const spec = pod.spec!;
+  assert.equal(spec.automountServiceAccountToken, false);
+  assert.equal(spec.enableServiceLinks, false);
+  assert.equal(spec.restartPolicy, 'Never');
+  assert.equal(spec.runtimeClassName, 'gvisor');
+  assert.equal(spec.initContainers, undefined);
+  assert.ok(!spec.volumes!.some((v) => v.secret), 'no Secret at all');
+  assert.equal(spec.volumes!.find((v) => v.name === 'workspace')!.emptyDir!.sizeLimit, '1024Mi');
+  const [agent, ...others] = spec.containers;
+  assert.equal(others.length, 0);
+  assert.deepEqual(agent!.ports, [{ name: 'agent', containerPort: 8700, protocol: 'TCP' }]);
+  assert.ok(agent!.command!.includes('--listen=8700'));
+  assert.ok(agent!.command!.includes('--prewarm=never'), 'stateful: the interpreter is the agent');
+  const sc = agent!.securityContext!;
+  assert.equal(sc.runAsNonRoot, true);
+  assert.equal(sc.readOnlyRootFilesystem, true);
+  assert.equal(sc.allowPrivilegeEscalation, false);
+  assert.deepEqual(sc.capabilities, { drop: ['ALL'] });
+  assert.deepEqual(
+    agent!.env!.map((e) => e.name),
+    ['SANDGATE_AGENT_TOKEN_SHA256'],
+  );
+  assert.ok(!JSON.stringify(spec).includes(token), 'the token itself is only in the annotation');
+  assert.deepEqual(agent!.resources!.limits, { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) });
+  const process = sessionPod({ ...job, sandbox: 'session' }, SETTINGS, { token, replaces: false });
+  assert.ok(process.spec!.containers[0]!.command!.includes('--prewarm=always'));
+  assert.equal(process.metadata!.labels!['org.sandgate.replaces'], undefined);
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { ExecutionJob } from '@sandgate/contracts';
 import { commandFor, WORKDIR } from '../shared/sandbox.ts';
-import { ownershipLabels } from '../shared/labels.ts';
+import { ownershipLabels, sessionLabels } from '../shared/labels.ts';
 
 /** Where the runtime image keeps the program each sandbox Pod container runs (images/runtime/agent/sandgate_pod.py). */
 export const POD_PROGRAM = '/usr/lib/sandgate/agent/sandgate_pod.py';
@@ -28,6 +28,8 @@ export interface PodSettings {
   harvestGraceMs: number;
   /** Image pulls, scheduling and stage: part of activeDeadlineSeconds, which counts from the Pod's start. */
   startupAllowanceMs: number;
+  /** Where session Pods' agents listen; the chart's NetworkPolicy admits worker Pods to this port only. */
+  agentPort: number;
 }
 
 /**
@@ -35,13 +37,22 @@ export interface PodSettings {
  * alone, and valid DNS-1123 labels (lowercase alphanumerics and '-', at most 63), which `exec_…` is not.
  */
 export function podName(executionId: string): string {
-  const readable = executionId
+  return dnsName('sandgate', executionId);
+}
+
+/** A session's long-lived Pod: any worker replica finds it by the session id alone. */
+export function sessionPodName(sessionId: string): string {
+  return dnsName('sandgate-s', sessionId);
+}
+
+function dnsName(prefix: string, id: string): string {
+  const readable = id
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, '-')
     .replace(/^-+|-+$/g, '')
     .slice(0, 40);
-  const digest = createHash('sha256').update(executionId).digest('hex').slice(0, 8);
-  return `sandgate-${readable}-${digest}`.slice(0, 63).replace(/-+$/, '');
+  const digest = createHash('sha256').update(id).digest('hex').slice(0, 8);
+  return `${prefix}-${readable}-${digest}`.slice(0, 63).replace(/-+$/, '');
 }
 
 export const secretName = (executionId: string): string => `${podName(executionId)}-transfer`;
@@ -55,6 +66,21 @@ const RESTRICTED: k8s.V1SecurityContext = {
   capabilities: { drop: ['ALL'] },
   seccompProfile: { type: 'RuntimeDefault' },
 };
+
+/** What every sandbox Pod has: never restarted, no token, no service links, non-root, the runtime's seccomp. */
+const POD_BASE = {
+  restartPolicy: 'Never',
+  automountServiceAccountToken: false,
+  enableServiceLinks: false,
+  terminationGracePeriodSeconds: 0,
+  securityContext: {
+    runAsNonRoot: true,
+    runAsUser: SANDBOX_UID,
+    runAsGroup: SANDBOX_UID,
+    fsGroup: SANDBOX_UID,
+    seccompProfile: { type: 'RuntimeDefault' },
+  },
+} satisfies Partial<k8s.V1PodSpec>;
 
 const VOLUMES = {
   workspace: { name: 'workspace', mountPath: WORKDIR },
@@ -97,20 +123,10 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string, {
       annotations: { [ATTEMPT_ANNOTATION]: attempt },
     },
     spec: {
-      restartPolicy: 'Never',
-      automountServiceAccountToken: false,
-      enableServiceLinks: false,
-      terminationGracePeriodSeconds: 0,
+      ...POD_BASE,
       // Bounds the Pod even when every worker is gone: startup, the run, and harvest.
       activeDeadlineSeconds: Math.ceil((s.startupAllowanceMs + job.timeout_ms + s.harvestGraceMs) / 1000) + 30,
       ...(s.runtimeClassName ? { runtimeClassName: s.runtimeClassName } : {}),
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: SANDBOX_UID,
-        runAsGroup: SANDBOX_UID,
-        fsGroup: SANDBOX_UID,
-        seccompProfile: { type: 'RuntimeDefault' },
-      },
       volumes: [
         { name: 'workspace', emptyDir: workspace },
         { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: mib(s.tmpfsBytes) } },
@@ -185,5 +201,70 @@ export function transferSecret(
     },
     type: 'Opaque',
     stringData: { url: gatewayUrl, token, ...(job.stdin === null ? {} : { stdin: job.stdin }) },
+  };
+}
+
+/** Where the agent of a session Pod listens unless configured (SANDGATE_K8S_AGENT_PORT; the chart's agentPort). */
+export const DEFAULT_AGENT_PORT = 8700;
+/** Where the image keeps the agent (images/runtime/agent/sandgate_agent.py). */
+export const AGENT_PROGRAM = '/usr/lib/sandgate/agent/sandgate_agent.py';
+/**
+ * Annotation holding the token a worker presents to a session Pod's agent. The agent gets only its SHA-256, in an
+ * environment variable it removes at start; nothing in the Pod can read the annotation (no service account token, no
+ * downward API), and every worker replica reads it with the Pod it looks up anyway.
+ */
+export const AGENT_TOKEN_ANNOTATION = 'org.sandgate/agent-token';
+export const AGENT_CONTAINER = 'agent';
+
+/** What a session Pod needs beyond the job: the settings of every sandbox Pod, and the agent's token. */
+export interface SessionPodParams {
+  token: string;
+  /** It takes the place of an earlier Pod of the session: its first interpreter is a restart. */
+  replaces: boolean;
+}
+
+/**
+ * A session's long-lived Pod: the agent serves the session's runs on AGENT_PORT (the worker connects to the Pod IP;
+ * no exec, no attach), a stateful session's interpreter lives in it between runs, and its workspace is its own
+ * emptyDir, filled and emptied by the worker over the same connection. One container, non-root, read-only root, no
+ * capability and no token, as every sandbox Pod. No activeDeadlineSeconds: it lives as long as its session, and any
+ * worker's sweep deletes it once the session has ended.
+ */
+export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParams): k8s.V1Pod {
+  const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
+  // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
+  const prewarm = job.sandbox === 'stateful' ? 'never' : 'always';
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: sessionPodName(job.session_id),
+      labels: sessionLabels(job, s.deployment, p.replaces),
+      annotations: { [AGENT_TOKEN_ANNOTATION]: p.token },
+    },
+    spec: {
+      ...POD_BASE,
+      ...(s.runtimeClassName ? { runtimeClassName: s.runtimeClassName } : {}),
+      volumes: [
+        { name: 'workspace', emptyDir: workspace },
+        { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: mib(s.tmpfsBytes) } },
+      ],
+      containers: [
+        {
+          name: AGENT_CONTAINER,
+          image: s.image,
+          command: ['python3', '-u', AGENT_PROGRAM, `--prewarm=${prewarm}`, `--listen=${s.agentPort}`],
+          workingDir: WORKDIR,
+          env: [{ name: 'SANDGATE_AGENT_TOKEN_SHA256', value: createHash('sha256').update(p.token).digest('hex') }],
+          ports: [{ name: 'agent', containerPort: s.agentPort, protocol: 'TCP' }],
+          volumeMounts: [VOLUMES.workspace, VOLUMES.tmp],
+          resources: {
+            limits: { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) },
+            requests: { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) },
+          },
+          securityContext: RESTRICTED,
+        },
+      ],
+    },
   };
 }

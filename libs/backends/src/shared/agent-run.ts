@@ -89,9 +89,11 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
       result: finish({ exitCode: -1, timedOut: end.timedOut, oomKilled: false, cancelled: !end.timedOut }),
     };
   }
-  const runEnd = await withDiskQuota(await describeEnd(end, s), s.dir, s.quota);
-  if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
+  const described = await describeEnd(end, s);
+  // Files first: the quota is checked on the session's files as they will stay.
   if (!s.channel.closed) await s.collect?.();
+  const runEnd = await withDiskQuota(described, s.dir, s.quota);
+  if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
   const found = await harvest(runEnd, job, s.dir, before, events, s.artifactUrl, s.signal);
   return { started: true, result: finish(runEnd, found), exit: end.exit };
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AgentChannel } from '../shared/agent-channel.ts';
+import type { AgentChannel } from './agent-channel.ts';
 import { AttachCache } from './attach-cache.ts';
 
 interface Kept {

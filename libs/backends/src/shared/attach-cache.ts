@@ -1,4 +1,4 @@
-import type { AgentChannel } from '../shared/agent-channel.ts';
+import type { AgentChannel } from './agent-channel.ts';
 
 /** What is kept: the attach, and whatever else its user wants back with it. */
 export interface Attached {

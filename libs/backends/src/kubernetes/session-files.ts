@@ -1,0 +1,104 @@
+import { lutimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { openInside, removeInside, walkTree, writeFileInside, type TreeEntry } from '@sandgate/storage';
+import type { AgentChannel } from '../shared/agent-channel.ts';
+import type { ManifestEntry } from '../shared/agent-frames.ts';
+import { MAX_WALK_ENTRIES } from '../shared/artifacts.ts';
+import type { BackendLogger } from '../shared/logger.ts';
+
+/** A manifest answers at once; a file gets this much plus a second per 20 MB. */
+const REQUEST_MS = 30_000;
+const timeFor = (bytes: number): number => REQUEST_MS + Math.ceil(bytes / 20_000);
+
+/**
+ * A file is the same on both sides when its size and its mtime (to the millisecond) are: every file the worker moves
+ * takes the mtime of its source, so what a run did not touch compares equal, and what it wrote does not.
+ */
+const same = (store: TreeEntry | undefined, pod: ManifestEntry | undefined): boolean =>
+  store !== undefined && pod !== undefined && store.size === pod[1] && Math.floor(store.mtimeMs) === pod[2];
+
+/**
+ * Before a run: makes the session Pod's workspace what the session store holds. What differs (an upload since the last
+ * run, a fresh Pod) is sent; what the store no longer has (deleted through the API) is removed from the Pod.
+ */
+export async function pushFiles(channel: AgentChannel, dir: string, log: BackendLogger): Promise<Baseline> {
+  const [pod, store] = await Promise.all([
+    channel.manifest(REQUEST_MS),
+    walkTree(dir, { maxEntries: MAX_WALK_ENTRIES }),
+  ]);
+  const inPod = new Map(pod.files.map((e) => [e[0], e]));
+  for (const entry of store.entries) {
+    if (same(entry, inPod.get(entry.path))) continue;
+    const { handle, stat } = await openInside(dir, entry.path).catch(() => ({ handle: undefined, stat: undefined }));
+    if (handle === undefined) continue; // gone since the walk
+    try {
+      const source = handle.createReadStream({ autoClose: false, end: Math.max(0, stat.size - 1) });
+      await channel.put(
+        entry.path,
+        stat.size === 0 ? Readable.from([]) : source,
+        Math.floor(stat.mtimeMs),
+        timeFor(stat.size),
+      );
+    } finally {
+      await handle.close();
+    }
+  }
+  // Only with both listings whole: a file past a truncated listing is not known to be gone.
+  if (!store.truncated && !pod.truncated) {
+    const inStore = new Set(store.entries.map((e) => e.path));
+    const gone = pod.files.map((e) => e[0]).filter((p) => !inStore.has(p));
+    if (gone.length > 0) await channel.remove(gone, REQUEST_MS);
+  }
+  if (store.truncated) log.warn({ dir }, 'the session holds more files than one run takes to its Pod');
+  return new Map(store.entries.map((e) => [e.path, [e.path, e.size, Math.floor(e.mtimeMs)]]));
+}
+
+/** The session's files as both sides had them when the run began: path → entry. */
+export type Baseline = Map<string, ManifestEntry>;
+
+/**
+ * After a run: brings what it wrote back into the session store (`dir`), and removes what it deleted, so the shared
+ * harvest finds the run's artifacts there as on every backend. A file is removed only when it was there as the run
+ * began (`baseline`) and nobody has changed it in the store since: an upload that came during the run stays. Each
+ * file is bounded by `maxFileBytes` (the session disk quota); paths come from the Pod, where hostile code ran, and
+ * are checked as a client's are.
+ */
+export async function pullFiles(
+  channel: AgentChannel,
+  baseline: Baseline,
+  dir: string,
+  maxFileBytes: number,
+  log: BackendLogger,
+  sessionId: string,
+): Promise<void> {
+  const [pod, store] = await Promise.all([
+    channel.manifest(REQUEST_MS),
+    walkTree(dir, { maxEntries: MAX_WALK_ENTRIES }),
+  ]);
+  const inStore = new Map(store.entries.map((e) => [e.path, e]));
+  const failed: string[] = [];
+  for (const entry of pod.files) {
+    const [path, size] = entry;
+    if (same(inStore.get(path), entry)) continue;
+    const file = channel.get(path, maxFileBytes, timeFor(size));
+    try {
+      await writeFileInside(dir, path, file.data, { maxBytes: maxFileBytes, overwrite: true });
+      const { mtimeMs } = await file.done;
+      await lutimes(join(dir, path), new Date(mtimeMs), new Date(mtimeMs));
+    } catch (err) {
+      await file.done.catch(() => {});
+      failed.push(`${path}: ${(err as Error).message}`);
+    }
+  }
+  if (!store.truncated && !pod.truncated) {
+    const inPod = new Set(pod.files.map((e) => e[0]));
+    for (const entry of store.entries) {
+      if (inPod.has(entry.path) || !same(entry, baseline.get(entry.path))) continue;
+      await removeInside(dir, entry.path).catch(() => {});
+    }
+  }
+  if (failed.length > 0) {
+    log.warn({ sessionId, failed: failed.slice(0, 20), count: failed.length }, 'some files of the run were not kept');
+  }
+}
