@@ -2,42 +2,22 @@ import type Dockerode from 'dockerode';
 import { poolLabels } from '../shared/labels.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import type { AgentChannel } from '../shared/agent-channel.ts';
+import { SandboxPool, type PoolMember } from '../shared/sandbox-pool.ts';
 import { attachAgent } from './agent-attach.ts';
 import { agentSpec } from './agent-spec.ts';
 import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
 import { forceRemove } from './engine-errors.ts';
 import type { SlotDirs } from './pool-dirs.ts';
 
-/** A started sandbox whose agent has answered on its attach, waiting for a run. */
-export interface PooledSandbox {
-  readonly name: string;
+export type { PoolStats } from '../shared/sandbox-pool.ts';
+
+/** A started container whose agent has answered on its attach, waiting for a run. */
+export interface PooledSandbox extends PoolMember {
   readonly container: Dockerode.Container;
-  readonly channel: AgentChannel;
   /** Host path of the directory mounted at /mnt/data: empty there between runs, a session's during one. */
   readonly slotDir: string;
   /** Its memory and CPUs: the pool's when made, a run's after `docker update`. */
   limits: SandboxLimits;
-  /** Runs it has taken. */
-  runs: number;
-  /** The tenant of its runs, once it has had one: it never serves another. */
-  tenant: string | undefined;
-}
-
-export interface PoolStats {
-  /** One-shot runs that got a warm sandbox. */
-  hits: number;
-  /** ... of which got one that had served an earlier run of the same tenant and was reset since. */
-  reused: number;
-  /** One-shot runs that went cold: pool empty, disabled, or the warm sandbox could not be used. */
-  misses: number;
-  /** Sandboxes given up after a run because their reset failed or took too long. */
-  resetFailed: number;
-  /** Fresh sandboxes the pool keeps ready. */
-  size: number;
-  ready: number;
-  starting: number;
-  /** Reset sandboxes waiting for another run of their tenant. */
-  recycled: number;
 }
 
 export interface WarmPoolOptions {
@@ -58,286 +38,67 @@ export interface WarmPoolOptions {
   recycledIdleMs: number;
 }
 
-const MAX_BACKOFF_MS = 30_000;
-
-interface Recycled {
-  sandbox: PooledSandbox;
-  expiry: NodeJS.Timeout;
+/** The Docker backend's warm pool: containers running the agent, each with a slot directory as its /mnt/data. */
+export class WarmPool extends SandboxPool<PooledSandbox> {
+  constructor(o: WarmPoolOptions) {
+    super({
+      size: o.size,
+      log: o.log,
+      maxRuns: o.maxRuns,
+      maxRecycled: o.maxRecycled,
+      recycledIdleMs: o.recycledIdleMs,
+      make: (closed) => makeSandbox(o, closed),
+      discard: (sandbox) => discard(o, sandbox.container, sandbox.slotDir),
+    });
+  }
 }
 
-/**
- * Keeps `size` fresh sandboxes started and ready, refilling one at a time in the background (so refills compete as
- * little as possible with the runs they serve). A sandbox whose run ended cleanly and whose agent then proved a
- * reset (see sandgate_reset.py) comes back through `recycle`, for the next run of the same tenant only, up to
- * `maxRuns` runs; any other is removed by `release`. Reuse is what lets a burst of one-shots go faster than the
- * engine can start containers.
- */
-export class WarmPool {
-  readonly #o: WarmPoolOptions;
-  readonly #idle: PooledSandbox[] = [];
-  // Oldest first.
-  readonly #recycled: Recycled[] = [];
-  readonly #tasks = new Set<Promise<unknown>>();
-  readonly #limits: SandboxLimits;
-  #readyWaiters: (() => void)[] = [];
-  #starting = 0;
-  #hits = 0;
-  #reused = 0;
-  #misses = 0;
-  #resetFailed = 0;
-  #failures = 0;
-  #retry: NodeJS.Timeout | undefined;
-  #closed = false;
-  #disabled = false;
-
-  constructor(options: WarmPoolOptions) {
-    this.#o = options;
-    this.#limits = options.limits;
-    this.#fill();
-  }
-
-  /**
-   * A ready sandbox for a run of `tenant`: the one of its own it used last, else a fresh one; undefined (a miss)
-   * when there is neither.
-   */
-  take(tenant: string): PooledSandbox | undefined {
-    const taken = this.#takeRecycled(tenant) ?? this.#takeFresh();
-    if (taken === undefined) this.#misses++;
-    else this.#hits++;
-    // No refill here: it would compete for the CPU with the very run it serves. recycle() or release() refill.
-    return taken;
-  }
-
-  /** Whether a sandbox that has just served a run may serve another, after a reset. */
-  reusable(sandbox: PooledSandbox): boolean {
-    return (
-      sandbox.runs < this.#o.maxRuns &&
-      this.#o.maxRecycled > 0 &&
-      !this.#closed &&
-      !this.#disabled &&
-      !sandbox.channel.closed
-    );
-  }
-
-  /**
-   * Takes back a sandbox that was reset after its run, for the next run of the same tenant; the longest unused
-   * one is removed past `maxRecycled`.
-   */
-  recycle(sandbox: PooledSandbox): void {
-    if (!this.reusable(sandbox)) return this.release(sandbox);
-    const expiry = setTimeout(() => this.#expire(sandbox), this.#o.recycledIdleMs);
-    expiry.unref();
-    this.#recycled.push({ sandbox, expiry });
-    while (this.#recycled.length > this.#o.maxRecycled) this.#expire(this.#recycled[0]!.sandbox);
-    this.#fill();
-  }
-
-  /** A sandbox's reset after its run failed: it is removed, and counted. */
-  recordResetFailure(): void {
-    this.#resetFailed++;
-  }
-
-  /** A taken sandbox turned out unusable and the run went cold: it counts as a miss. */
-  recordFallback(): void {
-    this.#hits--;
-    this.#misses++;
-  }
-
-  /** Removes a sandbox (taken or not) and its slot directory, in the background; close() waits for it. */
-  release(sandbox: PooledSandbox): void {
-    sandbox.channel.close();
-    this.#discard(sandbox.name, sandbox.container, sandbox.slotDir);
-  }
-
-  /** Stops refilling for good, e.g. when slot directories cannot be renamed into sessions. */
-  disable(reason: string): void {
-    if (this.#disabled) return;
-    this.#disabled = true;
-    this.#o.log.error({ reason }, 'warm pool disabled; one-shot runs go cold');
-    this.#drain();
-  }
-
-  stats(): PoolStats {
-    return {
-      hits: this.#hits,
-      reused: this.#reused,
-      misses: this.#misses,
-      resetFailed: this.#resetFailed,
-      size: this.#o.size,
-      ready: this.#idle.length,
-      starting: this.#starting,
-      recycled: this.#recycled.length,
-    };
-  }
-
-  /** Resolves once `size` sandboxes are ready (at once for size 0), or the pool is closed or disabled. */
-  whenReady(): Promise<void> {
-    if (this.#satisfied()) return Promise.resolve();
-    return new Promise((resolve) => this.#readyWaiters.push(resolve));
-  }
-
-  /** Resolves once the pool is ready and no refill or removal is in flight: nothing of it competes for the CPU. */
-  async whenSettled(): Promise<void> {
-    for (;;) {
-      await this.whenReady();
-      if (this.#tasks.size === 0) return;
-      await Promise.allSettled([...this.#tasks]);
-    }
-  }
-
-  /** Stops refilling, removes every sandbox not handed out, and waits for every removal. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#retry);
-    this.#drain();
-    while (this.#tasks.size > 0) await Promise.allSettled([...this.#tasks]);
-  }
-
-  #fill(): void {
-    if (this.#closed || this.#disabled || this.#retry !== undefined || this.#starting > 0) return;
-    if (this.#idle.length >= this.#o.size) return;
-    this.#starting++;
-    this.#track(
-      this.#create().then(
-        () => {
-          this.#failures = 0;
-          this.#starting--;
-          this.#notify();
-          this.#fill();
-        },
-        (err: unknown) => {
-          this.#starting--;
-          this.#failures++;
-          const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** this.#failures);
-          this.#o.log.warn({ err, retryInMs: backoff }, 'could not start a pooled sandbox');
-          this.#retry = setTimeout(() => {
-            this.#retry = undefined;
-            this.#fill();
-          }, backoff);
-          this.#retry.unref();
-        },
+async function makeSandbox(o: WarmPoolOptions, closed: () => boolean): Promise<PooledSandbox | undefined> {
+  const { docker, settings, slots, instanceId, limits } = o;
+  const { slot, dir } = await slots.create();
+  const name = `sandgate-p-${slot}`;
+  let container: Dockerode.Container;
+  let channel: AgentChannel;
+  try {
+    container = await docker.createContainer(
+      agentSpec(
+        { name, labels: poolLabels(settings.deployment, instanceId), limits, workspaceDir: dir, prewarm: 'fresh' },
+        settings,
       ),
     );
+  } catch (err) {
+    await slots.remove(dir).catch(() => {});
+    throw err;
   }
-
-  async #create(): Promise<void> {
-    const { docker, settings, slots, instanceId } = this.#o;
-    const limits = this.#limits;
-    const { slot, dir } = await slots.create();
-    const name = `sandgate-p-${slot}`;
-    let container: Dockerode.Container;
-    let channel: AgentChannel;
-    try {
-      container = await docker.createContainer(
-        agentSpec(
-          {
-            name,
-            labels: poolLabels(settings.deployment, instanceId),
-            limits,
-            workspaceDir: dir,
-            prewarm: 'fresh',
-          },
-          settings,
-        ),
-      );
-    } catch (err) {
-      await slots.remove(dir).catch(() => {});
-      throw err;
-    }
-    try {
-      channel = await attachAgent(container);
-    } catch (err) {
-      this.#discard(name, container, dir);
-      throw err;
-    }
-    const sandbox: PooledSandbox = { name, container, channel, slotDir: dir, limits, runs: 0, tenant: undefined };
-    try {
-      if (!this.#closed) await container.start();
-      if (!this.#closed) await channel.handshake(this.#o.readyTimeoutMs);
-    } catch (err) {
-      this.release(sandbox);
-      throw err;
-    }
-    if (this.#closed || this.#disabled) return this.release(sandbox);
-    this.#idle.push(sandbox);
-    void channel.ended.then(() => this.#lost(sandbox));
+  try {
+    channel = await attachAgent(container);
+  } catch (err) {
+    await discard(o, container, dir);
+    throw err;
   }
-
-  /** An idle sandbox whose stream ended (killed from outside, or its agent died) is removed, and replaced if fresh. */
-  #lost(sandbox: PooledSandbox): void {
-    const at = this.#idle.indexOf(sandbox);
-    if (at < 0) return this.#expire(sandbox);
-    this.#idle.splice(at, 1);
-    this.release(sandbox);
-    this.#fill();
+  try {
+    if (!closed()) await container.start();
+    if (!closed()) await channel.handshake(o.readyTimeoutMs);
+  } catch (err) {
+    channel.close();
+    await discard(o, container, dir);
+    throw err;
   }
-
-  #takeFresh(): PooledSandbox | undefined {
-    let taken = this.#idle.shift();
-    while (taken !== undefined && taken.channel.closed) {
-      this.release(taken);
-      taken = this.#idle.shift();
-    }
-    return taken;
-  }
-
-  #takeRecycled(tenant: string): PooledSandbox | undefined {
-    for (let i = this.#recycled.length - 1; i >= 0; i--) {
-      const { sandbox, expiry } = this.#recycled[i]!;
-      if (sandbox.tenant !== tenant) continue;
-      this.#recycled.splice(i, 1);
-      clearTimeout(expiry);
-      if (sandbox.channel.closed) {
-        this.release(sandbox);
-        continue;
-      }
-      this.#reused++;
-      return sandbox;
-    }
+  const sandbox: PooledSandbox = { name, container, channel, slotDir: dir, limits, runs: 0, tenant: undefined };
+  if (closed()) {
+    channel.close();
+    await discard(o, container, dir);
     return undefined;
   }
+  return sandbox;
+}
 
-  #expire(sandbox: PooledSandbox): void {
-    const at = this.#recycled.findIndex((r) => r.sandbox === sandbox);
-    if (at < 0) return;
-    clearTimeout(this.#recycled[at]!.expiry);
-    this.#recycled.splice(at, 1);
-    this.release(sandbox);
-  }
-
-  #drain(): void {
-    for (const sandbox of this.#idle.splice(0)) this.release(sandbox);
-    for (const { sandbox } of [...this.#recycled]) this.#expire(sandbox);
-    this.#notify();
-  }
-
-  #satisfied(): boolean {
-    return this.#closed || this.#disabled || this.#idle.length >= this.#o.size;
-  }
-
-  #notify(): void {
-    if (!this.#satisfied()) return;
-    for (const resolve of this.#readyWaiters.splice(0)) resolve();
-  }
-
-  /** Removes a sandbox, then refills: one piece of background work after another, never both at once. */
-  #discard(name: string, container: Dockerode.Container, slotDir: string): void {
-    this.#track(
-      (async () => {
-        await forceRemove(container).catch((err: unknown) =>
-          this.#o.log.warn({ container: name, err }, 'could not remove pooled sandbox; sweep will retry'),
-        );
-        // A slot a run adopted is a session directory now, and its old path is gone: nothing to do then.
-        await this.#o.slots
-          .remove(slotDir)
-          .catch((err: unknown) => this.#o.log.warn({ dir: slotDir, err }, 'could not remove slot directory'));
-        this.#fill();
-      })(),
-    );
-  }
-
-  #track(task: Promise<unknown>): void {
-    this.#tasks.add(task);
-    void task.finally(() => this.#tasks.delete(task)).catch(() => {});
-  }
+async function discard(o: WarmPoolOptions, container: Dockerode.Container, slotDir: string): Promise<void> {
+  await forceRemove(container).catch((err: unknown) =>
+    o.log.warn({ container: container.id, err }, 'could not remove pooled sandbox; sweep will retry'),
+  );
+  // A slot a run adopted is a session directory now, and its old path is gone: nothing to do then.
+  await o.slots
+    .remove(slotDir)
+    .catch((err: unknown) => o.log.warn({ dir: slotDir, err }, 'could not remove slot directory'));
 }
