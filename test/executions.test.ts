@@ -4,8 +4,17 @@ import { startStack, until } from './harness.ts';
 import { readSse } from './sse-client.ts';
 
 const CANARY = `canary-${process.pid}-${Date.now()}`;
-/** Docker sets a container's hostname to its short id: code that prints it names its own sandbox, pooled or not. */
-const PRINT_HOSTNAME = 'import socket\nprint(socket.gethostname(), flush=True)\n';
+/**
+ * Names the sandbox the code runs in, pooled or not: Docker sets a container's hostname to its short id; a Pod is
+ * known by its IP (the Kubernetes double gives Pods that take a warm network sandbox a shared hostname).
+ */
+const PRINT_SANDBOX =
+  'import socket\nh = socket.gethostname()\ntry:\n    ip = socket.gethostbyname(h)\nexcept OSError:\n    ip = "-"\n' +
+  'print(h, ip, flush=True)\n';
+const sandboxOf = (printed: string, executionId: string) => {
+  const [hostname = '', ip = '-'] = printed.trim().split(' ');
+  return { hostname, ip, executionId };
+};
 
 test('executions through HTTP keep every sandbox rule', async (t) => {
   const key = 'k'.repeat(32);
@@ -59,13 +68,13 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
 
   await t.test('a while-True loop is killed at the timeout with exit_code -1', async () => {
     const started = Date.now();
-    const r = await run({ code: `${PRINT_HOSTNAME}while True:\n    pass\n`, timeout_ms: 2000 });
+    const r = await run({ code: `${PRINT_SANDBOX}while True:\n    pass\n`, timeout_ms: 2000 });
     const elapsed = Date.now() - started;
     assert.equal(r.body.result.state, 'timeout');
     assert.equal(r.body.result.exit_code, -1);
     assert.equal(r.body.result.reason, 'timeout');
     assert.ok(elapsed < 2000 + 2000, `ended after ${elapsed} ms`);
-    const sandbox = { hostname: r.body.result.stdout.trim(), executionId: r.body.id };
+    const sandbox = sandboxOf(r.body.result.stdout, r.body.id);
     if (s.cluster === undefined) assert.match(sandbox.hostname, /^[0-9a-f]{12}$/, "a container's short id");
     await until('its sandbox to be removed', async () => !(await s.sandboxExists(sandbox)), 10_000);
   });
@@ -136,17 +145,17 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
   await t.test('cancel kills a running execution and removes its container', async () => {
     const created = await s.api('POST', '/v1/executions', {
       language: 'python',
-      code: `${PRINT_HOSTNAME}import time\ntime.sleep(60)\n`,
+      code: `${PRINT_SANDBOX}import time\ntime.sleep(60)\n`,
     });
-    let hostname = '';
+    let printed = '';
     await readSse(created.body.links.events, {
       headers: { authorization: `Bearer ${key}` },
       onEvent: (ev) => {
-        if (ev.event === 'stdout') hostname = JSON.parse(ev.data).text.trim();
-        return hostname === '';
+        if (ev.event === 'stdout') printed = JSON.parse(ev.data).text.trim();
+        return printed === '';
       },
     });
-    const sandbox = { hostname, executionId: created.body.id };
+    const sandbox = sandboxOf(printed, created.body.id);
     assert.equal(await s.sandboxExists(sandbox), true, 'running in its sandbox');
     const cancelled = await s.api('POST', `/v1/executions/${created.body.id}/cancel`);
     assert.equal(cancelled.status, 200);

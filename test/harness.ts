@@ -7,7 +7,14 @@ import Dockerode from 'dockerode';
 import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import * as k8s from '@kubernetes/client-node';
-import { DockerBackend, KubernetesBackend, podName, type BackendName, type ExecutionBackend } from '@sandgate/backends';
+import {
+  DockerBackend,
+  KubernetesBackend,
+  podName,
+  type BackendName,
+  type ExecutionBackend,
+  type KubernetesBackendOptions,
+} from '@sandgate/backends';
 import { K8sDouble, type K8sDoubleOptions } from '@sandgate/k8s-double';
 import { createLogger, loadConfig, type Config } from '@sandgate/config';
 import { keys, TransferGrants } from '@sandgate/state';
@@ -25,9 +32,9 @@ export interface Stack {
   cluster?: K8sDouble;
   /**
    * Whether the sandbox of a run is still there: on Docker the container named by the hostname the code printed
-   * (its short id), on Kubernetes the execution's Pod.
+   * (its short id), on Kubernetes the execution's own Pod or the pool Pod at the IP the code printed.
    */
-  sandboxExists(run: { hostname: string; executionId: string }): Promise<boolean>;
+  sandboxExists(run: { hostname: string; ip?: string; executionId: string }): Promise<boolean>;
   /** The id of a session's long-lived sandbox (container id on Docker, Pod uid on Kubernetes), if it has one. */
   sessionSandbox(sessionId: string): Promise<string | undefined>;
   /** Removes a session's sandbox behind sandgate's back (docker rm -f; a Pod deleted by someone else). */
@@ -144,8 +151,15 @@ export async function startStack({
     env: fullEnv,
     worker: null,
     ...(cluster ? { cluster: cluster.double } : {}),
-    async sandboxExists({ hostname, executionId }) {
-      if (cluster) return cluster.double.store.get('Pod', cluster.double.namespace, podName(executionId)) !== undefined;
+    async sandboxExists({ hostname, ip, executionId }) {
+      if (cluster) {
+        // Its own Pod, or the warm pool Pod it ran in.
+        const pods = cluster.double.store.list('Pod', cluster.double.namespace) as {
+          metadata: { name?: string };
+          status?: { podIP?: string };
+        }[];
+        return pods.some((p) => p.metadata.name === podName(executionId) || (ip && p.status?.podIP === ip));
+      }
       return new Dockerode()
         .getContainer(hostname)
         .inspect()
@@ -220,7 +234,9 @@ export async function startStack({
       webhooks = null;
     },
     async poolReady() {
-      await Promise.all(backends.map((b) => (b instanceof DockerBackend ? b.poolReady() : undefined)));
+      await Promise.all(
+        backends.map((b) => (b instanceof DockerBackend || b instanceof KubernetesBackend ? b.poolReady() : undefined)),
+      );
     },
     async close() {
       await app.close();
@@ -298,7 +314,11 @@ export async function until<T>(
  * A Kubernetes backend of its own on a stack started with `backend: 'kubernetes'` (worker: false): the stack's API
  * double, gateway (for the Pods' files) and Redis (transfer grants); closed with the test.
  */
-export function kubernetesBackendOf(s: Stack, t: { after(fn: () => Promise<void>): void }): KubernetesBackend {
+export function kubernetesBackendOf(
+  s: Stack,
+  t: { after(fn: () => Promise<void>): void },
+  options: Partial<KubernetesBackendOptions> = {},
+): KubernetesBackend {
   const double = s.cluster;
   if (!double) throw new Error('the stack was not started with backend: kubernetes');
   const kubeConfig = new k8s.KubeConfig();
@@ -312,12 +332,15 @@ export function kubernetesBackendOf(s: Stack, t: { after(fn: () => Promise<void>
     artifactUrl: (session, path) => `${s.url}/files/${session}/${path}`,
     deployment: s.config.redisPrefix,
     sweepGraceMs: 0,
+    // No warm Pods unless a test asks: they would be this backend's own, unknown to the sweeps a test runs.
+    poolSize: 0,
     ...(s.config.image ? { image: s.config.image } : {}),
     grantTransfer: async (job, ttl) => {
       const ids = { execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant };
       const token = await grants.grant(ids, ttl);
       return { token, revoke: () => grants.revoke(token) };
     },
+    ...options,
   });
   t.after(() => backend.close());
   return backend;

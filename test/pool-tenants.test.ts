@@ -2,11 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './harness.ts';
 
-/** The sandbox's name (Docker sets the hostname to the container's short id) and what an earlier run could leave. */
+/**
+ * Which sandbox this is — its hostname and when its PID 1 started (a Pod on the Kubernetes double may share the
+ * hostname of others) — and what an earlier run could leave.
+ */
 const LOOK = `
 import json, os, socket
 procs = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid())]
-print(json.dumps({"sandbox": socket.gethostname(), "tmp": os.listdir("/tmp"), "data": sorted(os.listdir("/mnt/data")), "procs": len(procs)}))
+started = open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19]
+print(json.dumps({"sandbox": socket.gethostname() + "@" + started, "tmp": os.listdir("/tmp"), "data": sorted(os.listdir("/mnt/data")), "procs": len(procs)}))
 `;
 const LEAVE = `
 import os, subprocess

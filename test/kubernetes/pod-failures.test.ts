@@ -4,6 +4,9 @@ import { podName } from '@sandgate/backends';
 import { FAULTS } from '@sandgate/k8s-double';
 import { startStack, until, type Stack } from '../harness.ts';
 
+/** No warm Pods: every one-shot gets a Pod of its own (stage, runner, harvest), the path these tests are about. */
+const ONE_POD_EACH = { SANDGATE_POOL_SIZE: '0' };
+
 /**
  * How the Kubernetes backend ends runs when the cluster, not the code, goes wrong: each outcome is the one the Docker
  * backend gives for the same cause, or error/backend_unavailable with the Pod's own reason.
@@ -16,7 +19,7 @@ const run = async (s: Stack, body: Record<string, unknown>) => {
 };
 
 test('kubernetes: API faults, eviction, a lost Pod and an unreachable gateway each end the run clearly', async (t) => {
-  const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_SESSION_DISK_BYTES: '16MiB' } });
+  const s = await startStack({ backend: 'kubernetes', env: { ...ONE_POD_EACH, SANDGATE_SESSION_DISK_BYTES: '16MiB' } });
   t.after(() => s.close());
   const double = s.cluster!;
 
@@ -89,7 +92,10 @@ test('kubernetes: API faults, eviction, a lost Pod and an unreachable gateway ea
 
 test("kubernetes: stage cannot reach the gateway: the run fails as the platform's fault, with stage's reason", async (t) => {
   // A gateway URL the Pods' network fence drops: stage cannot fetch the session's files.
-  const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_K8S_GATEWAY_URL: 'http://192.0.2.1:9' } });
+  const s = await startStack({
+    backend: 'kubernetes',
+    env: { ...ONE_POD_EACH, SANDGATE_K8S_GATEWAY_URL: 'http://192.0.2.1:9' },
+  });
   t.after(() => s.close());
   // stdin makes the Pod stage it (an empty session without stdin has no stage).
   const r = await run(s, { code: 'print("never")', stdin: 'input' });
@@ -100,7 +106,7 @@ test("kubernetes: stage cannot reach the gateway: the run fails as the platform'
 });
 
 test("kubernetes: an image that can never start fails at once with the kubelet's reason", async (t) => {
-  const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_IMAGE: 'Not A Valid:Image' } });
+  const s = await startStack({ backend: 'kubernetes', env: { ...ONE_POD_EACH, SANDGATE_IMAGE: 'Not A Valid:Image' } });
   t.after(() => s.close());
   const r = await run(s, { code: 'print(1)' });
   assert.equal(r.state, 'error');
@@ -109,7 +115,7 @@ test("kubernetes: an image that can never start fails at once with the kubelet's
 });
 
 test("kubernetes: a Pod no node can take fails the run at the startup deadline, with the scheduler's words", async (t) => {
-  const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_K8S_STARTUP_TIMEOUT_S: '3' } });
+  const s = await startStack({ backend: 'kubernetes', env: { ...ONE_POD_EACH, SANDGATE_K8S_STARTUP_TIMEOUT_S: '3' } });
   t.after(() => s.close());
   const held = s.cluster!.scenarios.unschedulable(/^sandgate-/);
   t.after(() => held.release());

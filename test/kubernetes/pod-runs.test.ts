@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { startStack, until, type Stack } from '../harness.ts';
 
+/** No warm Pods: every one-shot gets a Pod of its own (stage, runner, harvest), the path these tests are about. */
+const ONE_POD_EACH = { SANDGATE_POOL_SIZE: '0' };
+
 /**
  * The Kubernetes backend end to end: a gateway, a worker with SANDGATE_BACKEND=kubernetes, and the API double that
  * runs each one-shot's Pod (stage, runner, harvest) on this Docker engine, whose files cross through the gateway,
@@ -25,7 +28,7 @@ const leftovers = (s: Stack) => {
 };
 
 test('kubernetes: one-shots in a Pod each — output, exit, stdin, env, artifacts, limits, cancel, nothing left behind', async (t) => {
-  const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_MAX_OUTPUT_BYTES: '20KB' } });
+  const s = await startStack({ backend: 'kubernetes', env: { ...ONE_POD_EACH, SANDGATE_MAX_OUTPUT_BYTES: '20KB' } });
   t.after(() => s.close());
 
   await t.test('stdout, stderr, stdin and env; a non-zero exit fails the run', async () => {

@@ -16,7 +16,7 @@ export function createBackend(
   instanceId: string,
 ): ExecutionBackend {
   const artifactUrl = (sessionId: string, path: string) => fileUrl(config.publicUrl, sessionId, path);
-  if (config.backend === 'kubernetes') return kubernetesBackend(config, log, workspaces, artifactUrl);
+  if (config.backend === 'kubernetes') return kubernetesBackend(config, log, workspaces, artifactUrl, instanceId);
   return new DockerBackend({
     image: config.image,
     runtime: config.runtime,
@@ -40,6 +40,7 @@ function kubernetesBackend(
   log: Logger,
   workspaces: Workspaces,
   artifactUrl: (sessionId: string, path: string) => string,
+  instanceId: string,
 ): ExecutionBackend {
   const kubeConfig = new k8s.KubeConfig();
   if (config.k8sKubeconfig !== null) kubeConfig.loadFromFile(config.k8sKubeconfig);
@@ -69,6 +70,11 @@ function kubernetesBackend(
     workspaceBytes: config.sessionDiskBytes,
     timing: { startupMs: config.k8sStartupTimeoutMs },
     agentPort: config.k8sAgentPort,
+    instanceId,
+    poolSize: config.poolSize,
+    poolMaxRuns: config.poolMaxRuns,
+    concurrency: config.workerConcurrency,
+    poolLimits: { memory_mb: config.memoryMb, cpus: config.cpus },
     logger: log.child({ component: 'kubernetes' }),
     onClose: async () => {
       await redis.quit().catch(() => redis.disconnect());

@@ -231,6 +231,9 @@ class Agent:
         try:
             self.process.forget_zygote()
             sandgate_reset.reset(sandgate_process.RUN_AS)
+            if self.listen is not None:
+                # A Pod's workspace is its own (no host moves the session's files out): it is emptied too.
+                sandgate_reset.empty(sandgate_files.WORKDIR)
             self.process.clean = True
         except Exception as e:
             frame.update(ok=False, error="%s: %s" % (type(e).__name__, e))

@@ -15,10 +15,10 @@ export interface BackendCapabilities {
 
 /**
  * Each backend's capabilities, importable without the backend itself (the gateway never loads an engine client).
- * Kubernetes runs one-shots as a Pod per execution and sessions in long-lived session Pods; it keeps no warm pool of
- * Pods yet (docs/kubernetes.md).
+ * Kubernetes runs one-shots in warm pool Pods (or a Pod of their own) and sessions in long-lived session Pods
+ * (docs/kubernetes.md).
  */
 export const CAPABILITIES: Record<BackendName, BackendCapabilities> = {
   docker: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true },
-  kubernetes: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: false, gvisor: true },
+  kubernetes: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true },
 };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
+import { poolFigures } from '../shared/sandbox-pool.ts';
 import type { BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
 import { CAPABILITIES, type BackendCapabilities } from '../capabilities.ts';
 import { DEFAULT_DEPLOYMENT, LABELS } from '../shared/labels.ts';
@@ -12,7 +13,7 @@ import { runCold } from './cold-run.ts';
 import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
 import { engineError, imageMissing, isNotFound } from './engine-errors.ts';
 import { parseUser, SlotDirs } from './pool-dirs.ts';
-import { runPooled } from './pooled-run.ts';
+import { runPooledContainer } from './pooled-run.ts';
 import { runInSession } from '../shared/session-run.ts';
 import { SessionSandboxes, type SessionSandbox } from './session-sandboxes.ts';
 import { sweepContainers } from './sweep.ts';
@@ -190,7 +191,7 @@ export class DockerBackend implements ExecutionBackend {
     }
     const warm = this.#pool.take(job.tenant);
     if (warm !== undefined) {
-      const result = await runPooled(
+      const result = await runPooledContainer(
         { ...common, pool: this.#pool, slots: this.#slots, resetTimeoutMs: this.#resetTimeoutMs },
         warm,
         job,
@@ -251,13 +252,7 @@ export class DockerBackend implements ExecutionBackend {
       },
     });
     return {
-      pool: {
-        hits: pool.hits,
-        reused: pool.reused,
-        misses: pool.misses,
-        reset_failed: pool.resetFailed,
-        ready: pool.ready,
-      },
+      pool: poolFigures(pool),
       sessionSandboxes: sessions.length,
       engine: this.#engineId,
     };

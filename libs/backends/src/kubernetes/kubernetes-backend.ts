@@ -1,6 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
+import { poolFigures } from '../shared/sandbox-pool.ts';
 import type { BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
 import { CAPABILITIES, type BackendCapabilities } from '../capabilities.ts';
 import { DEFAULT_DEPLOYMENT, LABELS } from '../shared/labels.ts';
@@ -12,7 +13,10 @@ import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
 import { DEFAULT_AGENT_PORT, type PodSettings } from './pod-spec.ts';
 import { sweepPods } from './sweep.ts';
 import { runInSession } from '../shared/session-run.ts';
-import { SessionPods, type SessionPod, type SessionPodTiming } from './session-pods.ts';
+import { SessionPods, type SessionPod } from './session-pods.ts';
+import { AgentPods, type AgentPodTiming } from './agent-pods.ts';
+import { PodPool, runPooledPod } from './pod-pool.ts';
+import { randomBytes } from 'node:crypto';
 
 export interface KubernetesBackendOptions {
   /** How to reach the API server: a kubeconfig (the in-cluster service account, $KUBECONFIG or a file). */
@@ -37,7 +41,19 @@ export interface KubernetesBackendOptions {
   /** Sweep keeps Pods younger than this: the live set it is given may predate them. Default 5 s, as on Docker. */
   sweepGraceMs?: number;
   timing?: Partial<PodTiming>;
-  sessionTiming?: Partial<SessionPodTiming>;
+  sessionTiming?: Partial<AgentPodTiming>;
+  /** This worker's id (label org.sandgate.instance on its pool Pods). Default: a random id. */
+  instanceId?: string;
+  /** Warm Pods kept ready for one-shots; 0 disables the pool (every one-shot gets a Pod of its own). Default 2. */
+  poolSize?: number;
+  /** One-shots a pool Pod may serve, for one tenant, with a reset between two. Default 100. */
+  poolMaxRuns?: number;
+  /** How long a pool Pod's reset may take before the Pod is given up. Default 5000 ms. */
+  poolResetTimeoutMs?: number;
+  /** Memory and CPUs of pool Pods: a one-shot asking for others gets a Pod of its own. Default 512 MB, 1 CPU. */
+  poolLimits?: { memory_mb: number; cpus: number };
+  /** Runs this worker takes at once: how many reset Pods are worth keeping for their tenants. Default 4. */
+  concurrency?: number;
   /** The port session Pods' agents listen on. Default 8700 (the chart's sandbox.agentPort). */
   agentPort?: number;
   /** How long an interrupted session run may take to end before its Pod is deleted; 0 deletes at once. */
@@ -75,6 +91,10 @@ export class KubernetesBackend implements ExecutionBackend {
   readonly #sessions: SessionPods;
   readonly #activeSessions = new Set<string>();
   readonly #interruptGraceMs: number;
+  readonly #pods: AgentPods;
+  readonly #pool: PodPool;
+  readonly #maxFileBytes: number;
+  readonly #poolResetTimeoutMs: number;
 
   constructor(options: KubernetesBackendOptions) {
     const image = options.image ?? 'sandgate/runtime:1';
@@ -98,13 +118,25 @@ export class KubernetesBackend implements ExecutionBackend {
     };
     this.#interruptGraceMs = options.interruptGraceMs ?? 2000;
     const bytes = this.#settings.workspaceBytes;
-    this.#sessions = new SessionPods(
+    this.#maxFileBytes = bytes > 0 ? bytes : Number.MAX_SAFE_INTEGER;
+    this.#pods = new AgentPods(
       this.api,
       this.#settings,
       { startupMs: this.#timing.startupMs, pollMs: 100, handshakeMs: 10_000, ...options.sessionTiming },
       this.#log,
-      bytes > 0 ? bytes : Number.MAX_SAFE_INTEGER,
     );
+    this.#sessions = new SessionPods(this.#pods, this.#maxFileBytes);
+    this.#poolResetTimeoutMs = options.poolResetTimeoutMs ?? 5000;
+    const poolSize = options.poolSize ?? 2;
+    this.#pool = new PodPool({
+      pods: this.#pods,
+      instanceId: options.instanceId ?? `k8s-${randomBytes(6).toString('hex')}`,
+      size: poolSize,
+      limits: options.poolLimits ?? { memory_mb: 512, cpus: 1 },
+      maxRuns: options.runtimeClassName ? 1 : (options.poolMaxRuns ?? 100),
+      maxRecycled: Math.max(poolSize, options.concurrency ?? 4),
+      recycledIdleMs: 60_000,
+    });
   }
 
   execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger): Promise<ExecutionResult> {
@@ -134,6 +166,27 @@ export class KubernetesBackend implements ExecutionBackend {
         } finally {
           this.#activeSessions.delete(job.session_id);
         }
+      }
+      const warm = this.#pool.fits(job) ? this.#pool.take(job.tenant) : undefined;
+      if (warm !== undefined) {
+        const result = await runPooledPod(
+          {
+            pool: this.#pool,
+            pods: this.#pods,
+            resetTimeoutMs: this.#poolResetTimeoutMs,
+            maxOutputBytes: this.#settings.maxOutputBytes,
+            maxFileBytes: this.#maxFileBytes,
+            quota: this.#workspaces.quota,
+            artifactUrl: this.#options.artifactUrl,
+            log: log ?? this.#log,
+          },
+          warm,
+          job,
+          begun.dir,
+          events,
+          signal,
+        );
+        if (result !== undefined) return result;
       }
       return runInPod(
         {
@@ -172,15 +225,22 @@ export class KubernetesBackend implements ExecutionBackend {
   }
 
   async stats(): Promise<BackendStats> {
+    const pool = this.#pool.stats();
     return {
-      pool: { hits: 0, reused: 0, misses: 0, reset_failed: 0, ready: 0 },
+      pool: poolFigures(pool),
       sessionSandboxes: this.#sessions.connected,
       engine: `kubernetes:${this.#options.kubeConfig.getCurrentCluster()?.server ?? 'in-cluster'}/${this.api.namespace}`,
     };
   }
 
+  /** Resolves once the warm pool is full (at once without one). */
+  poolReady(): Promise<void> {
+    return this.#pool.whenReady();
+  }
+
   async close(): Promise<void> {
     this.#sessions.close();
+    await this.#pool.close();
     await this.#options.onClose?.();
   }
 }

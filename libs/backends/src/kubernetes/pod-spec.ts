@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { ExecutionJob } from '@sandgate/contracts';
 import { commandFor, WORKDIR } from '../shared/sandbox.ts';
-import { ownershipLabels, sessionLabels } from '../shared/labels.ts';
+import { ownershipLabels, poolLabels, sessionLabels } from '../shared/labels.ts';
 
 /** Where the runtime image keeps the program each sandbox Pod container runs (images/runtime/agent/sandgate_pod.py). */
 export const POD_PROGRAM = '/usr/lib/sandgate/agent/sandgate_pod.py';
@@ -223,25 +223,29 @@ export interface SessionPodParams {
   replaces: boolean;
 }
 
+/** A Pod whose agent serves runs over TCP: a session's, or a warm one of the pool. */
+interface AgentPod {
+  name: string;
+  labels: Record<string, string>;
+  limits: { memory_mb: number; cpus: number };
+  /** `never` for stateful sessions (the agent is the interpreter), `always` for process ones, `fresh` in the pool. */
+  prewarm: 'never' | 'fresh' | 'always';
+  token: string;
+}
+
 /**
- * A session's long-lived Pod: the agent serves the session's runs on AGENT_PORT (the worker connects to the Pod IP;
- * no exec, no attach), a stateful session's interpreter lives in it between runs, and its workspace is its own
- * emptyDir, filled and emptied by the worker over the same connection. One container, non-root, read-only root, no
- * capability and no token, as every sandbox Pod. No activeDeadlineSeconds: it lives as long as its session, and any
- * worker's sweep deletes it once the session has ended.
+ * A Pod running the agent: it serves runs on `agentPort` (the worker connects to the Pod IP; no exec, no attach), and
+ * its workspace is its own emptyDir, filled and emptied by the worker over the same connection. One container,
+ * non-root, read-only root, no capability and no token, as every sandbox Pod. No activeDeadlineSeconds: it lives as
+ * long as its session or its worker, and any worker's sweep deletes it once that is gone.
  */
-export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParams): k8s.V1Pod {
+function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
   const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
-  // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
-  const prewarm = job.sandbox === 'stateful' ? 'never' : 'always';
+  const { memory_mb, cpus } = p.limits;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: {
-      name: sessionPodName(job.session_id),
-      labels: sessionLabels(job, s.deployment, p.replaces),
-      annotations: { [AGENT_TOKEN_ANNOTATION]: p.token },
-    },
+    metadata: { name: p.name, labels: p.labels, annotations: { [AGENT_TOKEN_ANNOTATION]: p.token } },
     spec: {
       ...POD_BASE,
       ...(s.runtimeClassName ? { runtimeClassName: s.runtimeClassName } : {}),
@@ -253,18 +257,46 @@ export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParam
         {
           name: AGENT_CONTAINER,
           image: s.image,
-          command: ['python3', '-u', AGENT_PROGRAM, `--prewarm=${prewarm}`, `--listen=${s.agentPort}`],
+          command: ['python3', '-u', AGENT_PROGRAM, `--prewarm=${p.prewarm}`, `--listen=${s.agentPort}`],
           workingDir: WORKDIR,
           env: [{ name: 'SANDGATE_AGENT_TOKEN_SHA256', value: createHash('sha256').update(p.token).digest('hex') }],
           ports: [{ name: 'agent', containerPort: s.agentPort, protocol: 'TCP' }],
           volumeMounts: [VOLUMES.workspace, VOLUMES.tmp],
           resources: {
-            limits: { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) },
-            requests: { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) },
+            limits: { memory: `${memory_mb}Mi`, cpu: String(cpus) },
+            requests: { memory: `${memory_mb}Mi`, cpu: String(cpus) },
           },
           securityContext: RESTRICTED,
         },
       ],
     },
   };
+}
+
+/**
+ * A session's long-lived Pod: a stateful session's interpreter lives in its agent between runs; a process session
+ * keeps a python started ahead for its next run.
+ */
+export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParams): k8s.V1Pod {
+  return agentPod(
+    {
+      name: sessionPodName(job.session_id),
+      labels: sessionLabels(job, s.deployment, p.replaces),
+      limits: job,
+      prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
+      token: p.token,
+    },
+    s,
+  );
+}
+
+/** A warm Pod of one worker's pool, for one-shots: reset between two runs of the same tenant. */
+export function poolPod(
+  name: string,
+  instanceId: string,
+  limits: { memory_mb: number; cpus: number },
+  s: PodSettings,
+  token: string,
+): k8s.V1Pod {
+  return agentPod({ name, labels: poolLabels(s.deployment, instanceId), limits, prewarm: 'fresh', token }, s);
 }

@@ -28,6 +28,17 @@ export interface PoolStats {
   recycled: number;
 }
 
+/** A pool's figures as a backend reports them (BackendStats.pool). */
+export function poolFigures(s: PoolStats): {
+  hits: number;
+  reused: number;
+  misses: number;
+  reset_failed: number;
+  ready: number;
+} {
+  return { hits: s.hits, reused: s.reused, misses: s.misses, reset_failed: s.resetFailed, ready: s.ready };
+}
+
 export interface SandboxPoolOptions<T extends PoolMember> {
   size: number;
   log: BackendLogger;
