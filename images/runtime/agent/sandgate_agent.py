@@ -179,6 +179,8 @@ class Agent:
             return
         conn.settimeout(None)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        # Frames are small and each is awaited: Nagle's algorithm would hold one back for the peer's delayed ACK.
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, SEND_TIMEOUT_S.to_bytes(8, "little") + bytes(8))
         self.proto.take(conn)
         try:
