@@ -33,6 +33,7 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
     'read_artifact',
     'run_code',
     'run_python',
+    'run_tests',
     'upload_file',
   ]);
 

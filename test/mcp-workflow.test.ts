@@ -26,6 +26,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
       'read_artifact',
       'run_code',
       'run_python',
+      'run_tests',
       'upload_file',
     ]);
     for (const tool of tools) {
@@ -177,4 +178,42 @@ test('MCP stateful session and other languages', async (t) => {
       ['/mnt/data/note.txt'],
     );
   });
+
+  await t.test(
+    'run_tests: each test with its outcome, progress per test, and a syntax error as tests_not_run',
+    async () => {
+      const seen: string[] = [];
+      const out = await ok(
+        'run_tests',
+        {
+          language: 'python',
+          code: 'def add(a, b):\n    return a + b\n',
+          tests:
+            'from main import add\n\ndef test_ok():\n    assert add(1, 2) == 3\n\ndef test_no():\n    assert add(1, 1) == 3\n',
+        },
+        { onprogress: (p) => void seen.push(p.message ?? '') },
+      );
+      assert.equal(out.state, 'failed');
+      assert.deepEqual(out.tests.summary, { total: 2, passed: 1, failed: 1, skipped: 0 });
+      assert.deepEqual(
+        out.tests.results.map((c: { name: string; passed: boolean }) => [c.name, c.passed]),
+        [
+          ['test_ok', true],
+          ['test_no', false],
+        ],
+      );
+      assert.match(out.tests.results[1].error, /assert 2 == 3/);
+      assert.ok(seen.includes('test: test_ok passed') && seen.includes('test: test_no failed'), seen.join(' | '));
+      const broken = await ok('run_tests', {
+        session_id: out.session_id,
+        language: 'typescript',
+        code: 'export const add = (a: number, b: number) => a +;\n',
+        tests: "import test from 'node:test';\nimport { add } from './main';\ntest('a', () => {});\n",
+      });
+      assert.deepEqual([broken.state, broken.tests.summary.total], ['error', 0]);
+      assert.match(broken.message, /did not run/);
+      const bash = await fail('run_tests', { language: 'bash', code: 'true', tests: 'true' });
+      assert.equal(bash.error, 'unsupported_language');
+    },
+  );
 });

@@ -32,6 +32,9 @@ export const MAX_INLINE_BYTES = 10 << 20;
 type InlineFile = { path: string; bytes: Buffer };
 
 /** Creating, waiting for and cancelling executions: the logic behind /v1/executions, free of HTTP. */
+/** The languages test mode runs, with their usual framework (images/runtime/agent/sandgate-test). */
+const TEST_LANGUAGES = ['python', 'javascript', 'typescript'] as const;
+
 export class ExecutionService {
   /** Settles when the gateway starts to shut down: a long poll then answers with the run as it is. */
   private readonly drained: Promise<'timeout'>;
@@ -236,9 +239,11 @@ export class ExecutionService {
     if (body.stdin !== undefined && Buffer.byteLength(body.stdin) > config.maxUploadBytes) {
       throw new SandgateError('payload_too_large', 'stdin is larger than SANDGATE_MAX_UPLOAD_BYTES');
     }
+    const test = this.testMode(body, language);
     return {
       language: language as Language,
       code,
+      ...test,
       ...(body.args !== undefined && body.args.length > 0 ? { args: body.args } : {}),
       ...(body.keep_code === true ? { keep_code: true } : {}),
       timeout_ms: timeout,
@@ -247,6 +252,31 @@ export class ExecutionService {
       env,
       stdin: body.stdin ?? null,
     };
+  }
+
+  /** Test mode's fields, checked: `tests` with `mode: "test"` only, in a language with a test framework here. */
+  private testMode(body: CreateExecution, language: string): { mode?: 'test'; tests?: string } {
+    const bad = (detail: string) => new SandgateError('validation_failed', detail);
+    if (body.mode !== 'test') {
+      if (body.tests !== undefined) throw bad('tests are run with "mode": "test"');
+      return {};
+    }
+    if (!(TEST_LANGUAGES as readonly string[]).includes(language)) {
+      throw new SandgateError(
+        'unsupported_language',
+        `test mode runs ${TEST_LANGUAGES.join(', ')} (pytest, node:test); not ${language}`,
+      );
+    }
+    if (body.tests === undefined || body.tests.trim() === '') throw bad('test mode needs "tests": the tests to run');
+    if (body.args !== undefined && body.args.length > 0) throw bad('test mode takes no args');
+    const bytes = Buffer.byteLength(body.tests, 'utf8');
+    if (bytes > this.d.config.maxCodeBytes) {
+      throw new SandgateError(
+        'payload_too_large',
+        `tests are ${bytes} bytes; the limit is ${this.d.config.maxCodeBytes} bytes`,
+      );
+    }
+    return { mode: 'test', tests: body.tests };
   }
 
   /** A callback_url must point where SANDGATE_WEBHOOK_ALLOW allows (its addresses are checked again at delivery). */

@@ -214,7 +214,10 @@ class ProcessRunner:
         env = msg.get("env") or {}
         zygote, self.zygote = self.zygote, None
         usable = zygote is not None and zygote.proc.poll() is None
-        if usable and msg["language"] == "python" and not any(k.startswith(STARTUP_VARS) for k in env):
+        argv = msg.get("argv") or ["python3", "-c"]
+        # Only `python3 -c CODE`: another program (a test mode run's sandgate-test) is started as itself.
+        if (usable and msg["language"] == "python" and argv[:2] == ["python3", "-c"]
+                and not any(k.startswith(STARTUP_VARS) for k in env)):
             # python3 -c CODE ARG...: the arguments follow the code in argv.
             args = (msg.get("argv") or [])[3:]
             request = marshal.dumps({"code": msg["code"], "env": env, "args": args})

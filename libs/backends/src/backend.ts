@@ -1,4 +1,4 @@
-import type { Artifact, ExecutionJob, ExecutionResult, Phase } from '@sandgate/contracts';
+import type { Artifact, ExecutionJob, ExecutionResult, Phase, TestCase } from '@sandgate/contracts';
 import type { BackendCapabilities } from './capabilities.ts';
 import type { BackendLogger } from './shared/logger.ts';
 
@@ -8,6 +8,8 @@ export interface EventSink {
   stdout(text: string): void;
   stderr(text: string): void;
   artifact(artifact: Artifact): void;
+  /** Test mode: one test ended (a `test_result` event). */
+  testResult?(test: TestCase): void;
 }
 
 /** What is alive right now; sweep removes every sandbox that belongs to none of it. */

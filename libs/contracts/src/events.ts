@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ref } from './common.ts';
 import { ProblemSchema } from './errors.ts';
-import { ArtifactSchema, ExecutionResultSchema, PHASES } from './executions.ts';
+import { ArtifactSchema, ExecutionResultSchema, PHASES, TestCaseSchema, type TestCase } from './executions.ts';
 
 /** Payloads of the SSE events of one execution; the SSE `event:` field is the key. */
 export const PhaseEventSchema = Type.Object(
@@ -31,10 +31,11 @@ export type ExecutionEvent =
   | { type: 'stdout'; data: OutputEvent }
   | { type: 'stderr'; data: OutputEvent }
   | { type: 'artifact'; data: ArtifactEvent }
+  | { type: 'test_result'; data: TestCase }
   | { type: 'result'; data: ResultEvent };
 
 export type EventType = ExecutionEvent['type'];
-export const EVENT_TYPES: readonly EventType[] = ['phase', 'stdout', 'stderr', 'artifact', 'result'];
+export const EVENT_TYPES: readonly EventType[] = ['phase', 'stdout', 'stderr', 'artifact', 'test_result', 'result'];
 
 /**
  * One event of GET /v1/executions/{id}/events as an SSE parser hands it over: `event` names the type, `id` resumes the
@@ -57,6 +58,7 @@ export const ExecutionStreamEventSchema = Type.Union(
     frame('stdout', ref(OutputEventSchema), 'A chunk of standard output.'),
     frame('stderr', ref(OutputEventSchema), 'A chunk of standard error.'),
     frame('artifact', ref(ArtifactEventSchema), 'A file the run created or changed.'),
+    frame('test_result', ref(TestCaseSchema), 'Test mode: one test ended.'),
     frame('result', ref(ResultEventSchema), 'The run ended: the last event; the server then closes the stream.'),
     Type.Object(
       {

@@ -42,6 +42,7 @@ export const REASONS = [
   'output_limit',
   'shutdown',
   'disk_quota',
+  'tests_not_run',
 ] as const;
 export type Reason = (typeof REASONS)[number];
 
@@ -68,6 +69,47 @@ export const ArtifactSchema = Type.Object(
   { $id: 'Artifact', title: 'Artifact' },
 );
 export type Artifact = Static<typeof ArtifactSchema>;
+
+export const TestCaseSchema = Type.Object(
+  {
+    name: Type.String({
+      description:
+        "The test's name: pytest's id within the file (`test_add`, `TestCart::test_total`), or node:test's " +
+        'suites and name joined with " > ".',
+    }),
+    passed: Type.Boolean(),
+    skipped: Type.Boolean(),
+    error: Type.Union([Type.String(), Type.Null()], {
+      description: 'Why it failed (the assertion message), or why it was skipped; null when it passed.',
+    }),
+    duration_ms: Type.Number(),
+  },
+  {
+    $id: 'TestCase',
+    title: 'TestCase',
+    examples: [{ name: 'test_add', passed: true, skipped: false, error: null, duration_ms: 0.4 }],
+  },
+);
+export type TestCase = Static<typeof TestCaseSchema>;
+
+export const TestReportSchema = Type.Object(
+  {
+    summary: Type.Object({
+      total: Type.Integer(),
+      passed: Type.Integer(),
+      failed: Type.Integer(),
+      skipped: Type.Integer(),
+    }),
+    results: Type.Array(ref(TestCaseSchema), { description: 'Every test, in the order they ended.' }),
+    results_truncated: Type.Optional(
+      Type.Boolean({
+        description: 'Present (true) when more tests ran than are listed (past 1000); the summary counts all.',
+      }),
+    ),
+  },
+  { $id: 'TestReport', title: 'TestReport' },
+);
+export type TestReport = Static<typeof TestReportSchema>;
 
 export const ExecutionResultSchema = Type.Object(
   {
@@ -96,6 +138,7 @@ export const ExecutionResultSchema = Type.Object(
         description: 'Stateful sessions: the interpreter was (re)started for this run, so earlier state is gone.',
       }),
     ),
+    tests: Type.Optional(ref(TestReportSchema)),
   },
   { $id: 'ExecutionResult', title: 'ExecutionResult' },
 );
@@ -160,6 +203,21 @@ export const CreateExecutionSchema = Type.Object(
     code: Type.Optional(
       Type.String({
         description: 'Source to run; at most SANDGATE_MAX_CODE_BYTES bytes (UTF-8). With `language`; or `script`.',
+      }),
+    ),
+    mode: Type.Optional(
+      Type.Union([Type.Literal('run'), Type.Literal('test')], {
+        default: 'run',
+        description:
+          "`test` runs `tests` against `code` with the language's usual framework (pytest for python, node:test for " +
+          'javascript and typescript): the implementation is the module `main` beside the tests (`from main import ' +
+          "f`; `import { f } from './main.js'`). The result then has `tests`, and each test is a `test_result` event.",
+      }),
+    ),
+    tests: Type.Optional(
+      Type.String({
+        description: 'Test mode: the tests, at most SANDGATE_MAX_CODE_BYTES bytes.',
+        examples: ['from main import add\n\ndef test_add():\n    assert add(1, 2) == 3\n'],
       }),
     ),
     script: Type.Optional(
@@ -309,6 +367,9 @@ export const ExecutionJobSchema = Type.Object(
     sandbox: SandboxKindSchema,
     /** Command-line arguments of the program (absent: none). */
     args: Type.Optional(Type.Array(Type.String())),
+    /** Test mode: run `tests` against `code` (sandgate-test in the runtime image). */
+    mode: Type.Optional(Type.Literal('test')),
+    tests: Type.Optional(Type.String()),
     /** The client asked to keep the code of this run, if it completes, so that it can be saved as a script. */
     keep_code: Type.Optional(Type.Boolean()),
     /** Bumped by POST /v1/sessions/:id/restart: a session sandbox of an older generation is replaced. */

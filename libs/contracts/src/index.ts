@@ -28,6 +28,8 @@ import {
   WebhookAttemptSchema,
   WebhookStatusSchema,
   ExecutionOutputSchema,
+  TestCaseSchema,
+  TestReportSchema,
 } from './executions.ts';
 import {
   PhaseEventSchema,
@@ -44,6 +46,8 @@ export const SHARED_SCHEMAS = [
   ProblemSchema,
   ArtifactSchema,
   LimitsSchema,
+  TestCaseSchema,
+  TestReportSchema,
   ExecutionResultSchema,
   WebhookAttemptSchema,
   WebhookStatusSchema,

@@ -70,6 +70,22 @@ export const RunCodeInputSchema = Type.Object(
 );
 export type RunCodeInput = Static<typeof RunCodeInputSchema>;
 
+export const RunTestsInputSchema = Type.Object(
+  {
+    session_id: Type.Optional(SessionIdInput(false)),
+    language: Type.Union([Type.Literal('python'), Type.Literal('javascript'), Type.Literal('typescript')], {
+      description: 'Language of `code` and `tests`: pytest runs python, node:test javascript and typescript.',
+    }),
+    code: Type.String({
+      description:
+        "The implementation: the module `main` beside the tests (`from main import f`; `import { f } from './main.js'`).",
+    }),
+    tests: Type.String({ description: `The tests, run with ${MCP_DATA_ROOT} as the working directory; no network.` }),
+  },
+  { additionalProperties: false },
+);
+export type RunTestsInput = Static<typeof RunTestsInputSchema>;
+
 export const ReadArtifactInputSchema = Type.Object(
   {
     session_id: SessionIdInput(true),
@@ -139,6 +155,29 @@ export const RunOutputSchema = Type.Object({
   duration_ms: Type.Integer(),
   value: Type.Optional(Type.String({ description: "Stateful sessions: repr() of the last expression's value." })),
   message: Type.Optional(Type.String({ description: 'Why the platform ended the run, when it did.' })),
+  tests: Type.Optional(
+    Type.Object(
+      {
+        summary: Type.Object({
+          total: Type.Integer(),
+          passed: Type.Integer(),
+          failed: Type.Integer(),
+          skipped: Type.Integer(),
+        }),
+        results: Type.Array(
+          Type.Object({
+            name: Type.String(),
+            passed: Type.Boolean(),
+            skipped: Type.Boolean(),
+            error: Type.Union([Type.String(), Type.Null()]),
+            duration_ms: Type.Number(),
+          }),
+        ),
+        results_truncated: Type.Optional(Type.Boolean()),
+      },
+      { description: 'run_tests: each test, and the counts.' },
+    ),
+  ),
 });
 export type RunOutput = Static<typeof RunOutputSchema>;
 
@@ -213,6 +252,19 @@ export const MCP_TOOLS = [
     title: 'Run code',
     description: `Run code in another language (${LANGUAGES.join(', ')}) in the session's sandbox. ${RUN_NOTE}`,
     inputSchema: RunCodeInputSchema,
+    outputSchema: orError(RunOutputSchema),
+    annotations: { destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: 'run_tests',
+    title: 'Run tests',
+    description:
+      "Run `tests` against `code` with the language's usual framework (pytest for python, node:test for " +
+      "javascript and typescript) in the session's sandbox. Returns `tests`: each test's name, passed, error (the " +
+      'assertion message) and duration_ms, and a summary {total, passed, failed, skipped}; stdout is the ' +
+      "framework's report. state is completed when every test passed, failed when one failed, error (reason " +
+      'tests_not_run) when none could run, e.g. a syntax error. Progress notifications carry each test as it ends.',
+    inputSchema: RunTestsInputSchema,
     outputSchema: orError(RunOutputSchema),
     annotations: { destructiveHint: false, openWorldHint: false },
   },

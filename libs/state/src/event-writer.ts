@@ -1,4 +1,4 @@
-import type { Artifact, Phase } from '@sandgate/contracts';
+import type { Artifact, Phase, TestCase } from '@sandgate/contracts';
 import type { ScriptRedis } from './scripts.ts';
 
 /**
@@ -28,6 +28,9 @@ export class EventWriter {
   }
   artifact(artifact: Artifact): void {
     this.append('artifact', { artifact });
+  }
+  testResult(test: TestCase): void {
+    this.append('test_result', test);
   }
   stdout(text: string): void {
     this.output('stdout', text);

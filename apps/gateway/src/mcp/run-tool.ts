@@ -11,7 +11,7 @@ import { ToolFailure, type ToolOutput } from './tool-result.ts';
 /** Output shown in one progress notification, at most; the whole of it is in the result. */
 const PROGRESS_TEXT_CHARS = 2000;
 
-/** run_python and run_code: an execution in a session, followed to its end with progress, cancellable. */
+/** run_python, run_code and run_tests: an execution in a session, followed to its end with progress, cancellable. */
 export class RunTool {
   private readonly service: ExecutionService;
 
@@ -22,8 +22,9 @@ export class RunTool {
     this.service = new ExecutionService(d);
   }
 
-  async run(call: ToolCall, sessionId: string, language: Language, code: string): Promise<ToolOutput> {
-    let rec = await this.service.create(call.tenant, { session_id: sessionId, language, code });
+  async run(call: ToolCall, sessionId: string, language: Language, code: string, tests?: string): Promise<ToolOutput> {
+    const test = tests === undefined ? {} : { mode: 'test' as const, tests };
+    let rec = await this.service.create(call.tenant, { session_id: sessionId, language, code, ...test });
     try {
       if (call.ref && (await this.cancels.attach(call.ref, rec.id))) await this.service.cancel(rec, 0);
       rec = await this.follow(rec, call);
@@ -78,14 +79,25 @@ export class RunTool {
       duration_ms: r.duration_ms,
       ...(r.value !== undefined ? { value: r.value } : {}),
       ...(r.message !== undefined ? { message: r.message } : {}),
+      ...(r.tests !== undefined ? { tests: r.tests } : {}),
     };
   }
 }
 
-/** A progress message for one event of the run: its phase, output or a file it made. */
+/** A progress message for one event of the run: its phase, output, a file it made or a test that ended. */
 function describe(ev: StoredEvent): string {
-  const data = JSON.parse(ev.data) as { phase?: string; text?: string; artifact?: { path: string } };
+  const data = JSON.parse(ev.data) as {
+    phase?: string;
+    text?: string;
+    artifact?: { path: string };
+    name?: string;
+    passed?: boolean;
+    skipped?: boolean;
+  };
   if (ev.type === 'phase') return `phase: ${data.phase}`;
+  if (ev.type === 'test_result') {
+    return `test: ${data.name} ${data.skipped ? 'skipped' : data.passed ? 'passed' : 'failed'}`;
+  }
   if (ev.type === 'artifact') return `artifact: ${sandboxPath(data.artifact?.path ?? '')}`;
   const text = data.text ?? '';
   return `${ev.type}: ${text.length > PROGRESS_TEXT_CHARS ? `${text.slice(0, PROGRESS_TEXT_CHARS)}…` : text}`;

@@ -11,6 +11,7 @@ import {
   type McpToolName,
   type ReadArtifactInput,
   type RunCodeInput,
+  type RunTestsInput,
   type SessionInput,
   type UploadFileInput,
 } from '@sandgate/contracts';
@@ -70,6 +71,10 @@ export class McpTools {
       run_code: async (call, a: RunCodeInput) => {
         await call.quota('runs');
         return this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, a.language, a.code));
+      },
+      run_tests: async (call, a: RunTestsInput) => {
+        await call.quota('runs');
+        return this.inSession(call.tenant, a.session_id, (id) => runs.run(call, id, a.language, a.code, a.tests));
       },
       read_artifact: (call, a: ReadArtifactInput) => this.read(call, a),
       list_artifacts: (call, a: SessionInput) => this.list(call, a),

@@ -3,7 +3,7 @@ import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
-import { runOutput } from '../shared/output.ts';
+import { runOutput } from '../shared/run-output.ts';
 import { buildResult, withDiskQuota, type RunEnd } from '../shared/result.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import { containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
@@ -32,7 +32,7 @@ export async function runCold(
   signal: AbortSignal,
 ): Promise<ExecutionResult> {
   const before = await snapshot(dir);
-  const { stdout, stderr } = runOutput(events, ctx.maxOutputBytes);
+  const { stdout, stderr, tests } = runOutput(events, ctx.maxOutputBytes, job);
   const container = await create(ctx, job, dir);
   try {
     const run = await runContainer(
@@ -57,6 +57,7 @@ export async function runCold(
         artifacts: found.artifacts,
         artifactsTruncated: found.truncated,
         durationMs,
+        tests,
       });
     if (!run.started) return finish(run, 0);
     const end = await withDiskQuota(run, dir, ctx.quota);

@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { ExecutionJob } from '@sandgate/contracts';
 import { ownershipLabels } from '../shared/labels.ts';
-import { commandFor, WORKDIR } from '../shared/sandbox.ts';
+import { programFor, WORKDIR } from '../shared/sandbox.ts';
 import { parseUser } from './pool-dirs.ts';
 
 /** The engine-facing settings a container spec needs beyond the job itself. */
@@ -82,7 +82,7 @@ export function containerSpec(
   return {
     name: containerName(job.execution_id),
     Image: s.image,
-    Cmd: asSandboxUser(s.user, cappedAtSource(outputCap, commandFor(job.language, job.code, job.args ?? []))),
+    Cmd: asSandboxUser(s.user, cappedAtSource(outputCap, programFor(job))),
     // Only the job's variables: the worker's own environment (Redis URL, keys) must never reach the sandbox.
     Env: Object.entries(job.env).map(([k, v]) => `${k}=${v}`),
     User: CONTAINER_USER,

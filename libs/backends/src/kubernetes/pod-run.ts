@@ -6,7 +6,8 @@ import type { EventSink } from '../backend.ts';
 import { parseFrame, type ExitFrame } from '../shared/agent-frames.ts';
 import { harvest, snapshot } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
-import { runOutput, type OutputCollector } from '../shared/output.ts';
+import type { OutputCollector } from '../shared/output.ts';
+import { runOutput } from '../shared/run-output.ts';
 import { buildResult, withDiskQuota, type RunEnd } from '../shared/result.ts';
 import { clusterError, messageOf, statusOf, type PodApi } from './api.ts';
 import { LogTail } from './log-tail.ts';
@@ -86,7 +87,7 @@ export async function runInPod(
   signal: AbortSignal,
 ): Promise<ExecutionResult> {
   const before = await snapshot(dir);
-  const { stdout, stderr } = runOutput(events, ctx.maxOutputBytes);
+  const { stdout, stderr, tests } = runOutput(events, ctx.maxOutputBytes, job);
   const { settings } = ctx;
   const lifetimeMs = settings.startupAllowanceMs + job.timeout_ms + settings.harvestGraceMs;
   const grant = await ctx.grantTransfer(job, lifetimeMs / 1000 + 60);
@@ -124,6 +125,7 @@ export async function runInPod(
       artifacts: found?.artifacts ?? [],
       artifactsTruncated: found?.truncated ?? false,
       durationMs,
+      tests,
     });
   } finally {
     if (uid !== undefined) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { commandFor, WORKDIR } from '../shared/sandbox.ts';
+import { programFor, WORKDIR } from '../shared/sandbox.ts';
 import { ownershipLabels, poolLabels, sessionLabels } from '../shared/labels.ts';
 
 /** Where the runtime image keeps the program each sandbox Pod container runs (images/runtime/agent/sandgate_pod.py). */
@@ -105,13 +105,7 @@ const HELPER_RESOURCES: k8s.V1ResourceRequirements = {
  * Secret is mounted into stage and harvest only, never into the runner, where the user's code runs.
  */
 export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string, { stage = true } = {}): k8s.V1Pod {
-  const runnerCommand = python(
-    'run',
-    String(s.maxOutputBytes),
-    String(job.timeout_ms),
-    '--',
-    ...commandFor(job.language, job.code, job.args ?? []),
-  );
+  const runnerCommand = python('run', String(s.maxOutputBytes), String(job.timeout_ms), '--', ...programFor(job));
   const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
   const stdinBytes = job.stdin === null ? 0 : Buffer.byteLength(job.stdin);
   return {

@@ -2,8 +2,8 @@ import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import { harvest, snapshot, type Harvest } from './artifacts.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
-import { runOutput } from './output.ts';
-import { commandFor } from './sandbox.ts';
+import { runOutput } from './run-output.ts';
+import { programFor } from './sandbox.ts';
 import { buildResult, ENGINE_STOPPED, type RunEnd, withDiskQuota } from './result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
 import type { ExitFrame } from './agent-frames.ts';
@@ -49,14 +49,14 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   const { job, events } = s;
   await s.prepare?.();
   const before = await snapshot(s.dir);
-  const { stdout, stderr } = runOutput(events, s.maxOutputBytes);
+  const { stdout, stderr, tests } = runOutput(events, s.maxOutputBytes, job);
   const end = await s.channel.run(
     {
       op: 'run',
       id: job.execution_id,
       language: job.language,
       code: job.code,
-      argv: commandFor(job.language, job.code, job.args ?? []),
+      argv: programFor(job),
       env: job.env,
       stdin: job.stdin,
       mode: s.mode,
@@ -80,6 +80,7 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
       artifacts: found.artifacts,
       artifactsTruncated: found.truncated,
       durationMs: end.durationMs,
+      tests,
     });
   if (!end.started) {
     const stopped = end.timedOut || end.cancelled;

@@ -1,6 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
 import { Writable } from 'node:stream';
-import type { EventSink } from '../backend.ts';
 
 /** Default cap on the bytes kept per stream (stdout, stderr), as SANDGATE_MAX_OUTPUT_BYTES. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 100_000;
@@ -73,12 +72,4 @@ export class OutputCollector {
     this.#kept.push(text);
     this.#forward(text);
   }
-}
-
-/** A run's two collectors, each forwarding what it keeps to `events` as it arrives. */
-export function runOutput(events: EventSink, maxBytes: number): { stdout: OutputCollector; stderr: OutputCollector } {
-  return {
-    stdout: new OutputCollector((text) => events.stdout(text), maxBytes),
-    stderr: new OutputCollector((text) => events.stderr(text), maxBytes),
-  };
 }

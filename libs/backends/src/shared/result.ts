@@ -1,4 +1,4 @@
-import type { Artifact, ExecutionResult } from '@sandgate/contracts';
+import type { Artifact, ExecutionResult, TestReport } from '@sandgate/contracts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 
 /** How a sandbox ended, as the engine saw it. */
@@ -94,6 +94,8 @@ export interface ResultParts {
   /** Some changed files were left out by the harvest's bounds. */
   artifactsTruncated?: boolean;
   durationMs: number;
+  /** Test mode: the tests' reports, out of stdout. */
+  tests?: { report(): TestReport; notRun(stderr: string): string | undefined };
 }
 
 /**
@@ -122,5 +124,13 @@ export function buildResult(parts: ResultParts): ExecutionResult {
   if (outcome.state === 'completed' && parts.artifactsTruncated === true) result.artifacts_truncated = true;
   if (outcome.reason !== undefined) result.reason = outcome.reason;
   if (outcome.message !== undefined) result.message = outcome.message;
+  if (parts.tests !== undefined) {
+    result.tests = parts.tests.report();
+    // No test ran on a run that ended on its own: a syntax or import error, or no test at all. Not "0 of 0 passed".
+    const notRun = parts.tests.notRun(parts.stderr.text);
+    if (notRun !== undefined && (outcome.state === 'completed' || outcome.state === 'failed') && !outcome.reason) {
+      Object.assign(result, { state: 'error', reason: 'tests_not_run', message: notRun, artifacts: [] });
+    }
+  }
   return result;
 }

@@ -1,4 +1,5 @@
-import type { Language } from '@sandgate/contracts';
+import type { ExecutionJob, Language } from '@sandgate/contracts';
+import { testCommand } from './test-report.ts';
 
 /** Where the session's workspace appears inside every sandbox, on every backend: every program's working directory. */
 export const WORKDIR = '/mnt/data';
@@ -20,4 +21,11 @@ export function commandFor(language: Language, code: string, args: readonly stri
     case 'bash':
       return ['bash', '-c', code, 'bash', ...args];
   }
+}
+
+/** The program a job runs: its code with its arguments, or in test mode its tests against its code (sandgate-test). */
+export function programFor(
+  job: Pick<ExecutionJob, 'execution_id' | 'language' | 'code' | 'args' | 'mode' | 'tests'>,
+): string[] {
+  return job.mode === 'test' ? testCommand(job) : commandFor(job.language, job.code, job.args ?? []);
 }

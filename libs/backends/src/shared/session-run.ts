@@ -49,8 +49,9 @@ export async function runInSession<S extends HeldSandbox>(
   events: EventSink,
   signal: AbortSignal,
 ): Promise<ExecutionResult> {
-  // Only python has a live interpreter; anything else in a stateful session is a new process, as in `session`.
-  const stateful = job.sandbox === 'stateful' && job.language === 'python';
+  // Only python has a live interpreter; anything else in a stateful session is a new process, as in `session`, and so
+  // is a test run.
+  const stateful = job.sandbox === 'stateful' && job.language === 'python' && job.mode !== 'test';
   const host = ctx.sessions;
   for (let attempt = 1; ; attempt++) {
     const sandbox = await host.acquire(job, dir).catch((err: unknown) => {

@@ -66,6 +66,43 @@ export type Limits = {
 };
 
 /**
+ * TestCase
+ */
+export type TestCase = {
+    /**
+     * The test's name: pytest's id within the file (`test_add`, `TestCart::test_total`), or node:test's suites and name joined with " > ".
+     */
+    name: string;
+    passed: boolean;
+    skipped: boolean;
+    /**
+     * Why it failed (the assertion message), or why it was skipped; null when it passed.
+     */
+    error: string | null;
+    duration_ms: number;
+};
+
+/**
+ * TestReport
+ */
+export type TestReport = {
+    summary: {
+        total: number;
+        passed: number;
+        failed: number;
+        skipped: number;
+    };
+    /**
+     * Every test, in the order they ended.
+     */
+    results: Array<TestCase>;
+    /**
+     * Present (true) when more tests ran than are listed (past 1000); the summary counts all.
+     */
+    results_truncated?: boolean;
+};
+
+/**
  * ExecutionResult
  */
 export type ExecutionResult = {
@@ -84,7 +121,7 @@ export type ExecutionResult = {
      */
     artifacts_truncated?: boolean;
     duration_ms: number;
-    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown' | 'disk_quota';
+    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown' | 'disk_quota' | 'tests_not_run';
     /**
      * Why the platform ended the run, for people.
      */
@@ -97,6 +134,7 @@ export type ExecutionResult = {
      * Stateful sessions: the interpreter was (re)started for this run, so earlier state is gone.
      */
     interpreter_restarted?: boolean;
+    tests?: TestReport;
 };
 
 /**
@@ -185,6 +223,14 @@ export type CreateExecution = {
      * Source to run; at most SANDGATE_MAX_CODE_BYTES bytes (UTF-8). With `language`; or `script`.
      */
     code?: string;
+    /**
+     * `test` runs `tests` against `code` with the language's usual framework (pytest for python, node:test for javascript and typescript): the implementation is the module `main` beside the tests (`from main import f`; `import { f } from './main.js'`). The result then has `tests`, and each test is a `test_result` event.
+     */
+    mode?: 'run' | 'test';
+    /**
+     * Test mode: the tests, at most SANDGATE_MAX_CODE_BYTES bytes.
+     */
+    tests?: string;
     /**
      * Run the saved script of this name (POST /v1/scripts) instead of `code`; its language is its own.
      */
@@ -408,6 +454,13 @@ export type ExecutionStreamEvent = {
     id: string;
     event: 'artifact';
     data: ArtifactEvent;
+} | {
+    /**
+     * Pass as Last-Event-ID to resume after this event.
+     */
+    id: string;
+    event: 'test_result';
+    data: TestCase;
 } | {
     /**
      * Pass as Last-Event-ID to resume after this event.
