@@ -14,8 +14,12 @@ import { artifactUrl, newSessionId, RecordingSink, removeContainer, RUN_MODES, S
 
 const QUOTA = 16 * 1024 * 1024;
 
-/** A 512 MiB btrfs filesystem on a loop device with quotas on: what scripts/setup.sh makes the data directory. */
-async function btrfsDataDir(t: TestContext): Promise<string> {
+/**
+ * A 512 MiB btrfs filesystem on a loop device with quotas on: what scripts/setup.sh makes the data directory. It goes
+ * after `before()` has run (hooks run in the order they are registered): a backend must be closed before its data
+ * directory goes, or its warm pool refills into the mount point meanwhile.
+ */
+async function btrfsDataDir(t: TestContext, before: () => Promise<void>): Promise<string> {
   const base = await mkdtemp(join(tmpdir(), 'sandgate-quota-'));
   const image = join(base, 'data.btrfs');
   const dir = join(base, 'data');
@@ -24,6 +28,7 @@ async function btrfsDataDir(t: TestContext): Promise<string> {
   execFileSync('mkdir', [dir]);
   execFileSync('mount', ['-o', 'loop', image, dir]);
   t.after(async () => {
+    await before();
     execFileSync('umount', [dir]);
     await rm(base, { recursive: true, force: true });
   });
@@ -32,18 +37,20 @@ async function btrfsDataDir(t: TestContext): Promise<string> {
 }
 
 async function quotaBackend(t: TestContext, poolSize: number) {
-  const dataDir = await btrfsDataDir(t);
+  let backend: DockerBackend | undefined;
+  const dataDir = await btrfsDataDir(t, async () => {
+    await backend?.close();
+  });
   const quota = await SubvolumeQuota.forDataDir(dataDir, QUOTA);
   assert.ok(quota instanceof SubvolumeQuota, JSON.stringify(quota));
   const workspaces = new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID }, quota });
-  const backend = new DockerBackend({
+  backend = new DockerBackend({
     workspaces,
     artifactUrl,
     deployment: `test-${randomBytes(4).toString('hex')}`,
     poolSize,
     sweepGraceMs: 0,
   });
-  t.after(() => backend.close());
   const run = async (o: Partial<ExecutionJob>) => {
     const job: ExecutionJob = {
       execution_id: `exec_${randomBytes(8).toString('hex')}`,
