@@ -17,7 +17,14 @@ export {
 export { CAPABILITIES, type BackendCapabilities, type BackendName } from './capabilities.ts';
 export type { PoolStats } from './docker/warm-pool.ts';
 export { hostConfig, type SandboxLimits, type SandboxSettings } from './docker/container-spec.ts';
-export { commandFor, WORKDIR } from './shared/sandbox.ts';
+export { commandFor, programFor, WORKDIR } from './shared/sandbox.ts';
+export {
+  LocalArtifactStore,
+  type ArtifactStore,
+  type HarvestReport,
+  type HarvestRun,
+  type TransferFailure,
+} from './shared/artifact-store.ts';
 export { OutputCollector, DEFAULT_MAX_OUTPUT_BYTES } from './shared/output.ts';
 export {
   snapshot,

@@ -1,3 +1,4 @@
+import { LocalArtifactStore } from '../shared/artifact-store.ts';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../shared/logger.ts';
@@ -37,7 +38,7 @@ async function sandbox(t: TestContext) {
     mode: 'process',
     interruptGraceMs: 2000,
     maxOutputBytes: 1000,
-    artifactUrl,
+    artifacts: new LocalArtifactStore(artifactUrl),
     kill,
     postMortem: async () => ({ ...(await deathOf(s.container, kill, Date.now() - 60_000)), message: 'it died' }),
   });

@@ -1,3 +1,4 @@
+import { LocalArtifactStore } from '../shared/artifact-store.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -36,7 +37,7 @@ test('a cold run has a container of its own, labelled with its deployment and ex
     deployment: f.deployment,
   };
   const r = await runCold(
-    { docker, settings, maxOutputBytes: 1000, artifactUrl, log: silentLogger },
+    { docker, settings, maxOutputBytes: 1000, artifacts: new LocalArtifactStore(artifactUrl), log: silentLogger },
     job,
     dir,
     sink,

@@ -1,7 +1,8 @@
+import type { ArtifactStore } from '../shared/artifact-store.ts';
 import type Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { harvest, snapshot, type Harvest } from '../shared/artifacts.ts';
+import type { Harvest } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import { runOutput } from '../shared/run-output.ts';
 import { buildResult, withDiskQuota, type RunEnd } from '../shared/result.ts';
@@ -16,7 +17,7 @@ export interface ColdRunContext {
   maxOutputBytes: number;
   /** Per-session disk quota, where the data directory enforces one: a failure at it gets reason disk_quota. */
   quota?: SubvolumeQuota;
-  artifactUrl: (sessionId: string, path: string) => string;
+  artifacts: ArtifactStore;
   log: BackendLogger;
 }
 
@@ -31,7 +32,7 @@ export async function runCold(
   events: EventSink,
   signal: AbortSignal,
 ): Promise<ExecutionResult> {
-  const before = await snapshot(dir);
+  const before = await ctx.artifacts.snapshot(dir);
   const { stdout, stderr, tests } = runOutput(events, ctx.maxOutputBytes, job);
   const container = await create(ctx, job, dir);
   try {
@@ -61,7 +62,7 @@ export async function runCold(
       });
     if (!run.started) return finish(run, 0);
     const end = await withDiskQuota(run, dir, ctx.quota);
-    const result = finish(end, run.durationMs, await harvest(end, job, dir, before, events, ctx.artifactUrl, signal));
+    const result = finish(end, run.durationMs, await ctx.artifacts.harvest({ end, job, dir, before, signal }, events));
     // outputBytes: what crossed from the sandbox to this worker, which the sandbox's own cap keeps near the limit.
     ctx.log.info(
       {

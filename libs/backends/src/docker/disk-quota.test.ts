@@ -37,20 +37,21 @@ async function btrfsDataDir(t: TestContext, before: () => Promise<void>): Promis
 }
 
 async function quotaBackend(t: TestContext, poolSize: number) {
-  let backend: DockerBackend | undefined;
+  const made: { backend?: DockerBackend } = {};
   const dataDir = await btrfsDataDir(t, async () => {
-    await backend?.close();
+    await made.backend?.close();
   });
   const quota = await SubvolumeQuota.forDataDir(dataDir, QUOTA);
   assert.ok(quota instanceof SubvolumeQuota, JSON.stringify(quota));
   const workspaces = new Workspaces({ dataDir, owner: { uid: SANDBOX_UID, gid: SANDBOX_UID }, quota });
-  backend = new DockerBackend({
+  const backend = new DockerBackend({
     workspaces,
     artifactUrl,
     deployment: `test-${randomBytes(4).toString('hex')}`,
     poolSize,
     sweepGraceMs: 0,
   });
+  made.backend = backend;
   const run = async (o: Partial<ExecutionJob>) => {
     const job: ExecutionJob = {
       execution_id: `exec_${randomBytes(8).toString('hex')}`,

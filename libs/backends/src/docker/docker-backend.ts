@@ -1,3 +1,4 @@
+import { LocalArtifactStore, type ArtifactStore } from '../shared/artifact-store.ts';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
@@ -88,7 +89,7 @@ export class DockerBackend implements ExecutionBackend {
   readonly #settings: SandboxSettings;
   readonly #workspaces: Workspaces;
   readonly #maxOutputBytes: number;
-  readonly #artifactUrl: (sessionId: string, path: string) => string;
+  readonly #artifacts: ArtifactStore;
   readonly #log: BackendLogger;
   readonly #instanceId: string;
   readonly #sweepGraceMs: number;
@@ -127,7 +128,7 @@ export class DockerBackend implements ExecutionBackend {
     this.#settings = { image, runtime, user, pidsLimit, tmpfsBytes, nofile, deployment };
     this.#workspaces = workspaces;
     this.#maxOutputBytes = maxOutputBytes;
-    this.#artifactUrl = artifactUrl;
+    this.#artifacts = new LocalArtifactStore(artifactUrl);
     this.#log = logger;
     this.#instanceId = instanceId;
     this.#sweepGraceMs = sweepGraceMs;
@@ -168,7 +169,7 @@ export class DockerBackend implements ExecutionBackend {
     const common = {
       maxOutputBytes: this.#maxOutputBytes,
       quota: this.#workspaces.quota,
-      artifactUrl: this.#artifactUrl,
+      artifacts: this.#artifacts,
       log,
     };
     if (job.sandbox === 'session' || job.sandbox === 'stateful') {

@@ -1,3 +1,4 @@
+import { LocalArtifactStore, type ArtifactStore } from '../shared/artifact-store.ts';
 import * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
@@ -95,6 +96,7 @@ export class KubernetesBackend implements ExecutionBackend {
   readonly #pool: PodPool;
   readonly #maxFileBytes: number;
   readonly #poolResetTimeoutMs: number;
+  readonly #artifacts: ArtifactStore;
 
   constructor(options: KubernetesBackendOptions) {
     const image = options.image ?? 'sandgate/runtime:1';
@@ -117,6 +119,7 @@ export class KubernetesBackend implements ExecutionBackend {
       agentPort: options.agentPort ?? DEFAULT_AGENT_PORT,
     };
     this.#interruptGraceMs = options.interruptGraceMs ?? 2000;
+    this.#artifacts = new LocalArtifactStore(options.artifactUrl);
     const bytes = this.#settings.workspaceBytes;
     this.#maxFileBytes = bytes > 0 ? bytes : Number.MAX_SAFE_INTEGER;
     this.#pods = new AgentPods(
@@ -155,7 +158,7 @@ export class KubernetesBackend implements ExecutionBackend {
               maxOutputBytes: this.#settings.maxOutputBytes,
               quota: this.#workspaces.quota,
               interruptGraceMs: this.#interruptGraceMs,
-              artifactUrl: this.#options.artifactUrl,
+              artifacts: this.#artifacts,
               log: log ?? this.#log,
             },
             job,
@@ -177,7 +180,7 @@ export class KubernetesBackend implements ExecutionBackend {
             maxOutputBytes: this.#settings.maxOutputBytes,
             maxFileBytes: this.#maxFileBytes,
             quota: this.#workspaces.quota,
-            artifactUrl: this.#options.artifactUrl,
+            artifacts: this.#artifacts,
             log: log ?? this.#log,
           },
           warm,
@@ -196,7 +199,7 @@ export class KubernetesBackend implements ExecutionBackend {
           grantTransfer: this.#options.grantTransfer,
           maxOutputBytes: this.#settings.maxOutputBytes,
           quota: this.#workspaces.quota,
-          artifactUrl: this.#options.artifactUrl,
+          artifacts: this.#artifacts,
           log: log ?? this.#log,
           timing: this.#timing,
         },

@@ -1,10 +1,10 @@
+import type { ArtifactStore } from '../shared/artifact-store.ts';
 import { randomBytes } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import type { EventSink } from '../backend.ts';
 import { parseFrame, type ExitFrame } from '../shared/agent-frames.ts';
-import { harvest, snapshot } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import type { OutputCollector } from '../shared/output.ts';
 import { runOutput } from '../shared/run-output.ts';
@@ -29,7 +29,7 @@ export interface PodRunContext {
   grantTransfer: GrantTransfer;
   maxOutputBytes: number;
   quota?: SubvolumeQuota;
-  artifactUrl: (sessionId: string, path: string) => string;
+  artifacts: ArtifactStore;
   log: BackendLogger;
   timing: PodTiming;
 }
@@ -86,7 +86,7 @@ export async function runInPod(
   events: EventSink,
   signal: AbortSignal,
 ): Promise<ExecutionResult> {
-  const before = await snapshot(dir);
+  const before = await ctx.artifacts.snapshot(dir);
   const { stdout, stderr, tests } = runOutput(events, ctx.maxOutputBytes, job);
   const { settings } = ctx;
   const lifetimeMs = settings.startupAllowanceMs + job.timeout_ms + settings.harvestGraceMs;
@@ -105,7 +105,19 @@ export async function runInPod(
     const end = await withDiskQuota(runEnd(ending, follow.exit, line, settings), dir, ctx.quota);
     const durationMs = follow.exit?.durationMs ?? follow.runningForMs();
     const found =
-      ending.kind === 'harvested' ? await harvest(end, job, dir, before, events, ctx.artifactUrl, signal) : undefined;
+      ending.kind === 'harvested'
+        ? await ctx.artifacts.harvest(
+            {
+              end,
+              job,
+              dir,
+              before,
+              signal,
+              failed: line?.failed.map((f) => ({ path: f.path, reason: `${f.code}: ${f.detail}` })),
+            },
+            events,
+          )
+        : undefined;
     ctx.log.info(
       {
         executionId: job.execution_id,

@@ -6,6 +6,7 @@ import type { AgentChannel } from '../shared/agent-channel.ts';
 import type { ManifestEntry } from '../shared/agent-frames.ts';
 import { MAX_WALK_ENTRIES } from '../shared/artifacts.ts';
 import type { BackendLogger } from '../shared/logger.ts';
+import type { TransferFailure } from '../shared/artifact-store.ts';
 
 /** A manifest answers at once; a file gets this much plus a second per 20 MB. */
 const REQUEST_MS = 30_000;
@@ -71,13 +72,13 @@ export async function pullFiles(
   maxFileBytes: number,
   log: BackendLogger,
   sessionId: string,
-): Promise<void> {
+): Promise<{ failed: TransferFailure[] }> {
   const [pod, store] = await Promise.all([
     channel.manifest(REQUEST_MS),
     walkTree(dir, { maxEntries: MAX_WALK_ENTRIES }),
   ]);
   const inStore = new Map(store.entries.map((e) => [e.path, e]));
-  const failed: string[] = [];
+  const failed: TransferFailure[] = [];
   for (const entry of pod.files) {
     const [path, size] = entry;
     if (same(inStore.get(path), entry)) continue;
@@ -88,7 +89,7 @@ export async function pullFiles(
       await lutimes(join(dir, path), new Date(mtimeMs), new Date(mtimeMs));
     } catch (err) {
       await file.done.catch(() => {});
-      failed.push(`${path}: ${(err as Error).message}`);
+      failed.push({ path, reason: (err as Error).message });
     }
   }
   if (!store.truncated && !pod.truncated) {
@@ -101,4 +102,5 @@ export async function pullFiles(
   if (failed.length > 0) {
     log.warn({ sessionId, failed: failed.slice(0, 20), count: failed.length }, 'some files of the run were not kept');
   }
+  return { failed };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
 import type { Death } from '../shared/agent-run.ts';
+import type { TransferFailure } from '../shared/artifact-store.ts';
 import { AttachCache } from '../shared/attach-cache.ts';
 import { deploymentOf, LABELS } from '../shared/labels.ts';
 import type { HeldSandbox, SessionHost } from '../shared/session-run.ts';
@@ -111,10 +112,10 @@ export class SessionPods implements SessionHost<SessionPod> {
     sandbox.baseline = await pushFiles(sandbox.channel, dir, this.pods.log);
   }
 
-  async collect(sandbox: SessionPod, job: ExecutionJob, dir: string): Promise<void> {
+  async collect(sandbox: SessionPod, job: ExecutionJob, dir: string): Promise<{ failed: TransferFailure[] }> {
     const baseline = sandbox.baseline ?? new Map();
     sandbox.baseline = undefined;
-    await pullFiles(sandbox.channel, baseline, dir, this.maxFileBytes, this.pods.log, job.session_id);
+    return pullFiles(sandbox.channel, baseline, dir, this.maxFileBytes, this.pods.log, job.session_id);
   }
 
   /** Closes the connections of sessions that are gone. */

@@ -1,6 +1,7 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { harvest, snapshot, type Harvest } from './artifacts.ts';
+import type { Harvest } from './artifacts.ts';
+import type { ArtifactStore, TransferFailure } from './artifact-store.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import { runOutput } from './run-output.ts';
 import { programFor } from './sandbox.ts';
@@ -22,7 +23,8 @@ export interface AgentRunSetup {
   maxOutputBytes: number;
   /** Per-session disk quota, where the data directory enforces one: a failure at it gets reason disk_quota. */
   quota?: SubvolumeQuota;
-  artifactUrl: (sessionId: string, path: string) => string;
+  /** Where the session's files are, and how the run's artifacts are found there. */
+  artifacts: ArtifactStore;
   kill(): Promise<void>;
   /** After the stream ended without an exit frame: how the sandbox ended, and what to tell the user. */
   postMortem(): Promise<Death & { message: string }>;
@@ -36,7 +38,7 @@ export interface AgentRunSetup {
    * before the run, `collect` brings what the run wrote back into `dir` before the artifacts are looked for.
    */
   prepare?(): Promise<void>;
-  collect?(): Promise<void>;
+  collect?(): Promise<{ failed: TransferFailure[] }>;
 }
 
 export type AgentOutcome =
@@ -48,7 +50,7 @@ export type AgentOutcome =
 export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   const { job, events } = s;
   await s.prepare?.();
-  const before = await snapshot(s.dir);
+  const before = await s.artifacts.snapshot(s.dir);
   const { stdout, stderr, tests } = runOutput(events, s.maxOutputBytes, job);
   const end = await s.channel.run(
     {
@@ -92,10 +94,13 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   }
   const described = await describeEnd(end, s);
   // Files first: the quota is checked on the session's files as they will stay.
-  if (!s.channel.closed) await s.collect?.();
+  const collected = s.channel.closed ? undefined : await s.collect?.();
   const runEnd = await withDiskQuota(described, s.dir, s.quota);
   if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
-  const found = await harvest(runEnd, job, s.dir, before, events, s.artifactUrl, s.signal);
+  const found = await s.artifacts.harvest(
+    { end: runEnd, job, dir: s.dir, before, signal: s.signal, failed: collected?.failed },
+    events,
+  );
   return { started: true, result: finish(runEnd, found), exit: end.exit };
 }
 

@@ -2,6 +2,7 @@ import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import type { EventSink } from '../backend.ts';
 import { runInAgent, type Death } from './agent-run.ts';
+import type { ArtifactStore, TransferFailure } from './artifact-store.ts';
 import type { BackendLogger } from './logger.ts';
 import type { PoolMember, SandboxPool } from './sandbox-pool.ts';
 
@@ -10,7 +11,7 @@ export interface PooledRunContext {
   resetTimeoutMs: number;
   maxOutputBytes: number;
   quota?: SubvolumeQuota;
-  artifactUrl: (sessionId: string, path: string) => string;
+  artifacts: ArtifactStore;
   log: BackendLogger;
 }
 
@@ -24,7 +25,7 @@ export interface PooledRunHooks {
   /** How the sandbox ended when it stopped mid-run. */
   death(): Promise<Death>;
   /** Where the sandbox's workspace is its own: brings the run's files back (see runInAgent). */
-  collect?(): Promise<void>;
+  collect?(): Promise<{ failed: TransferFailure[] }>;
   /** After a proved reset: moves what is left of the session out; false when the sandbox cannot serve again. */
   handBack?(): Promise<boolean>;
 }
@@ -66,7 +67,7 @@ export async function runPooled<T extends PoolMember>(
       interruptGraceMs: 0,
       maxOutputBytes: ctx.maxOutputBytes,
       quota: ctx.quota,
-      artifactUrl: ctx.artifactUrl,
+      artifacts: ctx.artifacts,
       kill: () => hooks.kill(),
       postMortem: async () => {
         const death = await hooks.death();

@@ -4,6 +4,7 @@ import type { SubvolumeQuota } from '@sandgate/storage';
 import type { AgentChannel } from './agent-channel.ts';
 import type { BackendLogger } from './logger.ts';
 import { runInAgent, type AgentOutcome, type Death } from './agent-run.ts';
+import type { ArtifactStore, TransferFailure } from './artifact-store.ts';
 
 /** A session's sandbox, held for one run. */
 export interface HeldSandbox {
@@ -26,7 +27,7 @@ export interface SessionHost<S extends HeldSandbox> {
   failure(err: unknown): Error;
   /** Where the sandbox's workspace is its own: moves the session's files in before a run and back after it. */
   prepare?(sandbox: S, job: ExecutionJob, dir: string): Promise<void>;
-  collect?(sandbox: S, job: ExecutionJob, dir: string): Promise<void>;
+  collect?(sandbox: S, job: ExecutionJob, dir: string): Promise<{ failed: TransferFailure[] }>;
 }
 
 export interface SessionRunContext<S extends HeldSandbox> {
@@ -34,7 +35,7 @@ export interface SessionRunContext<S extends HeldSandbox> {
   maxOutputBytes: number;
   quota?: SubvolumeQuota;
   interruptGraceMs: number;
-  artifactUrl: (sessionId: string, path: string) => string;
+  artifacts: ArtifactStore;
   log: BackendLogger;
 }
 
@@ -70,7 +71,7 @@ export async function runInSession<S extends HeldSandbox>(
         interruptGraceMs: ctx.interruptGraceMs,
         maxOutputBytes: ctx.maxOutputBytes,
         quota: ctx.quota,
-        artifactUrl: ctx.artifactUrl,
+        artifacts: ctx.artifacts,
         kill: () => host.kill(sandbox),
         postMortem: () => postMortem(ctx, job, sandbox, startedAt),
         ...(host.prepare ? { prepare: () => host.prepare!(sandbox, job, dir) } : {}),
