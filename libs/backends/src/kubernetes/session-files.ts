@@ -11,6 +11,8 @@ import type { TransferFailure } from '../shared/artifact-store.ts';
 /** A manifest answers at once; a file gets this much plus a second per 20 MB. */
 const REQUEST_MS = 30_000;
 const timeFor = (bytes: number): number => REQUEST_MS + Math.ceil(bytes / 20_000);
+/** How long bringing one run's files back may take in all, past which the rest are reported as not kept. */
+const PULL_DEADLINE_MS = 5 * 60_000;
 
 /**
  * A file is the same on both sides when its size and its mtime (to the millisecond) are: every file the worker moves
@@ -79,10 +81,21 @@ export async function pullFiles(
   ]);
   const inStore = new Map(store.entries.map((e) => [e.path, e]));
   const failed: TransferFailure[] = [];
+  // The sizes come from the Pod, where the code ran: a file said to be larger than the quota is not asked for, and the
+  // time a fetch may take follows the size that is allowed, not the one claimed.
+  const deadline = Date.now() + PULL_DEADLINE_MS;
   for (const entry of pod.files) {
     const [path, size] = entry;
     if (same(inStore.get(path), entry)) continue;
-    const file = channel.get(path, maxFileBytes, timeFor(size));
+    if (size > maxFileBytes) {
+      failed.push({ path, reason: `${size} bytes, over the session's disk quota of ${maxFileBytes}` });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      failed.push({ path, reason: `not fetched: the run's files took over ${PULL_DEADLINE_MS} ms to bring back` });
+      continue;
+    }
+    const file = channel.get(path, Math.min(size, maxFileBytes), timeFor(size));
     try {
       await writeFileInside(dir, path, file.data, { maxBytes: maxFileBytes, overwrite: true });
       const { mtimeMs } = await file.done;

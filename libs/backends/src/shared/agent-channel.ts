@@ -52,6 +52,8 @@ interface Listener {
 }
 
 const MAX_DIAGNOSTICS = 2048;
+/** Files a manifest lists at most: as many as a harvest looks at. */
+export const MAX_MANIFEST_ENTRIES = 10_000;
 /** Bytes of a file per `put` message: 1.3 MB of base64, well under the agent's and the decoder's line limits. */
 const PUT_CHUNK = 768 * 1024;
 
@@ -251,15 +253,18 @@ export class AgentChannel {
     });
   }
 
-  /** Lists the agent's workspace (Kubernetes session Pods, whose workspace is their own). */
-  manifest(timeoutMs: number): Promise<AgentManifest> {
+  /**
+   * Lists the agent's workspace (Kubernetes session Pods, whose workspace is their own), at most `maxEntries` files: an
+   * agent may be hostile (a stateful session's code runs inside it), so what it sends is bounded here.
+   */
+  manifest(timeoutMs: number, maxEntries: number = MAX_MANIFEST_ENTRIES): Promise<AgentManifest> {
     const files: ManifestEntry[] = [];
     let truncated = false;
     return this.#request({ op: 'manifest', id: newId() }, timeoutMs, (frame, done) => {
       if (frame.t !== 'manifest') return;
-      files.push(...frame.files);
-      truncated ||= frame.truncated === true;
-      if (!frame.more) done(undefined, { files, truncated });
+      files.push(...frame.files.slice(0, maxEntries - files.length));
+      truncated ||= frame.truncated === true || files.length >= maxEntries;
+      if (!frame.more || files.length >= maxEntries) done(undefined, { files, truncated });
     });
   }
 
@@ -312,6 +317,8 @@ export class AgentChannel {
    */
   get(path: string, maxBytes: number, timeoutMs: number): { data: Readable; done: Promise<{ mtimeMs: number }> } {
     const data = new PassThrough();
+    // A failure is `done`'s to report; a reader that has not started yet still sees it (the stream keeps its error).
+    data.on('error', () => {});
     let received = 0;
     const done = this.#request<{ mtimeMs: number }>(
       { op: 'get', id: newId(), path, max: maxBytes },
@@ -321,7 +328,12 @@ export class AgentChannel {
           const bytes = Buffer.from(frame.d, 'base64');
           received += bytes.length;
           if (received > maxBytes) return finish(new Error(`${path}: more than the ${maxBytes} bytes announced`));
-          data.write(bytes);
+          // The reader (a file being written) sets the pace: the connection waits while it is behind, so a large
+          // file never piles up in this process.
+          if (!data.write(bytes)) {
+            this.#stream.pause();
+            data.once('drain', () => this.#stream.resume());
+          }
         } else if (frame.t === 'done') {
           if (frame.ok) finish(undefined, { mtimeMs: frame.mtime_ms ?? Date.now() });
           else finish(new Error(`${path}: ${frame.error}`));
@@ -332,6 +344,7 @@ export class AgentChannel {
       () => data.end(),
       (err: Error) => data.destroy(err),
     );
+    done.finally(() => this.#stream.resume()).catch(() => {});
     return { data, done };
   }
 
