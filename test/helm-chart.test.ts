@@ -228,6 +228,7 @@ test('helm chart, other values: sandbox namespace, gVisor, autoscaling, quota, e
   assert.equal(config.SANDGATE_K8S_RUNTIME_CLASS, 'gvisor');
   assert.equal(config.SANDGATE_K8S_NAMESPACE, 'sandgate-sandboxes');
   assert.equal(config.SANDGATE_EXEC_TIMEOUT_S, '120');
+  assert.equal(config.SANDGATE_POOL_SIZE, '2', 'warm pool Pods per worker');
   const worker = one(ms, 'Deployment', '-worker');
   assert.equal((worker.spec as { replicas?: number }).replicas, undefined, 'the HPA owns the replica count');
   const hpa = one(ms, 'HorizontalPodAutoscaler').spec as {
