@@ -76,3 +76,34 @@ test('a long run is cancelled from the page that started it', async () => {
   assert.equal((await d.stack.api('GET', `/v1/executions/${id}`)).body.state, 'cancelled');
   assert.deepEqual(problems, []);
 });
+
+test("a test-mode run's page lists each test with its outcome and error, and the counts", async () => {
+  const { page, problems } = await openPage(d);
+  await signIn(page, d.base, KEY_A);
+  const exec = (
+    await d.stack.api('POST', '/v1/executions', {
+      mode: 'test',
+      language: 'python',
+      code: 'def add(a, b):\n    return a + b\n',
+      tests:
+        'import pytest\nfrom main import add\n\ndef test_adds():\n    assert add(1, 2) == 3\n\n' +
+        'def test_wrong():\n    assert add(1, 1) == 3, "one and one"\n\n' +
+        '@pytest.mark.skip(reason="later")\ndef test_later():\n    pass\n',
+    })
+  ).body as { id: string };
+  await page.goto(`${d.base}#/runs/${exec.id}`);
+  await page.locator('.live-run[data-state="failed"]').waitFor({ timeout: 60_000 });
+  const tests = page.getByRole('region', { name: 'tests' });
+  assert.match(await tests.getByRole('heading').innerText(), /1 passed, 1 failed, 1 skipped of 3/);
+  const rows = await tests
+    .locator('tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => [tr.querySelector('code')!.textContent, tr.getAttribute('data-outcome')]));
+  assert.deepEqual(rows, [
+    ['test_adds', 'passed'],
+    ['test_wrong', 'failed'],
+    ['test_later', 'skipped'],
+  ]);
+  assert.match(await tests.locator('tr[data-outcome="failed"] .test-error').innerText(), /one and one/);
+  assert.equal(await accessibilityProblems(page).then((p) => p.join('\n')), '');
+  assert.deepEqual(problems, []);
+});

@@ -1,4 +1,4 @@
-import type { Artifact, ExecutionResult } from '@sandgate/contracts';
+import type { Artifact, ExecutionResult, TestCase } from '@sandgate/contracts';
 import { useEffect, useRef } from 'preact/hooks';
 import { sameOrigin } from '../lib/api.ts';
 import { bytes, clock, duration } from '../lib/format.ts';
@@ -141,13 +141,59 @@ export function ResultSummary({ result }: { result: ExecutionResult }) {
   );
 }
 
-/** Everything about one run as it happens: phases, output, artifacts, result. */
+/** Test mode: each test as it ends, and the counts once the run has. */
+export function TestResults({ tests, result }: { tests: TestCase[]; result: ExecutionResult | null }) {
+  const summary = result?.tests?.summary;
+  if (tests.length === 0 && !summary) return null;
+  return (
+    <section class="tests" aria-label="tests">
+      <h3>
+        Tests
+        {summary && (
+          <span class="muted">
+            {' '}
+            {summary.passed} passed, {summary.failed} failed, {summary.skipped} skipped of {summary.total}
+          </span>
+        )}
+      </h3>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">test</th>
+            <th scope="col">outcome</th>
+            <th scope="col">time</th>
+            <th scope="col">error</th>
+          </tr>
+        </thead>
+        <tbody>
+          {tests.map((t, i) => {
+            const outcome = t.skipped ? 'skipped' : t.passed ? 'passed' : 'failed';
+            return (
+              <tr key={`${i}-${t.name}`} data-outcome={outcome}>
+                <td>
+                  <code>{t.name}</code>
+                </td>
+                <td>{outcome}</td>
+                <td>{duration(Math.round(t.duration_ms))}</td>
+                <td>{t.error && <pre class="test-error">{t.error}</pre>}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+/** Everything about one run as it happens: phases, output, test results, artifacts, result. */
 export function RunOutput({ view, fallback }: { view: RunView; fallback?: ExecutionResult | null }) {
   const result = view.result ?? fallback ?? null;
+  const tests = view.tests?.length ? view.tests : (result?.tests?.results ?? []);
   return (
     <div class="run-output">
       <PhaseTimeline phases={view.phases} />
       <Console view={view} fallback={fallback} />
+      <TestResults tests={tests} result={result} />
       <ArtifactList artifacts={view.artifacts.length ? view.artifacts : (fallback?.artifacts ?? [])} />
       {result && <ResultSummary result={result} />}
     </div>

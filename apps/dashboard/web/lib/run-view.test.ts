@@ -70,3 +70,43 @@ test('folding never changes the view it was given (what a render holds stays as 
   applyEvent(before, { id: '2-0', event: 'stdout', data: JSON.stringify({ text: 'y' }) });
   assert.deepEqual(before, copy);
 });
+
+test("test mode: each test_result is listed as it ends; the result's full list replaces them", () => {
+  const test = (name: string, passed: boolean) => ({
+    name,
+    passed,
+    skipped: false,
+    error: passed ? null : 'no',
+    duration_ms: 1,
+  });
+  const live = fold([
+    ['test_result', test('a', true)],
+    ['test_result', test('b', false)],
+  ]);
+  assert.deepEqual(
+    live.tests.map((t) => [t.name, t.passed]),
+    [
+      ['a', true],
+      ['b', false],
+    ],
+  );
+  const result = {
+    state: 'failed',
+    exit_code: 1,
+    stdout: '',
+    stderr: '',
+    stdout_truncated: false,
+    stderr_truncated: false,
+    artifacts: [],
+    duration_ms: 5,
+    tests: {
+      summary: { total: 3, passed: 2, failed: 1, skipped: 0 },
+      results: [test('a', true), test('b', false), test('c', true)],
+    },
+  };
+  const ended = applyEvent(live, { id: '1-9', event: 'result', data: JSON.stringify({ result }) });
+  assert.deepEqual(
+    ended.tests.map((t) => t.name),
+    ['a', 'b', 'c'],
+  );
+});

@@ -1,4 +1,4 @@
-import type { Artifact, ExecutionResult } from '@sandgate/contracts';
+import type { Artifact, ExecutionResult, TestCase } from '@sandgate/contracts';
 import type { StreamEvent } from './event-stream.ts';
 
 export type OutputStream = 'stdout' | 'stderr';
@@ -9,12 +9,21 @@ export interface RunView {
   /** Output in arrival order; consecutive chunks of one stream are joined (an ANSI code may span two). */
   output: { stream: OutputStream; text: string }[];
   artifacts: Artifact[];
+  /** Test mode: the tests that have ended, in order. */
+  tests: TestCase[];
   result: ExecutionResult | null;
   /** The id of the last event folded in: where a reconnect resumes. */
   lastEventId: string | null;
 }
 
-export const emptyRunView = (): RunView => ({ phases: [], output: [], artifacts: [], result: null, lastEventId: null });
+export const emptyRunView = (): RunView => ({
+  phases: [],
+  output: [],
+  artifacts: [],
+  tests: [],
+  result: null,
+  lastEventId: null,
+});
 
 const byPath = (list: Artifact[], a: Artifact) => [...list.filter((x) => x.path !== a.path), a];
 
@@ -37,10 +46,14 @@ export function applyEvent(view: RunView, ev: StreamEvent): RunView {
     }
     case 'artifact':
       return { ...next, artifacts: byPath(view.artifacts, data.artifact as Artifact) };
+    case 'test_result':
+      return { ...next, tests: [...(view.tests ?? []), data as unknown as TestCase] };
     case 'result': {
       const result = data.result as ExecutionResult;
       // The result's list is complete and its download links are the freshest.
-      return { ...next, result, artifacts: result.artifacts.reduce(byPath, view.artifacts) };
+      // The result's list of tests is the whole one (the events may have been read from the middle).
+      const tests = result.tests?.results ?? view.tests ?? [];
+      return { ...next, result, tests, artifacts: result.artifacts.reduce(byPath, view.artifacts) };
     }
     default:
       return next;
