@@ -23,6 +23,7 @@ import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
 import { transferRoutes } from './routes/transfers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
+import { toolRoutes } from './routes/tools.ts';
 import { serverTimeouts } from './timeouts.ts';
 
 export interface AppOptions {
@@ -41,6 +42,7 @@ const TAGS = [
   { name: 'files', description: 'Upload, list, download and delete the files of a session.' },
   { name: 'executions', description: 'Run code, wait for it, follow its events, cancel it.' },
   { name: 'scripts', description: 'Saved scripts of a tenant, run by name with arguments.' },
+  { name: 'tools', description: "Tools the operator offers a tenant's code, and one call of one with no sandbox." },
   { name: 'system', description: 'Health, readiness and what this deployment offers.' },
 ];
 const BEARER_SCHEME = {
@@ -128,6 +130,7 @@ export async function buildApp(
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(scriptRoutes, { prefix: '/v1/scripts', deps });
+  await app.register(toolRoutes, { prefix: '/v1/tools', deps });
   await app.register(downloadRoutes, { deps });
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });

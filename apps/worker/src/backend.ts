@@ -1,8 +1,14 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { DockerBackend, KubernetesBackend, type ExecutionBackend, type GrantTransfer } from '@sandgate/backends';
+import {
+  DockerBackend,
+  KubernetesBackend,
+  type ExecutionBackend,
+  type GrantTransfer,
+  type ToolSettings,
+} from '@sandgate/backends';
 import { createRedis, keys, TransferGrants } from '@sandgate/state';
-import { type Config } from '@sandgate/config';
+import { toolsFor, type Config } from '@sandgate/config';
 import { fileUrl, type Workspaces } from '@sandgate/storage';
 
 /**
@@ -16,7 +22,9 @@ export function createBackend(
   instanceId: string,
 ): ExecutionBackend {
   const artifactUrl = (sessionId: string, path: string) => fileUrl(config.publicUrl, sessionId, path);
-  if (config.backend === 'kubernetes') return kubernetesBackend(config, log, workspaces, artifactUrl, instanceId);
+  const tools = toolSettings(config);
+  if (config.backend === 'kubernetes')
+    return kubernetesBackend(config, log, workspaces, artifactUrl, instanceId, tools);
   return new DockerBackend({
     image: config.image,
     runtime: config.runtime,
@@ -31,6 +39,7 @@ export function createBackend(
     poolLimits: { memory_mb: config.memoryMb, cpus: config.cpus },
     maxOutputBytes: config.maxOutputBytes,
     artifactUrl,
+    ...(tools ? { tools } : {}),
     logger: log.child({ component: 'docker' }),
   });
 }
@@ -41,6 +50,7 @@ function kubernetesBackend(
   workspaces: Workspaces,
   artifactUrl: (sessionId: string, path: string) => string,
   instanceId: string,
+  tools: ToolSettings | undefined,
 ): ExecutionBackend {
   const kubeConfig = new k8s.KubeConfig();
   if (config.k8sKubeconfig !== null) kubeConfig.loadFromFile(config.k8sKubeconfig);
@@ -70,6 +80,7 @@ function kubernetesBackend(
     workspaceBytes: config.sessionDiskBytes,
     timing: { startupMs: config.k8sStartupTimeoutMs },
     agentPort: config.k8sAgentPort,
+    ...(tools ? { tools } : {}),
     instanceId,
     poolSize: config.poolSize,
     poolMaxRuns: config.poolMaxRuns,
@@ -80,4 +91,15 @@ function kubernetesBackend(
       await redis.quit().catch(() => redis.disconnect());
     },
   });
+}
+
+/** The tools runs may call, from SANDGATE_TOOLS and its bounds; undefined when no tenant has any. */
+function toolSettings(config: Config): ToolSettings | undefined {
+  if (Object.keys(config.tools).length === 0) return undefined;
+  return {
+    maxCalls: config.toolMaxCalls,
+    timeoutMs: config.toolTimeoutMs,
+    maxResponseBytes: config.toolMaxResponseBytes,
+    toolsOf: (tenant) => toolsFor(config.tools, tenant),
+  };
 }

@@ -38,6 +38,7 @@ import threading
 
 from sandgate_io import Protocol, Pump, oom_kills, write_all
 import sandgate_files
+from sandgate_tools import ToolBridge
 from sandgate_process import ProcessRunner
 import sandgate_process
 import sandgate_reset
@@ -115,6 +116,8 @@ class Agent:
         self.proto = SocketProtocol() if listen is not None else Protocol(os.dup(1))
         self.control = None if listen is not None else os.fdopen(os.dup(0), "rb", buffering=0)
         self.puts = sandgate_files.Puts()
+        # The current run's tool channel, when its tenant has tools (sandgate_tools.py).
+        self.tools = None
         # fd 0 becomes /dev/null and fd 1/2 pipes that the pump frames: code run in this process (stateful
         # mode, C extensions included) can neither read control messages nor write to the protocol.
         null = os.open(os.devnull, os.O_RDONLY)
@@ -147,6 +150,10 @@ class Agent:
                 self.interrupted.set()
                 self.process.interrupt()
                 self.stateful.interrupt()
+            elif msg.get("op") == "tool_result":
+                tools = self.tools
+                if tools is not None:
+                    tools.answer(msg)
             elif msg.get("op") == "run":
                 self.interrupted.clear()
                 self.requests.put(msg)
@@ -256,6 +263,9 @@ class Agent:
         cap = msg.get("cap") if isinstance(msg.get("cap"), int) else 100_000
         run_id = msg.get("id") if isinstance(msg.get("id"), str) else None
         oom_before = oom_kills()
+        tools = self.tools = ToolBridge(self.proto, run_id) if msg.get("tools") is True else None
+        if tools is not None:
+            msg = dict(msg, env=dict(msg.get("env") or {}, SANDGATE_TOOLS_FD=str(tools.fd())), tools_fd=tools.fd())
         self.proto.send({"t": "started", "id": run_id})
         try:
             if msg.get("mode") == "stateful" and msg.get("language") == "python":
@@ -265,6 +275,10 @@ class Agent:
         except Exception as e:  # the agent's own failure (no threads or pids left, ...): the run still ends
             self.proto.send({"t": "err", "d": "sandgate agent: the run failed: %s: %s\n" % (type(e).__name__, e)})
             frame = {"code": 126}
+        finally:
+            if tools is not None:
+                self.tools = None
+                tools.close()
         self.end_leftovers()
         oom_after = oom_kills()
         if oom_before is not None and oom_after is not None and oom_after > oom_before:

@@ -216,7 +216,8 @@ class ProcessRunner:
         usable = zygote is not None and zygote.proc.poll() is None
         argv = msg.get("argv") or ["python3", "-c"]
         # Only `python3 -c CODE`: another program (a test mode run's sandgate-test) is started as itself.
-        if (usable and msg["language"] == "python" and argv[:2] == ["python3", "-c"]
+        # A run with tools is a program of its own too: the zygote started before its tool channel existed.
+        if (usable and msg["language"] == "python" and argv[:2] == ["python3", "-c"] and "tools_fd" not in msg
                 and not any(k.startswith(STARTUP_VARS) for k in env)):
             # python3 -c CODE ARG...: the arguments follow the code in argv.
             args = (msg.get("argv") or [])[3:]
@@ -235,7 +236,8 @@ class ProcessRunner:
         full_env = dict(self.base_env)
         full_env.update(env)
         argv = msg.get("argv") or COMMANDS[msg["language"]] + [msg["code"]]
-        return Spawned(argv, full_env), lambda: None
+        pass_fds = (msg["tools_fd"],) if isinstance(msg.get("tools_fd"), int) else ()
+        return Spawned(argv, full_env, pass_fds), lambda: None
 
 
 def kill_group(pid):

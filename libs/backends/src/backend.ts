@@ -1,4 +1,12 @@
-import type { Artifact, ExecutionJob, ExecutionResult, Phase, TestCase } from '@sandgate/contracts';
+import type {
+  Artifact,
+  ExecutionJob,
+  ExecutionResult,
+  Phase,
+  TestCase,
+  ToolCallEvent,
+  ToolResultEvent,
+} from '@sandgate/contracts';
 import type { BackendCapabilities } from './capabilities.ts';
 import type { BackendLogger } from './shared/logger.ts';
 
@@ -10,6 +18,9 @@ export interface EventSink {
   artifact(artifact: Artifact): void;
   /** Test mode: one test ended (a `test_result` event). */
   testResult?(test: TestCase): void;
+  /** The run's code called a tool, and the call ended (`tool_call`, `tool_result` events). */
+  toolCall?(call: ToolCallEvent): void;
+  toolResult?(result: ToolResultEvent): void;
 }
 
 /** What is alive right now; sweep removes every sandbox that belongs to none of it. */

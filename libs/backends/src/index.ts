@@ -18,6 +18,7 @@ export { CAPABILITIES, type BackendCapabilities, type BackendName } from './capa
 export type { PoolStats } from './docker/warm-pool.ts';
 export { hostConfig, type SandboxLimits, type SandboxSettings } from './docker/container-spec.ts';
 export { commandFor, programFor, WORKDIR } from './shared/sandbox.ts';
+export type { ToolSettings } from './shared/tool-broker.ts';
 export {
   LocalArtifactStore,
   type ArtifactStore,

@@ -1,6 +1,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { ToolRegistrySchema } from './tools.ts';
 import { TenantOverridesSchema } from './tenant-limits.ts';
 
 /**
@@ -67,6 +68,11 @@ export const ConfigSchema = Type.Object({
   minFreeBytes: Type.Integer({ minimum: 0 }),
   rateLimitPerMin: Type.Integer({ minimum: 0 }),
   tenantLimits: TenantOverridesSchema,
+  /** Tools sandboxed code may call, per tenant (libs/config/src/tools.ts). */
+  tools: ToolRegistrySchema,
+  toolMaxCalls: Type.Integer({ minimum: 1 }),
+  toolTimeoutMs: Type.Integer({ minimum: 100 }),
+  toolMaxResponseBytes: Type.Integer({ minimum: 1 }),
   /** Host names (with an optional :port) the gateway answers to besides the public URL's and loopback's. */
   allowedHosts: Type.Array(Type.String({ pattern: '^[A-Za-z0-9.-]+(:\\d{1,5})?$|^\\[[0-9A-Fa-f:.]+\\](:\\d{1,5})?$' })),
   operatorKeys: Type.Array(Type.String({ minLength: 16 })),
@@ -212,6 +218,10 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MIN_FREE_BYTES: ['minFreeBytes', parseBytes, '256MiB'],
   SANDGATE_RATE_LIMIT_PER_MIN: ['rateLimitPerMin', int, '6000'],
   SANDGATE_TENANT_LIMITS: ['tenantLimits', parseJsonObject, '{}'],
+  SANDGATE_TOOLS: ['tools', parseJsonObject, '{}'],
+  SANDGATE_TOOL_MAX_CALLS: ['toolMaxCalls', int, '50'],
+  SANDGATE_TOOL_TIMEOUT_S: ['toolTimeoutMs', seconds, '10'],
+  SANDGATE_TOOL_MAX_RESPONSE_BYTES: ['toolMaxResponseBytes', parseBytes, '1MiB'],
   SANDGATE_ALLOWED_HOSTS: ['allowedHosts', list, ''],
   SANDGATE_CORS_ORIGINS: ['corsOrigins', list, ''],
   SANDGATE_WEBHOOK_ALLOW: ['webhookAllow', list, ''],

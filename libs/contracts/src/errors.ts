@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   origin_not_allowed: 403,
   not_found: 404,
   script_not_found: 404,
+  tool_not_found: 404,
   session_not_found: 404,
   execution_not_found: 404,
   file_not_found: 404,

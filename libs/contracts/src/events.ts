@@ -21,6 +21,28 @@ export const ResultEventSchema = Type.Object(
   { $id: 'ResultEvent', title: 'ResultEvent', description: 'The last event of the stream.' },
 );
 
+export const ToolCallEventSchema = Type.Object(
+  {
+    call: Type.Integer({ description: 'The call within the run: 1, 2, …; its tool_result has the same.' }),
+    name: Type.String(),
+    args: Type.Unknown({ description: 'The arguments object the code passed.' }),
+  },
+  { $id: 'ToolCallEvent', title: 'ToolCallEvent', description: "The run's code called a tool." },
+);
+export const ToolResultEventSchema = Type.Object(
+  {
+    call: Type.Integer(),
+    name: Type.String(),
+    ok: Type.Boolean(),
+    result: Type.Optional(Type.Unknown({ description: "The tool's answer, when it succeeded." })),
+    error: Type.Optional(Type.String({ description: 'Why it failed.' })),
+    duration_ms: Type.Integer(),
+  },
+  { $id: 'ToolResultEvent', title: 'ToolResultEvent', description: 'A tool call ended.' },
+);
+export type ToolCallEvent = Static<typeof ToolCallEventSchema>;
+export type ToolResultEvent = Static<typeof ToolResultEventSchema>;
+
 export type PhaseEvent = Static<typeof PhaseEventSchema>;
 export type OutputEvent = Static<typeof OutputEventSchema>;
 export type ArtifactEvent = Static<typeof ArtifactEventSchema>;
@@ -32,10 +54,21 @@ export type ExecutionEvent =
   | { type: 'stderr'; data: OutputEvent }
   | { type: 'artifact'; data: ArtifactEvent }
   | { type: 'test_result'; data: TestCase }
+  | { type: 'tool_call'; data: ToolCallEvent }
+  | { type: 'tool_result'; data: ToolResultEvent }
   | { type: 'result'; data: ResultEvent };
 
 export type EventType = ExecutionEvent['type'];
-export const EVENT_TYPES: readonly EventType[] = ['phase', 'stdout', 'stderr', 'artifact', 'test_result', 'result'];
+export const EVENT_TYPES: readonly EventType[] = [
+  'phase',
+  'stdout',
+  'stderr',
+  'artifact',
+  'test_result',
+  'tool_call',
+  'tool_result',
+  'result',
+];
 
 /**
  * One event of GET /v1/executions/{id}/events as an SSE parser hands it over: `event` names the type, `id` resumes the
@@ -59,6 +92,8 @@ export const ExecutionStreamEventSchema = Type.Union(
     frame('stderr', ref(OutputEventSchema), 'A chunk of standard error.'),
     frame('artifact', ref(ArtifactEventSchema), 'A file the run created or changed.'),
     frame('test_result', ref(TestCaseSchema), 'Test mode: one test ended.'),
+    frame('tool_call', ref(ToolCallEventSchema), "The run's code called a tool (sandgate.tools)."),
+    frame('tool_result', ref(ToolResultEventSchema), 'A tool call ended.'),
     frame('result', ref(ResultEventSchema), 'The run ended: the last event; the server then closes the stream.'),
     Type.Object(
       {

@@ -111,6 +111,17 @@ export const TestReportSchema = Type.Object(
 );
 export type TestReport = Static<typeof TestReportSchema>;
 
+export const ToolCallRecordSchema = Type.Object(
+  {
+    name: Type.String({ description: 'The tool, as the code called it (`weather.get`).' }),
+    ok: Type.Boolean(),
+    error: Type.Optional(Type.String({ description: 'Why the call failed.' })),
+    duration_ms: Type.Integer(),
+  },
+  { $id: 'ToolCallRecord', title: 'ToolCallRecord' },
+);
+export type ToolCallRecord = Static<typeof ToolCallRecordSchema>;
+
 export const ExecutionResultSchema = Type.Object(
   {
     state: Type.Union(TERMINAL_STATES.map((s) => Type.Literal(s))),
@@ -139,6 +150,12 @@ export const ExecutionResultSchema = Type.Object(
       }),
     ),
     tests: Type.Optional(ref(TestReportSchema)),
+    tool_calls: Type.Optional(
+      Type.Array(ref(ToolCallRecordSchema), {
+        description:
+          "The tools the run's code called (sandgate.tools), in order; their arguments and answers are in the events.",
+      }),
+    ),
   },
   { $id: 'ExecutionResult', title: 'ExecutionResult' },
 );

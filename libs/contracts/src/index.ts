@@ -7,6 +7,7 @@ export * from './events.ts';
 export * from './system.ts';
 export * from './mcp.ts';
 export * from './scripts.ts';
+export * from './tools.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -30,6 +31,7 @@ import {
   ExecutionOutputSchema,
   TestCaseSchema,
   TestReportSchema,
+  ToolCallRecordSchema,
 } from './executions.ts';
 import {
   PhaseEventSchema,
@@ -37,9 +39,12 @@ import {
   ArtifactEventSchema,
   ResultEventSchema,
   ExecutionStreamEventSchema,
+  ToolCallEventSchema,
+  ToolResultEventSchema,
 } from './events.ts';
 import { RuntimeSchema, RuntimeListSchema, HealthSchema, SystemStatsSchema, WebhookSecretSchema } from './system.ts';
 import { CreateScriptSchema, ScriptListSchema, ScriptSchema } from './scripts.ts';
+import { ToolCallResultSchema, ToolListSchema, ToolSchema } from './tools.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -48,6 +53,7 @@ export const SHARED_SCHEMAS = [
   LimitsSchema,
   TestCaseSchema,
   TestReportSchema,
+  ToolCallRecordSchema,
   ExecutionResultSchema,
   WebhookAttemptSchema,
   WebhookStatusSchema,
@@ -66,6 +72,8 @@ export const SHARED_SCHEMAS = [
   OutputEventSchema,
   ArtifactEventSchema,
   ResultEventSchema,
+  ToolCallEventSchema,
+  ToolResultEventSchema,
   ExecutionStreamEventSchema,
   MultipartUploadSchema,
   RuntimeSchema,
@@ -77,4 +85,7 @@ export const SHARED_SCHEMAS = [
   CreateScriptSchema,
   ScriptSchema,
   ScriptListSchema,
+  ToolSchema,
+  ToolListSchema,
+  ToolCallResultSchema,
 ];

@@ -1,4 +1,4 @@
-import type { Artifact, Phase, TestCase } from '@sandgate/contracts';
+import type { Artifact, Phase, TestCase, ToolCallEvent, ToolResultEvent } from '@sandgate/contracts';
 import type { ScriptRedis } from './scripts.ts';
 
 /**
@@ -31,6 +31,12 @@ export class EventWriter {
   }
   testResult(test: TestCase): void {
     this.append('test_result', test);
+  }
+  toolCall(call: ToolCallEvent): void {
+    this.append('tool_call', call);
+  }
+  toolResult(result: ToolResultEvent): void {
+    this.append('tool_result', result);
   }
   stdout(text: string): void {
     this.output('stdout', text);

@@ -1,3 +1,4 @@
+import { hasTools, type ToolSettings } from '../shared/tool-broker.ts';
 import { LocalArtifactStore, type ArtifactStore } from '../shared/artifact-store.ts';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
@@ -41,6 +42,8 @@ export interface DockerBackendOptions {
   nofile?: number;
   /** The download URL of an artifact. */
   artifactUrl: (sessionId: string, path: string) => string;
+  /** The tools runs' code may call (sandgate.tools), by tenant; none: no run gets a tool channel. */
+  tools?: ToolSettings;
   /** pino-like logger. Default: silent. */
   logger?: BackendLogger;
   /**
@@ -90,6 +93,7 @@ export class DockerBackend implements ExecutionBackend {
   readonly #workspaces: Workspaces;
   readonly #maxOutputBytes: number;
   readonly #artifacts: ArtifactStore;
+  readonly #tools: ToolSettings | undefined;
   readonly #log: BackendLogger;
   readonly #instanceId: string;
   readonly #sweepGraceMs: number;
@@ -113,6 +117,7 @@ export class DockerBackend implements ExecutionBackend {
     maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES,
     nofile = 1024,
     artifactUrl,
+    tools,
     logger = silentLogger,
     deployment = DEFAULT_DEPLOYMENT,
     instanceId = `docker-${randomBytes(6).toString('hex')}`,
@@ -129,6 +134,7 @@ export class DockerBackend implements ExecutionBackend {
     this.#workspaces = workspaces;
     this.#maxOutputBytes = maxOutputBytes;
     this.#artifacts = new LocalArtifactStore(artifactUrl);
+    this.#tools = tools;
     this.#log = logger;
     this.#instanceId = instanceId;
     this.#sweepGraceMs = sweepGraceMs;
@@ -171,6 +177,7 @@ export class DockerBackend implements ExecutionBackend {
       quota: this.#workspaces.quota,
       artifacts: this.#artifacts,
       log,
+      ...(this.#tools ? { tools: this.#tools } : {}),
     };
     if (job.sandbox === 'session' || job.sandbox === 'stateful') {
       this.#activeSessions.add(job.session_id);
@@ -190,7 +197,13 @@ export class DockerBackend implements ExecutionBackend {
         this.#activeSessions.delete(job.session_id);
       }
     }
-    const warm = this.#pool.take(job.tenant);
+    // A run whose tenant has tools needs an agent (the tool channel): a sandbox is made for it when none is ready.
+    const needsAgent = hasTools(this.#tools, job.tenant);
+    const warm =
+      this.#pool.take(job.tenant) ??
+      (needsAgent
+        ? await this.#pool.makeFresh().catch((err: unknown) => Promise.reject(engineError(err, this.#settings.image)))
+        : undefined);
     if (warm !== undefined) {
       const result = await runPooledContainer(
         { ...common, pool: this.#pool, slots: this.#slots, resetTimeoutMs: this.#resetTimeoutMs },

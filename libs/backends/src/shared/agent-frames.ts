@@ -10,7 +10,22 @@ export type AgentFrame =
   | ResetFrame
   | { t: 'manifest'; id: string | null; files: ManifestEntry[]; more: boolean; truncated?: boolean }
   | { t: 'chunk'; id: string | null; d: string }
-  | DoneFrame;
+  | DoneFrame
+  | ToolCallFrame;
+
+/** Code in the sandbox calls a tool (sandgate.tools): the worker answers with a ToolResult of the same `call`. */
+export interface ToolCallFrame {
+  t: 'tool_call';
+  id: string | null;
+  call: number;
+  name: string;
+  args: unknown;
+}
+
+/** The answer to a tool_call. */
+export type ToolResult = { op: 'tool_result'; call: number } & (
+  { ok: true; result: unknown } | { ok: false; error: string }
+);
 
 /** A file of the agent's workspace: path, size in bytes, mtime in ms since the epoch. */
 export type ManifestEntry = [path: string, size: number, mtimeMs: number];
@@ -63,6 +78,8 @@ export interface RunRequest {
   mode: 'process' | 'stateful';
   /** Bytes of each stream the agent sends; it reads and drops the rest (one byte more, to flag truncation). */
   cap: number;
+  /** The tenant has tools: the program gets a tool channel (sandgate_tools.py). */
+  tools?: boolean;
 }
 
 /** Stops the current run: kills its process group, or raises KeyboardInterrupt in the interpreter. */
@@ -90,7 +107,7 @@ export type FileRequest =
   | { op: 'get'; id: string; path: string; max: number }
   | { op: 'delete'; id: string; paths: string[] };
 
-export type AgentMessage = RunRequest | Ping | Reset | typeof INTERRUPT | FileRequest;
+export type AgentMessage = RunRequest | Ping | Reset | typeof INTERRUPT | FileRequest | ToolResult;
 
 export const encodeMessage = (message: AgentMessage): string => `${JSON.stringify(message)}\n`;
 
@@ -148,6 +165,9 @@ export function parseFrame(line: string): AgentFrame | undefined {
     }
     case 'chunk':
       return typeof f.d === 'string' ? { t: 'chunk', id, d: f.d } : undefined;
+    case 'tool_call':
+      if (!Number.isSafeInteger(f.call) || typeof f.name !== 'string') return undefined;
+      return { t: 'tool_call', id, call: f.call as number, name: f.name, args: f.args };
     case 'done': {
       if (typeof f.ok !== 'boolean') return undefined;
       const done: DoneFrame = { t: 'done', id, ok: f.ok };

@@ -8,6 +8,7 @@ import { programFor } from './sandbox.ts';
 import { buildResult, ENGINE_STOPPED, type RunEnd, withDiskQuota } from './result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
 import type { ExitFrame } from './agent-frames.ts';
+import type { ToolBroker } from './tool-broker.ts';
 
 /** One run in a sandbox that runs the agent (a warm-pool sandbox, or a session's sandbox or Pod). */
 export interface AgentRunSetup {
@@ -25,6 +26,8 @@ export interface AgentRunSetup {
   quota?: SubvolumeQuota;
   /** Where the session's files are, and how the run's artifacts are found there. */
   artifacts: ArtifactStore;
+  /** The tenant's tools, when it has any: the run's code gets a channel to call them (sandgate.tools). */
+  tools?: ToolBroker;
   kill(): Promise<void>;
   /** After the stream ended without an exit frame: how the sandbox ended, and what to tell the user. */
   postMortem(): Promise<Death & { message: string }>;
@@ -63,18 +66,20 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
       stdin: job.stdin,
       mode: s.mode,
       cap: s.maxOutputBytes,
+      ...(s.tools ? { tools: true } : {}),
     },
     {
       onStarted: () => events.phase('running'),
       stdout: (bytes) => stdout.write(bytes),
       stderr: (bytes) => stderr.write(bytes),
+      ...(s.tools ? { toolCall: (call) => s.tools!.handle(call) } : {}),
     },
     { timeoutMs: job.timeout_ms, signal: s.signal, interruptGraceMs: s.interruptGraceMs, kill: () => s.kill() },
   );
   stdout.end();
   stderr.end();
-  const finish = (runEnd: RunEnd, found: Harvest = { artifacts: [], truncated: false }): ExecutionResult =>
-    buildResult({
+  const finish = (runEnd: RunEnd, found: Harvest = { artifacts: [], truncated: false }): ExecutionResult => {
+    const result = buildResult({
       end: runEnd,
       limits: job,
       stdout,
@@ -84,6 +89,9 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
       durationMs: end.durationMs,
       tests,
     });
+    if (s.tools && s.tools.calls.length > 0) result.tool_calls = s.tools.calls;
+    return result;
+  };
   if (!end.started) {
     const stopped = end.timedOut || end.cancelled;
     return {

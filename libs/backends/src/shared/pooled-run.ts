@@ -3,6 +3,7 @@ import type { SubvolumeQuota } from '@sandgate/storage';
 import type { EventSink } from '../backend.ts';
 import { runInAgent, type Death } from './agent-run.ts';
 import type { ArtifactStore, TransferFailure } from './artifact-store.ts';
+import { ToolBroker, type ToolSettings } from './tool-broker.ts';
 import type { BackendLogger } from './logger.ts';
 import type { PoolMember, SandboxPool } from './sandbox-pool.ts';
 
@@ -12,6 +13,8 @@ export interface PooledRunContext {
   maxOutputBytes: number;
   quota?: SubvolumeQuota;
   artifacts: ArtifactStore;
+  /** The tools runs may call (sandgate.tools), by tenant. */
+  tools?: ToolSettings;
   log: BackendLogger;
 }
 
@@ -68,6 +71,7 @@ export async function runPooled<T extends PoolMember>(
       maxOutputBytes: ctx.maxOutputBytes,
       quota: ctx.quota,
       artifacts: ctx.artifacts,
+      tools: ToolBroker.of(ctx.tools, job.tenant, run.events),
       kill: () => hooks.kill(),
       postMortem: async () => {
         const death = await hooks.death();

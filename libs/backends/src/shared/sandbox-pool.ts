@@ -52,7 +52,7 @@ export interface SandboxPoolOptions<T extends PoolMember> {
    * Makes a sandbox, started and answering; undefined when the pool closed meanwhile (it then removed it itself).
    * Rejects when it cannot, having removed what it made.
    */
-  make(closed: () => boolean): Promise<T | undefined>;
+  make(closed: () => boolean, limits?: { memory_mb: number; cpus: number }): Promise<T | undefined>;
   /** Removes a sandbox (taken or not), and whatever it holds. */
   discard(sandbox: T): Promise<void>;
 }
@@ -102,6 +102,16 @@ export class SandboxPool<T extends PoolMember> {
     else this.#hits++;
     // No refill here: it would compete for the CPU with the very run it serves. recycle() or release() refill.
     return taken;
+  }
+
+  /**
+   * A sandbox made now for one run, not taken from those ready (a run that must have an agent — its code calls tools —
+   * when none is ready). It goes back through recycle() or release() like any other.
+   */
+  async makeFresh(limits?: { memory_mb: number; cpus: number }): Promise<T> {
+    const sandbox = await this.#o.make(() => this.#closed, limits);
+    if (sandbox === undefined) throw new Error('the pool is closing');
+    return sandbox;
   }
 
   /** Whether a sandbox that has just served a run may serve another, after a reset. */

@@ -5,6 +5,7 @@ import type { AgentChannel } from './agent-channel.ts';
 import type { BackendLogger } from './logger.ts';
 import { runInAgent, type AgentOutcome, type Death } from './agent-run.ts';
 import type { ArtifactStore, TransferFailure } from './artifact-store.ts';
+import { ToolBroker, type ToolSettings } from './tool-broker.ts';
 
 /** A session's sandbox, held for one run. */
 export interface HeldSandbox {
@@ -36,6 +37,8 @@ export interface SessionRunContext<S extends HeldSandbox> {
   quota?: SubvolumeQuota;
   interruptGraceMs: number;
   artifacts: ArtifactStore;
+  /** The tools runs may call (sandgate.tools), by tenant. */
+  tools?: ToolSettings;
   log: BackendLogger;
 }
 
@@ -72,6 +75,7 @@ export async function runInSession<S extends HeldSandbox>(
         maxOutputBytes: ctx.maxOutputBytes,
         quota: ctx.quota,
         artifacts: ctx.artifacts,
+        tools: ToolBroker.of(ctx.tools, job.tenant, events),
         kill: () => host.kill(sandbox),
         postMortem: () => postMortem(ctx, job, sandbox, startedAt),
         ...(host.prepare ? { prepare: () => host.prepare!(sandbox, job, dir) } : {}),

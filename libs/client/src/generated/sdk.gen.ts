@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
+import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -260,6 +260,30 @@ export const getScript = <ThrowOnError extends boolean = false>(options: Options
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/scripts/{name}',
     ...options
+});
+
+/**
+ * The tools this tenant's code may call
+ */
+export const listTools = <ThrowOnError extends boolean = false>(options?: Options<ListToolsData, ThrowOnError>): RequestResult<ListToolsResponses, ListToolsErrors, ThrowOnError> => (options?.client ?? client).get<ListToolsResponses, ListToolsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/tools',
+    ...options
+});
+
+/**
+ * Call one tool, with no sandbox: the fast path for a request that is a single tool call
+ *
+ * The body is the arguments object, checked against the tool's input_schema. `ok: false` with `error` when the tool failed, timed out or answered more than SANDGATE_TOOL_MAX_RESPONSE_BYTES.
+ */
+export const callTool = <ThrowOnError extends boolean = false>(options: Options<CallToolData, ThrowOnError>): RequestResult<CallToolResponses, CallToolErrors, ThrowOnError> => (options.client ?? client).post<CallToolResponses, CallToolErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/tools/{name}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

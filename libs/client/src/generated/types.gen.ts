@@ -103,6 +103,22 @@ export type TestReport = {
 };
 
 /**
+ * ToolCallRecord
+ */
+export type ToolCallRecord = {
+    /**
+     * The tool, as the code called it (`weather.get`).
+     */
+    name: string;
+    ok: boolean;
+    /**
+     * Why the call failed.
+     */
+    error?: string;
+    duration_ms: number;
+};
+
+/**
  * ExecutionResult
  */
 export type ExecutionResult = {
@@ -135,6 +151,10 @@ export type ExecutionResult = {
      */
     interpreter_restarted?: boolean;
     tests?: TestReport;
+    /**
+     * The tools the run's code called (sandgate.tools), in order; their arguments and answers are in the events.
+     */
+    tool_calls?: Array<ToolCallRecord>;
 };
 
 /**
@@ -422,6 +442,43 @@ export type ResultEvent = {
 };
 
 /**
+ * ToolCallEvent
+ *
+ * The run's code called a tool.
+ */
+export type ToolCallEvent = {
+    /**
+     * The call within the run: 1, 2, …; its tool_result has the same.
+     */
+    call: number;
+    name: string;
+    /**
+     * The arguments object the code passed.
+     */
+    args: unknown;
+};
+
+/**
+ * ToolResultEvent
+ *
+ * A tool call ended.
+ */
+export type ToolResultEvent = {
+    call: number;
+    name: string;
+    ok: boolean;
+    /**
+     * The tool's answer, when it succeeded.
+     */
+    result?: unknown;
+    /**
+     * Why it failed.
+     */
+    error?: string;
+    duration_ms: number;
+};
+
+/**
  * ExecutionStreamEvent
  *
  * One server-sent event; the response is a stream of them, each `data` a JSON document.
@@ -461,6 +518,20 @@ export type ExecutionStreamEvent = {
     id: string;
     event: 'test_result';
     data: TestCase;
+} | {
+    /**
+     * Pass as Last-Event-ID to resume after this event.
+     */
+    id: string;
+    event: 'tool_call';
+    data: ToolCallEvent;
+} | {
+    /**
+     * Pass as Last-Event-ID to resume after this event.
+     */
+    id: string;
+    event: 'tool_result';
+    data: ToolResultEvent;
 } | {
     /**
      * Pass as Last-Event-ID to resume after this event.
@@ -709,6 +780,50 @@ export type ScriptList = {
         size_bytes: number;
         created_at: string;
     }>;
+};
+
+/**
+ * Tool
+ */
+export type Tool = {
+    /**
+     * As code calls it: `tools.weather.get(...)` is `weather.get`.
+     */
+    name: string;
+    description: string | null;
+    /**
+     * The JSON Schema its arguments object is checked against; null: any object.
+     */
+    input_schema: {
+        [key: string]: unknown;
+    } | null;
+};
+
+/**
+ * ToolList
+ */
+export type ToolList = {
+    /**
+     * By name.
+     */
+    tools: Array<Tool>;
+};
+
+/**
+ * ToolCallResult
+ */
+export type ToolCallResult = {
+    name: string;
+    /**
+     * The tool answered (2xx); false: `error` says why not.
+     */
+    ok: boolean;
+    /**
+     * The tool's answer: its JSON, or its text.
+     */
+    result?: unknown;
+    error?: string;
+    duration_ms: number;
 };
 
 export type GetHealthData = {
@@ -1971,6 +2086,96 @@ export type GetScriptResponses = {
 };
 
 export type GetScriptResponse = GetScriptResponses[keyof GetScriptResponses];
+
+export type ListToolsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/tools';
+};
+
+export type ListToolsErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type ListToolsError = ListToolsErrors[keyof ListToolsErrors];
+
+export type ListToolsResponses = {
+    /**
+     * Default Response
+     */
+    200: ToolList;
+};
+
+export type ListToolsResponse = ListToolsResponses[keyof ListToolsResponses];
+
+export type CallToolData = {
+    body: {
+        [key: string]: unknown;
+    };
+    path: {
+        name: string;
+    };
+    query?: never;
+    url: '/v1/tools/{name}';
+};
+
+export type CallToolErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type CallToolError = CallToolErrors[keyof CallToolErrors];
+
+export type CallToolResponses = {
+    /**
+     * Default Response
+     */
+    200: ToolCallResult;
+};
+
+export type CallToolResponse = CallToolResponses[keyof CallToolResponses];
 
 export type DownloadFileData = {
     body?: never;
