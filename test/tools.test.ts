@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startStack, type Stack } from './harness.ts';
 import { readSse } from './sse-client.ts';
 
@@ -44,7 +47,38 @@ async function toolServer(): Promise<{ server: Server; url: string; seen: Seen[]
   return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen };
 }
 
-const registry = (url: string) =>
+/** A remote MCP server (streamable HTTP, stateless) with two tools: `add` and `fail`. */
+async function mcpToolServer(): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    const mcp = new McpServer({ name: 'test-tools', version: '1' }, { capabilities: { tools: {} } });
+    mcp.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: [
+        {
+          name: 'add',
+          description: 'a + b',
+          inputSchema: {
+            type: 'object',
+            required: ['a', 'b'],
+            properties: { a: { type: 'number' }, b: { type: 'number' } },
+          },
+        },
+        { name: 'fail', description: 'always fails', inputSchema: { type: 'object' } },
+      ],
+    }));
+    mcp.setRequestHandler(CallToolRequestSchema, async (r) => {
+      if (r.params.name === 'fail') return { isError: true, content: [{ type: 'text', text: 'it failed on purpose' }] };
+      const { a, b } = r.params.arguments as { a: number; b: number };
+      return { content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => void transport.close());
+    void mcp.connect(transport).then(() => transport.handleRequest(req, res));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp` };
+}
+
+const registry = (url: string, mcpUrl: string) =>
   JSON.stringify({
     acme: {
       'weather.get': {
@@ -62,6 +96,7 @@ const registry = (url: string) =>
       big: { url: `${url}/big` },
       broken: { url: `${url}/broken` },
       slow: { url: `${url}/slow` },
+      math: { mcp_url: mcpUrl },
     },
     '*': { 'clock.now': { url: `${url}/clock` } },
   });
@@ -82,10 +117,12 @@ const run = async (s: Stack, key: string, body: Record<string, unknown>) => {
 test("tools: sandboxed code calls the tenant's tools through the worker, bounded, as events, with no network", async (t) => {
   const tools = await toolServer();
   t.after(() => tools.server.close());
+  const mcp = await mcpToolServer();
+  t.after(() => mcp.server.close());
   const s = await startStack({
     env: {
       SANDGATE_API_KEYS: `${KEY_A}:acme,${KEY_B}:globex`,
-      SANDGATE_TOOLS: registry(tools.url),
+      SANDGATE_TOOLS: registry(tools.url, mcp.url),
       SANDGATE_TOOL_MAX_CALLS: '5',
       SANDGATE_TOOL_TIMEOUT_S: '1',
       SANDGATE_TOOL_MAX_RESPONSE_BYTES: '1KB',
@@ -141,7 +178,10 @@ test("tools: sandboxed code calls the tenant's tools through the worker, bounded
     });
     assert.equal(r.result.state, 'completed', r.result.stderr);
     const lines = r.result.stdout.trim().split('\n');
-    assert.match(lines[0], /^ToolError: no tool "nope" for this tenant; its tools: big, broken, clock\.now, echo/);
+    assert.match(
+      lines[0],
+      /^ToolError: no tool "nope" for this tenant; its tools: big, broken, clock\.now, echo, math\.\*/,
+    );
     assert.match(lines[1], /^ToolError: invalid arguments: .*city/);
     assert.match(lines[2], /^ToolError: the tool answered 500/);
     assert.match(lines[3], /^ToolError: the answer is .*over the limit of 1000 bytes/);
@@ -185,6 +225,37 @@ test("tools: sandboxed code calls the tenant's tools through the worker, bounded
     assert.match(r.result.stdout, /ToolError: no tool "weather\.get" for this tenant; its tools: clock\.now/);
   });
 
+  await t.test("a remote MCP server's tools, by <server>.<tool>: listed, called, checked, failing", async () => {
+    const r = await run(s, KEY_A, {
+      code: [
+        'from sandgate import tools, ToolError',
+        'print(tools.math.add(a=2, b=40))',
+        'for call in (lambda: tools.math.add(a="x", b=1), lambda: tools.math.fail(), lambda: tools.math.nope()):',
+        '    try:',
+        '        call()',
+        '    except ToolError as e:',
+        '        print("ToolError:", str(e)[:60])',
+      ].join('\n'),
+    });
+    assert.equal(r.result.state, 'completed', r.result.stderr);
+    const lines = r.result.stdout.trim().split('\n');
+    assert.equal(lines[0], "{'sum': 42}");
+    assert.match(lines[1], /^ToolError: invalid arguments: .*a/);
+    assert.equal(lines[2], 'ToolError: it failed on purpose');
+    assert.equal(lines[3], 'ToolError: the MCP server lists no tool "nope"');
+    const listed = await s.api('GET', '/v1/tools', undefined, { authorization: `Bearer ${KEY_A}` });
+    const math = listed.body.tools.filter((x: any) => x.name.startsWith('math.'));
+    assert.deepEqual(
+      math.map((x: any) => [x.name, x.description]),
+      [
+        ['math.add', 'a + b'],
+        ['math.fail', 'always fails'],
+      ],
+    );
+    const fast = await s.api('POST', '/v1/tools/math.add', { a: 1, b: 2 }, { authorization: `Bearer ${KEY_A}` });
+    assert.deepEqual([fast.body.ok, fast.body.result], [true, { sum: 3 }]);
+  });
+
   await t.test('javascript and typescript: the same library, awaited', async () => {
     const js = await run(s, KEY_A, {
       language: 'javascript',
@@ -226,7 +297,7 @@ test("tools: sandboxed code calls the tenant's tools through the worker, bounded
     const listed = await s.api('GET', '/v1/tools', undefined, auth);
     assert.deepEqual(
       listed.body.tools.map((x: any) => x.name),
-      ['big', 'broken', 'clock.now', 'echo', 'slow', 'weather.get'],
+      ['big', 'broken', 'clock.now', 'echo', 'math.add', 'math.fail', 'slow', 'weather.get'],
     );
     assert.deepEqual(listed.body.tools.at(-1).input_schema.required, ['city']);
     const called = await s.api('POST', '/v1/tools/weather.get', { city: 'Tromsø' }, auth);

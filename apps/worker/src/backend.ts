@@ -8,7 +8,7 @@ import {
   type ToolSettings,
 } from '@sandgate/backends';
 import { createRedis, keys, TransferGrants } from '@sandgate/state';
-import { toolsFor, type Config } from '@sandgate/config';
+import { ToolCaller, toolsFor, type Config } from '@sandgate/config';
 import { fileUrl, type Workspaces } from '@sandgate/storage';
 
 /**
@@ -101,5 +101,6 @@ function toolSettings(config: Config): ToolSettings | undefined {
     timeoutMs: config.toolTimeoutMs,
     maxResponseBytes: config.toolMaxResponseBytes,
     toolsOf: (tenant) => toolsFor(config.tools, tenant),
+    caller: new ToolCaller(),
   };
 }

@@ -2,3 +2,4 @@ export * from './config.ts';
 export * from './tenant-limits.ts';
 export * from './logger.ts';
 export * from './tools.ts';
+export * from './mcp-tools.ts';

@@ -20,16 +20,54 @@ export const HttpToolSchema = Type.Object(
 );
 export type HttpTool = Static<typeof HttpToolSchema>;
 
-/** SANDGATE_TOOLS: `{ "<tenant>" | "*": { "<tool name>": HttpTool } }`; `*` offers a tool to every tenant. */
+/**
+ * A remote MCP server (streamable HTTP) whose tools are offered under its name: the server `search` with a tool
+ * `web` is called as `tools.search.web(...)`, by the name `search.web`.
+ */
+export const McpToolServerSchema = Type.Object(
+  {
+    mcp_url: Type.String({ pattern: '^https?://' }),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  { additionalProperties: false },
+);
+export type McpToolServer = Static<typeof McpToolServerSchema>;
+
+export type ToolSource = HttpTool | McpToolServer;
+export const isMcpServer = (t: ToolSource): t is McpToolServer => 'mcp_url' in t;
+
+/**
+ * SANDGATE_TOOLS: `{ "<tenant>" | "*": { "<tool name>": HttpTool | McpToolServer } }`; `*` offers a tool to every
+ * tenant.
+ */
 export const ToolRegistrySchema = Type.Record(
   Type.String({ pattern: '^([A-Za-z0-9_-]{1,64}|\\*)$' }),
-  Type.Record(Type.String({ pattern: TOOL_NAME }), HttpToolSchema),
+  Type.Record(Type.String({ pattern: TOOL_NAME }), Type.Union([HttpToolSchema, McpToolServerSchema])),
 );
 export type ToolRegistry = Static<typeof ToolRegistrySchema>;
 
 /** The tools a tenant's code may call: those offered to every tenant, then its own (which win on a name). */
-export function toolsFor(registry: ToolRegistry, tenant: string): Record<string, HttpTool> {
+export function toolsFor(registry: ToolRegistry, tenant: string): Record<string, ToolSource> {
   return { ...registry['*'], ...registry[tenant] };
+}
+
+/**
+ * Which offered tool a call of `name` is: an HTTP tool of that very name, or a tool of an MCP server whose name is a
+ * prefix of it (`search.web`: the tool `web` of the server `search`). Undefined: no such tool.
+ */
+export function resolveTool(
+  tools: Record<string, ToolSource>,
+  name: string,
+): { http: HttpTool } | { server: McpToolServer; tool: string } | undefined {
+  const exact = Object.hasOwn(tools, name) ? tools[name] : undefined;
+  if (exact !== undefined && !isMcpServer(exact)) return { http: exact };
+  const parts = name.split('.');
+  for (let i = parts.length - 1; i >= 1; i--) {
+    const prefix = parts.slice(0, i).join('.');
+    const source = Object.hasOwn(tools, prefix) ? tools[prefix] : undefined;
+    if (source !== undefined && isMcpServer(source)) return { server: source, tool: parts.slice(i).join('.') };
+  }
+  return undefined;
 }
 
 /** How far one call may go: its time, and the bytes of its answer. */
@@ -44,7 +82,7 @@ const ajv = new Ajv({ allErrors: true, strict: false });
 const validators = new WeakMap<object, ValidateFunction>();
 
 /** Checks `args` against the tool's input_schema; the problem, for the caller, or undefined. */
-export function argumentsProblem(tool: HttpTool, args: unknown): string | undefined {
+export function argumentsProblem(tool: { input_schema?: Record<string, unknown> }, args: unknown): string | undefined {
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return 'the arguments must be an object';
   if (!tool.input_schema) return undefined;
   let validate = validators.get(tool.input_schema);

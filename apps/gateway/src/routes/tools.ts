@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { argumentsProblem, callHttpTool, toolsFor } from '@sandgate/config';
+import { ToolCaller, toolsFor } from '@sandgate/config';
 import {
   ProblemSchema,
   SandgateError,
@@ -18,6 +18,9 @@ import { tenantOf } from '../plugins/auth.ts';
  */
 export const toolRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { config } = deps;
+  const caller = new ToolCaller();
+  app.addHook('onClose', () => caller.close());
+  const limits = { timeoutMs: config.toolTimeoutMs, maxResponseBytes: config.toolMaxResponseBytes };
 
   app.get(
     '',
@@ -31,15 +34,9 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     },
     async (req) => {
       const tools = toolsFor(config.tools, tenantOf(req));
-      return {
-        tools: Object.keys(tools)
-          .sort()
-          .map((name) => ({
-            name,
-            description: tools[name]!.description ?? null,
-            input_schema: tools[name]!.input_schema ?? null,
-          })),
-      };
+      const failed = (server: string, err: unknown) =>
+        req.log.warn({ server, err: (err as Error).message }, 'could not list the tools of an MCP server');
+      return { tools: await caller.list(tools, limits, failed) };
     },
   );
 
@@ -67,15 +64,13 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     },
     async (req) => {
       const { name } = req.params;
-      const tool = toolsFor(config.tools, tenantOf(req))[name];
-      if (tool === undefined) throw new SandgateError('tool_not_found', `no tool "${name}" for this tenant`);
-      const problem = argumentsProblem(tool, req.body);
-      if (problem !== undefined) throw new SandgateError('validation_failed', `invalid arguments: ${problem}`);
+      const tools = toolsFor(config.tools, tenantOf(req));
       const started = performance.now();
-      const answer = await callHttpTool(tool, req.body, {
-        timeoutMs: config.toolTimeoutMs,
-        maxResponseBytes: config.toolMaxResponseBytes,
-      });
+      const answer = await caller.call(tools, name, req.body, limits);
+      if (answer === undefined) throw new SandgateError('tool_not_found', `no tool "${name}" for this tenant`);
+      if (!answer.ok && answer.error.startsWith('invalid arguments: ')) {
+        throw new SandgateError('validation_failed', answer.error);
+      }
       return { name, ...answer, duration_ms: Math.round(performance.now() - started) };
     },
   );

@@ -285,6 +285,7 @@ export class DockerBackend implements ExecutionBackend {
   /** Stops refilling the pool, removes this instance's warm sandboxes, detaches from session sandboxes (they stay). */
   async close(): Promise<void> {
     this.#sessions.close();
+    await this.#tools?.caller.close();
     await this.#pool.close();
   }
 }

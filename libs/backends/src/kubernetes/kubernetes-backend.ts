@@ -254,6 +254,7 @@ export class KubernetesBackend implements ExecutionBackend {
 
   async close(): Promise<void> {
     this.#sessions.close();
+    await this.#options.tools?.caller.close();
     await this.#pool.close();
     await this.#options.onClose?.();
   }

@@ -1,4 +1,4 @@
-import { callHttpTool, type HttpTool, type ToolAnswer, type ToolLimits } from '@sandgate/config';
+import { ToolCaller, type ToolAnswer, type ToolLimits, type ToolSource } from '@sandgate/config';
 import type { ToolCallRecord } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import type { ToolCallFrame } from './agent-frames.ts';
@@ -8,7 +8,9 @@ export interface ToolSettings extends ToolLimits {
   /** Calls one run may make; the next ones fail without being made. */
   maxCalls: number;
   /** The tools of a tenant (SANDGATE_TOOLS): none means the run gets no tool channel. */
-  toolsOf(tenant: string): Record<string, HttpTool>;
+  toolsOf(tenant: string): Record<string, ToolSource>;
+  /** Makes the calls (HTTP endpoints, MCP servers). */
+  caller: ToolCaller;
 }
 
 /** Whether a tenant has tools: its runs then need an agent, which gives the code a tool channel. */
@@ -23,7 +25,7 @@ export class ToolBroker {
   readonly calls: ToolCallRecord[] = [];
 
   constructor(
-    private readonly tools: Record<string, HttpTool>,
+    private readonly tools: Record<string, ToolSource>,
     private readonly settings: ToolSettings,
     private readonly events: EventSink,
   ) {}
@@ -45,18 +47,16 @@ export class ToolBroker {
     return answer;
   }
 
-  #answer(name: string, args: unknown): Promise<ToolAnswer> | ToolAnswer {
+  async #answer(name: string, args: unknown): Promise<ToolAnswer> {
     if (this.calls.length >= this.settings.maxCalls) {
       return {
         ok: false,
         error: `this run has made its ${this.settings.maxCalls} tool calls (SANDGATE_TOOL_MAX_CALLS)`,
       };
     }
-    const tool = Object.hasOwn(this.tools, name) ? this.tools[name] : undefined;
-    if (tool === undefined) {
-      const offered = Object.keys(this.tools).sort().join(', ');
-      return { ok: false, error: `no tool "${name}" for this tenant; its tools: ${offered}` };
-    }
-    return callHttpTool(tool, args, this.settings);
+    const answer = await this.settings.caller.call(this.tools, name, args, this.settings);
+    return (
+      answer ?? { ok: false, error: `no tool "${name}" for this tenant; its tools: ${ToolCaller.offered(this.tools)}` }
+    );
   }
 }
