@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { MCP_TOOLS } from '@sandgate/contracts';
 import assert from 'node:assert/strict';
 import { startStack } from './harness.ts';
 import { b64, initializeMessage, mcpClient, rawMcp, toolsOf } from './mcp-client.ts';
@@ -44,7 +45,7 @@ test('MCP over HTTP: API keys, Origin, stateless GET/DELETE, the session id head
     const list = await rawMcp(s.url, { jsonrpc: '2.0', id: 7, method: 'tools/list' }, auth(KEY_A));
     assert.equal(list.status, 200);
     assert.equal(list.messages[0]!.id, 7);
-    assert.equal(list.messages[0]!.result.tools.length, 7);
+    assert.equal(list.messages[0]!.result.tools.length, MCP_TOOLS.length);
   });
 
   await t.test('GET and DELETE /mcp are 405 (no stream, no session to end), as the SDK client expects', async () => {
