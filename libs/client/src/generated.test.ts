@@ -25,6 +25,7 @@ test('the committed generated client is what hey-api makes of openapi/openapi.js
 test('the SDK has a function per operation, named by its operationId', async () => {
   const sdk = await import('./generated/sdk.gen.ts');
   assert.deepEqual(Object.keys(sdk).sort(), [
+    'callTool',
     'cancelExecution',
     'createSession',
     'deleteFile',
@@ -45,6 +46,7 @@ test('the SDK has a function per operation, named by its operationId', async () 
     'listRuntimes',
     'listScripts',
     'listSessions',
+    'listTools',
     'putFile',
     'restartSession',
     'runExecution',
