@@ -14,7 +14,7 @@ import base64
 import os
 import stat
 
-from sandgate_io import WORKDIR
+from sandgate_io import WORKDIR, regular_files
 
 # Files listed per manifest frame, and in all: what the worker looks at per walk.
 MANIFEST_FRAME = 500
@@ -61,27 +61,17 @@ def manifest(send, request_id):
     """Regular, single-linked files, never following a link, in frames of MANIFEST_FRAME."""
     batch = []
     count = 0
-    for top, dirs, files in os.walk(WORKDIR, followlinks=False):
-        dirs.sort()
-        for name in sorted(files):
-            full = os.path.join(top, name)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-                continue
-            rel = os.path.relpath(full, WORKDIR)
-            if rel.startswith(TEMP_PREFIX) or "/" + TEMP_PREFIX in rel:
-                continue
-            if count >= MAX_FILES:
-                send({"t": "manifest", "id": request_id, "files": batch, "more": False, "truncated": True})
-                return
-            batch.append([rel, st.st_size, st.st_mtime_ns // 1_000_000])
-            count += 1
-            if len(batch) >= MANIFEST_FRAME:
-                send({"t": "manifest", "id": request_id, "files": batch, "more": True})
-                batch = []
+    for rel, st in regular_files(WORKDIR):
+        if rel.startswith(TEMP_PREFIX) or "/" + TEMP_PREFIX in rel:
+            continue
+        if count >= MAX_FILES:
+            send({"t": "manifest", "id": request_id, "files": batch, "more": False, "truncated": True})
+            return
+        batch.append([rel, st.st_size, st.st_mtime_ns // 1_000_000])
+        count += 1
+        if len(batch) >= MANIFEST_FRAME:
+            send({"t": "manifest", "id": request_id, "files": batch, "more": True})
+            batch = []
     send({"t": "manifest", "id": request_id, "files": batch, "more": False})
 
 

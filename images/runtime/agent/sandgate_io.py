@@ -2,6 +2,7 @@
 import json
 import os
 import selectors
+import stat
 import threading
 
 # Where the session's files are inside the sandbox: every program's working directory.
@@ -10,6 +11,20 @@ READ_CHUNK = 65536
 # Reads after a run has ended: what is already in the pipes, but not forever from a process that escaped
 # its group and keeps writing.
 MAX_DRAIN_READS = 64
+
+
+def regular_files(root):
+    """The regular, single-linked files under `root`, never following a link, in path order: (relative path, lstat)."""
+    for top, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(top, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                yield os.path.relpath(full, root), st
 
 
 class Protocol:

@@ -23,7 +23,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sandgate_io import WORKDIR, Protocol, StreamCap, drain_pipes, oom_kills  # noqa: E402
+from sandgate_io import WORKDIR, Protocol, StreamCap, drain_pipes, oom_kills, regular_files  # noqa: E402
 
 TRANSFER = "/sandgate/transfer"
 HANDOFF = "/sandgate/handoff"
@@ -240,22 +240,11 @@ def wait_for_exit(wait_ms):
 def workspace_files():
     """Regular, single-linked files of the workspace (never following a link), as path → identity."""
     found = {}
-    truncated = False
-    for top, dirs, files in os.walk(WORKDIR, followlinks=False):
-        dirs.sort()
-        for name in sorted(files):
-            full = os.path.join(top, name)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-                continue
-            if len(found) >= MAX_FILES:
-                truncated = True
-                break
-            found[os.path.relpath(full, WORKDIR)] = identity(st)
-    return found, truncated
+    for rel, st in regular_files(WORKDIR):
+        if len(found) >= MAX_FILES:
+            return found, True
+        found[rel] = identity(st)
+    return found, False
 
 
 def upload(gw, path):
