@@ -202,7 +202,9 @@ export class DockerBackend implements ExecutionBackend {
     const warm =
       this.#pool.take(job.tenant) ??
       (needsAgent
-        ? await this.#pool.makeFresh().catch((err: unknown) => Promise.reject(engineError(err, this.#settings.image)))
+        ? await this.#pool.makeFresh().catch((err: unknown) => {
+            throw engineError(err, this.#settings.image);
+          })
         : undefined);
     if (warm !== undefined) {
       const result = await runPooledContainer(
