@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { PodSecurityLevel } from './admission.ts';
 import type { PodWorker } from './kubelet.ts';
 import type { LogView } from './pod-logs.ts';
@@ -15,6 +16,8 @@ export interface ApiContext {
   logView: LogView;
   /** Continue tokens minted at resourceVersions below this answer 410 Expired. */
   continueExpiredBefore: number;
+  /** How often a watch that allows bookmarks gets one. */
+  watchBookmarkMs: number;
   /** Removes an object for good, as the registry does after the last finalizer/grace; the GC follows. */
   removeNow(kind: Kind, namespace: string, name: string): K8sObject | undefined;
 }
@@ -33,4 +36,6 @@ export interface ApiAnswer {
   status: number;
   body: unknown;
   contentType?: string;
+  /** A body sent as it comes (a watch, a followed log) instead of `body`; destroyed when the client goes away. */
+  stream?: Readable;
 }

@@ -15,6 +15,7 @@ import { Scenarios } from './scenarios.ts';
 import { createApiServer, type ApiCall } from './server.ts';
 import { Store, type K8sObject, type Kind } from './store.ts';
 import { GarbageCollector } from './gc.ts';
+import { OpenStreams } from './open-streams.ts';
 import { PausePool } from './pod-sandbox.ts';
 import { removePodVolume } from './pod-volumes.ts';
 import { fenceChain, HostFence, removeFence } from './host-fence.ts';
@@ -39,6 +40,13 @@ export interface K8sDoubleOptions {
   hostPorts?: number[];
   /** How long the garbage collector waits before removing an object whose owners never existed. Default 500 ms. */
   orphanGraceMs?: number;
+  /**
+   * Changes kept per kind for watches that resume from a resourceVersion; resuming from before the oldest kept one
+   * is 410 Expired, as after the watch cache moved on. Default 1000.
+   */
+  watchHistory?: number;
+  /** How often a watch with allowWatchBookmarks gets a BOOKMARK (the watch cache's ~1 min). Default 60 000 ms. */
+  watchBookmarkMs?: number;
 }
 
 const DEFAULT_SETTINGS: NodeSettings = {
@@ -52,8 +60,8 @@ const DEFAULT_SETTINGS: NodeSettings = {
 };
 
 /**
- * A Kubernetes API server (core/v1 pods, pods/log, secrets, events) on loopback whose Pods really run on Docker.
- * Start one per test with `K8sDouble.start()`, point a client at `kubeconfig`, and `close()` it afterwards:
+ * A Kubernetes API server (core/v1 pods, pods/log, secrets, events, with watches) on loopback whose Pods really run
+ * on Docker. Start one per test with `K8sDouble.start()`, point a client at `kubeconfig`, and `close()` it afterwards:
  * every Docker object it made (labelled org.sandgate.k8s-double=<id>) goes with it.
  */
 export class K8sDouble {
@@ -61,7 +69,9 @@ export class K8sDouble {
   readonly calls: ApiCall[] = [];
   readonly faults = new Faults();
   readonly scenarios = new Scenarios();
-  readonly store = new Store();
+  readonly store: Store;
+  /** Watches and followed logs still streaming: `size`, and `idle()` to wait for the last to end. */
+  readonly streams = new OpenStreams();
   readonly docker: Dockerode;
   readonly token: string;
   readonly namespace: string;
@@ -80,6 +90,7 @@ export class K8sDouble {
   #gc?: GarbageCollector;
 
   private constructor(readonly options: K8sDoubleOptions) {
+    this.store = new Store(options.watchHistory);
     this.docker = options.docker ?? new Dockerode();
     this.token = options.token ?? randomBytes(16).toString('hex');
     this.namespace = (options.namespaces ?? ['sandgate'])[0]!;
@@ -143,6 +154,7 @@ export class K8sDouble {
       quota: this.options.quota ?? {},
       logView: { rotatedAt: new Map(), lagMs: 0, maxFileBytes: settings.containerLogMaxBytes },
       continueExpiredBefore: 0,
+      watchBookmarkMs: this.options.watchBookmarkMs ?? 60_000,
       removeNow: (kind, ns, name) => this.store.remove(kind, ns, name),
     };
     Object.defineProperty(this.#ctx.logView, 'lagMs', { get: () => this.scenarios.logLagMs });
@@ -151,6 +163,7 @@ export class K8sDouble {
       token: this.token,
       faults: this.faults,
       calls: this.calls,
+      streams: this.streams,
       ...(this.options.rbac ? { rbac: this.options.rbac } : {}),
     });
     this.#server = server;

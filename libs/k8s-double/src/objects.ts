@@ -49,6 +49,20 @@ export function clearServerFields(obj: K8sObject): void {
 
 export const isDryRun = (req: ApiRequest): boolean => req.query.getAll('dryRun').includes('All');
 
+/** A boolean query parameter as the API server decodes one: absent, `0` or `false` is false, anything else true. */
+export function queryFlag(query: URLSearchParams, key: string): boolean {
+  const raw = query.get(key);
+  return raw !== null && !['0', 'false'].includes(raw.toLowerCase());
+}
+
+/** Which objects a list or watch selects: its namespace (or all), labelSelector and fieldSelector. */
+export function selection(req: ApiRequest, fields: readonly string[]): (obj: K8sObject) => boolean {
+  const byLabel = labelMatcher(req.query.get('labelSelector') ?? undefined);
+  const byField = fieldMatcher(req.query.get('fieldSelector') ?? undefined, fields);
+  return (o) =>
+    (req.namespace === undefined || o.metadata.namespace === req.namespace) && byLabel(o.metadata.labels) && byField(o);
+}
+
 /** A list answer (PodList, SecretList, EventList) with selectors and limit/continue applied. */
 export function listObjects(
   ctx: ApiContext,
@@ -56,12 +70,7 @@ export function listObjects(
   req: ApiRequest,
   fields: readonly string[],
 ): Record<string, unknown> {
-  if (req.query.get('watch') === 'true' || req.query.get('watch') === '1') {
-    throw badRequest('k8s-double: watch is not implemented; poll with get or list');
-  }
-  const byLabel = labelMatcher(req.query.get('labelSelector') ?? undefined);
-  const byField = fieldMatcher(req.query.get('fieldSelector') ?? undefined, fields);
-  const all = ctx.store.list(kind, req.namespace).filter((o) => byLabel(o.metadata.labels) && byField(o));
+  const all = ctx.store.list(kind, req.namespace).filter(selection(req, fields));
   const rv = Number(ctx.store.resourceVersion);
   const key = (o: K8sObject) => `${o.metadata.namespace}/${o.metadata.name}`;
   const page = paginate(all, key, req.query, rv, ctx.continueExpiredBefore);

@@ -2,20 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { podSecurityViolations } from './admission.ts';
 import type { ApiAnswer, ApiContext, ApiRequest } from './api-context.ts';
 import { PodWorker } from './kubelet.ts';
-import {
-  clearServerFields,
-  deleteOptions,
-  existing,
-  generateName,
-  isDryRun,
-  listObjects,
-  objectBody,
-} from './objects.ts';
+import { clearServerFields, deleteOptions, existing, generateName, isDryRun, objectBody } from './objects.ts';
 import { TOKEN_MOUNT_PATH, TOKEN_VOLUME_PREFIX } from './pod-mounts.ts';
 import { containerFor, readLog, type LogQuery } from './pod-logs.ts';
 import { k8sTime, qosClassOf } from './pod-status.ts';
 import type { PodSpec } from './pod-types.ts';
 import { admitPodSpec } from './pod-validation.ts';
+import { listOrWatch } from './watch.ts';
 import { POD_FIELDS } from './selectors.ts';
 import { alreadyExists, badRequest, forbidden, methodNotSupported, notFound } from './status.ts';
 import type { K8sObject } from './store.ts';
@@ -30,7 +23,7 @@ export async function podsApi(ctx: ApiContext, req: ApiRequest): Promise<ApiAnsw
     throw notFound(`pods/${req.subresource}`, req.name!);
   }
   if (req.name === undefined) {
-    if (req.method === 'GET') return { status: 200, body: listObjects(ctx, 'Pod', req, POD_FIELDS) };
+    if (req.method === 'GET') return listOrWatch(ctx, 'Pod', req, POD_FIELDS);
     // Objects are created in a namespace; the cluster-wide collection only lists.
     if (req.method === 'POST' && req.namespace !== undefined) return createPod(ctx, req);
     throw methodNotSupported('pods', req.method === 'DELETE' ? 'deletecollection' : req.method);

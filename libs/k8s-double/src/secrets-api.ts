@@ -1,13 +1,6 @@
 import type { ApiAnswer, ApiContext, ApiRequest } from './api-context.ts';
-import {
-  clearServerFields,
-  deleteOptions,
-  existing,
-  generateName,
-  isDryRun,
-  listObjects,
-  objectBody,
-} from './objects.ts';
+import { clearServerFields, deleteOptions, existing, generateName, isDryRun, objectBody } from './objects.ts';
+import { listOrWatch } from './watch.ts';
 import { admitSecret } from './secret-validation.ts';
 import { EVENT_FIELDS, SECRET_FIELDS } from './selectors.ts';
 import { alreadyExists, badRequest, conflict, methodNotSupported, notFound, success } from './status.ts';
@@ -16,7 +9,7 @@ import { alreadyExists, badRequest, conflict, methodNotSupported, notFound, succ
 export async function secretsApi(ctx: ApiContext, req: ApiRequest): Promise<ApiAnswer> {
   if (req.subresource !== undefined) throw notFound(`secrets/${req.subresource}`, req.name!);
   if (req.name === undefined) {
-    if (req.method === 'GET') return { status: 200, body: listObjects(ctx, 'Secret', req, SECRET_FIELDS) };
+    if (req.method === 'GET') return listOrWatch(ctx, 'Secret', req, SECRET_FIELDS);
     if (req.method === 'POST' && req.namespace !== undefined) return createSecret(ctx, req);
     throw methodNotSupported('secrets', req.method === 'DELETE' ? 'deletecollection' : req.method);
   }
@@ -87,5 +80,5 @@ export async function eventsApi(ctx: ApiContext, req: ApiRequest): Promise<ApiAn
     if (!e) throw notFound('events', req.name);
     return { status: 200, body: e };
   }
-  return { status: 200, body: listObjects(ctx, 'Event', req, EVENT_FIELDS) };
+  return listOrWatch(ctx, 'Event', req, EVENT_FIELDS);
 }

@@ -1,8 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { pipeline, type Readable } from 'node:stream';
 import { rbacDenied, rulesAllow, type PolicyRule } from './admission.ts';
 import type { ApiAnswer, ApiContext, ApiRequest } from './api-context.ts';
 import { faultError, type Faults, type RequestInfo } from './faults.ts';
+import { queryFlag } from './objects.ts';
+import type { OpenStreams } from './open-streams.ts';
 import { podsApi } from './pods-api.ts';
 import { eventsApi, secretsApi } from './secrets-api.ts';
 import { ApiError, badRequest, pathNotFound, unauthorized } from './status.ts';
@@ -20,6 +23,7 @@ export interface ServerOptions {
   rbac?: { user: string; rules: PolicyRule[] };
   faults: Faults;
   calls: ApiCall[];
+  streams: OpenStreams;
 }
 
 /** The API server's request limit (3 MiB): a larger body is a 413. */
@@ -37,10 +41,9 @@ export function requestInfo(method: string, path: string, query: URLSearchParams
   const [, namespace, resource, name, subresource] = m.map((p) =>
     p === undefined ? undefined : decodeURIComponent(p),
   );
-  const watch = query.get('watch') === 'true' || query.get('watch') === '1';
   const verb =
     {
-      GET: name ? 'get' : watch ? 'watch' : 'list',
+      GET: name ? 'get' : queryFlag(query, 'watch') ? 'watch' : 'list',
       POST: 'create',
       PUT: 'update',
       PATCH: 'patch',
@@ -81,6 +84,7 @@ async function handle(ctx: ApiContext, opts: ServerOptions, req: IncomingMessage
   opts.calls.push(call);
   const answer = (a: ApiAnswer, headers: Record<string, string> = {}) => {
     call.status = a.status;
+    if (a.stream) return stream(res, a.status, a.contentType ?? 'application/json', a.stream, opts.streams);
     const text = Buffer.isBuffer(a.body) ? a.body : Buffer.from(JSON.stringify(a.body));
     res.writeHead(a.status, {
       'content-type': a.contentType ?? 'application/json',
@@ -112,6 +116,17 @@ async function handle(ctx: ApiContext, opts: ServerOptions, req: IncomingMessage
         : new ApiError(500, 'InternalError', `k8s-double: ${(err as Error).message ?? String(err)}`);
     answer({ status: e.code, body: e.toStatus() }, e.headers);
   }
+}
+
+/**
+ * A streamed answer: headers at once (a watch client waits for them before any event), then chunked writes as the
+ * source produces them. The client going away destroys the source, which frees what feeds it.
+ */
+function stream(res: ServerResponse, status: number, contentType: string, body: Readable, open: OpenStreams): void {
+  open.add(body);
+  res.writeHead(status, { 'content-type': contentType });
+  res.flushHeaders();
+  pipeline(body, res, () => {});
 }
 
 async function route(

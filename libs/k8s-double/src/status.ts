@@ -68,11 +68,16 @@ export const conflict = (resource: string, name: string, why: string): ApiError 
     kind: resource,
   });
 
-/** 422: `Pod "x" is invalid: spec.containers[0].name: Required value`, one cause per field. */
-export function invalid(kind: string, name: string, causes: StatusCause[]): ApiError {
+/**
+ * 422: `Pod "x" is invalid: spec.containers[0].name: Required value`, one cause per field. With a `group` the kind is
+ * qualified by it (`ListOptions.meta.k8s.io "" is invalid: ...`) and an empty name is left out of the details.
+ */
+export function invalid(kind: string, name: string, causes: StatusCause[], group?: string): ApiError {
   const list = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message));
   const text = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
-  return new ApiError(422, 'Invalid', `${kind} "${name}" is invalid: ${text}`, { name, kind, causes });
+  const qualified = group === undefined ? kind : `${kind}.${group}`;
+  const details = group === undefined ? { name, kind, causes } : { ...(name ? { name } : {}), group, kind, causes };
+  return new ApiError(422, 'Invalid', `${qualified} "${name}" is invalid: ${text}`, details);
 }
 
 export const badRequest = (message: string): ApiError => new ApiError(400, 'BadRequest', message);

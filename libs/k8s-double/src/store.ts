@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ChangeLog } from './change-log.ts';
 
 /** The kinds this API server keeps. */
 export type Kind = 'Pod' | 'Secret' | 'Event';
@@ -40,15 +41,25 @@ type Listener = (kind: Kind, obj: K8sObject) => void;
 
 const keyOf = (namespace: string, name: string): string => `${namespace}/${name}`;
 
+/** The first resourceVersion of every store: the one a watch cache starts from. */
+const START_RV = 1000;
+
 /**
- * The double's etcd: objects by kind and namespace/name, one resourceVersion counter for all of them.
- * Readers always get copies, so nothing a handler does to an answer changes what is stored.
+ * The double's etcd: objects by kind and namespace/name, one resourceVersion counter for all of them, and the
+ * changes watches read (`changes`). Readers always get copies, so nothing a handler does to an answer changes what
+ * is stored.
  */
 export class Store {
-  #rv = 1000;
+  #rv = START_RV;
   readonly #objects = new Map<Kind, Map<string, K8sObject>>();
   readonly #removeListeners: Listener[] = [];
   readonly #insertListeners: Listener[] = [];
+  readonly changes: ChangeLog;
+
+  /** `watchHistory`: changes kept per kind for watches that resume from a resourceVersion. */
+  constructor(watchHistory = 1000) {
+    this.changes = new ChangeLog(watchHistory, START_RV);
+  }
 
   get resourceVersion(): string {
     return String(this.#rv);
@@ -87,16 +98,23 @@ export class Store {
     stored.metadata.resourceVersion = String(++this.#rv);
     stored.metadata.creationTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     this.#map(kind).set(keyOf(stored.metadata.namespace!, stored.metadata.name!), stored);
+    this.changes.record({ type: 'ADDED', kind, rv: this.#rv, object: structuredClone(stored) });
     for (const l of this.#insertListeners) l(kind, structuredClone(stored));
     return structuredClone(stored);
   }
 
-  /** Changes a stored object in place and bumps its resourceVersion; undefined when it is gone. */
+  /**
+   * Changes a stored object in place and bumps its resourceVersion; undefined when it is gone. A change that leaves
+   * the object as it was writes nothing and keeps its resourceVersion, as etcd's guaranteed update skips a no-op.
+   */
   update(kind: Kind, namespace: string, name: string, change: (obj: K8sObject) => void): K8sObject | undefined {
     const obj = this.#map(kind).get(keyOf(namespace, name));
     if (!obj) return undefined;
+    const previous = structuredClone(obj);
     change(obj);
+    if (JSON.stringify(obj) === JSON.stringify(previous)) return structuredClone(obj);
     obj.metadata.resourceVersion = String(++this.#rv);
+    this.changes.record({ type: 'MODIFIED', kind, rv: this.#rv, object: structuredClone(obj), previous });
     return structuredClone(obj);
   }
 
@@ -106,7 +124,10 @@ export class Store {
     const obj = m.get(keyOf(namespace, name));
     if (!obj) return undefined;
     m.delete(keyOf(namespace, name));
-    ++this.#rv;
+    const rv = ++this.#rv;
+    const last = structuredClone(obj);
+    const object = { ...last, metadata: { ...last.metadata, resourceVersion: String(rv) } };
+    this.changes.record({ type: 'DELETED', kind, rv, object, previous: last });
     for (const l of this.#removeListeners) l(kind, obj);
     return structuredClone(obj);
   }

@@ -123,3 +123,82 @@ export async function waitForEvent(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** What a watch event carries: an object of the kind watched, or a Status for an ERROR. */
+export type WatchObject = Record<string, unknown> & {
+  kind?: string;
+  metadata?: k8s.V1ObjectMeta;
+  code?: number;
+  reason?: string;
+  message?: string;
+};
+
+/** One event of a watch as the client library hands it over. */
+export interface WatchEvent {
+  type: string;
+  object: WatchObject;
+}
+
+/** A watch through the client library's `Watch`, its events taken one at a time in order. */
+export interface WatchFeed {
+  /** The next event, failing after `timeoutMs` without one. */
+  next(timeoutMs?: number): Promise<WatchEvent>;
+  /** Events up to and including the first that `done` accepts. */
+  until(done: (e: WatchEvent) => boolean, timeoutMs?: number): Promise<WatchEvent[]>;
+  /** Settles when the client saw the stream end: the error it reported, or null. */
+  ended: Promise<unknown>;
+  /** Events received and not yet taken. */
+  pending(): WatchEvent[];
+  stop(): void;
+}
+
+/** Starts a watch on `path` (e.g. `/api/v1/namespaces/ns/pods`) with the real client; stopped after the test. */
+export async function watchFeed(
+  t: TestContext,
+  f: DoubleFixture,
+  path: string,
+  query: Record<string, string | number | boolean> = {},
+): Promise<WatchFeed> {
+  const queue: WatchEvent[] = [];
+  let wake = (): void => {};
+  let endWith: (err: unknown) => void = () => {};
+  const ended = new Promise<unknown>((resolve) => (endWith = resolve));
+  const controller = await new k8s.Watch(f.kc).watch(
+    path,
+    query,
+    (type, object) => {
+      queue.push({ type, object });
+      wake();
+    },
+    (err) => {
+      endWith(err ?? null);
+      wake();
+    },
+  );
+  t.after(() => controller.abort());
+  const next = async (timeoutMs = 15_000): Promise<WatchEvent> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!queue.length) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no watch event on ${path} within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    return queue.shift()!;
+  };
+  const until = async (done: (e: WatchEvent) => boolean, timeoutMs = 30_000): Promise<WatchEvent[]> => {
+    const seen: WatchEvent[] = [];
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const e = await next(Math.max(1, deadline - Date.now()));
+      seen.push(e);
+      if (done(e)) return seen;
+    }
+  };
+  return { next, until, ended, pending: () => [...queue], stop: () => controller.abort() };
+}
