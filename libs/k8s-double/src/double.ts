@@ -10,7 +10,7 @@ import { Faults } from './faults.ts';
 import type { PodWorker } from './kubelet.ts';
 import { kubeconfigFor, kubeconfigYaml, type KubeConfigObject } from './kubeconfig.ts';
 import type { NodeContext, NodeSettings } from './node-context.ts';
-import { nanos } from './pod-logs.ts';
+import { nanos } from './log-entries.ts';
 import { Scenarios } from './scenarios.ts';
 import { createApiServer, type ApiCall } from './server.ts';
 import { Store, type K8sObject, type Kind } from './store.ts';

@@ -1,15 +1,11 @@
+import type { Readable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { PodWorker } from './kubelet.ts';
+import { format, nanos, parseDockerLog, type Entry } from './log-entries.ts';
+import { followLog } from './pod-log-follow.ts';
 import { ApiError, badRequest } from './status.ts';
 import type { PodSpec } from './pod-types.ts';
 import type { K8sObject } from './store.ts';
-
-/** One line (or part of a line) as the runtime logged it, with its time in nanoseconds. */
-interface Entry {
-  ts: string;
-  ns: bigint;
-  bytes: Buffer;
-}
 
 /** How pods/log narrows the log, from its query string. */
 export interface LogQuery {
@@ -28,27 +24,6 @@ export interface LogView {
   rotatedAt: Map<string, bigint>;
   lagMs: number;
   maxFileBytes: number;
-}
-
-export function nanos(ts: string): bigint {
-  const m = /^(.*?:\d\d)(?:\.(\d+))?Z$/.exec(ts);
-  if (!m) return 0n;
-  return BigInt(Date.parse(`${m[1]}Z`)) * 1_000_000n + BigInt((m[2] ?? '').padEnd(9, '0').slice(0, 9));
-}
-
-/** Splits `docker logs` output (8-byte frame headers, timestamps on) into entries, stdout and stderr in order. */
-export function parseDockerLog(buf: Buffer): Entry[] {
-  const out: Entry[] = [];
-  for (let at = 0; at + 8 <= buf.length;) {
-    const size = buf.readUInt32BE(at + 4);
-    const payload = buf.subarray(at + 8, at + 8 + size);
-    at += 8 + size;
-    const space = payload.indexOf(0x20);
-    if (space < 0) continue;
-    const ts = payload.subarray(0, space).toString('latin1');
-    out.push({ ts, ns: nanos(ts), bytes: payload.subarray(space + 1) });
-  }
-  return out;
 }
 
 /** The container a log request names, with the API server's errors for a missing or ambiguous name. */
@@ -71,7 +46,8 @@ export function containerFor(pod: K8sObject, requested: string | undefined): str
 
 /**
  * pods/log as the kubelet serves it: the current log file only (rotation), tailLines first, then since,
- * timestamps as a prefix, and limitBytes cutting wherever the count ends, mid-line or mid-character.
+ * timestamps as a prefix, and limitBytes cutting wherever the count ends, mid-line or mid-character. With follow,
+ * a stream of that, then of each line as it is written until the container stops (see followLog).
  */
 export async function readLog(
   worker: PodWorker,
@@ -79,7 +55,7 @@ export async function readLog(
   name: string,
   q: LogQuery,
   view: LogView,
-): Promise<Buffer> {
+): Promise<Buffer | Readable> {
   const podName = pod.metadata.name!;
   if (worker.frozen) {
     const ip = worker.model.hostIP ?? '10.0.0.1';
@@ -90,7 +66,6 @@ export async function readLog(
         `dial tcp ${ip}:10250: connect: no route to host`,
     );
   }
-  if (q.follow) throw badRequest('k8s-double: follow=true is not implemented; read the log with discrete requests');
   if (q.previous) throw badRequest(`previous terminated container "${name}" in pod "${podName}" not found`);
   const rec = worker.model.record(name)!;
   if ('waiting' in rec.state) {
@@ -106,8 +81,17 @@ export async function readLog(
         : '',
     );
   }
-  const entries = visible(await dockerEntries(container), `${worker.ref.uid}/${name}`, view);
-  return render(entries, q);
+  const written = await dockerEntries(container);
+  const file = currentFile(written, `${worker.ref.uid}/${name}`, view);
+  const delivered = file.slice(0, deliveredCount(file, view.lagMs));
+  const since = sinceOf(q);
+  const shown = select(delivered, q, since).map((e) => format(e, q.timestamps));
+  if (q.follow) {
+    const held = file.slice(delivered.length);
+    return followLog(container, { written, held, shown }, { since, query: q, view });
+  }
+  const all = Buffer.concat(shown);
+  return q.limitBytes === undefined ? all : all.subarray(0, q.limitBytes);
 }
 
 async function dockerEntries(container: Dockerode.Container): Promise<Entry[]> {
@@ -120,10 +104,9 @@ async function dockerEntries(container: Dockerode.Container): Promise<Entry[]> {
   return parseDockerLog(Buffer.isBuffer(raw) ? raw : Buffer.from(raw));
 }
 
-/** What the kubelet can serve now: nothing from rotated files, nothing the lag has not yet delivered. */
-function visible(entries: Entry[], key: string, view: LogView): Entry[] {
+/** What the current log file holds: nothing from rotated files (rotateLogs, or past containerLogMaxBytes). */
+function currentFile(entries: Entry[], key: string, view: LogView): Entry[] {
   const rotated = view.rotatedAt.get(key) ?? -1n;
-  const newest = BigInt(Date.now() - view.lagMs) * 1_000_000n;
   let start = 0;
   let fileBytes = 0;
   entries.forEach((e, i) => {
@@ -134,22 +117,28 @@ function visible(entries: Entry[], key: string, view: LogView): Entry[] {
       fileBytes = e.bytes.length + e.ts.length + 10;
     }
   });
-  return entries.slice(start).filter((e) => e.ns > rotated && (view.lagMs === 0 || e.ns <= newest));
+  return entries.slice(start).filter((e) => e.ns > rotated);
 }
 
-function render(entries: Entry[], q: LogQuery): Buffer {
-  let list = entries;
-  if (q.tailLines !== undefined) list = tail(list, q.tailLines);
-  const since =
-    q.sinceTime !== undefined
-      ? nanos(q.sinceTime)
-      : q.sinceSeconds !== undefined
-        ? BigInt(Date.now() - q.sinceSeconds * 1000) * 1_000_000n
-        : undefined;
-  if (since !== undefined) list = list.filter((e) => e.ns >= since);
-  const parts = list.map((e) => (q.timestamps ? Buffer.concat([Buffer.from(`${e.ts} `), e.bytes]) : e.bytes));
-  const all = Buffer.concat(parts);
-  return q.limitBytes === undefined ? all : all.subarray(0, q.limitBytes);
+/** How many of the entries a lagging runtime has delivered: those older than the lag. */
+function deliveredCount(entries: Entry[], lagMs: number): number {
+  if (lagMs === 0) return entries.length;
+  const newest = BigInt(Date.now() - lagMs) * 1_000_000n;
+  const first = entries.findIndex((e) => e.ns > newest);
+  return first < 0 ? entries.length : first;
+}
+
+/** The log narrowed as pods/log narrows it: the last tailLines lines, then only those written at or after since. */
+function select(entries: Entry[], q: LogQuery, since: bigint | undefined): Entry[] {
+  const list = q.tailLines === undefined ? entries : tail(entries, q.tailLines);
+  return since === undefined ? list : list.filter((e) => e.ns >= since);
+}
+
+/** sinceTime, or sinceSeconds back from now, in nanoseconds. */
+function sinceOf(q: LogQuery): bigint | undefined {
+  if (q.sinceTime !== undefined) return nanos(q.sinceTime);
+  if (q.sinceSeconds !== undefined) return BigInt(Date.now() - q.sinceSeconds * 1000) * 1_000_000n;
+  return undefined;
 }
 
 /** The last `n` lines: entries after the n-th newline from the end. */

@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { podSecurityViolations } from './admission.ts';
 import type { ApiAnswer, ApiContext, ApiRequest } from './api-context.ts';
 import { PodWorker } from './kubelet.ts';
-import { clearServerFields, deleteOptions, existing, generateName, isDryRun, objectBody } from './objects.ts';
+import {
+  clearServerFields,
+  deleteOptions,
+  existing,
+  generateName,
+  isDryRun,
+  objectBody,
+  queryFlag,
+} from './objects.ts';
 import { TOKEN_MOUNT_PATH, TOKEN_VOLUME_PREFIX } from './pod-mounts.ts';
 import { containerFor, readLog, type LogQuery } from './pod-logs.ts';
 import { k8sTime, qosClassOf } from './pod-status.ts';
@@ -148,9 +156,9 @@ async function podLog(ctx: ApiContext, req: ApiRequest): Promise<ApiAnswer> {
     tailLines: int('tailLines', 0),
     sinceSeconds: int('sinceSeconds', 1),
     ...(q.has('sinceTime') ? { sinceTime: q.get('sinceTime')! } : {}),
-    timestamps: q.get('timestamps') === 'true',
-    previous: q.get('previous') === 'true',
-    follow: q.get('follow') === 'true',
+    timestamps: queryFlag(q, 'timestamps'),
+    previous: queryFlag(q, 'previous'),
+    follow: queryFlag(q, 'follow'),
   };
   if (query.sinceSeconds !== undefined && query.sinceTime !== undefined)
     throw badRequest('at most one of sinceTime or sinceSeconds may be specified');
@@ -158,5 +166,6 @@ async function podLog(ctx: ApiContext, req: ApiRequest): Promise<ApiAnswer> {
   const worker = ctx.workers.get(pod.metadata.uid!);
   if (!worker) throw notFound('pods', req.name!);
   const body = await readLog(worker, pod, container, query, ctx.logView);
-  return { status: 200, body, contentType: 'text/plain' };
+  if (Buffer.isBuffer(body)) return { status: 200, body, contentType: 'text/plain' };
+  return { status: 200, body: undefined, stream: body, contentType: 'text/plain' };
 }
