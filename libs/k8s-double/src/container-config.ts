@@ -26,6 +26,8 @@ export interface ContainerInputs {
   sandbox: Sandbox;
   /** Bytes of json-file log the engine keeps per container before dropping (beyond the kubelet's rotation). */
   logMaxBytes: number;
+  /** Which run of the container this is (its restart count): each run is a new engine container. */
+  attempt?: number;
 }
 
 /** The effective security context: the container's fields over the Pod's, as the kubelet merges them. */
@@ -55,7 +57,7 @@ export function containerCreateOptions(i: ContainerInputs): Dockerode.ContainerC
   if (sc.seccompProfile?.type !== 'RuntimeDefault') securityOpt.push('seccomp=unconfined');
   const groups = [...(sc.fsGroup === undefined ? [] : [sc.fsGroup]), ...(sc.supplementalGroups ?? [])].map(String);
   return {
-    name: dockerName(i.ref, c.name),
+    name: dockerName(i.ref, i.attempt ? `${c.name}-${i.attempt}` : c.name),
     Image: c.image,
     // command replaces the image's ENTRYPOINT and drops its CMD; args replace CMD.
     ...(c.command ? { Entrypoint: c.command, Cmd: c.args ?? [] } : c.args ? { Cmd: c.args } : {}),

@@ -57,6 +57,8 @@ const DEFAULT_SETTINGS: NodeSettings = {
   podPidsLimit: 4096,
   containerLogMaxBytes: 10 << 20,
   warmSandboxes: 2,
+  restartBackOffMs: 10_000,
+  restartBackOffMaxMs: 300_000,
 };
 
 /**
@@ -127,6 +129,7 @@ export class K8sDouble {
     this.#fence = await HostFence.install(this.id, bridge);
     for (const port of this.options.hostPorts ?? []) await this.#fence.allow(port);
     const settings = { ...DEFAULT_SETTINGS, ...this.options.node };
+    settings.restartBackOffMaxMs = this.options.node?.restartBackOffMaxMs ?? 30 * settings.restartBackOffMs;
     const node: NodeContext = {
       pauses: undefined as unknown as PausePool,
       docker: this.docker,

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type Dockerode from 'dockerode';
 import { containerCreateOptions } from './container-config.ts';
 import { blockerOf, imageUser, resolveEnv, type Blocker } from './container-prep.ts';
@@ -8,6 +9,8 @@ import { k8sTime, PodStatusModel, qosClassOf, type ContainerRecord } from './pod
 import type { Container, PodSpec } from './pod-types.ts';
 import { mountVolumes } from './pod-mounts.ts';
 import { diskUsage, removePodVolume, type PodVolume } from './pod-volumes.ts';
+import { CrashBackOff, goDuration, restartsAfter } from './restart-policy.ts';
+import { ContainerRuns } from './container-runs.ts';
 import type { K8sObject } from './store.ts';
 
 /** How a Pod is ended from outside its own containers. */
@@ -19,14 +22,24 @@ const UNKNOWN = {
   message: 'The container could not be located when the pod was terminated',
 };
 
+/** A container not running when the Pod is ended: its last run stands if it was waiting to run again. */
+function settle(r: ContainerRecord): void {
+  if ('terminated' in r.state) return;
+  const last = 'waiting' in r.state && r.lastState && 'terminated' in r.lastState ? r.lastState : undefined;
+  r.state = last ?? { terminated: { ...UNKNOWN } };
+  if (last) delete r.lastState;
+}
+
 /**
- * One Pod's life on the node, as the kubelet runs it for restartPolicy Never: schedule, sandbox (Pod IP),
- * volumes, init containers one by one, then every container; status written back to the store at each step.
+ * One Pod's life on the node, as the kubelet runs it: schedule, sandbox (Pod IP), volumes, init containers one by
+ * one, then every container, each run again under restartPolicy OnFailure/Always with the kubelet's back-off;
+ * status written back to the store at each step.
  */
 export class PodWorker {
   readonly model: PodStatusModel;
   readonly ref: PodRef;
-  readonly containers = new Map<string, Dockerode.Container>();
+  /** The engine containers of each container's newest run and of the run before it. */
+  readonly runs = new ContainerRuns();
   /** Containers removed with their logs (eviction): pods/log has nothing to read for them. */
   readonly removedLogs = new Set<string>();
   /** Node lost: status is no longer reported and pods/log fails. */
@@ -36,6 +49,9 @@ export class PodWorker {
   #volumes = new Map<string, PodVolume>();
   #timers: NodeJS.Timeout[] = [];
   #exits: Promise<void>[] = [];
+  readonly #backOff: CrashBackOff;
+  /** Aborted when the Pod ends: wakes a container waiting out its back-off. */
+  readonly #stop = new AbortController();
   #destroyed?: Promise<void>;
   readonly done: Promise<void>;
 
@@ -54,7 +70,9 @@ export class PodWorker {
       (spec.initContainers ?? []).map((c) => rec(c, true)),
       spec.containers.map((c) => rec(c, false)),
       qosClassOf([...(spec.initContainers ?? []), ...spec.containers]),
+      spec.restartPolicy ?? 'Always',
     );
+    this.#backOff = new CrashBackOff(ctx.settings.restartBackOffMs, ctx.settings.restartBackOffMaxMs);
     this.ref = {
       doubleId: ctx.doubleId,
       uid: pod.metadata.uid!,
@@ -105,7 +123,7 @@ export class PodWorker {
       if (!(await this.#runInit(rec))) return this.#stopTimers();
     }
     if (this.model.init.length) for (const r of this.model.app) r.state = { waiting: { reason: 'ContainerCreating' } };
-    await Promise.all(this.spec.containers.map((c) => this.#startWhenPossible(c)));
+    await Promise.all(this.spec.containers.map((c) => this.#runContainer(c)));
     await Promise.all(this.#exits);
     if (this.model.terminal) this.#stopTimers();
   }
@@ -189,19 +207,54 @@ export class PodWorker {
 
   async #runInit(rec: ContainerRecord): Promise<boolean> {
     const c = (this.spec.initContainers ?? []).find((x) => x.name === rec.name)!;
-    await this.#startWhenPossible(c);
+    await this.#runContainer(c);
     await Promise.all(this.#exits);
     const term = 'terminated' in rec.state ? rec.state.terminated : undefined;
     return !this.#ended && term?.exitCode === 0;
   }
 
-  /** Retries what blocks a container (pull, config) until it starts or the Pod ends. */
-  async #startWhenPossible(c: Container): Promise<void> {
+  /** Runs a container, and after each exit runs it again as long as the restart policy asks for it. */
+  async #runContainer(c: Container): Promise<void> {
+    const rec = this.model.record(c.name)!;
+    for (let attempt = 0; await this.#startWhenPossible(c, attempt); attempt++) {
+      const exit = 'terminated' in rec.state ? rec.state.terminated.exitCode : undefined;
+      if (this.#ended || exit === undefined || !restartsAfter(this.spec.restartPolicy, rec.init, exit)) return;
+      await this.#backOffBeforeRestart(rec);
+    }
+  }
+
+  /**
+   * Between two runs of a container: the run that ended becomes its lastState, and unless this is its first restart
+   * it waits out the back-off as `waiting: CrashLoopBackOff` (a BackOff event), counted from its exit.
+   */
+  async #backOffBeforeRestart(rec: ContainerRecord): Promise<void> {
+    const stoppedAt = Date.now();
+    rec.lastState = rec.state;
+    rec.state = { waiting: { reason: 'ContainerCreating' } };
+    const wait = this.#backOff.remaining(rec.name, stoppedAt);
+    if (wait > 0) {
+      const pod = `${this.ref.name}_${this.ref.namespace}(${this.ref.uid})`;
+      const backOff = goDuration(this.#backOff.current(rec.name));
+      const message = `back-off ${backOff} restarting failed container=${rec.name} pod=${pod}`;
+      rec.state = { waiting: { reason: 'CrashLoopBackOff', message } };
+      this.model.recompute();
+      this.#publish();
+      this.#event('Warning', 'BackOff', `Back-off restarting failed container ${rec.name} in pod ${pod}`);
+      await sleep(wait, undefined, { signal: this.#stop.signal }).catch(() => {});
+    }
+    this.#backOff.next(rec.name, stoppedAt);
+  }
+
+  /**
+   * Retries what blocks a container (pull, config) until it starts or the Pod ends. True once the instance it
+   * started has ended (or could not start); false when none started.
+   */
+  async #startWhenPossible(c: Container, attempt: number): Promise<boolean> {
     const rec = this.model.record(c.name)!;
     for (let blocker: Blocker | undefined; !this.#ended;) {
       blocker = await blockerOf(this.ctx, this.pod, c, blocker);
-      if (this.#ended) return;
-      if (!blocker) return this.#start(c, rec);
+      if (this.#ended) return false;
+      if (!blocker) return this.#start(c, rec, attempt);
       const prev = 'waiting' in rec.state ? rec.state.waiting : undefined;
       if (prev?.reason !== blocker.reason || prev.message !== blocker.message) {
         rec.state = { waiting: blocker };
@@ -217,9 +270,11 @@ export class PodWorker {
       }
       await this.ctx.scenarios.nap(this.ctx.settings.retryMs);
     }
+    return false;
   }
 
-  async #start(c: Container, rec: ContainerRecord): Promise<void> {
+  /** Creates and starts one instance of a container; true once it has ended (or could not start). */
+  async #start(c: Container, rec: ContainerRecord, attempt: number): Promise<boolean> {
     const env = resolveEnv(this.ctx, this.pod, c) as Record<string, string>;
     const user = (await imageUser(this.ctx.docker, c.image)) ?? '';
     const sandbox = {
@@ -238,27 +293,31 @@ export class PodWorker {
           env,
           imageUser: user,
           sandbox,
+          attempt,
           logMaxBytes: Math.max(this.ctx.settings.containerLogMaxBytes * 4, 64 << 20),
         }),
       );
     } catch (err) {
       rec.state = { waiting: { reason: 'CreateContainerError', message: errorText(err) } };
       this.model.recompute();
-      return this.#publish();
+      this.#publish();
+      return false;
     }
-    this.containers.set(c.name, container);
+    this.runs.add(c.name, container);
+    rec.restartCount = attempt;
     rec.dockerId = container.id;
     rec.imageID = `docker-pullable://${c.image}`;
     this.#event('Normal', 'Created', `Created container ${c.name}`);
     const exited = container.wait({ condition: 'next-exit' });
     exited.catch(() => {}); // consumed by stopped(); a Pod ended before the start leaves it pending harmlessly
     try {
-      if (this.#ended) return;
+      if (this.#ended) return false;
       await container.start();
     } catch (err) {
       rec.state = startError(err, container.id);
       this.model.recompute();
-      return this.#publish();
+      this.#publish();
+      return true;
     }
     if (this.#ended) await container.kill({ signal: 'SIGKILL' }).catch(() => {});
     const started = await container.inspect().then(
@@ -269,7 +328,10 @@ export class PodWorker {
     this.model.recompute();
     this.#publish();
     this.#event('Normal', 'Started', `Started container ${c.name}`);
-    this.#exits.push(stopped(container, exited).then(() => this.#exited(rec, container)));
+    const ended = stopped(container, exited).then(() => this.#exited(rec, container));
+    this.#exits.push(ended);
+    await ended;
+    return true;
   }
 
   async #exited(rec: ContainerRecord, container: Dockerode.Container): Promise<void> {
@@ -288,25 +350,31 @@ export class PodWorker {
     this.#timers = [];
   }
 
+  /** The Pod is over on this node: no container starts again, a back-off stops waiting. */
+  #end(): void {
+    this.#ended = true;
+    this.#stopTimers();
+    this.#stop.abort();
+  }
+
   /** Ends the Pod from the node: its deadline passed, the eviction manager evicted it, or the node shuts down. */
   async kill(kind: KillKind, message: string): Promise<void> {
     if (this.#ended || this.model.terminal) return;
-    this.#ended = true;
-    this.#stopTimers();
+    this.#end();
     const all = [...this.model.init, ...this.model.app];
     if (kind === 'evict') {
       // Eviction takes the containers with their logs; the kubelet no longer knows how they ended.
       for (const r of all) if (!('terminated' in r.state)) r.state = { terminated: { ...UNKNOWN } };
       await Promise.all(
-        [...this.containers].map(async ([name, c]) => {
+        this.runs.all().map(async ([name, c]) => {
           this.removedLogs.add(name);
           await c.remove({ force: true }).catch(() => {});
         }),
       );
     } else {
-      await Promise.all([...this.containers.values()].map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
+      await Promise.all(this.runs.newest().map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
       await Promise.all(this.#exits);
-      for (const r of all) if (!('terminated' in r.state)) r.state = { terminated: { ...UNKNOWN } };
+      all.forEach(settle);
     }
     const reason = { deadline: 'DeadlineExceeded', evict: 'Evicted', shutdown: 'Terminated' }[kind];
     this.model.fail(reason, message);
@@ -317,34 +385,30 @@ export class PodWorker {
   /** The node is gone: nothing reports the Pod's status any more and its logs cannot be read; its containers die. */
   async lose(): Promise<void> {
     this.frozen = true;
-    this.#ended = true;
-    this.#stopTimers();
-    await Promise.all([...this.containers.values()].map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
+    this.#end();
+    await Promise.all(this.runs.newest().map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
   }
 
   /** A graceful delete: SIGTERM, then SIGKILL after the grace period; resolves once every container has stopped. */
   async terminate(graceSeconds: number): Promise<void> {
-    this.#ended = true;
-    this.#stopTimers();
+    this.#end();
     this.#event('Normal', 'Killing', 'Stopping container');
-    await Promise.all([...this.containers.values()].map((c) => c.stop({ t: graceSeconds }).catch(() => {})));
+    await Promise.all(this.runs.newest().map((c) => c.stop({ t: graceSeconds }).catch(() => {})));
     await Promise.all(this.#exits);
     this.#publish();
   }
 
   /** Removes every Docker object of the Pod; the API object is gone already. Idempotent. */
   destroy(): Promise<void> {
-    this.#ended = true;
-    this.#stopTimers();
+    this.#end();
     this.#destroyed ??= (async () => {
-      const killAll = () =>
-        Promise.all([...this.containers.values()].map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
+      const killAll = () => Promise.all(this.runs.newest().map((c) => c.kill({ signal: 'SIGKILL' }).catch(() => {})));
       // The kubelet loop notices the end within one retry; a container it started meanwhile dies in the second pass.
       await killAll();
       await Promise.race([this.done, new Promise((r) => setTimeout(r, 2 * this.ctx.settings.retryMs))]);
       await killAll();
       await this.done;
-      const ids = [...this.containers.values(), ...(this.#pause ? [this.#pause] : [])];
+      const ids = [...this.runs.all().map(([, c]) => c), ...(this.#pause ? [this.#pause] : [])];
       await Promise.all(ids.map((c) => c.remove({ force: true }).catch(() => {})));
       await Promise.all([...this.#volumes.values()].map((v) => removePodVolume(this.ctx.docker, v)));
     })();

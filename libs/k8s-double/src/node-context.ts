@@ -38,4 +38,11 @@ export interface NodeSettings {
   warmSandboxes: number;
   /** containerLogMaxSize: past it, pods/log serves only the newest "file". Default 10 MiB. */
   containerLogMaxBytes: number;
+  /**
+   * The kubelet's restart back-off (restartPolicy OnFailure/Always): the wait before the second restart, doubling
+   * after each. Default 10 000 ms, as on a node.
+   */
+  restartBackOffMs: number;
+  /** The longest restart back-off. Default 30 × restartBackOffMs (5 min for the default 10 s). */
+  restartBackOffMaxMs: number;
 }

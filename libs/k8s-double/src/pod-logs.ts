@@ -4,6 +4,7 @@ import type { PodWorker } from './kubelet.ts';
 import { format, nanos, parseDockerLog, type Entry } from './log-entries.ts';
 import { followLog } from './pod-log-follow.ts';
 import { ApiError, badRequest } from './status.ts';
+import type { ContainerRecord } from './pod-status.ts';
 import type { PodSpec } from './pod-types.ts';
 import type { K8sObject } from './store.ts';
 
@@ -66,20 +67,10 @@ export async function readLog(
         `dial tcp ${ip}:10250: connect: no route to host`,
     );
   }
-  if (q.previous) throw badRequest(`previous terminated container "${name}" in pod "${podName}" not found`);
-  const rec = worker.model.record(name)!;
-  if ('waiting' in rec.state) {
-    const r = rec.state.waiting.reason;
-    const why = r === 'ErrImagePull' || r === 'ImagePullBackOff' ? 'trying and failing to pull image' : r;
-    throw badRequest(`container "${name}" in pod "${podName}" is waiting to start: ${why}`);
-  }
-  const container = worker.containers.get(name);
+  const dockerId = runToRead(worker.model.record(name)!, q.previous, podName);
+  const container = worker.runs.find(name, dockerId);
   if (!container || worker.removedLogs.has(name)) {
-    return Buffer.from(
-      rec.state && 'terminated' in rec.state && rec.dockerId
-        ? `unable to retrieve container logs for docker://${rec.dockerId}`
-        : '',
-    );
+    return Buffer.from(dockerId ? `unable to retrieve container logs for docker://${dockerId}` : '');
   }
   const written = await dockerEntries(container);
   const file = currentFile(written, `${worker.ref.uid}/${name}`, view);
@@ -92,6 +83,24 @@ export async function readLog(
   }
   const all = Buffer.concat(shown);
   return q.limitBytes === undefined ? all : all.subarray(0, q.limitBytes);
+}
+
+/**
+ * The engine id of the run a log request reads, in the kubelet's order: with previous, the run its lastState names;
+ * else the current run once it started; else, while it waits to run again, the run that ended.
+ */
+function runToRead(rec: ContainerRecord, previous: boolean, podName: string): string | undefined {
+  const last = rec.lastState && 'terminated' in rec.lastState ? rec.lastState.terminated : undefined;
+  const lastId = last?.containerID?.replace(/^docker:\/\//, '');
+  if (previous) {
+    if (!lastId) throw badRequest(`previous terminated container "${rec.name}" in pod "${podName}" not found`);
+    return lastId;
+  }
+  if (!('waiting' in rec.state)) return rec.dockerId;
+  if (lastId) return lastId;
+  const r = rec.state.waiting.reason;
+  const why = r === 'ErrImagePull' || r === 'ImagePullBackOff' ? 'trying and failing to pull image' : r;
+  throw badRequest(`container "${rec.name}" in pod "${podName}" is waiting to start: ${why}`);
 }
 
 async function dockerEntries(container: Dockerode.Container): Promise<Entry[]> {

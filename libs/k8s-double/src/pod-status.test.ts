@@ -58,6 +58,34 @@ test('a failed init container or a non-zero container fails the Pod; a Pod-level
   assert.deepEqual([m3.toJSON().phase, m3.toJSON().reason], ['Failed', 'Evicted']);
 });
 
+test('under OnFailure and Always a container waiting to run again counts as stopped; the Pod stays Running', () => {
+  const crashLoop = (r: ContainerRecord, exitCode: number) => {
+    r.lastState = { terminated: { exitCode, reason: exitCode ? 'Error' : 'Completed' } };
+    r.state = { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container' } };
+  };
+  const [a, b] = [rec('a'), rec('b')];
+  const always = new PodStatusModel([], [a], 'BestEffort', 'Always');
+  crashLoop(a, 0);
+  always.recompute();
+  assert.equal(always.phase, 'Running', 'Always: a container that completed runs again');
+  const onFailure = new PodStatusModel([], [b], 'BestEffort', 'OnFailure');
+  crashLoop(b, 1);
+  onFailure.recompute();
+  assert.equal(onFailure.phase, 'Running');
+  done(b, 0);
+  onFailure.recompute();
+  assert.equal(onFailure.phase, 'Succeeded', 'OnFailure: every container exited 0');
+
+  const stage = rec('stage', true);
+  const pending = new PodStatusModel([stage], [rec('runner')], 'BestEffort', 'OnFailure');
+  pending.startTime = '2026-01-01T00:00:00Z';
+  crashLoop(stage, 2);
+  pending.recompute();
+  assert.equal(pending.phase, 'Pending', 'a failed init container is retried, not the end of the Pod');
+  const [initStatus] = pending.toJSON().initContainerStatuses as { lastState: unknown; state: unknown }[];
+  assert.deepEqual(initStatus!.lastState, { terminated: { exitCode: 2, reason: 'Error' } });
+});
+
 test('unscheduled: only PodScheduled False, no statuses or startTime', () => {
   const m = new PodStatusModel([], [rec('runner')], 'BestEffort');
   m.scheduled = { ok: false, reason: 'Unschedulable', message: '0/1 nodes are available', at: '2026-01-01T00:00:00Z' };

@@ -8,6 +8,10 @@ export interface ContainerRecord {
   image: string;
   init: boolean;
   state: ContainerState;
+  /** How the instance before the current one ended (restartPolicy OnFailure/Always). */
+  lastState?: ContainerState;
+  /** Instances started before the current one. */
+  restartCount?: number;
   dockerId?: string;
   imageID?: string;
 }
@@ -27,10 +31,31 @@ export const k8sTime = (d: Date | string | number = new Date()): string =>
 const isTerminated = (r: ContainerRecord) => 'terminated' in r.state;
 const isRunning = (r: ContainerRecord) => 'running' in r.state;
 const exitOf = (r: ContainerRecord) => ('terminated' in r.state ? r.state.terminated.exitCode : undefined);
+/** The exit of the run before, for a container waiting to run again; undefined for any other. */
+const restartingAfter = (r: ContainerRecord) =>
+  'waiting' in r.state && r.lastState && 'terminated' in r.lastState ? r.lastState.terminated.exitCode : undefined;
+const stopped = (r: ContainerRecord) => isTerminated(r) || restartingAfter(r) !== undefined;
 
 /**
- * The Pod status the kubelet reports, built from its container records: phase by the kubelet's getPhase rules
- * for restartPolicy Never, conditions, and the Pod-level reason of an eviction, deadline or shutdown.
+ * The kubelet's getPhase (no sidecars): a container waiting to run again counts as stopped. A failed init container
+ * fails the Pod under restartPolicy Never; under OnFailure and Always it is retried and the Pod stays Pending. Once
+ * every container has stopped, the Pod is Running under Always (they restart), Succeeded when all exited 0, Failed
+ * under Never, Running under OnFailure (the failed ones restart).
+ */
+function phaseOf(init: ContainerRecord[], app: ContainerRecord[], restartPolicy: string): Phase {
+  const initFailed = init.some((r) => (exitOf(r) ?? restartingAfter(r) ?? 0) !== 0);
+  if (initFailed && restartPolicy === 'Never') return 'Failed';
+  if (init.some((r) => !stopped(r))) return 'Pending';
+  if (app.some((r) => !stopped(r) && !isRunning(r))) return 'Pending';
+  if (app.some(isRunning)) return 'Running';
+  if (restartPolicy === 'Always') return 'Running';
+  if (app.every((r) => exitOf(r) === 0)) return 'Succeeded';
+  return restartPolicy === 'Never' ? 'Failed' : 'Running';
+}
+
+/**
+ * The Pod status the kubelet reports, built from its container records: phase by the kubelet's getPhase rules,
+ * conditions, restart counts and last states, and the Pod-level reason of an eviction, deadline or shutdown.
  */
 export class PodStatusModel {
   phase: Phase = 'Pending';
@@ -49,6 +74,7 @@ export class PodStatusModel {
     init: ContainerRecord[],
     app: ContainerRecord[],
     readonly qosClass: string,
+    readonly restartPolicy = 'Never',
   ) {
     this.init = init;
     this.app = app;
@@ -64,22 +90,7 @@ export class PodStatusModel {
 
   /** Recomputes the phase from the containers; a terminal phase never changes again. */
   recompute(): void {
-    if (this.terminal) return;
-    if (this.init.some((r) => (exitOf(r) ?? 0) !== 0)) {
-      this.phase = 'Failed';
-      return;
-    }
-    if (!this.init.every(isTerminated)) {
-      this.phase = 'Pending';
-      return;
-    }
-    const waiting = this.app.filter((r) => 'waiting' in r.state).length;
-    const running = this.app.filter(isRunning).length;
-    const stopped = this.app.filter(isTerminated);
-    if (waiting > 0) this.phase = 'Pending';
-    else if (running > 0) this.phase = 'Running';
-    else if (stopped.length === this.app.length)
-      this.phase = stopped.every((r) => exitOf(r) === 0) ? 'Succeeded' : 'Failed';
+    if (!this.terminal) this.phase = phaseOf(this.init, this.app, this.restartPolicy);
   }
 
   /** Ends the Pod with a Pod-level reason (Evicted, DeadlineExceeded, Terminated), as the kubelet does. */
@@ -133,9 +144,9 @@ export class PodStatusModel {
     const status = (r: ContainerRecord) => ({
       name: r.name,
       state: r.state,
-      lastState: {},
+      lastState: r.lastState ?? {},
       ready: isRunning(r),
-      restartCount: 0,
+      restartCount: r.restartCount ?? 0,
       image: r.image,
       imageID: r.imageID ?? '',
       ...(r.dockerId ? { containerID: `docker://${r.dockerId}` } : {}),
