@@ -15,6 +15,8 @@ const session = {
   ttl_seconds: 1800,
   current_execution_id: null,
   metadata: {},
+  network: 'none',
+  private: false,
 };
 const x = (over: Partial<Exchange>): Exchange => ({
   method: 'GET',

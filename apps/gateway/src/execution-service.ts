@@ -19,11 +19,10 @@ import {
   type NoticeWait,
   type StartOptions,
 } from '@sandgate/state';
-import { limitsFor, maxInFlight } from '@sandgate/config';
+import { egressEntries, HostAllowList, limitsFor, maxInFlight } from '@sandgate/config';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
 import { ScriptService } from './script-service.ts';
-import { WebhookAllowList } from './webhooks/allow-list.ts';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Inline files are decoded in memory, so they get a tighter bound than streamed uploads. */
@@ -38,10 +37,10 @@ const TEST_LANGUAGES = ['python', 'javascript', 'typescript'] as const;
 export class ExecutionService {
   /** Settles when the gateway starts to shut down: a long poll then answers with the run as it is. */
   private readonly drained: Promise<'timeout'>;
-  private readonly webhooks: WebhookAllowList;
+  private readonly webhooks: HostAllowList;
 
   constructor(private readonly d: GatewayDeps) {
-    this.webhooks = new WebhookAllowList(d.config.webhookAllow);
+    this.webhooks = new HostAllowList(d.config.webhookAllow, 'SANDGATE_WEBHOOK_ALLOW');
     this.drained = new Promise((resolve) => {
       d.draining.addEventListener('abort', () => resolve('timeout'), { once: true });
     });
@@ -98,6 +97,10 @@ export class ExecutionService {
       session_id: sessionId,
       sandbox,
       generation: session?.generation ?? 0,
+      // A session of a tenant allowed egress, unless it holds private data; one-shots never have network.
+      ...(session && !session.private && egressEntries(config.egress, tenant).length > 0
+        ? { network: 'egress' as const }
+        : {}),
     };
     const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {

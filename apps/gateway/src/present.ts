@@ -4,7 +4,8 @@ import { mimeFor, type TreeEntry, type UrlSigner } from '@sandgate/storage';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function presentSession(s: SessionRecord): Session {
+/** API shape of a session; `egress`: its tenant is allowed egress (a private session never has it). */
+export function presentSession(s: SessionRecord, egress: boolean): Session {
   return {
     id: s.id,
     mode: s.mode,
@@ -15,6 +16,8 @@ export function presentSession(s: SessionRecord): Session {
     ttl_seconds: s.ttlSeconds,
     current_execution_id: s.currentExecutionId,
     metadata: s.metadata,
+    network: egress && !s.private ? 'egress' : 'none',
+    private: s.private,
   };
 }
 

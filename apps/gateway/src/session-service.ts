@@ -1,7 +1,9 @@
 import { CAPABILITIES } from '@sandgate/backends/capabilities';
-import { SandgateError, type SessionMode } from '@sandgate/contracts';
+import { SandgateError, type Session, type SessionMode } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
+import { egressEntries } from '@sandgate/config';
 import type { GatewayDeps } from './deps.ts';
+import { presentSession } from './present.ts';
 
 export interface OpenSession {
   mode?: SessionMode | undefined;
@@ -32,6 +34,20 @@ export class SessionService {
     });
     await workspaces.create(s.id);
     return s;
+  }
+
+  /** The API shape of a session of `tenant`, with the network its tenant is allowed. */
+  present(s: SessionRecord): Session {
+    return presentSession(s, egressEntries(this.d.config.egress, s.tenant).length > 0);
+  }
+
+  /**
+   * Marks the tenant's session as holding private data: from now on nothing in it reaches the network (the egress
+   * proxy refuses it at once; its next run gets a sandbox without network, files kept). It cannot be undone.
+   */
+  async makePrivate(tenant: string, id: string): Promise<SessionRecord> {
+    const s = await this.d.sessions.require(tenant, id);
+    return s.private ? s : this.d.sessions.markPrivate(s);
   }
 
   /** Deletes the tenant's session and its files; a run it holds is cancelled. session_not_found if there is none. */

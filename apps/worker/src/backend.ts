@@ -5,10 +5,11 @@ import {
   KubernetesBackend,
   type ExecutionBackend,
   type GrantTransfer,
+  type EgressSettings,
   type ToolSettings,
 } from '@sandgate/backends';
-import { createRedis, keys, TransferGrants } from '@sandgate/state';
-import { ToolCaller, toolsFor, type Config } from '@sandgate/config';
+import { createRedis, keys, SessionStore, TransferGrants, withScripts } from '@sandgate/state';
+import { egressAllowList, ToolCaller, toolsFor, type Config } from '@sandgate/config';
 import { fileUrl, type Workspaces } from '@sandgate/storage';
 
 /**
@@ -40,6 +41,7 @@ export function createBackend(
     maxOutputBytes: config.maxOutputBytes,
     artifactUrl,
     ...(tools ? { tools } : {}),
+    ...(Object.keys(config.egress).length > 0 ? { egress: egressSettings(config) } : {}),
     logger: log.child({ component: 'docker' }),
   });
 }
@@ -91,6 +93,29 @@ function kubernetesBackend(
       await redis.quit().catch(() => redis.disconnect());
     },
   });
+}
+
+/**
+ * Egress of the tenants SANDGATE_EGRESS allows: their allow-lists, and whether a session became private, read from
+ * Redis on every connection and followed on its channel, so that the proxy cuts a session's connections at once.
+ */
+function egressSettings(config: Config): EgressSettings {
+  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-worker-egress'));
+  const subscriber = createRedis(config.redisUrl, 'sandgate-worker-private');
+  const k = keys(config.redisPrefix);
+  const sessions = new SessionStore(redis, k);
+  const listeners: ((sessionId: string) => void)[] = [];
+  void subscriber.subscribe(k.privateChannel());
+  subscriber.on('message', (_channel: string, sessionId: string) => listeners.forEach((l) => l(sessionId)));
+  return {
+    allowListOf: (tenant) => egressAllowList(config.egress, tenant),
+    isPrivate: (sessionId) => sessions.isPrivate(sessionId),
+    onPrivate: (listener) => listeners.push(listener),
+    maxConnections: config.egressMaxConnections,
+    close: async () => {
+      await Promise.all([redis, subscriber].map((r) => r.quit().catch(() => r.disconnect())));
+    },
+  };
 }
 
 /** The tools runs may call, from SANDGATE_TOOLS and its bounds; undefined when no tenant has any. */

@@ -37,6 +37,7 @@ import sys
 import threading
 
 from sandgate_io import Protocol, Pump, oom_kills, write_all
+import sandgate_egress
 import sandgate_files
 from sandgate_tools import ToolBridge
 from sandgate_process import ProcessRunner
@@ -111,6 +112,10 @@ class Agent:
     def __init__(self, prewarm, listen=None):
         harden()
         self.token_sha256 = os.environ.pop(TOKEN_ENV, "")
+        egress = os.environ.pop(sandgate_egress.ENV, "")
+        if egress:
+            sandgate_egress.start(egress)
+            os.environ.update(sandgate_egress.proxy_env())
         self.base_env = dict(os.environ)
         self.listen = listen
         self.proto = SocketProtocol() if listen is not None else Protocol(os.dup(1))

@@ -1,5 +1,6 @@
 export type { BackendStats, EventSink, ExecutionBackend, LiveSet } from './backend.ts';
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
+export { EGRESS_SOCKET, type EgressSettings } from './docker/egress-proxy.ts';
 export { KubernetesBackend, type KubernetesBackendOptions } from './kubernetes/kubernetes-backend.ts';
 export type { GrantTransfer, TransferGrant, PodTiming } from './kubernetes/pod-run.ts';
 export {

@@ -47,6 +47,7 @@ test('the SDK has a function per operation, named by its operationId', async () 
     'listScripts',
     'listSessions',
     'listTools',
+    'makeSessionPrivate',
     'putFile',
     'restartSession',
     'runExecution',

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig, parseBytes } from './config.ts';
+import { egressEntries } from './egress.ts';
 
 test('defaults need nothing else', () => {
   const c = loadConfig({});
@@ -104,4 +105,20 @@ test('operator keys, the metrics port, timeouts and the log format', () => {
     err2 = e;
   }
   assert.match((err2 as Error).message, /SANDGATE_LOG_FORMAT/);
+});
+
+test('SANDGATE_EGRESS: allow-lists per tenant, checked; refused on the kubernetes backend, which has no egress yet', () => {
+  const c = loadConfig({ SANDGATE_EGRESS: '{"acme": ["pypi.org", "*.pythonhosted.org", "10.0.0.5:5432"]}' });
+  assert.deepEqual(egressEntries(c.egress, 'acme'), ['pypi.org', '*.pythonhosted.org', '10.0.0.5:5432']);
+  assert.deepEqual(egressEntries(c.egress, 'beta'), []);
+  assert.throws(() => loadConfig({ SANDGATE_EGRESS: '{"acme": ["http://pypi.org/"]}' }), /SANDGATE_EGRESS/);
+  assert.throws(
+    () =>
+      loadConfig({
+        SANDGATE_EGRESS: '{"acme": ["pypi.org"]}',
+        SANDGATE_BACKEND: 'kubernetes',
+        SANDGATE_K8S_GATEWAY_URL: 'http://gw:8080',
+      }),
+    /SANDGATE_EGRESS: the kubernetes backend gives sandboxes no egress yet/,
+  );
 });

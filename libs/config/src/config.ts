@@ -1,6 +1,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { EgressRegistrySchema } from './egress.ts';
 import { ToolRegistrySchema } from './tools.ts';
 import { TenantOverridesSchema } from './tenant-limits.ts';
 
@@ -73,6 +74,10 @@ export const ConfigSchema = Type.Object({
   toolMaxCalls: Type.Integer({ minimum: 1 }),
   toolTimeoutMs: Type.Integer({ minimum: 100 }),
   toolMaxResponseBytes: Type.Integer({ minimum: 1 }),
+  /** Hosts each tenant's session sandboxes may reach through the egress proxy (libs/config/src/egress.ts). */
+  egress: EgressRegistrySchema,
+  /** Connections one session's sandbox may hold open through the egress proxy at once. */
+  egressMaxConnections: Type.Integer({ minimum: 1 }),
   /** Host names (with an optional :port) the gateway answers to besides the public URL's and loopback's. */
   allowedHosts: Type.Array(Type.String({ pattern: '^[A-Za-z0-9.-]+(:\\d{1,5})?$|^\\[[0-9A-Fa-f:.]+\\](:\\d{1,5})?$' })),
   operatorKeys: Type.Array(Type.String({ minLength: 16 })),
@@ -222,6 +227,8 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_TOOL_MAX_CALLS: ['toolMaxCalls', int, '50'],
   SANDGATE_TOOL_TIMEOUT_S: ['toolTimeoutMs', seconds, '10'],
   SANDGATE_TOOL_MAX_RESPONSE_BYTES: ['toolMaxResponseBytes', parseBytes, '1MiB'],
+  SANDGATE_EGRESS: ['egress', parseJsonObject, '{}'],
+  SANDGATE_EGRESS_MAX_CONNECTIONS: ['egressMaxConnections', int, '32'],
   SANDGATE_ALLOWED_HOSTS: ['allowedHosts', list, ''],
   SANDGATE_CORS_ORIGINS: ['corsOrigins', list, ''],
   SANDGATE_WEBHOOK_ALLOW: ['webhookAllow', list, ''],
@@ -261,6 +268,9 @@ export function loadConfig(env: Env = process.env): Config {
   out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;
   if (out.backend === 'kubernetes' && out.k8sGatewayUrl === null) {
     problems.push('SANDGATE_K8S_GATEWAY_URL: the kubernetes backend needs the URL sandbox Pods reach the gateway at');
+  }
+  if (out.backend === 'kubernetes' && Object.keys((out.egress as object | undefined) ?? {}).length > 0) {
+    problems.push('SANDGATE_EGRESS: the kubernetes backend gives sandboxes no egress yet; leave it unset there');
   }
   if (problems.length === 0) {
     for (const e of Value.Errors(ConfigSchema, out)) {

@@ -391,6 +391,8 @@ export const ExecutionJobSchema = Type.Object(
     keep_code: Type.Optional(Type.Boolean()),
     /** Bumped by POST /v1/sessions/:id/restart: a session sandbox of an older generation is replaced. */
     generation: Type.Integer({ minimum: 0 }),
+    /** The session's sandbox reaches its tenant's allowed hosts through the egress proxy (absent: no network). */
+    network: Type.Optional(Type.Literal('egress')),
   },
   { $id: 'ExecutionJob', title: 'ExecutionJob' },
 );

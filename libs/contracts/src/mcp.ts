@@ -38,6 +38,14 @@ export const UploadFileInputSchema = Type.Object(
     overwrite: Type.Optional(
       Type.Boolean({ default: false, description: 'Replace an existing file (default false).' }),
     ),
+    private: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          'The file is private data: the session loses network access for the rest of its life (it cannot be ' +
+          'undone). Only matters where the operator allows sessions egress.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

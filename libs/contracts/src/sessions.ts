@@ -21,6 +21,16 @@ export const SessionSchema = Type.Object(
     ttl_seconds: Type.Integer({ description: 'Idle time-to-live; every use pushes expires_at forward.' }),
     current_execution_id: Type.Union([Type.String(), Type.Null()]),
     metadata: Type.Record(Type.String(), Type.String()),
+    network: Type.Union([Type.Literal('none'), Type.Literal('egress')], {
+      description:
+        '`egress`: code in the session reaches the hosts its tenant is allowed (SANDGATE_EGRESS) through ' +
+        "sandgate's egress proxy (HTTP_PROXY and HTTPS_PROXY are set). `none`: no network at all.",
+    }),
+    private: Type.Boolean({
+      description:
+        'The session holds private data (POST /v1/sessions/{id}/private, or an upload with private=true): it has ' +
+        'no network for the rest of its life. Once true, never false again.',
+    }),
   },
   { $id: 'Session', title: 'Session' },
 );

@@ -49,6 +49,8 @@ export const keys = (p: string) => ({
   /** Ended executions with a callback_url whose delivery is not queued yet, by end time (ms): see webhooks. */
   webhooksDue: () => `${p}:webhooks:due`,
   cancelChannel: () => `${p}:cancel`,
+  /** Where a session that became private is announced: the egress proxy cuts its connections at once. */
+  privateChannel: () => `${p}:private`,
   /** Where finalisation tells one gateway process that a run it waits for has ended (EndedNotices). */
   endedChannel: (listener: string) => `${p}:ended:${listener}`,
   /** The run of an MCP tools/call in flight, by tenant, MCP session and JSON-RPC request id (RunCancels). */

@@ -22,6 +22,8 @@ export interface SessionRecord {
    * execution runs in it again (then it is a session like any other).
    */
   oneshot: boolean;
+  /** It holds private data: its sandbox has no network for the rest of its life (the ratchet never reverses). */
+  private: boolean;
 }
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
@@ -84,6 +86,7 @@ export class SessionStore {
       metadata: JSON.parse(h.metadata ?? '{}') as Record<string, string>,
       currentExecutionId: lock,
       oneshot: h.oneshot === '1',
+      private: h.private === '1',
     };
   }
 
@@ -113,6 +116,21 @@ export class SessionStore {
   async restart(s: SessionRecord): Promise<SessionRecord> {
     const generation = await this.redis.hincrby(this.k.session(s.id), 'generation', 1);
     return { ...s, generation };
+  }
+
+  /**
+   * Marks the session as holding private data, for good, and announces it: the egress proxy of whatever worker
+   * serves it refuses its connections from then on and cuts those open; its next run gets a sandbox without network.
+   */
+  async markPrivate(s: SessionRecord): Promise<SessionRecord> {
+    await this.redis.multi().hset(this.k.session(s.id), 'private', '1').publish(this.k.privateChannel(), s.id).exec();
+    return { ...s, private: true };
+  }
+
+  /** Whether the session holds private data; a session that is gone counts as private (it gets no network either). */
+  async isPrivate(id: string): Promise<boolean> {
+    const [tenant, flag] = await this.redis.hmget(this.k.session(id), 'tenant', 'private');
+    return tenant === null || flag === '1';
   }
 
   /** Ids of every session that is live (not expired, or still running an execution), across tenants. */

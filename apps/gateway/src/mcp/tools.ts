@@ -141,6 +141,7 @@ export class McpTools {
     }
     return this.inSession(call.tenant, a.session_id, async (id) => {
       const dir = await this.files.sessionDir(call.tenant, id);
+      if (a.private) await this.sessions.makePrivate(call.tenant, id);
       await this.files.store(call.tenant, id, dir, path, Readable.from([bytes]), a.overwrite ?? false);
       return { result: { session_id: id, path: sandboxPath(path) } };
     });

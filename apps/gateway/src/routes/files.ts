@@ -18,6 +18,7 @@ import { normalizeUserPath, removeInside, walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { FileService } from '../file-service.ts';
+import { SessionService } from '../session-service.ts';
 import { presentFile } from '../present.ts';
 import { wildcardPath } from './wildcard.ts';
 
@@ -25,8 +26,15 @@ const FilePathParams = Type.Object({
   id: SessionParamsSchema.properties.id,
   '*': Type.String({ description: 'Path inside the session' }),
 });
-const OverwriteQuery = Type.Object({
+const UploadQuery = Type.Object({
   overwrite: Type.Optional(Type.Boolean({ description: 'Replace an existing file; default false.' })),
+  private: Type.Optional(
+    Type.Boolean({
+      description:
+        'The files are private data: the session loses network for the rest of its life, before a byte is stored ' +
+        '(POST /v1/sessions/{id}/private).',
+    }),
+  ),
 });
 /** Multipart fields that say how to save the files: they must come before the file parts they apply to. */
 const CONTROL_FIELDS = new Set(['path', 'overwrite']);
@@ -60,6 +68,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
   });
 
   const service = new FileService(deps);
+  const sessions = new SessionService(deps);
   const sessionDir = (tenant: string, id: string) => service.sessionDir(tenant, id);
   const store = service.store.bind(service);
 
@@ -76,13 +85,14 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
         summary:
           'Upload files: multipart/form-data (fields `path`, `overwrite` before the files) or JSON with base64 content',
         params: SessionParamsSchema,
-        querystring: OverwriteQuery,
+        querystring: UploadQuery,
         body: { content: { 'application/json': { schema: ref(UploadJsonSchema) } } } as never,
         response: { 201: ref(UploadResultSchema), ...errors, 507: ref(ProblemSchema) },
       },
     },
     async (req, reply) => {
       const dir = await sessionDir(tenantOf(req), req.params.id);
+      if (req.query.private) await sessions.makePrivate(tenantOf(req), req.params.id);
       const files: FileEntry[] = [];
       if (!req.isMultipart()) {
         const body = req.body as { path: string; content_base64: string; overwrite?: boolean };
@@ -143,7 +153,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
           tags: ['files'],
           summary: 'Upload one file with the raw request body (streamed)',
           params: FilePathParams,
-          querystring: OverwriteQuery,
+          querystring: UploadQuery,
           response: { 201: ref(UploadResultSchema), ...errors, 507: ref(ProblemSchema) },
         },
       },
@@ -156,6 +166,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
           );
         }
         const dir = await sessionDir(tenantOf(req), req.params.id);
+        if (req.query.private) await sessions.makePrivate(tenantOf(req), req.params.id);
         const file = await store(
           tenantOf(req),
           req.params.id,

@@ -12,7 +12,6 @@ import {
 } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { presentSession } from '../present.ts';
 import { SessionService } from '../session-service.ts';
 
 export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
@@ -41,7 +40,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         metadata: req.body.metadata,
         mode: req.body.mode,
       });
-      return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(presentSession(s));
+      return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(service.present(s));
     },
   );
 
@@ -64,7 +63,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         cursors.decode(scope, req.query.cursor),
         req.query.limit ?? 50,
       );
-      return { sessions: items.map(presentSession), next_cursor: next === null ? null : cursors.encode(scope, next) };
+      return {
+        sessions: items.map((s) => service.present(s)),
+        next_cursor: next === null ? null : cursors.encode(scope, next),
+      };
     },
   );
 
@@ -79,7 +81,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         response: { 200: ref(SessionSchema), ...errors },
       },
     },
-    async (req) => presentSession(await sessions.require(tenantOf(req), req.params.id)),
+    async (req) => service.present(await sessions.require(tenantOf(req), req.params.id)),
   );
 
   app.post(
@@ -101,8 +103,24 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
           `session ${s.id} is running ${s.currentExecutionId}; cancel it or wait for it first`,
         );
       }
-      return presentSession(await sessions.restart(s));
+      return service.present(await sessions.restart(s));
     },
+  );
+
+  app.post(
+    '/:id/private',
+    {
+      schema: {
+        operationId: 'makeSessionPrivate',
+        tags: ['sessions'],
+        summary:
+          'Mark the session as holding private data: it loses network for the rest of its life (files kept; cannot ' +
+          'be undone)',
+        params: SessionParamsSchema,
+        response: { 200: ref(SessionSchema), ...errors },
+      },
+    },
+    async (req) => service.present(await service.makePrivate(tenantOf(req), req.params.id)),
   );
 
   app.delete(

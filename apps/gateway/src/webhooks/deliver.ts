@@ -1,8 +1,6 @@
-import { lookup } from 'node:dns/promises';
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
-import type { WebhookAllowList } from './allow-list.ts';
+import { pinnedLookup, type HostAllowList } from '@sandgate/config';
 
 export interface Delivery {
   /** The receiver's status, or null when none came. */
@@ -22,31 +20,19 @@ export async function deliver(
   url: string,
   body: string,
   headers: Record<string, string>,
-  { allow, timeoutMs }: { allow: WebhookAllowList; timeoutMs: number },
+  { allow, timeoutMs }: { allow: HostAllowList; timeoutMs: number },
 ): Promise<Delivery> {
   const refusedUrl = allow.refuseUrl(url);
   if (refusedUrl) return { statusCode: null, error: `not allowed: ${refusedUrl}`, permanent: true };
   const u = new URL(url);
-  const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
-  let addresses: { address: string; family: number }[];
-  try {
-    addresses = isIP(host)
-      ? [{ address: host, family: isIP(host) }]
-      : await lookup(host, { all: true, verbatim: true });
-  } catch (err) {
-    return { statusCode: null, error: `cannot resolve ${host}: ${(err as Error).message}`, permanent: false };
-  }
-  const refused = addresses.map((a) => allow.refuseAddress(a.address)).find((r) => r !== null);
-  if (refused || addresses.length === 0)
-    return { statusCode: null, error: `not allowed: ${refused ?? 'no address'}`, permanent: true };
-  const pinned = addresses[0]!;
+  const pinned = await allow.resolve(u.hostname, Number(u.port || (u.protocol === 'https:' ? 443 : 80)));
+  if ('error' in pinned) return { statusCode: null, error: pinned.error, permanent: pinned.permanent };
   const options: RequestOptions = {
     method: 'POST',
     headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     timeout: timeoutMs,
     // Every connection goes to the address checked above, whatever DNS answers now.
-    lookup: ((_host: string, opts: { all?: boolean }, cb: (...a: unknown[]) => void) =>
-      opts.all ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family)) as never,
+    lookup: pinnedLookup(pinned),
   };
   return new Promise<Delivery>((resolve) => {
     const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, options, (res) => {

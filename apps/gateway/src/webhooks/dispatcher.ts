@@ -6,9 +6,9 @@ import { createRedis, keys } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { queuePrefix } from '../deps.ts';
 import { presentExecution } from '../present.ts';
-import { WebhookAllowList } from './allow-list.ts';
 import { deliver } from './deliver.ts';
 import { webhookSecret } from './secrets.ts';
+import { HostAllowList } from '@sandgate/config';
 
 /** How often due deliveries are moved into the queue; bounds how long after a run's end its first attempt starts. */
 const PUMP_MS = 250;
@@ -27,7 +27,7 @@ export interface WebhookDispatcher {
  */
 export function startWebhookDispatcher(deps: GatewayDeps, log: Logger): WebhookDispatcher {
   const { config, executions, redis, signer } = deps;
-  const allow = new WebhookAllowList(config.webhookAllow);
+  const allow = new HostAllowList(config.webhookAllow, 'SANDGATE_WEBHOOK_ALLOW');
   const due = keys(config.redisPrefix).webhooksDue();
   const name = `${config.queueName}-webhooks`;
   const producer = createRedis(config.redisUrl, 'sandgate-webhooks', { autoPipelining: false });

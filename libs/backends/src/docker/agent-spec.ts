@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import { parseUser } from './pool-dirs.ts';
 import { WORKDIR } from '../shared/sandbox.ts';
+import { EGRESS_MOUNT, EGRESS_SOCKET } from './egress-proxy.ts';
 import {
   asSandboxUser,
   CONTAINER_USER,
@@ -61,6 +62,8 @@ export interface AgentSandbox {
   /** Host directory bind-mounted at /mnt/data. */
   workspaceDir: string;
   prewarm: Prewarm;
+  /** Host directory of the session's egress proxy socket (egress-proxy.ts); absent: no network at all. */
+  egressDir?: string;
 }
 
 /**
@@ -74,7 +77,7 @@ export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.
     Image: s.image,
     Cmd: agentCommand(sandbox, s),
     // Nothing of the worker's environment; a job's variables reach only the program they are for, per run.
-    Env: [],
+    Env: sandbox.egressDir === undefined ? [] : [`SANDGATE_EGRESS_SOCKET=${EGRESS_SOCKET}`],
     User: CONTAINER_USER,
     WorkingDir: WORKDIR,
     Labels: sandbox.labels,
@@ -86,6 +89,15 @@ export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.
     // Stdin outlives each attach: every run attaches, sends its request, and detaches.
     StdinOnce: false,
     NetworkDisabled: true,
-    HostConfig: { ...host, CapAdd: [...(host.CapAdd ?? []), 'KILL'] },
+    HostConfig: {
+      ...host,
+      CapAdd: [...(host.CapAdd ?? []), 'KILL'],
+      Mounts: [
+        ...(host.Mounts ?? []),
+        ...(sandbox.egressDir === undefined
+          ? []
+          : [{ Type: 'bind' as const, Source: sandbox.egressDir, Target: EGRESS_MOUNT, ReadOnly: true }]),
+      ],
+    },
   };
 }

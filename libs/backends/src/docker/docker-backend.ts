@@ -1,6 +1,7 @@
 import { hasTools, type ToolSettings } from '../shared/tool-broker.ts';
 import { LocalArtifactStore, type ArtifactStore } from '../shared/artifact-store.ts';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
@@ -18,6 +19,7 @@ import { parseUser, SlotDirs } from './pool-dirs.ts';
 import { runPooledContainer } from './pooled-run.ts';
 import { runInSession } from '../shared/session-run.ts';
 import { SessionSandboxes, type SessionSandbox } from './session-sandboxes.ts';
+import { EgressProxy, type EgressSettings } from './egress-proxy.ts';
 import { sweepContainers } from './sweep.ts';
 import { WarmPool, type PoolStats } from './warm-pool.ts';
 
@@ -74,6 +76,11 @@ export interface DockerBackendOptions {
   interruptGraceMs?: number;
   /** Sweep keeps containers younger than this: the live set it is given may predate them. Default 5000 ms. */
   sweepGraceMs?: number;
+  /**
+   * Network egress of session sandboxes through the egress proxy, for the tenants it allows (SANDGATE_EGRESS);
+   * absent: no sandbox has any network.
+   */
+  egress?: EgressSettings;
 }
 
 /** How long a new sandbox's agent may take to say `ready` (python start-up on a busy host). */
@@ -102,6 +109,7 @@ export class DockerBackend implements ExecutionBackend {
   readonly #slots: SlotDirs;
   readonly #pool: WarmPool;
   readonly #sessions: SessionSandboxes;
+  readonly #egress: EgressProxy | undefined;
   readonly #inFlight = new InFlight();
   readonly #activeSessions = new Set<string>();
   #engineId: string | undefined;
@@ -128,6 +136,7 @@ export class DockerBackend implements ExecutionBackend {
     poolLimits = { memory_mb: 512, cpus: 1 },
     interruptGraceMs = 2000,
     sweepGraceMs = 5000,
+    egress,
   }: DockerBackendOptions) {
     this.#docker = docker;
     this.#settings = { image, runtime, user, pidsLimit, tmpfsBytes, nofile, deployment };
@@ -142,7 +151,9 @@ export class DockerBackend implements ExecutionBackend {
     this.#resetTimeoutMs = poolResetTimeoutMs;
     // Beside the sessions, on their filesystem, so that a rename can hand a slot directory to a session.
     this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user), workspaces.quota);
-    this.#sessions = new SessionSandboxes(docker, this.#settings, logger, READY_TIMEOUT_MS);
+    // Beside the sessions too: the directory holding each session's proxy socket is bind-mounted like theirs.
+    this.#egress = egress && new EgressProxy(join(workspaces.dataDir, 'egress'), egress, logger);
+    this.#sessions = new SessionSandboxes(docker, this.#settings, logger, READY_TIMEOUT_MS, this.#egress);
     this.#pool = new WarmPool({
       docker,
       settings: this.#settings,
@@ -241,6 +252,7 @@ export class DockerBackend implements ExecutionBackend {
       throw engineError(err, this.#settings.image);
     });
     this.#sessions.forget(keep.sessions);
+    await this.#egress?.retain(keep.sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandboxes');
     return { removed };
   }
@@ -287,6 +299,7 @@ export class DockerBackend implements ExecutionBackend {
   /** Stops refilling the pool, removes this instance's warm sandboxes, detaches from session sandboxes (they stay). */
   async close(): Promise<void> {
     this.#sessions.close();
+    await this.#egress?.shutdown();
     await this.#tools?.caller.close();
     await this.#pool.close();
   }

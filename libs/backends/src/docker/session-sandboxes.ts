@@ -11,6 +11,7 @@ import { engineError, forceRemove, isNotFound, statusOf } from './engine-errors.
 import type { Death } from '../shared/agent-run.ts';
 import type { SessionHost } from '../shared/session-run.ts';
 import { deathOf } from './sandbox-death.ts';
+import type { EgressProxy } from './egress-proxy.ts';
 
 /** A session's sandbox, attached for one run; give it back with release(). */
 export interface SessionSandbox {
@@ -25,6 +26,8 @@ export interface SessionSandbox {
   generation: number;
   /** Its memory and CPUs. */
   limits: SandboxLimits;
+  /** `egress`: it reaches its tenant's allowed hosts through the egress proxy; absent: no network. */
+  network: 'egress' | undefined;
 }
 
 /** Sessions whose sandbox this worker has seen, to tell a sandbox removed behind its back from a first use. */
@@ -44,11 +47,20 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
   readonly #seen = new Set<string>();
   readonly #attached = new AttachCache<SessionSandbox>();
 
-  constructor(docker: Dockerode, settings: SandboxSettings, log: BackendLogger, readyTimeoutMs: number) {
+  readonly #egress: EgressProxy | undefined;
+
+  constructor(
+    docker: Dockerode,
+    settings: SandboxSettings,
+    log: BackendLogger,
+    readyTimeoutMs: number,
+    egress?: EgressProxy,
+  ) {
     this.#docker = docker;
     this.#settings = settings;
     this.#log = log;
     this.#readyTimeoutMs = readyTimeoutMs;
+    this.#egress = egress;
   }
 
   /**
@@ -58,6 +70,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
   async acquire(job: ExecutionJob, dir: string): Promise<SessionSandbox> {
     const sessionId = job.session_id;
     const container = this.#docker.getContainer(sessionContainerName(sessionId));
+    const network = await this.#network(job);
     const kept = this.#attached.take(sessionId);
     // An attach kept open since the session's last run proves its sandbox has been running all along (the stream
     // ends with the container, and a replacement removes it first): no need to ask the engine.
@@ -65,7 +78,8 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
       kept !== undefined &&
       kept.generation >= job.generation &&
       kept.limits.memory_mb === job.memory_mb &&
-      kept.limits.cpus === job.cpus
+      kept.limits.cpus === job.cpus &&
+      kept.network === network
     ) {
       return kept;
     }
@@ -97,6 +111,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
         info.State.Running &&
         !info.State.Paused &&
         Number(labels[LABELS.generation]) >= job.generation &&
+        labels[LABELS.network] === network &&
         (await this.#fit(container, info, job)) &&
         (verified || (await this.#answers(channel)))
       ) {
@@ -109,6 +124,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
           replaces: labels[LABELS.replaces] === 'true',
           generation: Number(labels[LABELS.generation]),
           limits: { memory_mb: job.memory_mb, cpus: job.cpus },
+          network,
         };
       }
       this.#log.info(
@@ -119,7 +135,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
       await forceRemove(container);
     }
     channel?.close();
-    return this.#create(job, dir, replaces);
+    return this.#create(job, dir, replaces, network);
   }
 
   /** Done with a run: its attach is kept for the session's next run, unless the sandbox ended. */
@@ -153,6 +169,17 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
     this.#attached.close();
   }
 
+  /**
+   * The network the session's sandbox gets for this run: egress when its job asks for it (its tenant is allowed
+   * egress), this worker can serve its proxy socket, and the session has not become private since the run was queued.
+   */
+  async #network(job: ExecutionJob): Promise<'egress' | undefined> {
+    if (this.#egress === undefined) return undefined;
+    if (job.network === 'egress' && (await this.#egress.open(job.session_id, job.tenant))) return 'egress';
+    await this.#egress.close(job.session_id);
+    return undefined;
+  }
+
   /** Whether the agent of a running sandbox answers on this attach; one that does not is in no state to run code. */
   async #answers(channel: AgentChannel): Promise<boolean> {
     try {
@@ -181,13 +208,19 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
     }
   }
 
-  async #create(job: ExecutionJob, dir: string, replaces: boolean): Promise<SessionSandbox> {
+  async #create(
+    job: ExecutionJob,
+    dir: string,
+    replaces: boolean,
+    network: 'egress' | undefined,
+  ): Promise<SessionSandbox> {
     const spec = agentSpec(
       {
         name: sessionContainerName(job.session_id),
-        labels: sessionLabels(job, this.#settings.deployment, replaces),
+        labels: sessionLabels({ ...job, network }, this.#settings.deployment, replaces),
         limits: job,
         workspaceDir: dir,
+        ...(network === 'egress' ? { egressDir: this.#egress!.dirOf(job.session_id) } : {}),
         // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
         prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
       },
@@ -220,6 +253,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
         replaces,
         generation: job.generation,
         limits: { memory_mb: job.memory_mb, cpus: job.cpus },
+        network,
       };
     } catch (err) {
       await forceRemove(container).catch(() => {});

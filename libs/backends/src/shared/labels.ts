@@ -19,6 +19,8 @@ export const LABELS = {
   generation: 'org.sandgate.generation',
   /** Session sandboxes: made in place of an earlier one, so its first interpreter is a restart. */
   replaces: 'org.sandgate.replaces',
+  /** Session sandboxes: `egress` when it reaches the network through the egress proxy; absent: no network. */
+  network: 'org.sandgate.network',
 } as const;
 
 /**
@@ -63,6 +65,7 @@ export interface SessionLabelSource {
   session_id: string;
   tenant: string;
   generation: number;
+  network?: 'egress' | undefined;
 }
 
 /** Labels of a session's long-lived sandbox; `replaces` when it takes the place of an earlier one. */
@@ -73,6 +76,7 @@ export function sessionLabels(job: SessionLabelSource, deployment: string, repla
     [LABELS.tenant]: job.tenant,
     [LABELS.generation]: String(job.generation),
     ...(replaces ? { [LABELS.replaces]: 'true' } : {}),
+    ...(job.network ? { [LABELS.network]: job.network } : {}),
   };
 }
 

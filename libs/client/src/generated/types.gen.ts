@@ -312,6 +312,14 @@ export type Session = {
     metadata: {
         [key: string]: string;
     };
+    /**
+     * `egress`: code in the session reaches the hosts its tenant is allowed (SANDGATE_EGRESS) through sandgate's egress proxy (HTTP_PROXY and HTTPS_PROXY are set). `none`: no network at all.
+     */
+    network: 'none' | 'egress';
+    /**
+     * The session holds private data (POST /v1/sessions/{id}/private, or an upload with private=true): it has no network for the rest of its life. Once true, never false again.
+     */
+    private: boolean;
 };
 
 /**
@@ -1288,6 +1296,53 @@ export type RestartSessionResponses = {
 
 export type RestartSessionResponse = RestartSessionResponses[keyof RestartSessionResponses];
 
+export type MakeSessionPrivateData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/private';
+};
+
+export type MakeSessionPrivateErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type MakeSessionPrivateError = MakeSessionPrivateErrors[keyof MakeSessionPrivateErrors];
+
+export type MakeSessionPrivateResponses = {
+    /**
+     * Default Response
+     */
+    200: Session;
+};
+
+export type MakeSessionPrivateResponse = MakeSessionPrivateResponses[keyof MakeSessionPrivateResponses];
+
 export type ListFilesData = {
     body?: never;
     path: {
@@ -1362,6 +1417,10 @@ export type UploadFileData = {
          * Replace an existing file; default false.
          */
         overwrite?: boolean;
+        /**
+         * The files are private data: the session loses network for the rest of its life, before a byte is stored (POST /v1/sessions/{id}/private).
+         */
+        private?: boolean;
     };
     url: '/v1/sessions/{id}/files';
 };
@@ -1492,6 +1551,10 @@ export type PutFileData = {
          * Replace an existing file; default false.
          */
         overwrite?: boolean;
+        /**
+         * The files are private data: the session loses network for the rest of its life, before a byte is stored (POST /v1/sessions/{id}/private).
+         */
+        private?: boolean;
     };
     url: '/v1/sessions/{id}/files/{path}';
 };
