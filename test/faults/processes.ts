@@ -152,11 +152,18 @@ export async function startDeployment(
   { worker = true } = {},
 ): Promise<Started> {
   const d = await newDeployment(env);
-  t.after(() => d.cleanup());
+  const procs: Proc[] = [];
+  // One hook (they run in the order they were added): the processes are gone before the cleanup, so none of them
+  // makes a container (a warm-pool refill, say) after it.
+  t.after(async () => {
+    for (const p of procs) p.kill('SIGKILL');
+    await Promise.all(procs.map((p) => p.exited));
+    await d.cleanup();
+  });
   const gateway = await startGatewayProc(d.env);
-  t.after(() => gateway.kill('SIGKILL'));
+  procs.push(gateway);
   const w = worker ? await startWorkerProc(d.env) : null;
-  if (w) t.after(() => w.kill('SIGKILL'));
+  if (w) procs.push(w);
   return { d, gateway, worker: w };
 }
 
