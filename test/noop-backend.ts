@@ -8,7 +8,7 @@ import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 /** Reports the phases and the output a `print(1)` would, and completes at once. */
 export const noopBackend: ExecutionBackend = {
   name: 'noop',
-  capabilities: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: false, gvisor: false },
+  capabilities: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: false, gvisor: false, services: false },
   async execute(_job: ExecutionJob, events: EventSink): Promise<ExecutionResult> {
     events.phase('starting');
     events.phase('running');

@@ -23,6 +23,7 @@ import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
 import { transferRoutes } from './routes/transfers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
+import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { serverTimeouts } from './timeouts.ts';
 
@@ -43,6 +44,11 @@ const TAGS = [
   { name: 'executions', description: 'Run code, wait for it, follow its events, cancel it.' },
   { name: 'scripts', description: 'Saved scripts of a tenant, run by name with arguments.' },
   { name: 'tools', description: "Tools the operator offers a tenant's code, and one call of one with no sandbox." },
+  {
+    name: 'services',
+    description:
+      "Long-running programs in a session's sandbox (a web app, a notebook), and the proxy that reaches them.",
+  },
   { name: 'system', description: 'Health, readiness and what this deployment offers.' },
 ];
 const BEARER_SCHEME = {
@@ -131,6 +137,7 @@ export async function buildApp(
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(scriptRoutes, { prefix: '/v1/scripts', deps });
   await app.register(toolRoutes, { prefix: '/v1/tools', deps });
+  await app.register(serviceRoutes, { deps });
   await app.register(downloadRoutes, { deps });
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });

@@ -50,7 +50,12 @@ export class ExecutionService {
    * Validates, takes the session's lock (creating the session for a one-shot), writes inline files, enqueues;
    * with `waitSeconds`, waits up to that long for the run to end. Returns the record as it then is.
    */
-  async create(tenant: string, body: CreateExecution, waitSeconds = 0): Promise<ExecutionRecord> {
+  async create(
+    tenant: string,
+    body: CreateExecution,
+    waitSeconds = 0,
+    { service }: { service?: string } = {},
+  ): Promise<ExecutionRecord> {
     const { config } = this.d;
     const job = this.validate(body, await this.source(tenant, body));
     if (body.callback_url !== undefined) this.checkCallback(body.callback_url);
@@ -74,7 +79,7 @@ export class ExecutionService {
         `session ${session!.id} is stateful: its runs are cells, without arguments`,
       );
     }
-    if (sandbox === 'stateful' && job.language !== 'python') {
+    if (sandbox === 'stateful' && job.language !== 'python' && service === undefined) {
       throw new SandgateError(
         'unsupported_language',
         `session ${session!.id} is stateful, which runs python only; use a process session for ${job.language}`,
@@ -101,6 +106,8 @@ export class ExecutionService {
       ...(session && !session.private && egressEntries(config.egress, tenant).length > 0
         ? { network: 'egress' as const }
         : {}),
+      // The run starts `code` as a service of the session (ServiceManager), a program of its own in any session.
+      ...(service === undefined ? {} : { service }),
     };
     const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {

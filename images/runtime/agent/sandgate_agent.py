@@ -44,6 +44,7 @@ from sandgate_process import ProcessRunner
 import sandgate_process
 import sandgate_reset
 import sandgate_seccomp
+import sandgate_services
 import sandgate_stateful
 
 
@@ -112,11 +113,16 @@ class Agent:
     def __init__(self, prewarm, listen=None):
         harden()
         self.token_sha256 = os.environ.pop(TOKEN_ENV, "")
+        services_token = os.environ.pop(sandgate_services.TOKEN_ENV, "")
         egress = os.environ.pop(sandgate_egress.ENV, "")
         if egress:
             sandgate_egress.start(egress)
             os.environ.update(sandgate_egress.proxy_env())
         self.base_env = dict(os.environ)
+        # Long-running programs of the session (sandgate_services.py), reached by the host through its socket.
+        self.services = sandgate_services.Services(
+            self.base_env, services_token, (sandgate_egress.PORT,) if egress else ())
+        self.services.serve()
         self.listen = listen
         self.proto = SocketProtocol() if listen is not None else Protocol(os.dup(1))
         self.control = None if listen is not None else os.fdopen(os.dup(0), "rb", buffering=0)
@@ -259,10 +265,10 @@ class Agent:
         agent itself, so its state stays; a pre-started interpreter is started afresh after the run."""
         self.process.forget_zygote()
         try:
-            sandgate_reset.kill_all_others()
+            sandgate_reset.kill_all_others(spare_sessions=self.services.sids())
         except sandgate_reset.ResetError as e:
             self.proto.send({"t": "err", "d": "sandgate agent: %s\n" % e})
-        reap()
+        reap(self.services.pids())
 
     def run(self, msg):
         cap = msg.get("cap") if isinstance(msg.get("cap"), int) else 100_000
@@ -273,7 +279,11 @@ class Agent:
             msg = dict(msg, env=dict(msg.get("env") or {}, SANDGATE_TOOLS_FD=str(tools.fd())), tools_fd=tools.fd())
         self.proto.send({"t": "started", "id": run_id})
         try:
-            if msg.get("mode") == "stateful" and msg.get("language") == "python":
+            if isinstance(msg.get("service"), str):
+                frame = self.services.start(msg)
+                if "error" in frame:
+                    self.proto.send({"t": "err", "d": "sandgate: %s\n" % frame.pop("error")})
+            elif msg.get("mode") == "stateful" and msg.get("language") == "python":
                 frame = self.stateful.run(msg, cap)
             else:
                 frame = self.process.run(msg, cap)
@@ -293,15 +303,20 @@ class Agent:
         self.proto.send(frame)
 
 
-def reap():
+def reap(keep=()):
     """Collects every child that has ended. Where the agent is PID 1 (a Kubernetes session Pod) the orphans of every
-    run are its children too, and would otherwise stay zombies for the life of the Pod."""
+    run are its children too, and would otherwise stay zombies for the life of the Pod. A service's own process (in
+    `keep`) is left to the thread that follows it, which needs its exit status; the rest then waits for the next run."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return
-        if pid == 0:
+        if info is None or info.si_pid == 0 or info.si_pid in keep:
+            return
+        try:
+            os.waitpid(info.si_pid, os.WNOHANG)
+        except ChildProcessError:
             return
 
 

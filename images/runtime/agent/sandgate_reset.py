@@ -59,7 +59,10 @@ def clean():
     remove_sysv_ipc()
 
 
-def kill_all_others():
+def kill_all_others(spare_sessions=frozenset()):
+    """Every process but init and the caller; with `spare_sessions`, every one outside those sessions (SIDs)."""
+    if spare_sessions:
+        return kill_all_but(spare_sessions)
     deadline = time.monotonic() + KILL_DEADLINE_S
     while True:
         try:
@@ -74,6 +77,35 @@ def kill_all_others():
         if time.monotonic() > deadline:
             raise ResetError("%d processes outlived SIGKILL: %s" % (len(left), left[:10]))
         time.sleep(0.002)
+
+
+def kill_all_but(sessions):
+    """Kills, one by one, each process outside `sessions`; each is stopped first, so none forks while its turn comes.
+    No process can enter a session it did not start (setsid makes a new one), so none can hide in a spared one."""
+    deadline = time.monotonic() + KILL_DEADLINE_S
+    while True:
+        left = [pid for pid in living_others() if session_of(pid) not in sessions]
+        if not left:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in left:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        if time.monotonic() > deadline:
+            raise ResetError("%d processes outlived SIGKILL: %s" % (len(left), left[:10]))
+        time.sleep(0.002)
+
+
+def session_of(pid):
+    """The session (SID) of a process; None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            line = fh.read()
+        return int(line[line.rindex(b")") + 2:].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def living_others():

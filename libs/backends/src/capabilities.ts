@@ -11,6 +11,8 @@ export interface BackendCapabilities {
   warmPool: boolean;
   /** Sandboxes may run under gVisor. */
   gvisor: boolean;
+  /** Sessions may run services (POST /v1/sessions/:id/services), which the gateway reaches on the same host. */
+  services: boolean;
 }
 
 /**
@@ -19,6 +21,6 @@ export interface BackendCapabilities {
  * (docs/kubernetes.md).
  */
 export const CAPABILITIES: Record<BackendName, BackendCapabilities> = {
-  docker: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true },
-  kubernetes: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true },
+  docker: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true, services: true },
+  kubernetes: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true, services: false },
 };

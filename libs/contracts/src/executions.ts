@@ -393,6 +393,8 @@ export const ExecutionJobSchema = Type.Object(
     generation: Type.Integer({ minimum: 0 }),
     /** The session's sandbox reaches its tenant's allowed hosts through the egress proxy (absent: no network). */
     network: Type.Optional(Type.Literal('egress')),
+    /** The run starts `code` as the session's service of this name (POST /v1/sessions/:id/services) and ends then. */
+    service: Type.Optional(Type.String()),
   },
   { $id: 'ExecutionJob', title: 'ExecutionJob' },
 );

@@ -8,6 +8,7 @@ export * from './system.ts';
 export * from './mcp.ts';
 export * from './scripts.ts';
 export * from './tools.ts';
+export * from './services.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -45,6 +46,15 @@ import {
 import { RuntimeSchema, RuntimeListSchema, HealthSchema, SystemStatsSchema, WebhookSecretSchema } from './system.ts';
 import { CreateScriptSchema, ScriptListSchema, ScriptSchema } from './scripts.ts';
 import { ToolCallResultSchema, ToolListSchema, ToolSchema } from './tools.ts';
+import {
+  ServiceListSchema,
+  ServiceLogsSchema,
+  ServicePreviewSchema,
+  ServiceSchema,
+  SharePreviewSchema,
+  StartServiceSchema,
+  StopServiceSchema,
+} from './services.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -88,4 +98,11 @@ export const SHARED_SCHEMAS = [
   ToolSchema,
   ToolListSchema,
   ToolCallResultSchema,
+  StartServiceSchema,
+  ServiceSchema,
+  ServiceListSchema,
+  ServiceLogsSchema,
+  StopServiceSchema,
+  SharePreviewSchema,
+  ServicePreviewSchema,
 ];

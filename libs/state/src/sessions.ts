@@ -4,6 +4,19 @@ import { randomHex } from './random-ids.ts';
 import type { ScriptRedis } from './scripts.ts';
 import { pageIndex, type Page } from './time-index.ts';
 
+/** A service of a session, as the gateway started it (POST /v1/sessions/:id/services); its live state: the agent's. */
+export interface ServiceRecord {
+  name: string;
+  command: string;
+  /** The port the proxy forwards to, when the start named one. */
+  port: number | null;
+  /** The execution that starts it. */
+  executionId: string;
+  createdAt: number;
+}
+
+const SERVICE_FIELD = 'service:';
+
 export interface SessionRecord {
   id: string;
   tenant: string;
@@ -61,6 +74,11 @@ export class SessionStore {
     );
     if (ok !== 1) throw maxSessionsError(opts.maxSessions);
     return (await this.get(tenant, id))!;
+  }
+
+  /** The tenant a session belongs to, for a request that carries no API key (a signed link); null if it is gone. */
+  async ownerOf(id: string): Promise<string | null> {
+    return this.redis.hget(this.k.session(id), 'tenant');
   }
 
   /** The session if it exists, is live and belongs to `tenant`; null otherwise (never tells tenants apart). */
@@ -125,6 +143,31 @@ export class SessionStore {
   async markPrivate(s: SessionRecord): Promise<SessionRecord> {
     await this.redis.multi().hset(this.k.session(s.id), 'private', '1').publish(this.k.privateChannel(), s.id).exec();
     return { ...s, private: true };
+  }
+
+  /** Records a service of the session (in the session's hash, so it goes with it); false if the session is gone. */
+  async putService(sessionId: string, rec: ServiceRecord): Promise<boolean> {
+    const set = await this.redis.eval(
+      "if redis.call('hexists', KEYS[1], 'tenant') == 0 then return 0 end redis.call('hset', KEYS[1], ARGV[1], ARGV[2]) return 1",
+      1,
+      this.k.session(sessionId),
+      `${SERVICE_FIELD}${rec.name}`,
+      JSON.stringify(rec),
+    );
+    return set === 1;
+  }
+
+  /** The session's services, by name. */
+  async services(sessionId: string): Promise<ServiceRecord[]> {
+    const h = await this.redis.hgetall(this.k.session(sessionId));
+    return Object.entries(h)
+      .filter(([field]) => field.startsWith(SERVICE_FIELD))
+      .map(([, json]) => JSON.parse(json) as ServiceRecord)
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async removeService(sessionId: string, name: string): Promise<void> {
+    await this.redis.hdel(this.k.session(sessionId), `${SERVICE_FIELD}${name}`);
   }
 
   /** Whether the session holds private data; a session that is gone counts as private (it gets no network either). */

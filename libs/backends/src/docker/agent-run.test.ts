@@ -22,7 +22,7 @@ async function sandbox(t: TestContext) {
     nofile: 256,
     deployment: f.deployment,
   };
-  const sessions = new SessionSandboxes(docker, settings, silentLogger, 30_000);
+  const sessions = new SessionSandboxes(docker, settings, silentLogger, 30_000, f.workspaces.dataDir);
   const dir = await f.workspaces.create(job.session_id);
   const s = await sessions.acquire(job, dir);
   t.after(() => s.channel.close());

@@ -2,6 +2,7 @@ import type Dockerode from 'dockerode';
 import { parseUser } from './pool-dirs.ts';
 import { WORKDIR } from '../shared/sandbox.ts';
 import { EGRESS_MOUNT, EGRESS_SOCKET } from './egress-proxy.ts';
+import { SERVICES_MOUNT, SERVICES_TOKEN_ENV } from '../services.ts';
 import {
   asSandboxUser,
   CONTAINER_USER,
@@ -64,6 +65,13 @@ export interface AgentSandbox {
   prewarm: Prewarm;
   /** Host directory of the session's egress proxy socket (egress-proxy.ts); absent: no network at all. */
   egressDir?: string;
+  /** A session's services (services.ts): the host directory of the agent's socket, and the SHA-256 of its token. */
+  services?: { dir: string; tokenSha256: string };
+}
+
+/** The uid a sandbox's agent runs as (agentCommand), which alone may enter its services directory. */
+export function agentUid(sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<SandboxSettings, 'user' | 'runtime'>): number {
+  return sandbox.prewarm === 'never' || s.runtime === 'runsc' ? parseUser(s.user).uid : AGENT_UID;
 }
 
 /**
@@ -77,7 +85,10 @@ export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.
     Image: s.image,
     Cmd: agentCommand(sandbox, s),
     // Nothing of the worker's environment; a job's variables reach only the program they are for, per run.
-    Env: sandbox.egressDir === undefined ? [] : [`SANDGATE_EGRESS_SOCKET=${EGRESS_SOCKET}`],
+    Env: [
+      ...(sandbox.egressDir === undefined ? [] : [`SANDGATE_EGRESS_SOCKET=${EGRESS_SOCKET}`]),
+      ...(sandbox.services === undefined ? [] : [`${SERVICES_TOKEN_ENV}=${sandbox.services.tokenSha256}`]),
+    ],
     User: CONTAINER_USER,
     WorkingDir: WORKDIR,
     Labels: sandbox.labels,
@@ -97,6 +108,9 @@ export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.
         ...(sandbox.egressDir === undefined
           ? []
           : [{ Type: 'bind' as const, Source: sandbox.egressDir, Target: EGRESS_MOUNT, ReadOnly: true }]),
+        ...(sandbox.services === undefined
+          ? []
+          : [{ Type: 'bind' as const, Source: sandbox.services.dir, Target: SERVICES_MOUNT, ReadOnly: false }]),
       ],
     },
   };

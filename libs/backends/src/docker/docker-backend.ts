@@ -21,6 +21,7 @@ import { runInSession } from '../shared/session-run.ts';
 import { SessionSandboxes, type SessionSandbox } from './session-sandboxes.ts';
 import { EgressProxy, type EgressSettings } from './egress-proxy.ts';
 import { sweepContainers } from './sweep.ts';
+import { retainServices } from '../services.ts';
 import { WarmPool, type PoolStats } from './warm-pool.ts';
 
 export interface DockerBackendOptions {
@@ -153,7 +154,14 @@ export class DockerBackend implements ExecutionBackend {
     this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user), workspaces.quota);
     // Beside the sessions too: the directory holding each session's proxy socket is bind-mounted like theirs.
     this.#egress = egress && new EgressProxy(join(workspaces.dataDir, 'egress'), egress, logger);
-    this.#sessions = new SessionSandboxes(docker, this.#settings, logger, READY_TIMEOUT_MS, this.#egress);
+    this.#sessions = new SessionSandboxes(
+      docker,
+      this.#settings,
+      logger,
+      READY_TIMEOUT_MS,
+      workspaces.dataDir,
+      this.#egress,
+    );
     this.#pool = new WarmPool({
       docker,
       settings: this.#settings,
@@ -253,6 +261,7 @@ export class DockerBackend implements ExecutionBackend {
     });
     this.#sessions.forget(keep.sessions);
     await this.#egress?.retain(keep.sessions);
+    await retainServices(this.#workspaces.dataDir, keep.sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandboxes');
     return { removed };
   }

@@ -9,7 +9,7 @@ import { docker, fixture, IMAGE, removeContainer } from './testing.ts';
 
 async function setup(
   t: TestContext,
-): Promise<{ sessions: SessionSandboxes; job: ExecutionJob; dir: string; settings: SandboxSettings }> {
+): Promise<{ sessions: SessionSandboxes; job: ExecutionJob; dir: string; settings: SandboxSettings; dataDir: string }> {
   const f = await fixture(t);
   const job = f.job({ sandbox: 'session' });
   t.after(() => removeContainer(sessionContainerName(job.session_id)));
@@ -23,10 +23,11 @@ async function setup(
     deployment: f.deployment,
   };
   return {
-    sessions: new SessionSandboxes(docker, settings, silentLogger, 30_000),
+    sessions: new SessionSandboxes(docker, settings, silentLogger, 30_000, f.workspaces.dataDir),
     job,
     dir: await f.workspaces.create(job.session_id),
     settings,
+    dataDir: f.workspaces.dataDir,
   };
 }
 
@@ -39,7 +40,8 @@ test('a session sandbox is made on first use, then found by name and reused', as
   assert.equal(info.Name, `/${sessionContainerName(job.session_id)}`);
   assert.equal(info.Config.Labels['org.sandgate.replaces'], undefined);
   // Another worker (another instance) finds the same sandbox by its name.
-  const other = new SessionSandboxes(docker, (await setup(t)).settings, silentLogger, 30_000);
+  const elsewhere = await setup(t);
+  const other = new SessionSandboxes(docker, elsewhere.settings, silentLogger, 30_000, elsewhere.dataDir);
   const again = await other.acquire({ ...job }, dir).catch((e: unknown) => e);
   assert.ok(again instanceof Error, 'a sandbox of another deployment is never used');
   const same = await sessions.acquire(job, dir);

@@ -4,7 +4,8 @@ import { deploymentOf, LABELS, sessionLabels } from '../shared/labels.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import type { AgentChannel } from '../shared/agent-channel.ts';
 import { attachAgent } from './agent-attach.ts';
-import { agentSpec, sessionContainerName } from './agent-spec.ts';
+import { agentSpec, agentUid, sessionContainerName, type Prewarm } from './agent-spec.ts';
+import { prepareServices, servicesDirOf } from '../services.ts';
 import { AttachCache } from '../shared/attach-cache.ts';
 import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 import { engineError, forceRemove, isNotFound, statusOf } from './engine-errors.ts';
@@ -48,14 +49,18 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
   readonly #attached = new AttachCache<SessionSandbox>();
 
   readonly #egress: EgressProxy | undefined;
+  /** The data directory, where each session's services directory is (services.ts). */
+  readonly #dataDir: string;
 
   constructor(
     docker: Dockerode,
     settings: SandboxSettings,
     log: BackendLogger,
     readyTimeoutMs: number,
+    dataDir: string,
     egress?: EgressProxy,
   ) {
+    this.#dataDir = dataDir;
     this.#docker = docker;
     this.#settings = settings;
     this.#log = log;
@@ -214,6 +219,10 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
     replaces: boolean,
     network: 'egress' | undefined,
   ): Promise<SessionSandbox> {
+    // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
+    const prewarm: Prewarm = job.sandbox === 'stateful' ? 'never' : 'always';
+    // A new sandbox, a new services socket: what ran in the one it replaces has ended with it.
+    const tokenSha256 = await prepareServices(this.#dataDir, job.session_id, agentUid({ prewarm }, this.#settings));
     const spec = agentSpec(
       {
         name: sessionContainerName(job.session_id),
@@ -221,8 +230,8 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
         limits: job,
         workspaceDir: dir,
         ...(network === 'egress' ? { egressDir: this.#egress!.dirOf(job.session_id) } : {}),
-        // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
-        prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
+        services: { dir: servicesDirOf(this.#dataDir, job.session_id), tokenSha256 },
+        prewarm,
       },
       this.#settings,
     );

@@ -80,6 +80,8 @@ export interface RunRequest {
   cap: number;
   /** The tenant has tools: the program gets a tool channel (sandgate_tools.py). */
   tools?: boolean;
+  /** Start the program as this service of the session (sandgate_services.py): the run ends once it has started. */
+  service?: string;
 }
 
 /** Stops the current run: kills its process group, or raises KeyboardInterrupt in the interpreter. */

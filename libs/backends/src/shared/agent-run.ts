@@ -67,6 +67,7 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
       mode: s.mode,
       cap: s.maxOutputBytes,
       ...(s.tools ? { tools: true } : {}),
+      ...(job.service === undefined ? {} : { service: job.service }),
     },
     {
       onStarted: () => events.phase('running'),

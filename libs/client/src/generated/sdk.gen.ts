@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, MakeSessionPrivateData, MakeSessionPrivateErrors, MakeSessionPrivateResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
+import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteServiceData, DeleteServiceErrors, DeleteServiceResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetServiceData, GetServiceErrors, GetServiceLogsData, GetServiceLogsErrors, GetServiceLogsResponses, GetServiceResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListServicesData, ListServicesErrors, ListServicesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, MakeSessionPrivateData, MakeSessionPrivateErrors, MakeSessionPrivateResponses, PreviewServiceData, PreviewServiceErrors, PreviewServiceResponses, ProxyServiceData, ProxyServiceErrors, ProxyServiceResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, ShareServiceData, ShareServiceErrors, ShareServiceResponses, StartServiceData, StartServiceErrors, StartServiceResponses, StopServiceData, StopServiceErrors, StopServiceResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -294,6 +294,101 @@ export const callTool = <ThrowOnError extends boolean = false>(options: Options<
         ...options.headers
     }
 });
+
+/**
+ * List the session's services and their state
+ */
+export const listServices = <ThrowOnError extends boolean = false>(options: Options<ListServicesData, ThrowOnError>): RequestResult<ListServicesResponses, ListServicesErrors, ThrowOnError> => (options.client ?? client).get<ListServicesResponses, ListServicesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/services',
+    ...options
+});
+
+/**
+ * Start a long-running program in the session's sandbox (a web app, a notebook, a database)
+ *
+ * Queued behind the session's current execution, then started; answers once it runs (or failed to start), within 30 s (else `starting`). Its ports show once it listens; reach it at `proxy_url`.
+ */
+export const startService = <ThrowOnError extends boolean = false>(options: Options<StartServiceData, ThrowOnError>): RequestResult<StartServiceResponses, StartServiceErrors, ThrowOnError> => (options.client ?? client).post<StartServiceResponses, StartServiceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/services',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Stop a service if it runs, and forget it
+ */
+export const deleteService = <ThrowOnError extends boolean = false>(options: Options<DeleteServiceData, ThrowOnError>): RequestResult<DeleteServiceResponses, DeleteServiceErrors, ThrowOnError> => (options.client ?? client).delete<DeleteServiceResponses, DeleteServiceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/services/{name}',
+    ...options
+});
+
+/**
+ * Get a service: state, exit code, ports
+ */
+export const getService = <ThrowOnError extends boolean = false>(options: Options<GetServiceData, ThrowOnError>): RequestResult<GetServiceResponses, GetServiceErrors, ThrowOnError> => (options.client ?? client).get<GetServiceResponses, GetServiceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/services/{name}',
+    ...options
+});
+
+/**
+ * A service's output (stdout and stderr together) from an offset; follow=true streams it (SSE)
+ */
+export const getServiceLogs = <ThrowOnError extends boolean = false>(options: Options<GetServiceLogsData, ThrowOnError>): RequestResult<GetServiceLogsResponses, GetServiceLogsErrors, ThrowOnError> => (options.client ?? client).get<GetServiceLogsResponses, GetServiceLogsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/services/{name}/logs',
+    ...options
+});
+
+/**
+ * Stop a service: SIGTERM, then SIGKILL after grace_ms; answers once it has ended
+ */
+export const stopService = <ThrowOnError extends boolean = false>(options: Options<StopServiceData, ThrowOnError>): RequestResult<StopServiceResponses, StopServiceErrors, ThrowOnError> => (options.client ?? client).post<StopServiceResponses, StopServiceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/services/{name}/stop',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * A link that opens the service without an API key until it expires (to share a preview)
+ */
+export const shareService = <ThrowOnError extends boolean = false>(options: Options<ShareServiceData, ThrowOnError>): RequestResult<ShareServiceResponses, ShareServiceErrors, ThrowOnError> => (options.client ?? client).post<ShareServiceResponses, ShareServiceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/services/{name}/preview',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * HTTP (and websockets) to the service's port; the path after /proxy is the service's
+ *
+ * Every other method (POST, PUT, PATCH, DELETE, OPTIONS) is proxied the same way.
+ */
+export const proxyService = <ThrowOnError extends boolean = false>(options: Options<ProxyServiceData, ThrowOnError>): RequestResult<ProxyServiceResponses, ProxyServiceErrors, ThrowOnError> => (options.client ?? client).get<ProxyServiceResponses, ProxyServiceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/services/{name}/proxy/{path}',
+    ...options
+});
+
+/**
+ * A service through a preview link (POST .../preview): no API key; pages are sandboxed
+ *
+ * Every other method (POST, PUT, PATCH, DELETE, OPTIONS) is proxied the same way.
+ */
+export const previewService = <ThrowOnError extends boolean = false>(options: Options<PreviewServiceData, ThrowOnError>): RequestResult<PreviewServiceResponses, PreviewServiceErrors, ThrowOnError> => (options.client ?? client).get<PreviewServiceResponses, PreviewServiceErrors, ThrowOnError>({ url: '/preview/{token}/{path}', ...options });
 
 /**
  * Download a file (API key or signed URL); supports Range, ETag and If-None-Match

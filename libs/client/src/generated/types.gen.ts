@@ -834,6 +834,134 @@ export type ToolCallResult = {
     duration_ms: number;
 };
 
+/**
+ * StartService
+ */
+export type StartService = {
+    /**
+     * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+     */
+    name: string;
+    /**
+     * A bash command, run in /mnt/data as the sandbox user, e.g. "python3 -m http.server 8000". It should not daemonize: processes that leave the service's session end with the next execution.
+     */
+    command: string;
+    /**
+     * Environment variables of the service.
+     */
+    env?: {
+        [key: string]: string;
+    };
+    /**
+     * The port the proxy forwards to; absent: the first port the service listens on.
+     */
+    port?: number;
+};
+
+/**
+ * Service
+ */
+export type Service = {
+    /**
+     * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+     */
+    name: string;
+    session_id: string;
+    /**
+     * `starting`: queued behind the session's current execution, or being started. `running`. `stopped`: by POST .../stop, or with the session's sandbox (a restart, a change of limits or network). `exited`: it ended with status 0. `failed`: it could not start, or ended with another status.
+     */
+    state: 'starting' | 'running' | 'stopped' | 'exited' | 'failed';
+    command: string;
+    execution_id: string;
+    /**
+     * Once it has ended.
+     */
+    exit_code: number | null;
+    /**
+     * Ports it listens on, as the sandbox sees them (detected while it runs).
+     */
+    ports: Array<number>;
+    /**
+     * The port the proxy forwards to: the one given at start, else the first detected.
+     */
+    port: number | null;
+    /**
+     * HTTP and websockets to the service, with the same API key as the rest of the API.
+     */
+    proxy_url: string;
+    created_at: string;
+    started_at: string | null;
+    ended_at: string | null;
+    /**
+     * Bytes of output it has written so far (stdout and stderr together).
+     */
+    log_bytes: number;
+    /**
+     * Why it is stopped or failed.
+     */
+    message: string | null;
+};
+
+/**
+ * ServiceList
+ */
+export type ServiceList = {
+    services: Array<Service>;
+};
+
+/**
+ * ServiceLogs
+ */
+export type ServiceLogs = {
+    /**
+     * Output from `offset` (stdout and stderr together), UTF-8 decoded.
+     */
+    output: string;
+    /**
+     * Where `output` starts. Larger than the offset asked for when that output no longer is kept (the last MiB of each service is).
+     */
+    offset: number;
+    /**
+     * Pass as `offset` to get what comes next.
+     */
+    next_offset: number;
+    /**
+     * `starting`: queued behind the session's current execution, or being started. `running`. `stopped`: by POST .../stop, or with the session's sandbox (a restart, a change of limits or network). `exited`: it ended with status 0. `failed`: it could not start, or ended with another status.
+     */
+    state: 'starting' | 'running' | 'stopped' | 'exited' | 'failed';
+};
+
+/**
+ * StopService
+ */
+export type StopService = {
+    /**
+     * Time between SIGTERM and SIGKILL.
+     */
+    grace_ms?: number;
+};
+
+/**
+ * SharePreview
+ */
+export type SharePreview = {
+    /**
+     * How long the link works.
+     */
+    ttl_seconds?: number;
+};
+
+/**
+ * ServicePreview
+ */
+export type ServicePreview = {
+    /**
+     * Opens the service without an API key until expires_at: for a browser, or to share. Pages are served sandboxed (Content-Security-Policy: sandbox), in an origin of their own.
+     */
+    url: string;
+    expires_at: string;
+};
+
 export type GetHealthData = {
     body?: never;
     path?: never;
@@ -2239,6 +2367,497 @@ export type CallToolResponses = {
 };
 
 export type CallToolResponse = CallToolResponses[keyof CallToolResponses];
+
+export type ListServicesData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services';
+};
+
+export type ListServicesErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type ListServicesError = ListServicesErrors[keyof ListServicesErrors];
+
+export type ListServicesResponses = {
+    /**
+     * Default Response
+     */
+    200: ServiceList;
+};
+
+export type ListServicesResponse = ListServicesResponses[keyof ListServicesResponses];
+
+export type StartServiceData = {
+    body: StartService;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services';
+};
+
+export type StartServiceErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Error
+     */
+    501: Problem;
+};
+
+export type StartServiceError = StartServiceErrors[keyof StartServiceErrors];
+
+export type StartServiceResponses = {
+    /**
+     * Default Response
+     */
+    201: Service;
+};
+
+export type StartServiceResponse = StartServiceResponses[keyof StartServiceResponses];
+
+export type DeleteServiceData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services/{name}';
+};
+
+export type DeleteServiceErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type DeleteServiceError = DeleteServiceErrors[keyof DeleteServiceErrors];
+
+export type DeleteServiceResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type DeleteServiceResponse = DeleteServiceResponses[keyof DeleteServiceResponses];
+
+export type GetServiceData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services/{name}';
+};
+
+export type GetServiceErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type GetServiceError = GetServiceErrors[keyof GetServiceErrors];
+
+export type GetServiceResponses = {
+    /**
+     * Default Response
+     */
+    200: Service;
+};
+
+export type GetServiceResponse = GetServiceResponses[keyof GetServiceResponses];
+
+export type GetServiceLogsData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+    };
+    query?: {
+        /**
+         * next_offset of the previous read.
+         */
+        offset?: number;
+        /**
+         * Stream as Server-Sent Events: `log` events ({output, offset, next_offset}) as output comes, then one `end` event (the Service) once the service no longer runs.
+         */
+        follow?: boolean;
+    };
+    url: '/v1/sessions/{id}/services/{name}/logs';
+};
+
+export type GetServiceLogsErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type GetServiceLogsError = GetServiceLogsErrors[keyof GetServiceLogsErrors];
+
+export type GetServiceLogsResponses = {
+    /**
+     * Default Response
+     */
+    200: ServiceLogs;
+};
+
+export type GetServiceLogsResponse = GetServiceLogsResponses[keyof GetServiceLogsResponses];
+
+export type StopServiceData = {
+    body: StopService;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services/{name}/stop';
+};
+
+export type StopServiceErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Error
+     */
+    502: Problem;
+};
+
+export type StopServiceError = StopServiceErrors[keyof StopServiceErrors];
+
+export type StopServiceResponses = {
+    /**
+     * Default Response
+     */
+    200: Service;
+};
+
+export type StopServiceResponse = StopServiceResponses[keyof StopServiceResponses];
+
+export type ShareServiceData = {
+    body: SharePreview;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services/{name}/preview';
+};
+
+export type ShareServiceErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+};
+
+export type ShareServiceError = ShareServiceErrors[keyof ShareServiceErrors];
+
+export type ShareServiceResponses = {
+    /**
+     * Default Response
+     */
+    201: ServicePreview;
+};
+
+export type ShareServiceResponse = ShareServiceResponses[keyof ShareServiceResponses];
+
+export type ProxyServiceData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+        /**
+         * A path relative to the session root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         */
+        path: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services/{name}/proxy/{path}';
+};
+
+export type ProxyServiceErrors = {
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Error
+     */
+    502: Problem;
+};
+
+export type ProxyServiceError = ProxyServiceErrors[keyof ProxyServiceErrors];
+
+export type ProxyServiceResponses = {
+    /**
+     * The service's own response, whatever its status and type.
+     */
+    200: Blob | File;
+};
+
+export type ProxyServiceResponse = ProxyServiceResponses[keyof ProxyServiceResponses];
+
+export type PreviewServiceData = {
+    body?: never;
+    path: {
+        /**
+         * The signed part of a preview url.
+         */
+        token: string;
+        /**
+         * A path relative to the session root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         */
+        path: string;
+    };
+    query?: never;
+    url: '/preview/{token}/{path}';
+};
+
+export type PreviewServiceErrors = {
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Error
+     */
+    502: Problem;
+};
+
+export type PreviewServiceError = PreviewServiceErrors[keyof PreviewServiceErrors];
+
+export type PreviewServiceResponses = {
+    /**
+     * The service's own response, whatever its status and type.
+     */
+    200: Blob | File;
+};
+
+export type PreviewServiceResponse = PreviewServiceResponses[keyof PreviewServiceResponses];
 
 export type DownloadFileData = {
     body?: never;

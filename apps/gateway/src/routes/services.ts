@@ -1,0 +1,327 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import {
+  ProblemSchema,
+  SandgateError,
+  ServiceListSchema,
+  ServiceLogsSchema,
+  ServiceParamsSchema,
+  ServicePreviewSchema,
+  ServiceSchema,
+  SessionParamsSchema,
+  SharePreviewSchema,
+  StartServiceSchema,
+  StopServiceSchema,
+  ref,
+  type Service,
+} from '@sandgate/contracts';
+import type { GatewayDeps } from '../deps.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { ServiceManager } from '../service-manager.ts';
+import { proxyHttp, serveUpgrades, splitProxyUrl, type ProxyTarget } from '../service-proxy.ts';
+import { SseWriter } from '../sse.ts';
+import { toProblem } from '../plugins/errors.ts';
+
+/** How often a followed log asks the sandbox for new output. */
+const FOLLOW_POLL_MS = 250;
+const LogsQuery = Type.Object({
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'next_offset of the previous read.' })),
+  follow: Type.Optional(
+    Type.Boolean({
+      description:
+        'Stream as Server-Sent Events: `log` events ({output, offset, next_offset}) as output comes, then one `end` ' +
+        'event (the Service) once the service no longer runs.',
+    }),
+  ),
+});
+const ProxyParams = Type.Object({
+  id: ServiceParamsSchema.properties.id,
+  name: ServiceParamsSchema.properties.name,
+  '*': Type.String({ description: 'The path the service gets.' }),
+});
+const PreviewParams = Type.Object({
+  token: Type.String({ description: 'The signed part of a preview url.' }),
+  '*': Type.String({ description: 'The path the service gets.' }),
+});
+const ANY = { '*/*': { schema: { type: 'string', format: 'binary' } } };
+const PROXY_RESPONSES = {
+  200: { description: "The service's own response, whatever its status and type.", content: ANY },
+};
+/** Every method but GET (documented on its own; HEAD comes with it). */
+const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/** /v1/sessions/:id/services: long-running programs in a session's sandbox, and their proxy (docs/services.md). */
+export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  const services = new ServiceManager(deps);
+  const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
+  const unsupported = { 501: ref(ProblemSchema) };
+
+  app.post(
+    '/v1/sessions/:id/services',
+    {
+      schema: {
+        operationId: 'startService',
+        tags: ['services'],
+        summary: "Start a long-running program in the session's sandbox (a web app, a notebook, a database)",
+        description:
+          "Queued behind the session's current execution, then started; answers once it runs (or failed to " +
+          'start), within 30 s (else `starting`). Its ports show once it listens; reach it at `proxy_url`.',
+        params: SessionParamsSchema,
+        body: ref(StartServiceSchema),
+        response: {
+          201: ref(ServiceSchema),
+          409: ref(ProblemSchema),
+          429: ref(ProblemSchema),
+          ...unsupported,
+          ...errors,
+        },
+      },
+    },
+    async (req, reply) => reply.status(201).send(await services.start(tenantOf(req), req.params.id, req.body)),
+  );
+
+  app.get(
+    '/v1/sessions/:id/services',
+    {
+      schema: {
+        operationId: 'listServices',
+        tags: ['services'],
+        summary: "List the session's services and their state",
+        params: SessionParamsSchema,
+        response: { 200: ref(ServiceListSchema), ...errors },
+      },
+    },
+    async (req) => ({ services: await services.list(tenantOf(req), req.params.id) }),
+  );
+
+  app.get(
+    '/v1/sessions/:id/services/:name',
+    {
+      schema: {
+        operationId: 'getService',
+        tags: ['services'],
+        summary: 'Get a service: state, exit code, ports',
+        params: ServiceParamsSchema,
+        response: { 200: ref(ServiceSchema), ...errors },
+      },
+    },
+    async (req) => services.get(tenantOf(req), req.params.id, req.params.name),
+  );
+
+  app.get(
+    '/v1/sessions/:id/services/:name/logs',
+    {
+      schema: {
+        operationId: 'getServiceLogs',
+        tags: ['services'],
+        summary: "A service's output (stdout and stderr together) from an offset; follow=true streams it (SSE)",
+        params: ServiceParamsSchema,
+        querystring: LogsQuery,
+        response: { 200: ref(ServiceLogsSchema), ...errors },
+      },
+    },
+    async (req, reply) => {
+      const tenant = tenantOf(req);
+      const { id, name } = req.params;
+      const offset = req.query.offset ?? 0;
+      if (!req.query.follow) {
+        const logs = await services.logs(tenant, id, name, offset);
+        return { output: logs.output, offset: logs.offset, next_offset: logs.next_offset, state: logs.service.state };
+      }
+      await services.get(tenant, id, name);
+      return follow(req, reply, tenant, { id, name }, offset);
+    },
+  );
+
+  /** Streams a service's output until it ends, the client goes, or the gateway drains. */
+  async function follow(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    tenant: string,
+    { id, name }: { id: string; name: string },
+    from: number,
+  ): Promise<void> {
+    reply.hijack();
+    const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
+    const sse = new SseWriter(reply.raw, headers, { heartbeatMs: 15_000, retryMs: 2000 });
+    const stop = AbortSignal.any([sse.closed, deps.draining]);
+    let offset = from;
+    try {
+      for (;;) {
+        const logs = await services.logs(tenant, id, name, offset);
+        if (logs.next_offset > offset || logs.offset > offset) {
+          const { output, next_offset } = logs;
+          await sse.send({
+            id: String(next_offset),
+            event: 'log',
+            data: JSON.stringify({ output, offset: logs.offset, next_offset }),
+          });
+          offset = next_offset;
+        }
+        if (!isLive(logs.service)) {
+          await sse.send({ event: 'end', data: JSON.stringify(logs.service) });
+          return;
+        }
+        if (stop.aborted) return;
+        await new Promise((resolve) => {
+          const t = setTimeout(resolve, FOLLOW_POLL_MS);
+          stop.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(t);
+              resolve(undefined);
+            },
+            { once: true },
+          );
+        });
+        if (stop.aborted) return;
+      }
+    } catch (err) {
+      req.log.error({ err }, 'service log stream failed');
+      await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
+    } finally {
+      sse.end();
+    }
+  }
+
+  app.post(
+    '/v1/sessions/:id/services/:name/stop',
+    {
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
+      schema: {
+        operationId: 'stopService',
+        tags: ['services'],
+        summary: 'Stop a service: SIGTERM, then SIGKILL after grace_ms; answers once it has ended',
+        params: ServiceParamsSchema,
+        body: ref(StopServiceSchema),
+        response: { 200: ref(ServiceSchema), 502: ref(ProblemSchema), ...errors },
+      },
+    },
+    async (req) => services.stop(tenantOf(req), req.params.id, req.params.name, req.body.grace_ms ?? 5000),
+  );
+
+  app.delete(
+    '/v1/sessions/:id/services/:name',
+    {
+      schema: {
+        operationId: 'deleteService',
+        tags: ['services'],
+        summary: 'Stop a service if it runs, and forget it',
+        params: ServiceParamsSchema,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (req, reply) => {
+      await services.remove(tenantOf(req), req.params.id, req.params.name);
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.post(
+    '/v1/sessions/:id/services/:name/preview',
+    {
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
+      schema: {
+        operationId: 'shareService',
+        tags: ['services'],
+        summary: 'A link that opens the service without an API key until it expires (to share a preview)',
+        params: ServiceParamsSchema,
+        body: ref(SharePreviewSchema),
+        response: { 201: ref(ServicePreviewSchema), ...errors },
+      },
+    },
+    async (req, reply) => {
+      await services.get(tenantOf(req), req.params.id, req.params.name);
+      return reply.status(201).send(services.share(req.params.id, req.params.name, req.body.ttl_seconds ?? 3600));
+    },
+  );
+
+  /** The session and service a proxied URL names, once its API key or preview token is checked. */
+  async function resolve(url: string, authorization: string | undefined): Promise<ProxyTarget | undefined> {
+    const split = splitProxyUrl(url);
+    if (split === undefined) return undefined;
+    if (split.kind === 'api') {
+      const tenant = app.tenantOfAuthorization(authorization);
+      if (tenant === null) {
+        throw new SandgateError(
+          'unauthorized',
+          'send an API key as "Authorization: Bearer <key>", or use a preview link',
+        );
+      }
+      const session = await deps.sessions.require(tenant, split.sessionId);
+      return { session, name: split.name, path: split.rest, prefix: split.prefix };
+    }
+    const opened = services.verifyPreview(split.token);
+    if (opened === undefined) throw new SandgateError('forbidden', 'the preview link is not valid, or it expired');
+    const owner = await deps.sessions.ownerOf(opened.sessionId);
+    if (owner === null) throw new SandgateError('session_not_found', `session ${opened.sessionId} has ended`);
+    const session = await deps.sessions.require(owner, opened.sessionId);
+    return { session, name: opened.name, path: split.rest, prefix: split.prefix };
+  }
+
+  serveUpgrades(app, resolve, services);
+
+  // The proxy takes every body as it comes, as a stream: it is the service's to read.
+  await app.register(async (instance) => {
+    const raw = instance.withTypeProvider<TypeBoxTypeProvider>();
+    raw.removeAllContentTypeParsers();
+    raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+    const proxy = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const target = await resolve(req.raw.url ?? req.url, req.headers.authorization);
+      if (target === undefined) throw new SandgateError('not_found', 'no such service');
+      const upstream = await services.connect(target.session, target.name);
+      const port = (await services.get(target.session.tenant, target.session.id, target.name)).port ?? 0;
+      reply.hijack();
+      for (const [k, v] of Object.entries(reply.getHeaders())) {
+        if (v !== undefined && !reply.raw.hasHeader(k)) reply.raw.setHeader(k, v);
+      }
+      await proxyHttp(req.raw, reply.raw, upstream, {
+        path: target.path,
+        prefix: target.prefix,
+        port,
+        secure: req.protocol === 'https',
+      });
+    };
+    for (const [url, params, operationId, summary, config] of [
+      [
+        '/v1/sessions/:id/services/:name/proxy/*',
+        ProxyParams,
+        'proxyService',
+        "HTTP (and websockets) to the service's port; the path after /proxy is the service's",
+        {},
+      ],
+      [
+        '/preview/:token/*',
+        PreviewParams,
+        'previewService',
+        'A service through a preview link (POST .../preview): no API key; pages are sandboxed',
+        { public: true },
+      ],
+    ] as const) {
+      raw.route({
+        method: 'GET',
+        url,
+        config: { ...config, openapi: { responses: PROXY_RESPONSES } },
+        schema: {
+          operationId,
+          tags: ['services'],
+          summary,
+          description: 'Every other method (POST, PUT, PATCH, DELETE, OPTIONS) is proxied the same way.',
+          params,
+          ...(url.startsWith('/preview') ? { security: [{}] } : {}),
+          response: { 404: ref(ProblemSchema), 409: ref(ProblemSchema), 502: ref(ProblemSchema) },
+        },
+        handler: proxy,
+      });
+      raw.route({ method: [...OTHER_METHODS], url, config, schema: { hide: true, params }, handler: proxy });
+    }
+  });
+};
+
+const isLive = (s: Service): boolean => s.state === 'running' || s.state === 'starting';

@@ -1,0 +1,196 @@
+import { request, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { SandgateError } from '@sandgate/contracts';
+import type { SessionRecord } from '@sandgate/state';
+import type { ServiceManager } from './service-manager.ts';
+
+/**
+ * Pages a service serves run in an opaque origin of their own: they cannot read what the gateway's origin keeps (the
+ * dashboard's API key) nor call the API with its credentials. Scripts, forms and popups still work.
+ */
+const SANDBOX_CSP = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads';
+/** Headers of one hop only (RFC 9110 §7.6.1), never passed on; and the tenant's credentials. */
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'authorization',
+  'host',
+]);
+
+/** What a request to a service's proxy names: the session, the service, and the path the service gets. */
+export interface ProxyTarget {
+  session: SessionRecord;
+  name: string;
+  /** From the first '/' after the proxy prefix, with the query. */
+  path: string;
+  /** The public prefix the service is served under (X-Forwarded-Prefix). */
+  prefix: string;
+}
+
+const PROXY_PATH = /^\/v1\/sessions\/(sess_[0-9a-f]{12})\/services\/([a-z][a-z0-9-]{0,31})\/proxy(\/[^]*)?$/;
+const PREVIEW_PATH = /^\/preview\/([^/?]+)(\/[^]*)?$/;
+
+/** Splits a raw URL into the proxy (or preview) prefix and the rest; undefined for any other URL. */
+export function splitProxyUrl(
+  url: string,
+):
+  | { kind: 'api'; sessionId: string; name: string; prefix: string; rest: string }
+  | { kind: 'preview'; token: string; prefix: string; rest: string }
+  | undefined {
+  const q = url.indexOf('?');
+  const pathname = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q);
+  let m = PROXY_PATH.exec(pathname);
+  if (m) {
+    const rest = (m[3] ?? '/') + query;
+    return {
+      kind: 'api',
+      sessionId: m[1]!,
+      name: m[2]!,
+      prefix: pathname.slice(0, pathname.length - (m[3]?.length ?? 0)),
+      rest,
+    };
+  }
+  m = PREVIEW_PATH.exec(pathname);
+  if (m) {
+    const rest = (m[2] ?? '/') + query;
+    return { kind: 'preview', token: m[1]!, prefix: `/preview/${m[1]!}`, rest };
+  }
+  return undefined;
+}
+
+function forwardHeaders(
+  headers: IncomingHttpHeaders,
+  prefix: string,
+  port: number,
+  secure: boolean,
+): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const named = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase()),
+  );
+  for (const [k, v] of Object.entries(headers)) {
+    if (v !== undefined && !HOP.has(k) && !named.has(k)) out[k] = v;
+  }
+  out.host = `127.0.0.1:${port}`;
+  out['x-forwarded-host'] = headers.host ?? '';
+  out['x-forwarded-proto'] = secure ? 'https' : 'http';
+  out['x-forwarded-prefix'] = prefix;
+  return out;
+}
+
+/** Relays one HTTP request to the service over `upstream` and its response back; never throws once hijacked. */
+export function proxyHttp(
+  raw: IncomingMessage,
+  res: import('node:http').ServerResponse,
+  upstream: Socket,
+  target: { path: string; prefix: string; port: number; secure: boolean },
+): Promise<void> {
+  return new Promise((resolve) => {
+    const out = request(
+      {
+        method: raw.method,
+        path: target.path,
+        headers: forwardHeaders(raw.headers, target.prefix, target.port, target.secure),
+        // No agent: with one, Node would make its own connection instead of using this one.
+        createConnection: () => upstream,
+      },
+      (answer) => {
+        const headers: OutgoingHttpHeaders = {};
+        for (const [k, v] of Object.entries(answer.headers)) {
+          if (v !== undefined && !HOP.has(k) && k !== 'content-security-policy') headers[k] = v;
+        }
+        headers['content-security-policy'] = SANDBOX_CSP;
+        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, headers);
+        answer.pipe(res);
+        answer.once('end', () => resolve());
+        answer.once('error', () => {
+          res.destroy();
+          resolve();
+        });
+      },
+    );
+    // The connection was paused once the agent's answer to our header was read: reading resumes with the response.
+    out.once('socket', (socket) => socket.resume());
+    out.once('error', (err) => {
+      if (!res.headersSent) {
+        const problem = {
+          type: 'about:blank',
+          title: 'Bad Gateway',
+          status: 502,
+          code: 'service_unreachable',
+          detail: `the service did not answer: ${err.message}`,
+        };
+        res.writeHead(502, { 'content-type': 'application/problem+json' }).end(JSON.stringify(problem));
+      } else {
+        res.destroy();
+      }
+      upstream.destroy();
+      resolve();
+    });
+    res.once('close', () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    raw.pipe(out);
+  });
+}
+
+/**
+ * Websockets (and any other upgrade) to a service: the request goes to the service as it came (minus the tenant's
+ * credentials), and from then on the bytes flow both ways. Authorised like the HTTP proxy: an API key of the session's
+ * tenant, or a preview link.
+ */
+export function serveUpgrades(
+  app: FastifyInstance,
+  resolve: (url: string, authorization: string | undefined) => Promise<ProxyTarget | undefined>,
+  services: ServiceManager,
+): void {
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void (async () => {
+      const target = await resolve(req.url ?? '', req.headers.authorization);
+      if (target === undefined) {
+        refuse(socket, 404, 'not_found', 'no such service');
+        return;
+      }
+      const upstream = await services.connect(target.session, target.name);
+      const port = (await services.get(target.session.tenant, target.session.id, target.name)).port ?? 0;
+      const headers = forwardHeaders(req.headers, target.prefix, port, false);
+      headers.connection = 'Upgrade';
+      if (req.headers.upgrade) headers.upgrade = req.headers.upgrade;
+      const lines = [`${req.method ?? 'GET'} ${target.path} HTTP/1.1`];
+      for (const [k, v] of Object.entries(headers)) {
+        for (const one of Array.isArray(v) ? v : [v]) {
+          if (one !== undefined && !/[\r\n]/.test(String(one))) lines.push(`${k}: ${String(one)}`);
+        }
+      }
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+      if (head.length > 0) upstream.write(head);
+      upstream.on('error', () => socket.destroy());
+      socket.on('error', () => upstream.destroy());
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    })().catch((err: unknown) => {
+      const e = err instanceof SandgateError ? err : new SandgateError('internal', 'the upgrade failed');
+      refuse(socket, e.status, e.code, e.message);
+    });
+  });
+}
+
+function refuse(socket: Duplex, status: number, code: string, detail: string): void {
+  const body = JSON.stringify({ type: 'about:blank', title: code, status, code, detail });
+  socket.end(
+    `HTTP/1.1 ${status} ${code}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Connection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,190 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { chmod, chown, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
+import { constants } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * The host side of a session's services (images/runtime/agent/sandgate_services.py): the directory a session sandbox
+ * mounts at SERVICES_MOUNT, where its agent listens on `agent.sock`, and the token that socket wants. A worker makes
+ * both before it creates the sandbox; the gateway, on the same host (the Docker backend), talks to the socket. Nothing
+ * here loads an engine client.
+ */
+export const SERVICES_MOUNT = '/run/sandgate/services';
+export const SERVICES_TOKEN_ENV = 'SANDGATE_SERVICES_TOKEN_SHA256';
+const SOCKET = 'agent.sock';
+/** open(2)'s O_PATH (the same on every Linux architecture Node runs on): a handle on the socket file itself. */
+const O_PATH = 0o10000000;
+const REQUEST_TIMEOUT_MS = 10_000;
+const MAX_ANSWER_BYTES = 8 << 20;
+
+const rootOf = (dataDir: string): string => join(dataDir, 'services');
+/** The host directory a session sandbox mounts at SERVICES_MOUNT. */
+export const servicesDirOf = (dataDir: string, sessionId: string): string => join(rootOf(dataDir), sessionId);
+const tokenFileOf = (dataDir: string, sessionId: string): string => join(rootOf(dataDir), `${sessionId}.token`);
+
+/**
+ * Makes a session's services directory afresh, for a sandbox about to be created, and a new token for its socket.
+ * `agentUid` is the uid the sandbox's agent runs as: only it may enter the directory. Answers the token's SHA-256,
+ * which the agent gets in its environment (SERVICES_TOKEN_ENV); the token itself stays on the host.
+ */
+export async function prepareServices(dataDir: string, sessionId: string, agentUid: number): Promise<string> {
+  const dir = servicesDirOf(dataDir, sessionId);
+  await mkdir(rootOf(dataDir), { recursive: true, mode: 0o700 });
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { mode: 0o700 });
+  if (process.getuid?.() === 0) {
+    await chown(dir, agentUid, agentUid);
+  } else {
+    // Not root, so the directory cannot be given to the agent's uid: it is open to all, sticky (nobody removes the
+    // agent's socket), and the token still keeps everyone else off the socket.
+    await chmod(dir, 0o1777);
+  }
+  const token = randomBytes(24).toString('hex');
+  await writeFile(tokenFileOf(dataDir, sessionId), token, { mode: 0o600 });
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** Removes the services directories of sessions that are not in `live`. */
+export async function retainServices(dataDir: string, live: ReadonlySet<string>): Promise<void> {
+  const names = await readdir(rootOf(dataDir)).catch(() => [] as string[]);
+  await Promise.all(
+    names
+      .filter((n) => !live.has(n.replace(/\.token$/, '')))
+      .map((n) => rm(join(rootOf(dataDir), n), { recursive: true, force: true })),
+  );
+}
+
+/** A service as the agent reports it. */
+export interface AgentService {
+  name: string;
+  state: 'running' | 'stopped' | 'exited' | 'failed';
+  pid: number;
+  exit_code: number | null;
+  ports: number[];
+  /** Unix seconds. */
+  started_at: number;
+  ended_at: number | null;
+  log_bytes: number;
+}
+
+export interface AgentLogs {
+  /** Output from `offset`, one character per byte (latin-1). */
+  data: string;
+  offset: number;
+  next_offset: number;
+}
+
+/** The session has no sandbox the gateway can reach (none yet, or it ended): no service of it runs. */
+export class NoSandbox extends Error {}
+
+/** Talks to sessions' agents through their services sockets. */
+export class ServiceAgents {
+  readonly #dataDir: string;
+
+  constructor(dataDir: string) {
+    this.#dataDir = dataDir;
+  }
+
+  async status(sessionId: string): Promise<AgentService[]> {
+    const answer = (await this.#request(sessionId, { op: 'status' })) as { services?: AgentService[] };
+    return answer.services ?? [];
+  }
+
+  async logs(sessionId: string, name: string, offset: number): Promise<AgentLogs | undefined> {
+    const answer = (await this.#request(sessionId, { op: 'logs', name, offset })) as AgentLogs | { error: string };
+    return 'error' in answer ? undefined : answer;
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`; answers once the service has ended (undefined: no such service). */
+  async stop(sessionId: string, name: string, graceMs: number): Promise<AgentService | undefined> {
+    const answer = (await this.#request(sessionId, { op: 'stop', name, grace_ms: graceMs }, graceMs)) as
+      AgentService | { error: string };
+    return 'error' in answer ? undefined : answer;
+  }
+
+  /** A connection to `port` on the sandbox's loopback; NoSandbox, or an Error when nothing listens there. */
+  async connect(sessionId: string, port: number): Promise<Socket> {
+    const socket = await this.#open(sessionId, { op: 'connect', port });
+    const line = await readLine(socket, 64).catch((err: unknown) => {
+      socket.destroy();
+      throw err;
+    });
+    if (line.text !== 'ok') {
+      socket.destroy();
+      throw new Error(`nothing listens on port ${port} in the session's sandbox`);
+    }
+    if (line.rest.length > 0) socket.unshift(line.rest);
+    return socket;
+  }
+
+  async #request(sessionId: string, msg: object, extraMs = 0): Promise<unknown> {
+    const socket = await this.#open(sessionId, msg);
+    try {
+      socket.setTimeout(REQUEST_TIMEOUT_MS + extraMs, () =>
+        socket.destroy(new Error('the sandbox agent did not answer')),
+      );
+      const { text } = await readLine(socket, MAX_ANSWER_BYTES);
+      return JSON.parse(text) as unknown;
+    } finally {
+      socket.destroy();
+    }
+  }
+
+  /**
+   * Connects to the session's socket and sends the header line. The socket file is opened with O_NOFOLLOW and
+   * reached through its descriptor: code in the sandbox cannot point the gateway at another socket of the host.
+   */
+  async #open(sessionId: string, msg: object): Promise<Socket> {
+    const token = await readFile(tokenFileOf(this.#dataDir, sessionId), 'utf8').catch(() => undefined);
+    if (token === undefined) throw new NoSandbox(`session ${sessionId} has no sandbox`);
+    const file = await open(join(servicesDirOf(this.#dataDir, sessionId), SOCKET), O_PATH | constants.O_NOFOLLOW).catch(
+      () => undefined,
+    );
+    if (file === undefined) throw new NoSandbox(`session ${sessionId} has no sandbox`);
+    try {
+      const socket = await new Promise<Socket>((resolve, reject) => {
+        const s = connect(`/proc/self/fd/${file.fd}`);
+        s.once('connect', () => resolve(s));
+        s.once('error', () => reject(new NoSandbox(`the sandbox of session ${sessionId} does not answer`)));
+      });
+      socket.write(`${JSON.stringify({ ...msg, token })}\n`);
+      return socket;
+    } finally {
+      await file.close();
+    }
+  }
+}
+
+/** Reads one line (without its newline) and what came after it. */
+function readLine(socket: Socket, max: number): Promise<{ text: string; rest: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (err?: Error, value?: { text: string; rest: Buffer }): void => {
+      socket.off('data', onData);
+      socket.off('end', onEnd);
+      socket.off('error', onEnd);
+      socket.off('close', onEnd);
+      if (err) reject(err);
+      else resolve(value!);
+    };
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      size += chunk.length;
+      const all = Buffer.concat(chunks);
+      const nl = all.indexOf(10);
+      if (nl >= 0) {
+        socket.pause();
+        done(undefined, { text: all.subarray(0, nl).toString('utf8'), rest: all.subarray(nl + 1) });
+      } else if (size > max) {
+        done(new Error('the sandbox agent answered too much'));
+      }
+    };
+    const onEnd = (): void => done(new Error('the sandbox agent closed the connection'));
+    socket.on('data', onData);
+    socket.once('end', onEnd);
+    socket.once('error', onEnd);
+    socket.once('close', onEnd);
+  });
+}

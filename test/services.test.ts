@@ -1,0 +1,328 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { startStack, TEST_BACKEND, until } from './harness.ts';
+import { readSse } from './sse-client.ts';
+
+/**
+ * Services (docs/services.md): long-running programs in a session's sandbox, started over the API, followed by
+ * their state, ports and logs, reached through the gateway's proxy (HTTP and websockets, with the tenant's key or a
+ * signed preview link), stopped with SIGTERM then SIGKILL, and gone with the sandbox.
+ */
+
+const ACME = 'a'.repeat(32);
+const GLOBEX = 'g'.repeat(32);
+
+/** A web app as an agent would write one: stdlib only; /ws is a websocket that echoes one message in capitals. */
+const APP = String.raw`
+import base64, hashlib, http.server, json, os, signal, sys
+def bye(*_):
+    print("got SIGTERM, leaving", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, bye)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/ws":
+            return self.ws()
+        self.answer(b"")
+    def do_POST(self):
+        self.answer(self.rfile.read(int(self.headers.get("content-length", 0))))
+    def answer(self, body):
+        data = json.dumps({"method": self.command, "path": self.path, "body": body.decode(),
+                           "headers": {k.lower(): v for k, v in self.headers.items()}}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def ws(self):
+        key = self.headers["sec-websocket-key"]
+        accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+        self.send_response(101)
+        self.send_header("upgrade", "websocket")
+        self.send_header("connection", "Upgrade")
+        self.send_header("sec-websocket-accept", accept.decode())
+        self.end_headers()
+        self.wfile.flush()
+        head = self.rfile.read(2)
+        n = head[1] & 127
+        mask = self.rfile.read(4)
+        text = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n))).decode()
+        out = ("echo: " + text.upper()).encode()
+        self.wfile.write(bytes([0x81, len(out)]) + out)
+        self.wfile.flush()
+        self.close_connection = True
+    def log_message(self, fmt, *args):
+        print("request", self.command, self.path, flush=True)
+print("serving on 8000", flush=True)
+http.server.ThreadingHTTPServer(("127.0.0.1", 8000), H).serve_forever()
+`;
+
+interface Service {
+  name: string;
+  state: string;
+  ports: number[];
+  port: number | null;
+  exit_code: number | null;
+  message: string | null;
+  proxy_url: string;
+  log_bytes: number;
+  execution_id: string;
+}
+
+test('services', async (t) => {
+  const s = await startStack({ env: { SANDGATE_API_KEYS: `${ACME}:acme,${GLOBEX}:globex` } });
+  t.after(() => s.close());
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+  const session = async (mode = 'process'): Promise<string> => {
+    const r = await s.api('POST', '/v1/sessions', { mode }, as(ACME));
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    return (r.body as { id: string }).id;
+  };
+  const start = async (id: string, body: Record<string, unknown>) =>
+    s.api('POST', `/v1/sessions/${id}/services`, body, as(ACME));
+  const get = async (id: string, name: string): Promise<Service> => {
+    const r = await s.api('GET', `/v1/sessions/${id}/services/${name}`, undefined, as(ACME));
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body as Service;
+  };
+  const listening = (id: string, name: string) =>
+    until(`service ${name} to listen`, async () => {
+      const svc = await get(id, name);
+      assert.notEqual(svc.state, 'failed', JSON.stringify(svc));
+      return svc.port !== null && svc;
+    });
+  const run = async (id: string, code: string, language = 'python') => {
+    const r = await s.api('POST', '/v1/executions?wait=60', { session_id: id, language, code }, as(ACME));
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body.result as { state: string; stdout: string; stderr: string; exit_code: number };
+  };
+
+  if (TEST_BACKEND === 'kubernetes') {
+    await t.test('the Kubernetes backend refuses services with a clear code', async () => {
+      const id = await session();
+      const r = await start(id, { name: 'web', command: 'sleep 60' });
+      assert.equal(r.status, 501);
+      assert.equal(r.body.code, 'unsupported_by_backend');
+    });
+    return;
+  }
+
+  const id = await session();
+  await run(id, `open("app.py", "w").write(${JSON.stringify(APP)})`);
+
+  await t.test('a service starts, shows its port, and answers through the proxy without seeing the key', async () => {
+    const r = await start(id, { name: 'web', command: 'exec python3 -u app.py' });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.ok(['running', 'starting'].includes(r.body.state), JSON.stringify(r.body));
+    const svc = await listening(id, 'web');
+    assert.deepEqual(svc.ports, [8000]);
+    assert.equal(svc.port, 8000);
+    assert.equal(svc.proxy_url, `${s.url}/v1/sessions/${id}/services/web/proxy/`);
+
+    const res = await fetch(`${svc.proxy_url}hello?x=1`, { headers: as(ACME) });
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.match(res.headers.get('content-security-policy') ?? '', /^sandbox /, 'pages are sandboxed');
+    const seen = (await res.json()) as { path: string; method: string; headers: Record<string, string> };
+    assert.equal(seen.path, '/hello?x=1');
+    assert.equal(seen.headers.authorization, undefined, "the tenant's API key never reaches the service");
+    assert.equal(seen.headers['x-forwarded-prefix'], `/v1/sessions/${id}/services/web/proxy`);
+
+    const posted = await fetch(`${svc.proxy_url}form`, {
+      method: 'POST',
+      headers: { ...as(ACME), 'content-type': 'text/plain' },
+      body: 'a body of the request',
+    });
+    assert.equal(((await posted.json()) as { body: string }).body, 'a body of the request');
+  });
+
+  await t.test('websockets go through the proxy', async () => {
+    const ws = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/sessions/${id}/services/web/proxy/ws`, {
+      headers: as(ACME),
+    });
+    const answer = await new Promise<string>((resolve, reject) => {
+      ws.once('open', () => ws.send('hello over a websocket'));
+      ws.once('message', (data) => resolve(String(data)));
+      ws.once('error', reject);
+    });
+    ws.terminate();
+    assert.equal(answer, 'echo: HELLO OVER A WEBSOCKET');
+  });
+
+  await t.test('another tenant, or no key, gets nothing; a preview link opens it without a key', async () => {
+    const proxy = `${s.url}/v1/sessions/${id}/services/web/proxy/`;
+    assert.equal((await fetch(proxy, { headers: as(GLOBEX) })).status, 404);
+    assert.equal((await fetch(proxy)).status, 401);
+    const shared = await s.api('POST', `/v1/sessions/${id}/services/web/preview`, { ttl_seconds: 600 }, as(ACME));
+    assert.equal(shared.status, 201, JSON.stringify(shared.body));
+    const { url } = shared.body as { url: string };
+    const viaLink = await fetch(`${url}page`);
+    assert.equal(viaLink.status, 200);
+    assert.equal(((await viaLink.json()) as { path: string }).path, '/page');
+    const forged = url.replace(
+      /\.([A-Za-z0-9_-]{43})\/$/,
+      (_, sig: string) => `.${sig.slice(0, -1)}${sig.endsWith('A') ? 'B' : 'A'}/`,
+    );
+    assert.notEqual(forged, url);
+    const refused = await fetch(`${forged}page`);
+    assert.equal(refused.status, 403);
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}ws`);
+    const answer = await new Promise<string>((resolve, reject) => {
+      ws.once('open', () => ws.send('by link'));
+      ws.once('message', (data) => resolve(String(data)));
+      ws.once('error', reject);
+    });
+    ws.terminate();
+    assert.equal(answer, 'echo: BY LINK');
+  });
+
+  await t.test('logs: from an offset, and only what is new after next_offset', async () => {
+    const first = await s.api('GET', `/v1/sessions/${id}/services/web/logs`, undefined, as(ACME));
+    assert.equal(first.status, 200);
+    assert.match(first.body.output, /^serving on 8000\n/);
+    assert.match(first.body.output, /request GET \/hello\?x=1/);
+    assert.equal(first.body.offset, 0);
+    assert.equal(first.body.next_offset, Buffer.byteLength(first.body.output));
+    await fetch(`${s.url}/v1/sessions/${id}/services/web/proxy/later`, { headers: as(ACME) });
+    const next = await until('the new request in the log', async () => {
+      const r = await s.api(
+        'GET',
+        `/v1/sessions/${id}/services/web/logs?offset=${first.body.next_offset}`,
+        undefined,
+        as(ACME),
+      );
+      return r.body.output !== '' && r.body;
+    });
+    assert.equal(next.output, 'request GET /later\n');
+    assert.equal(next.offset, first.body.next_offset);
+  });
+
+  await t.test('a service outlives runs in its session, while a daemon a run leaves behind does not', async () => {
+    const r = await run(
+      id,
+      [
+        'import subprocess, urllib.request',
+        'subprocess.Popen(["setsid", "sleep", "600"])',
+        'print(urllib.request.urlopen("http://127.0.0.1:8000/from-a-run").read().decode()[:20])',
+      ].join('\n'),
+    );
+    assert.equal(r.state, 'completed', r.stderr);
+    assert.match(r.stdout, /^\{"method": "GET"/);
+    const sleepers = [
+      'import os',
+      'def cmdline(pid):',
+      '    try:',
+      '        return open(f"/proc/{pid}/cmdline", "rb").read()',
+      '    except OSError:',
+      '        return b""',
+      'print(sum(cmdline(p) == b"sleep\\x00600\\x00" for p in os.listdir("/proc") if p.isdigit()))',
+    ].join('\n');
+    assert.equal((await run(id, sleepers)).stdout.trim(), '0', "the run's daemon is gone");
+    assert.equal((await get(id, 'web')).state, 'running');
+    assert.equal((await fetch(`${s.url}/v1/sessions/${id}/services/web/proxy/`, { headers: as(ACME) })).status, 200);
+  });
+
+  await t.test('code in the session cannot use the services socket', async () => {
+    const probe = [
+      'import socket',
+      'try:',
+      '    s = socket.socket(socket.AF_UNIX); s.settimeout(5)',
+      '    s.connect("/run/sandgate/services/agent.sock")',
+      '    s.sendall(b\'{"op":"status","token":"guess"}\\n\')',
+      '    print("answer", repr(s.recv(100)))',
+      'except OSError as e:',
+      '    print("refused", type(e).__name__)',
+    ].join('\n');
+    // A process session: the directory is the agent's (another uid) alone.
+    assert.equal((await run(id, probe)).stdout.trim(), 'refused PermissionError');
+    // A stateful session, whose code runs as the agent's uid: the token keeps it off.
+    const stateful = await session('stateful');
+    assert.equal((await start(stateful, { name: 'idle', command: 'sleep 600' })).status, 201);
+    assert.equal((await run(stateful, probe)).stdout.trim(), "answer b''");
+    assert.equal((await get(stateful, 'idle')).state, 'running', 'services run in stateful sessions too');
+  });
+
+  await t.test('follow streams the log until the service ends; stop sends SIGTERM first', async () => {
+    const events: { event: string | undefined; data: string }[] = [];
+    const followed = readSse(`${s.url}/v1/sessions/${id}/services/web/logs?follow=true&offset=0`, {
+      headers: as(ACME),
+      onEvent: (ev) => {
+        events.push(ev);
+      },
+    });
+    await until('the first log event', async () => events.length > 0);
+    const stopped = await s.api('POST', `/v1/sessions/${id}/services/web/stop`, { grace_ms: 5000 }, as(ACME));
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    assert.equal(stopped.body.state, 'stopped');
+    assert.deepEqual(stopped.body.ports, []);
+    const { status } = await followed;
+    assert.equal(status, 200);
+    const end = events.at(-1)!;
+    assert.equal(end.event, 'end');
+    assert.equal(JSON.parse(end.data).state, 'stopped');
+    const logged = events
+      .filter((e) => e.event === 'log')
+      .map((e) => (JSON.parse(e.data) as { output: string }).output)
+      .join('');
+    assert.match(logged, /^serving on 8000\n/);
+    assert.match(logged, /got SIGTERM, leaving\n$/, 'the service had its SIGTERM and time to leave');
+    const proxied = await fetch(`${s.url}/v1/sessions/${id}/services/web/proxy/`, { headers: as(ACME) });
+    assert.equal(proxied.status, 409);
+    assert.equal(((await proxied.json()) as { code: string }).code, 'service_not_running');
+  });
+
+  await t.test(
+    'a service that ignores SIGTERM is killed after the grace; one that fails shows its status',
+    async () => {
+      assert.equal((await start(id, { name: 'stubborn', command: 'trap "" TERM; sleep 600 & wait' })).status, 201);
+      const stopped = await s.api('POST', `/v1/sessions/${id}/services/stubborn/stop`, { grace_ms: 300 }, as(ACME));
+      assert.equal(stopped.body.state, 'stopped');
+      assert.equal(stopped.body.exit_code, 137, 'SIGKILL');
+      assert.equal((await start(id, { name: 'broken', command: 'echo about to fail >&2; exit 3' })).status, 201);
+      const failed = await until('the failure', async () => {
+        const svc = await get(id, 'broken');
+        return svc.state === 'failed' && svc;
+      });
+      assert.equal(failed.exit_code, 3);
+      const logs = await s.api('GET', `/v1/sessions/${id}/services/broken/logs`, undefined, as(ACME));
+      assert.equal(logs.body.output, 'about to fail\n');
+      // A name may be used again once its service has ended.
+      assert.equal((await start(id, { name: 'broken', command: 'sleep 600' })).body.state, 'running');
+    },
+  );
+
+  await t.test('limits and bad input get clear codes', async () => {
+    const dup = await start(id, { name: 'broken', command: 'sleep 1' });
+    assert.equal(dup.status, 409);
+    assert.equal(dup.body.code, 'service_exists');
+    const bad = await start(id, { name: 'Not A Name', command: 'sleep 1' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.code, 'validation_failed');
+    const missing = await s.api('GET', `/v1/sessions/${id}/services/nothing`, undefined, as(ACME));
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.code, 'service_not_found');
+    const other = await session();
+    for (let i = 0; i < 8; i++) {
+      const r = await start(other, { name: `s${i}`, command: 'sleep 600' });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    }
+    const ninth = await start(other, { name: 's8', command: 'sleep 600' });
+    assert.equal(ninth.status, 429);
+    assert.equal(ninth.body.code, 'too_many_services');
+    const list = await s.api('GET', `/v1/sessions/${other}/services`, undefined, as(ACME));
+    assert.equal(list.body.services.length, 8);
+    assert.ok(list.body.services.every((x: Service) => x.state === 'running'));
+  });
+
+  await t.test('services stop with their sandbox: a restart ends them', async () => {
+    assert.equal((await get(id, 'broken')).state, 'running');
+    assert.equal((await s.api('POST', `/v1/sessions/${id}/restart`, undefined, as(ACME))).status, 200);
+    await run(id, 'print("the sandbox is new")');
+    const svc = await get(id, 'broken');
+    assert.equal(svc.state, 'stopped');
+    assert.match(svc.message ?? '', /sandbox ended or was replaced/);
+    const del = await s.api('DELETE', `/v1/sessions/${id}/services/broken`, undefined, as(ACME));
+    assert.equal(del.status, 204);
+    assert.equal((await s.api('GET', `/v1/sessions/${id}/services/broken`, undefined, as(ACME))).status, 404);
+  });
+});
