@@ -79,7 +79,12 @@ test('restartPolicy Always: each exit is run again with a doubling back-off; Cra
 
   const log = (previous: boolean) =>
     f.core.readNamespacedPodLog({ name: 'always', namespace: f.namespace, container: 'main', previous });
-  assert.equal(await log(false), 'run-4\n');
+  // Running is when the container started, not when it has written its line: the log is read until it has.
+  let current = await log(false);
+  for (const deadline = Date.now() + 10_000; current === '' && Date.now() < deadline; current = await log(false)) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(current, 'run-4\n');
   assert.equal(await log(true), 'run-3\n', 'previous: the run before the current one');
   const backOff = await waitForEvent(f, 'involvedObject.name=always,reason=BackOff');
   assert.equal(backOff.type, 'Warning');

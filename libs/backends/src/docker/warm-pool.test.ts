@@ -191,8 +191,9 @@ test('recycled sandboxes are bounded in number, in idle time and in runs, and re
   p.recycle(a);
   p.recycle(b);
   assert.equal(p.stats().recycled, 1, 'past maxRecycled the longest unused one goes');
-  await until('the evicted sandbox is removed', () => containerGone(a.container.id));
+  // Asked at once: it stays reusable only for recycledIdleMs.
   assert.equal(p.reusable(b), true);
+  await until('the evicted sandbox is removed', () => containerGone(a.container.id));
   b.runs++;
   assert.equal(p.reusable(b), false, 'maxRuns reached');
   await until('the idle recycled sandbox expires', async () => p.stats().recycled === 0);
