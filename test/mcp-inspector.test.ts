@@ -30,10 +30,14 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
     'close_session',
     'create_session',
     'list_artifacts',
+    'list_services',
     'read_artifact',
     'run_code',
     'run_python',
     'run_tests',
+    'service_logs',
+    'start_service',
+    'stop_service',
     'upload_file',
   ]);
 

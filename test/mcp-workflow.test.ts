@@ -23,10 +23,14 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
       'close_session',
       'create_session',
       'list_artifacts',
+      'list_services',
       'read_artifact',
       'run_code',
       'run_python',
       'run_tests',
+      'service_logs',
+      'start_service',
+      'stop_service',
       'upload_file',
     ]);
     for (const tool of tools) {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { startStack, TEST_BACKEND, until } from './harness.ts';
 import { readSse } from './sse-client.ts';
+import { mcpClient, structured } from './mcp-client.ts';
 
 /**
  * Services (docs/services.md): long-running programs in a session's sandbox, started over the API, followed by
@@ -313,6 +314,45 @@ test('services', async (t) => {
     assert.equal(list.body.services.length, 8);
     assert.ok(list.body.services.every((x: Service) => x.state === 'running'));
   });
+
+  await t.test(
+    'over MCP: an agent starts a service, hands a person its preview, reads its output, stops it',
+    async () => {
+      const { client } = await mcpClient(s, { apiKey: ACME });
+      t.after(() => client.close());
+      const call = async (name: string, args: Record<string, unknown>) => {
+        const r = await client.callTool({ name, arguments: args });
+        assert.notEqual(r.isError, true, JSON.stringify(r));
+        return structured(r);
+      };
+      const mine = await session();
+      const started = await call('start_service', {
+        session_id: mine,
+        name: 'files',
+        command: 'echo hello > index.html; exec python3 -m http.server 8001',
+      });
+      assert.equal(started.service.state, 'running');
+      const page = await until('the page through the preview link', async () => {
+        const res = await fetch(started.preview_url as string);
+        return res.status === 200 && res.text();
+      });
+      assert.equal(page, 'hello\n');
+      const listed = await call('list_services', { session_id: mine });
+      assert.deepEqual(
+        listed.services.map((x: Service) => [x.name, x.state, x.ports]),
+        [['files', 'running', [8001]]],
+      );
+      const logs = await call('service_logs', { session_id: mine, name: 'files' });
+      assert.match(logs.output, /"GET \/ HTTP\/1.1" 200/);
+      const again = await call('service_logs', { session_id: mine, name: 'files', offset: logs.next_offset });
+      assert.equal(again.output, '');
+      const stopped = await call('stop_service', { session_id: mine, name: 'files' });
+      assert.equal(stopped.service.state, 'stopped');
+      const unknown = await client.callTool({ name: 'stop_service', arguments: { session_id: mine, name: 'nope' } });
+      assert.equal(unknown.isError, true);
+      assert.equal(structured(unknown).error, 'service_not_found');
+    },
+  );
 
   await t.test('services stop with their sandbox: a restart ends them', async () => {
     assert.equal((await get(id, 'broken')).state, 'running');

@@ -1,5 +1,6 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { LANGUAGES } from './executions.ts';
+import { ServiceNameSchema, ServiceSchema, StartServiceSchema } from './services.ts';
 
 /**
  * The tools sandgate serves over MCP at /mcp. Names, fields and error codes are those of the Python-sandbox tool
@@ -216,6 +217,66 @@ export const CreateSessionOutputSchema = Type.Object({
 });
 export type CreateSessionOutput = Static<typeof CreateSessionOutputSchema>;
 
+export const StartServiceInputSchema = Type.Object(
+  {
+    session_id: SessionIdInput(true),
+    name: ServiceNameSchema,
+    command: StartServiceSchema.properties.command,
+    port: StartServiceSchema.properties.port,
+  },
+  { additionalProperties: false },
+);
+export type StartServiceInput = Static<typeof StartServiceInputSchema>;
+
+export const ServiceInputSchema = Type.Object(
+  {
+    session_id: SessionIdInput(true),
+    name: ServiceNameSchema,
+    grace_ms: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 60_000, description: 'stop_service: time between SIGTERM and SIGKILL.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ServiceInput = Static<typeof ServiceInputSchema>;
+
+export const ServiceLogsInputSchema = Type.Object(
+  {
+    session_id: SessionIdInput(true),
+    name: ServiceNameSchema,
+    offset: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'next_offset of the previous call: only what came since. Default 0.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ServiceLogsInput = Static<typeof ServiceLogsInputSchema>;
+
+/** A service as MCP shows it: the REST shape, inlined (every tool schema stands alone). */
+const McpServiceSchema = Type.Object({ ...ServiceSchema.properties });
+
+export const ServiceOutputSchema = Type.Object({
+  session_id: SessionId,
+  service: McpServiceSchema,
+  preview_url: Type.Optional(
+    Type.String({
+      description: 'A link that opens the service in a browser without a key, for an hour: hand it to a person.',
+    }),
+  ),
+});
+export type ServiceOutput = Static<typeof ServiceOutputSchema>;
+
+export const ServiceListOutputSchema = Type.Object({ session_id: SessionId, services: Type.Array(McpServiceSchema) });
+
+export const ServiceLogsOutputSchema = Type.Object({
+  session_id: SessionId,
+  name: Type.String(),
+  output: Type.String({ description: 'stdout and stderr together, from offset.' }),
+  offset: Type.Integer(),
+  next_offset: Type.Integer({ description: 'Pass as offset next time.' }),
+  state: Type.String(),
+});
+
 /** A tool's output schema: its result or an error (MCP wants `type: "object"` at the root). */
 const orError = <T extends TObject>(ok: T) =>
   Type.Unsafe<Static<T> | McpToolError>({ type: 'object', anyOf: [ok, McpToolErrorSchema] });
@@ -311,6 +372,42 @@ export const MCP_TOOLS = [
     inputSchema: CreateSessionInputSchema,
     outputSchema: orError(CreateSessionOutputSchema),
     annotations: { destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: 'start_service',
+    title: 'Start a service',
+    description:
+      'Start a long-running program in the session (a web app, an API, a notebook server) that stays up between ' +
+      'runs, e.g. command "python3 -m http.server 8000". Answers once it runs, with its ports and a preview_url a ' +
+      'person can open in a browser. Follow it with service_logs; stop it with stop_service.',
+    inputSchema: StartServiceInputSchema,
+    outputSchema: orError(ServiceOutputSchema),
+    annotations: { destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: 'list_services',
+    title: 'List services',
+    description: "The session's services: state (starting, running, stopped, exited, failed), exit code, ports.",
+    inputSchema: SessionInputSchema,
+    outputSchema: orError(ServiceListOutputSchema),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: 'service_logs',
+    title: "Read a service's output",
+    description:
+      "A service's output (stdout and stderr together) from offset; pass next_offset back to get only what is new.",
+    inputSchema: ServiceLogsInputSchema,
+    outputSchema: orError(ServiceLogsOutputSchema),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: 'stop_service',
+    title: 'Stop a service',
+    description: 'Stop a service: SIGTERM, then SIGKILL after grace_ms (default 5000). Answers once it has ended.',
+    inputSchema: ServiceInputSchema,
+    outputSchema: orError(ServiceOutputSchema),
+    annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
   },
 ] as const satisfies readonly McpToolDefinition[];
 

@@ -12,7 +12,10 @@ import {
   type ReadArtifactInput,
   type RunCodeInput,
   type RunTestsInput,
+  type ServiceInput,
+  type ServiceLogsInput,
   type SessionInput,
+  type StartServiceInput,
   type UploadFileInput,
 } from '@sandgate/contracts';
 import { walkTree } from '@sandgate/storage';
@@ -20,6 +23,7 @@ import type { ScriptRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { MAX_INLINE_BYTES } from '../execution-service.ts';
 import { FileService } from '../file-service.ts';
+import { ServiceManager } from '../service-manager.ts';
 import { SessionService } from '../session-service.ts';
 import { isImage, readSmallFile } from './artifact-bytes.ts';
 import { checkSessionId, mcpArtifact, sandboxPath, sessionPath } from './paths.ts';
@@ -42,6 +46,7 @@ export const TOOL_LIST: Tool[] = MCP_TOOLS.map(
 export class McpTools {
   private readonly files: FileService;
   private readonly sessions: SessionService;
+  private readonly services: ServiceManager;
   private readonly checks = new Map<string, TypeCheck<TObject>>(
     MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]),
   );
@@ -62,6 +67,7 @@ export class McpTools {
   ) {
     this.files = new FileService(d);
     this.sessions = new SessionService(d);
+    this.services = new ServiceManager(d);
     this.handlers = {
       upload_file: (call, a: UploadFileInput) => this.upload(call, a),
       run_python: async (call, a: RunCodeInput) => {
@@ -85,6 +91,32 @@ export class McpTools {
       create_session: async (call, a: CreateSessionInput) => {
         const s = await this.sessions.open(call.tenant, { mode: a.mode ?? 'process' });
         return { result: { session_id: s.id, mode: s.mode, expires_at: new Date(s.expiresAt).toISOString() } };
+      },
+      start_service: async (call, a: StartServiceInput) => {
+        const id = checkSessionId(a.session_id);
+        const service = await this.services.start(call.tenant, id, {
+          name: a.name,
+          command: a.command,
+          ...(a.port === undefined ? {} : { port: a.port }),
+        });
+        const preview = service.state === 'running' ? { preview_url: this.services.share(id, a.name, 3600).url } : {};
+        return { result: { session_id: id, service, ...preview } };
+      },
+      list_services: async (call, a: SessionInput) => {
+        const id = checkSessionId(a.session_id);
+        return { result: { session_id: id, services: await this.services.list(call.tenant, id) } };
+      },
+      service_logs: async (call, a: ServiceLogsInput) => {
+        const id = checkSessionId(a.session_id);
+        const logs = await this.services.logs(call.tenant, id, a.name, a.offset ?? 0);
+        const { output, offset, next_offset } = logs;
+        return { result: { session_id: id, name: a.name, output, offset, next_offset, state: logs.service.state } };
+      },
+      stop_service: async (call, a: ServiceInput) => {
+        const id = checkSessionId(a.session_id);
+        return {
+          result: { session_id: id, service: await this.services.stop(call.tenant, id, a.name, a.grace_ms ?? 5000) },
+        };
       },
     };
   }
