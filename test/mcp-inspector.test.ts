@@ -27,10 +27,12 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
   // --strict exits non-zero (and so fails this test) on any tool-schema portability error.
   const listed = await inspect('--method', 'tools/list', '--strict');
   assert.deepEqual(listed.tools.map((x: { name: string }) => x.name).sort(), [
+    'call_tool',
     'close_session',
     'create_session',
     'list_artifacts',
     'list_services',
+    'list_tools',
     'read_artifact',
     'run_code',
     'run_python',

@@ -20,10 +20,12 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
   await t.test('tools/list shows the contract tools with JSON Schemas from libs/contracts', async () => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((x) => x.name).sort(), [
+      'call_tool',
       'close_session',
       'create_session',
       'list_artifacts',
       'list_services',
+      'list_tools',
       'read_artifact',
       'run_code',
       'run_python',

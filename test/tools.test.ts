@@ -6,6 +6,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startStack, type Stack } from './harness.ts';
 import { readSse } from './sse-client.ts';
+import { mcpClient, structured } from './mcp-client.ts';
 
 /**
  * Tool calls from sandboxed code (sandgate.tools): the operator offers tools per tenant (SANDGATE_TOOLS), code calls
@@ -308,6 +309,36 @@ test("tools: sandboxed code calls the tenant's tools through the worker, bounded
     assert.equal((await s.api('POST', '/v1/tools/weather.get', { town: 'x' }, auth)).body.code, 'validation_failed');
     const other = await s.api('POST', '/v1/tools/weather.get', { city: 'x' }, { authorization: `Bearer ${KEY_B}` });
     assert.deepEqual([other.status, other.body.code], [404, 'tool_not_found']);
+  });
+
+  await t.test("over MCP: list_tools shows the tenant's tools, call_tool calls one with no sandbox", async () => {
+    const { client } = await mcpClient(s, { apiKey: KEY_A });
+    t.after(() => client.close());
+    const listed = structured(await client.callTool({ name: 'list_tools', arguments: {} }));
+    assert.deepEqual(
+      listed.tools.map((x: { name: string }) => x.name),
+      ['big', 'broken', 'clock.now', 'echo', 'math.add', 'math.fail', 'slow', 'weather.get'],
+    );
+    const called = await client.callTool({
+      name: 'call_tool',
+      arguments: { name: 'weather.get', arguments: { city: 'Oslo' } },
+    });
+    assert.notEqual(called.isError, true, JSON.stringify(called));
+    assert.deepEqual(structured(called).result, { city: 'Oslo', temperature_c: 7 });
+    const bad = await client.callTool({
+      name: 'call_tool',
+      arguments: { name: 'weather.get', arguments: { town: 'x' } },
+    });
+    assert.equal(bad.isError, true);
+    assert.equal(structured(bad).error, 'validation_failed');
+    const { client: other } = await mcpClient(s, { apiKey: KEY_B });
+    t.after(() => other.close());
+    const refused = await other.callTool({
+      name: 'call_tool',
+      arguments: { name: 'weather.get', arguments: { city: 'x' } },
+    });
+    assert.equal(refused.isError, true);
+    assert.equal(structured(refused).error, 'tool_not_found');
   });
 });
 

@@ -277,6 +277,38 @@ export const ServiceLogsOutputSchema = Type.Object({
   state: Type.String(),
 });
 
+export const CallToolInputSchema = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^[a-z][a-z0-9_]{0,31}(\\.[a-z][a-z0-9_]{0,31}){0,3}$',
+      description: 'A tool list_tools shows, e.g. "weather.get".',
+    }),
+    arguments: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: "Checked against the tool's input_schema." }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CallToolInput = Static<typeof CallToolInputSchema>;
+
+export const ListToolsOutputSchema = Type.Object({
+  tools: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      description: Type.Union([Type.String(), Type.Null()]),
+      input_schema: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    }),
+  ),
+});
+
+export const CallToolOutputSchema = Type.Object({
+  name: Type.String(),
+  ok: Type.Boolean({ description: 'The tool answered; false: error says why not.' }),
+  result: Type.Optional(Type.Unknown()),
+  error: Type.Optional(Type.String()),
+  duration_ms: Type.Integer(),
+});
+
 /** A tool's output schema: its result or an error (MCP wants `type: "object"` at the root). */
 const orError = <T extends TObject>(ok: T) =>
   Type.Unsafe<Static<T> | McpToolError>({ type: 'object', anyOf: [ok, McpToolErrorSchema] });
@@ -408,6 +440,26 @@ export const MCP_TOOLS = [
     inputSchema: ServiceInputSchema,
     outputSchema: orError(ServiceOutputSchema),
     annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  },
+  {
+    name: 'list_tools',
+    title: "List the operator's tools",
+    description:
+      'The tools the operator offers this tenant (HTTP endpoints, remote MCP servers), with their JSON Schemas. ' +
+      'Code in the sandbox calls them through `from sandgate import tools` (JS: `require("sandgate").tools`); ' +
+      'call_tool calls one directly.',
+    inputSchema: Type.Object({}, { additionalProperties: false }),
+    outputSchema: orError(ListToolsOutputSchema),
+    annotations: { readOnlyHint: true, openWorldHint: true },
+  },
+  {
+    name: 'call_tool',
+    title: "Call one of the operator's tools",
+    description:
+      'Call one tool list_tools shows, without starting a sandbox: for a request that is a single tool call.',
+    inputSchema: CallToolInputSchema,
+    outputSchema: orError(CallToolOutputSchema),
+    annotations: { destructiveHint: false, openWorldHint: true },
   },
 ] as const satisfies readonly McpToolDefinition[];
 

@@ -46,6 +46,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
   });
   const runs = new RunTool(deps, new RunCancels(deps.redis, keys(config.redisPrefix), config.retentionSeconds));
   const tools = new McpTools(deps, runs);
+  app.addHook('onClose', () => tools.tools.close());
   // Room for the largest upload_file (base64 in JSON) or code (JSON-escaped), whichever is larger.
   const upload = Math.ceil((Math.min(config.maxUploadBytes, MAX_INLINE_BYTES) * 4) / 3);
   const bodyLimit = Math.max(upload, config.maxCodeBytes * 6) + 65_536;

@@ -5,6 +5,7 @@ import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelconte
 import {
   LANGUAGES,
   MCP_TOOLS,
+  type CallToolInput,
   SandgateError,
   type CreateSessionInput,
   type McpToolError,
@@ -25,6 +26,7 @@ import { MAX_INLINE_BYTES } from '../execution-service.ts';
 import { FileService } from '../file-service.ts';
 import { ServiceManager } from '../service-manager.ts';
 import { SessionService } from '../session-service.ts';
+import { ToolService } from '../tool-service.ts';
 import { isImage, readSmallFile } from './artifact-bytes.ts';
 import { checkSessionId, mcpArtifact, sandboxPath, sessionPath } from './paths.ts';
 import type { RunTool } from './run-tool.ts';
@@ -47,6 +49,8 @@ export class McpTools {
   private readonly files: FileService;
   private readonly sessions: SessionService;
   private readonly services: ServiceManager;
+  /** The operator's tools (SANDGATE_TOOLS). */
+  readonly tools: ToolService;
   private readonly checks = new Map<string, TypeCheck<TObject>>(
     MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]),
   );
@@ -68,6 +72,7 @@ export class McpTools {
     this.files = new FileService(d);
     this.sessions = new SessionService(d);
     this.services = new ServiceManager(d);
+    this.tools = new ToolService(d);
     this.handlers = {
       upload_file: (call, a: UploadFileInput) => this.upload(call, a),
       run_python: async (call, a: RunCodeInput) => {
@@ -111,6 +116,15 @@ export class McpTools {
         const logs = await this.services.logs(call.tenant, id, a.name, a.offset ?? 0);
         const { output, offset, next_offset } = logs;
         return { result: { session_id: id, name: a.name, output, offset, next_offset, state: logs.service.state } };
+      },
+      list_tools: async (call) => {
+        const failed = (server: string, err: unknown) =>
+          call.log.warn({ server, err: (err as Error).message }, 'could not list the tools of an MCP server');
+        return { result: { tools: await this.tools.list(call.tenant, failed) } };
+      },
+      call_tool: async (call, a: CallToolInput) => {
+        await call.quota('runs');
+        return { result: await this.tools.call(call.tenant, a.name, a.arguments ?? {}) };
       },
       stop_service: async (call, a: ServiceInput) => {
         const id = checkSessionId(a.session_id);

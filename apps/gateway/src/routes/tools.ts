@@ -1,26 +1,17 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ToolCaller, toolsFor } from '@sandgate/config';
-import {
-  ProblemSchema,
-  SandgateError,
-  ToolCallResultSchema,
-  ToolListSchema,
-  ToolParamsSchema,
-  ref,
-} from '@sandgate/contracts';
+import { ProblemSchema, ToolCallResultSchema, ToolListSchema, ToolParamsSchema, ref } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
+import { ToolService } from '../tool-service.ts';
 
 /**
  * /v1/tools: the tools the operator offers the tenant's code (SANDGATE_TOOLS), which code in a sandbox calls through
  * sandgate.tools, and the fast path: one call made here, with no sandbox started.
  */
 export const toolRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const { config } = deps;
-  const caller = new ToolCaller();
-  app.addHook('onClose', () => caller.close());
-  const limits = { timeoutMs: config.toolTimeoutMs, maxResponseBytes: config.toolMaxResponseBytes };
+  const tools = new ToolService(deps);
+  app.addHook('onClose', () => tools.close());
 
   app.get(
     '',
@@ -33,10 +24,9 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
       },
     },
     async (req) => {
-      const tools = toolsFor(config.tools, tenantOf(req));
       const failed = (server: string, err: unknown) =>
         req.log.warn({ server, err: (err as Error).message }, 'could not list the tools of an MCP server');
-      return { tools: await caller.list(tools, limits, failed) };
+      return { tools: await tools.list(tenantOf(req), failed) };
     },
   );
 
@@ -62,16 +52,6 @@ export const toolRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
         },
       },
     },
-    async (req) => {
-      const { name } = req.params;
-      const tools = toolsFor(config.tools, tenantOf(req));
-      const started = performance.now();
-      const answer = await caller.call(tools, name, req.body, limits);
-      if (answer === undefined) throw new SandgateError('tool_not_found', `no tool "${name}" for this tenant`);
-      if (!answer.ok && answer.error.startsWith('invalid arguments: ')) {
-        throw new SandgateError('validation_failed', answer.error);
-      }
-      return { name, ...answer, duration_ms: Math.round(performance.now() - started) };
-    },
+    async (req) => tools.call(tenantOf(req), req.params.name, req.body),
   );
 };
