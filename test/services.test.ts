@@ -72,7 +72,10 @@ interface Service {
 }
 
 test('services', async (t) => {
-  const s = await startStack({ env: { SANDGATE_API_KEYS: `${ACME}:acme,${GLOBEX}:globex` } });
+  const s = await startStack({
+    // An allowed host turns on the Host and Origin checks (always on in open mode).
+    env: { SANDGATE_API_KEYS: `${ACME}:acme,${GLOBEX}:globex`, SANDGATE_ALLOWED_HOSTS: 'sandgate.test' },
+  });
   t.after(() => s.close());
   const as = (key: string) => ({ authorization: `Bearer ${key}` });
   const session = async (mode = 'process'): Promise<string> => {
@@ -150,6 +153,19 @@ test('services', async (t) => {
     assert.equal(answer, 'echo: HELLO OVER A WEBSOCKET');
   });
 
+  await t.test("a websocket from another site's page is refused, as any request of it would be", async () => {
+    const ws = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/sessions/${id}/services/web/proxy/ws`, {
+      headers: { ...as(ACME), origin: 'http://evil.example' },
+    });
+    const status = await new Promise<number>((resolve, reject) => {
+      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.once('open', () => reject(new Error('the websocket opened')));
+      ws.once('error', reject);
+    });
+    ws.terminate();
+    assert.equal(status, 403);
+  });
+
   await t.test('another tenant, or no key, gets nothing; a preview link opens it without a key', async () => {
     const proxy = `${s.url}/v1/sessions/${id}/services/web/proxy/`;
     assert.equal((await fetch(proxy, { headers: as(GLOBEX) })).status, 404);
@@ -157,7 +173,7 @@ test('services', async (t) => {
     const shared = await s.api('POST', `/v1/sessions/${id}/services/web/preview`, { ttl_seconds: 600 }, as(ACME));
     assert.equal(shared.status, 201, JSON.stringify(shared.body));
     const { url } = shared.body as { url: string };
-    const viaLink = await fetch(`${url}page`);
+    const viaLink = await fetch(`${url}page`, { headers: { origin: 'null' } });
     assert.equal(viaLink.status, 200);
     assert.equal(((await viaLink.json()) as { path: string }).path, '/page');
     const forged = url.replace(

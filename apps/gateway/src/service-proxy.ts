@@ -153,12 +153,12 @@ export function proxyHttp(
  */
 export function serveUpgrades(
   app: FastifyInstance,
-  resolve: (url: string, authorization: string | undefined) => Promise<ProxyTarget | undefined>,
+  resolve: (url: string, headers: IncomingHttpHeaders) => Promise<ProxyTarget | undefined>,
   services: ServiceManager,
 ): void {
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void (async () => {
-      const target = await resolve(req.url ?? '', req.headers.authorization);
+      const target = await resolve(req.url ?? '', req.headers);
       if (target === undefined) {
         refuse(socket, 404, 'not_found', 'no such service');
         return;

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { SandgateError } from '@sandgate/contracts';
@@ -58,24 +59,40 @@ export function hostPolicy(
  * set. A foreign Host → 421 host_not_allowed; a foreign Origin (or `null`) → 403 origin_not_allowed.
  */
 export const hostCheckPlugin = fp(async (app: FastifyInstance, { config }: { config: Config }) => {
-  const open = Object.keys(config.apiKeys).length === 0;
-  if (!open && config.allowedHosts.length === 0) return;
-  const allowed = hostPolicy(config);
-  const mayUse = originPolicy({ publicUrl: config.publicUrl, open, extra: trustedOrigins(config) });
+  const refusal = hostGuard(config);
+  if (refusal === null) return;
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.config.anyHost) return;
-    const host = req.headers.host ?? '';
+    const refused = refusal(req.headers);
+    if (refused) throw refused;
+  });
+});
+
+/**
+ * The check of hostCheckPlugin, for requests no route hook sees (websocket upgrades): the error a request with these
+ * headers gets, or null when it may pass. Null itself where the check is off.
+ */
+export function hostGuard(config: Config): ((headers: IncomingHttpHeaders) => SandgateError | null) | null {
+  const open = Object.keys(config.apiKeys).length === 0;
+  if (!open && config.allowedHosts.length === 0) return null;
+  const allowed = hostPolicy(config);
+  const mayUse = originPolicy({ publicUrl: config.publicUrl, open, extra: trustedOrigins(config) });
+  return (headers) => {
+    const host = headers.host ?? '';
     if (!allowed(host)) {
-      throw new SandgateError(
+      return new SandgateError(
         'host_not_allowed',
         `this gateway does not answer to the host "${host.slice(0, 100)}"; ` +
           'use its public URL, a loopback address, or a host listed in SANDGATE_ALLOWED_HOSTS',
       );
     }
-    const origin = req.headers.origin;
+    const origin = headers.origin;
     if (!mayUse(origin)) {
-      const detail = `requests from the origin "${origin!.slice(0, 100)}" are not allowed`;
-      throw new SandgateError('origin_not_allowed', detail);
+      return new SandgateError(
+        'origin_not_allowed',
+        `requests from the origin "${origin!.slice(0, 100)}" are not allowed`,
+      );
     }
-  });
-});
+    return null;
+  };
+}

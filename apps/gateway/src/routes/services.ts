@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -19,6 +19,7 @@ import {
 } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
+import { hostGuard } from '../plugins/host-check.ts';
 import { ServiceManager } from '../service-manager.ts';
 import { proxyHttp, serveUpgrades, splitProxyUrl, type ProxyTarget } from '../service-proxy.ts';
 import { SseWriter } from '../sse.ts';
@@ -55,6 +56,7 @@ const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 /** /v1/sessions/:id/services: long-running programs in a session's sandbox, and their proxy (docs/services.md). */
 export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const services = new ServiceManager(deps);
+  const guard = hostGuard(deps.config);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
   const unsupported = { 501: ref(ProblemSchema) };
 
@@ -243,11 +245,14 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   );
 
   /** The session and service a proxied URL names, once its API key or preview token is checked. */
-  async function resolve(url: string, authorization: string | undefined): Promise<ProxyTarget | undefined> {
+  async function resolve(url: string, headers: IncomingHttpHeaders): Promise<ProxyTarget | undefined> {
     const split = splitProxyUrl(url);
     if (split === undefined) return undefined;
     if (split.kind === 'api') {
-      const tenant = app.tenantOfAuthorization(authorization);
+      // What the gateway's hooks check on every other request (a websocket upgrade passes none of them).
+      const refused = guard?.(headers);
+      if (refused) throw refused;
+      const tenant = app.tenantOfAuthorization(headers.authorization);
       if (tenant === null) {
         throw new SandgateError(
           'unauthorized',
@@ -273,7 +278,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
     const proxy = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      const target = await resolve(req.raw.url ?? req.url, req.headers.authorization);
+      const target = await resolve(req.raw.url ?? req.url, req.headers);
       if (target === undefined) throw new SandgateError('not_found', 'no such service');
       const upstream = await services.connect(target.session, target.name);
       const port = (await services.get(target.session.tenant, target.session.id, target.name)).port ?? 0;
@@ -301,7 +306,8 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         PreviewParams,
         'previewService',
         'A service through a preview link (POST .../preview): no API key; pages are sandboxed',
-        { public: true },
+        // A signed link is its own authority: no Host or Origin rule (a sandboxed page's requests say Origin: null).
+        { public: true, anyHost: true },
       ],
     ] as const) {
       raw.route({
