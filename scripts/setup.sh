@@ -11,7 +11,7 @@
 #     gVisor (when the mirror has it: optional, a warning if it can't be had);
 #   - starts Redis (scripts/start-redis.sh: persistent, noeviction, loopback only) and the Docker engine
 #     when they don't answer;
-#   - registers gVisor with Docker as runtime "runsc" (--network=none);
+#   - registers gVisor with Docker as runtime "runsc" (--network=none --host-uds=all);
 #   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;
 #   - builds the dashboard (apps/dashboard, Vite) when its sources changed since the last build;
 #   - with --for-tests: Debian's chromium, which the dashboard's browser tests drive;
@@ -209,34 +209,44 @@ else
 fi
 
 # --- gVisor runtime in /etc/docker/daemon.json ------------------------------------
-daemon_json_has_runsc() {
-  [[ -s $DAEMON_JSON ]] || return 1
+# --network=none: sandboxes have no network. --host-uds=all: a sandbox may reach and make Unix sockets in the host
+# directories mounted into it, which is how a session reaches its egress proxy and the gateway its services.
+RUNSC_ARGS='["--network=none", "--host-uds=all"]'
+runsc_registration() {   # "ok", "old" (registered with other arguments) or "none"
+  [[ -s $DAEMON_JSON ]] || { echo none; return; }
   node -e '
     const cfg = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-    process.exit(cfg && cfg.runtimes && cfg.runtimes.runsc ? 0 : 1);' "$DAEMON_JSON"
+    const r = cfg && cfg.runtimes && cfg.runtimes.runsc;
+    console.log(!r ? "none" : (r.runtimeArgs || []).includes("--host-uds=all") ? "ok" : "old");' "$DAEMON_JSON"
 }
+daemon_json_has_runsc() { [[ $(runsc_registration) != none ]]; }
+runsc_changed=0
 if have runsc; then
-  if daemon_json_has_runsc; then
+  registration=$(runsc_registration)
+  if [[ $registration == ok ]]; then
     :
   elif ((is_root)); then
-    say "registering gVisor as Docker runtime runsc in $DAEMON_JSON"
+    say "registering gVisor as Docker runtime runsc in $DAEMON_JSON ($RUNSC_ARGS)"
     mkdir -p "$(dirname "$DAEMON_JSON")"
-    node - "$DAEMON_JSON" "$(command -v runsc)" <<'JS' || die "could not update $DAEMON_JSON (is it valid JSON?)"
+    node - "$DAEMON_JSON" "$(command -v runsc)" "$RUNSC_ARGS" <<'JS' || die "could not update $DAEMON_JSON (is it valid JSON?)"
 const fs = require("fs");
-const [file, runscPath] = process.argv.slice(2);
+const [file, runscPath, args] = process.argv.slice(2);
 let cfg = {};
 if (fs.existsSync(file) && fs.readFileSync(file, "utf8").trim() !== "") {
   cfg = JSON.parse(fs.readFileSync(file, "utf8"));
 }
 cfg.runtimes = cfg.runtimes || {};
-if (!cfg.runtimes.runsc) {
-  cfg.runtimes.runsc = { path: runscPath, runtimeArgs: ["--network=none"] };
-  fs.writeFileSync(file + ".sandgate-tmp", JSON.stringify(cfg, null, 2) + "\n");
-  fs.renameSync(file + ".sandgate-tmp", file);
-}
+const old = cfg.runtimes.runsc;
+// An earlier registration keeps its path and its other arguments; what it says of host sockets is replaced.
+const kept = old ? (old.runtimeArgs || []).filter((a) => !a.startsWith("--host-uds")) : [];
+const runtimeArgs = [...new Set([...JSON.parse(args), ...kept])];
+cfg.runtimes.runsc = { ...(old || {}), path: (old && old.path) || runscPath, runtimeArgs };
+fs.writeFileSync(file + ".sandgate-tmp", JSON.stringify(cfg, null, 2) + "\n");
+fs.renameSync(file + ".sandgate-tmp", file);
 JS
+    [[ $registration == old ]] && runsc_changed=1
   else
-    warn "gVisor is installed but not registered with Docker; optional: add {\"runtimes\": {\"runsc\": {\"path\": \"$(command -v runsc)\", \"runtimeArgs\": [\"--network=none\"]}}} to $DAEMON_JSON and reload dockerd"
+    warn "gVisor is installed but not registered with Docker as sandgate needs it; optional: set {\"runtimes\": {\"runsc\": {\"path\": \"$(command -v runsc)\", \"runtimeArgs\": $RUNSC_ARGS}}} in $DAEMON_JSON and reload dockerd"
   fi
 fi
 
@@ -274,9 +284,9 @@ if ((${#problems[@]})); then
 fi
 
 docker_runtimes() { docker info --format '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}' 2>/dev/null; }
-if have runsc && daemon_json_has_runsc && [[ " $(docker_runtimes) " != *" runsc "* ]]; then
+if have runsc && daemon_json_has_runsc && { ((runsc_changed)) || [[ " $(docker_runtimes) " != *" runsc "* ]]; }; then
   if ((is_root)); then
-    say "reloading the Docker engine so it picks up runtime runsc"
+    say "reloading the Docker engine so it picks up runtime runsc and its arguments"
     if ((has_systemd)); then
       systemctl reload docker || true
     elif [[ -s /var/run/docker.pid ]]; then

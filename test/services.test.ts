@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import Dockerode from 'dockerode';
 import WebSocket from 'ws';
 import { startStack, TEST_BACKEND, until } from './harness.ts';
 import { readSse } from './sse-client.ts';
@@ -69,6 +70,20 @@ interface Service {
   proxy_url: string;
   log_bytes: number;
   execution_id: string;
+}
+
+/** Sends `text` on a websocket to `url` and answers the first message that comes back. */
+async function echo(url: string, text: string, headers: Record<string, string> = {}): Promise<string> {
+  const ws = new WebSocket(url, { headers });
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      ws.once('open', () => ws.send(text));
+      ws.once('message', (data) => resolve(String(data)));
+      ws.once('error', reject);
+    });
+  } finally {
+    ws.terminate();
+  }
 }
 
 test('services', async (t) => {
@@ -141,16 +156,8 @@ test('services', async (t) => {
   });
 
   await t.test('websockets go through the proxy', async () => {
-    const ws = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/sessions/${id}/services/web/proxy/ws`, {
-      headers: as(ACME),
-    });
-    const answer = await new Promise<string>((resolve, reject) => {
-      ws.once('open', () => ws.send('hello over a websocket'));
-      ws.once('message', (data) => resolve(String(data)));
-      ws.once('error', reject);
-    });
-    ws.terminate();
-    assert.equal(answer, 'echo: HELLO OVER A WEBSOCKET');
+    const url = `${s.url.replace(/^http/, 'ws')}/v1/sessions/${id}/services/web/proxy/ws`;
+    assert.equal(await echo(url, 'hello over a websocket', as(ACME)), 'echo: HELLO OVER A WEBSOCKET');
   });
 
   await t.test("a websocket from another site's page is refused, as any request of it would be", async () => {
@@ -183,14 +190,7 @@ test('services', async (t) => {
     assert.notEqual(forged, url);
     const refused = await fetch(`${forged}page`);
     assert.equal(refused.status, 403);
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}ws`);
-    const answer = await new Promise<string>((resolve, reject) => {
-      ws.once('open', () => ws.send('by link'));
-      ws.once('message', (data) => resolve(String(data)));
-      ws.once('error', reject);
-    });
-    ws.terminate();
-    assert.equal(answer, 'echo: BY LINK');
+    assert.equal(await echo(`${url.replace(/^http/, 'ws')}ws`, 'by link'), 'echo: BY LINK');
   });
 
   await t.test('logs: from an offset, and only what is new after next_offset', async () => {
@@ -382,3 +382,27 @@ test('services', async (t) => {
     assert.equal((await s.api('GET', `/v1/sessions/${id}/services/broken`, undefined, as(ACME))).status, 404);
   });
 });
+
+const runsc =
+  TEST_BACKEND === 'docker' && 'runsc' in ((await new Dockerode().info()) as { Runtimes?: object }).Runtimes!;
+
+test(
+  'services under gVisor: the gateway reaches the socket the sandbox made (runsc with --host-uds=all, as setup.sh registers it)',
+  { skip: runsc ? false : 'the Docker engine has no runsc runtime (docker info)' },
+  async (t) => {
+    const s = await startStack({ env: { SANDGATE_RUNTIME: 'runsc' } });
+    t.after(() => s.close());
+    const id = (await s.api('POST', '/v1/sessions', {})).body.id as string;
+    const started = await s.api('POST', `/v1/sessions/${id}/services`, {
+      name: 'web',
+      command: 'echo under gvisor > index.html; exec python3 -m http.server 8000',
+    });
+    assert.equal(started.body.state, 'running', JSON.stringify(started.body));
+    const svc = await until('its port', async () => {
+      const r = await s.api('GET', `/v1/sessions/${id}/services/web`);
+      return r.body.port !== null && r.body;
+    });
+    const page = await fetch(`${svc.proxy_url}index.html`);
+    assert.equal(await page.text(), 'under gvisor\n');
+  },
+);

@@ -91,12 +91,10 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
   const draining = new AbortController();
-  const watchdog = new RedisWatchdog(
-    createRedis(config.redisUrl, 'sandgate-gateway-watchdog', {
-      autoPipelining: false,
-      failFast: true,
-    }),
-  );
+  const watched = createRedis(config.redisUrl, 'sandgate-gateway-watchdog', { autoPipelining: false, failFast: true });
+  // Requests are refused while the watchdog's connection is not ready: it must be before the first one comes.
+  await whenReady(watched);
+  const watchdog = new RedisWatchdog(watched);
   const workspaces = await openWorkspaces({
     dataDir: config.dataDir,
     owner: { uid: config.sandboxUid, gid: config.sandboxUid },
