@@ -321,7 +321,13 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
           description: 'Every other method (POST, PUT, PATCH, DELETE, OPTIONS) is proxied the same way.',
           params,
           ...(url.startsWith('/preview') ? { security: [{}] } : {}),
-          response: { 404: ref(ProblemSchema), 409: ref(ProblemSchema), 502: ref(ProblemSchema) },
+          response: {
+            // The preview link not valid, or expired (forbidden).
+            ...(url.startsWith('/preview') ? { 403: ref(ProblemSchema) } : {}),
+            404: ref(ProblemSchema),
+            409: ref(ProblemSchema),
+            502: ref(ProblemSchema),
+          },
         },
         handler: proxy,
       });

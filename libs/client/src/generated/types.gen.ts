@@ -2835,10 +2835,6 @@ export type PreviewServiceErrors = {
      */
     409: Problem;
     /**
-     * This gateway does not answer to the request's Host (host_not_allowed)
-     */
-    421: Problem;
-    /**
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
