@@ -59,6 +59,8 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
   const guard = hostGuard(deps.config);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
   const unsupported = { 501: ref(ProblemSchema) };
+  /** The session's sandbox did not answer as an agent should (service_unreachable). */
+  const unreachable = { 502: ref(ProblemSchema) };
 
   app.post(
     '/v1/sessions/:id/services',
@@ -77,6 +79,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
           409: ref(ProblemSchema),
           429: ref(ProblemSchema),
           ...unsupported,
+          ...unreachable,
           ...errors,
         },
       },
@@ -92,7 +95,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         tags: ['services'],
         summary: "List the session's services and their state",
         params: SessionParamsSchema,
-        response: { 200: ref(ServiceListSchema), ...errors },
+        response: { 200: ref(ServiceListSchema), ...unreachable, ...errors },
       },
     },
     async (req) => ({ services: await services.list(tenantOf(req), req.params.id) }),
@@ -106,7 +109,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         tags: ['services'],
         summary: 'Get a service: state, exit code, ports',
         params: ServiceParamsSchema,
-        response: { 200: ref(ServiceSchema), ...errors },
+        response: { 200: ref(ServiceSchema), ...unreachable, ...errors },
       },
     },
     async (req) => services.get(tenantOf(req), req.params.id, req.params.name),
@@ -121,7 +124,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         summary: "A service's output (stdout and stderr together) from an offset; follow=true streams it (SSE)",
         params: ServiceParamsSchema,
         querystring: LogsQuery,
-        response: { 200: ref(ServiceLogsSchema), ...errors },
+        response: { 200: ref(ServiceLogsSchema), ...unreachable, ...errors },
       },
     },
     async (req, reply) => {
@@ -200,7 +203,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         summary: 'Stop a service: SIGTERM, then SIGKILL after grace_ms; answers once it has ended',
         params: ServiceParamsSchema,
         body: ref(StopServiceSchema),
-        response: { 200: ref(ServiceSchema), 502: ref(ProblemSchema), ...errors },
+        response: { 200: ref(ServiceSchema), ...unreachable, ...errors },
       },
     },
     async (req) => services.stop(tenantOf(req), req.params.id, req.params.name, req.body.grace_ms ?? 5000),
@@ -214,7 +217,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         tags: ['services'],
         summary: 'Stop a service if it runs, and forget it',
         params: ServiceParamsSchema,
-        response: { 204: Type.Null(), ...errors },
+        response: { 204: Type.Null(), ...unreachable, ...errors },
       },
     },
     async (req, reply) => {
@@ -322,8 +325,9 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
           params,
           ...(url.startsWith('/preview') ? { security: [{}] } : {}),
           response: {
-            // The preview link not valid, or expired (forbidden).
-            ...(url.startsWith('/preview') ? { 403: ref(ProblemSchema) } : {}),
+            400: ref(ProblemSchema),
+            // An API key missing or wrong; a preview link not valid, or expired (forbidden).
+            ...(url.startsWith('/preview') ? { 403: ref(ProblemSchema) } : { 401: ref(ProblemSchema) }),
             404: ref(ProblemSchema),
             409: ref(ProblemSchema),
             502: ref(ProblemSchema),

@@ -221,8 +221,16 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
   ): Promise<SessionSandbox> {
     // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
     const prewarm: Prewarm = job.sandbox === 'stateful' ? 'never' : 'always';
-    // A new sandbox, a new services socket: what ran in the one it replaces has ended with it.
-    const tokenSha256 = await prepareServices(this.#dataDir, job.session_id, agentUid({ prewarm }, this.#settings));
+    // A new sandbox, a new services socket: what ran in the one it replaces has ended with it. A data disk too full
+    // for its token costs the session its services, not its run.
+    const tokenSha256 = await prepareServices(
+      this.#dataDir,
+      job.session_id,
+      agentUid({ prewarm }, this.#settings),
+    ).catch((err: unknown) => {
+      this.#log.warn({ sessionId: job.session_id, err }, 'no services socket for this session sandbox');
+      return undefined;
+    });
     const spec = agentSpec(
       {
         name: sessionContainerName(job.session_id),
@@ -230,7 +238,9 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
         limits: job,
         workspaceDir: dir,
         ...(network === 'egress' ? { egressDir: this.#egress!.dirOf(job.session_id) } : {}),
-        services: { dir: servicesDirOf(this.#dataDir, job.session_id), tokenSha256 },
+        ...(tokenSha256 === undefined
+          ? {}
+          : { services: { dir: servicesDirOf(this.#dataDir, job.session_id), tokenSha256 } }),
         prewarm,
       },
       this.#settings,

@@ -2402,6 +2402,10 @@ export type ListServicesErrors = {
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
+    /**
+     * Error
+     */
+    502: Problem;
 };
 
 export type ListServicesError = ListServicesErrors[keyof ListServicesErrors];
@@ -2461,6 +2465,10 @@ export type StartServiceErrors = {
      * Error
      */
     501: Problem;
+    /**
+     * Error
+     */
+    502: Problem;
 };
 
 export type StartServiceError = StartServiceErrors[keyof StartServiceErrors];
@@ -2512,6 +2520,10 @@ export type DeleteServiceErrors = {
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
+    /**
+     * Error
+     */
+    502: Problem;
 };
 
 export type DeleteServiceError = DeleteServiceErrors[keyof DeleteServiceErrors];
@@ -2563,6 +2575,10 @@ export type GetServiceErrors = {
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
+    /**
+     * Error
+     */
+    502: Problem;
 };
 
 export type GetServiceError = GetServiceErrors[keyof GetServiceErrors];
@@ -2623,6 +2639,10 @@ export type GetServiceLogsErrors = {
      * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
      */
     429: Problem;
+    /**
+     * Error
+     */
+    502: Problem;
 };
 
 export type GetServiceLogsError = GetServiceLogsErrors[keyof GetServiceLogsErrors];
@@ -2769,6 +2789,14 @@ export type ProxyServiceData = {
 
 export type ProxyServiceErrors = {
     /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
      * The request's Origin is not allowed (origin_not_allowed, forbidden)
      */
     403: Problem;
@@ -2822,6 +2850,10 @@ export type PreviewServiceData = {
 };
 
 export type PreviewServiceErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
     /**
      * The request's Origin is not allowed (origin_not_allowed, forbidden)
      */
