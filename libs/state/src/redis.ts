@@ -123,31 +123,42 @@ export function isRedisUnavailable(err: unknown): boolean {
 
 /**
  * Whether Redis answers right now, from a PING every 200 ms on a connection of its own (so a burst of requests'
- * commands never delays it): down while the connection is not ready, or when no PONG came back for REDIS_HANG_MS
- * (a Redis that hangs with its connections open). Requests check it before they send anything to Redis.
+ * commands never delays it): down while the connection is not ready, or while a PING has waited REDIS_HANG_MS for its
+ * PONG (a Redis that hangs with its connections open). Only an unanswered PING counts: a process whose event loop was
+ * busy (a gateway building its routes at start) has sent none meanwhile, and Redis is not down for that.
+ * Requests check it before they send anything to Redis.
  */
 export class RedisWatchdog {
-  #lastPong = Date.now();
+  /** When the first PING of the current unanswered streak was sent; null once a PONG came back. */
+  #waitingSince: number | null = null;
+  /** A PING is on its way (one at a time; one that failed lets the next go, the streak goes on). */
+  #inFlight = false;
   readonly #timer: NodeJS.Timeout;
 
   constructor(private readonly redis: Redis) {
     redis.on('ready', () => {
-      this.#lastPong = Date.now();
+      this.#waitingSince = null;
     });
     this.#timer = setInterval(() => {
-      if (redis.status === 'ready')
-        redis.ping().then(
-          () => {
-            this.#lastPong = Date.now();
-          },
-          () => {},
-        );
+      if (redis.status !== 'ready' || this.#inFlight) return;
+      this.#inFlight = true;
+      this.#waitingSince ??= Date.now();
+      redis.ping().then(
+        () => {
+          this.#inFlight = false;
+          this.#waitingSince = null;
+        },
+        () => {
+          this.#inFlight = false;
+        },
+      );
     }, WATCHDOG_EVERY_MS);
     this.#timer.unref();
   }
 
   get up(): boolean {
-    return this.redis.status === 'ready' && Date.now() - this.#lastPong < REDIS_HANG_MS;
+    if (this.redis.status !== 'ready') return false;
+    return this.#waitingSince === null || Date.now() - this.#waitingSince < REDIS_HANG_MS;
   }
 
   close(): void {
