@@ -123,30 +123,33 @@ export function isRedisUnavailable(err: unknown): boolean {
 
 /**
  * Whether Redis answers right now, from a PING every 200 ms on a connection of its own (so a burst of requests'
- * commands never delays it): down while the connection is not ready, or while a PING has waited REDIS_HANG_MS for its
- * PONG (a Redis that hangs with its connections open). Only an unanswered PING counts: a process whose event loop was
- * busy (a gateway building its routes at start) has sent none meanwhile, and Redis is not down for that.
+ * commands never delays it): down while the connection is not ready, or when a PING is out and no PONG came back for
+ * REDIS_HANG_MS (a Redis that hangs with its connections open). A process whose event loop was busy (a gateway building
+ * its routes at start) judges nothing until its timer runs again: a PONG may be waiting behind the stall.
  * Requests check it before they send anything to Redis.
  */
 export class RedisWatchdog {
-  /** When the first PING of the current unanswered streak was sent; null once a PONG came back. */
-  #waitingSince: number | null = null;
-  /** A PING is on its way (one at a time; one that failed lets the next go, the streak goes on). */
+  #lastPong = Date.now();
+  /** When the last PING went out; one after the last PONG is unanswered so far. */
+  #lastPing = 0;
   #inFlight = false;
+  /** When the timer last ran: much longer ago than its period, this process itself was stalled. */
+  #lastTick = Date.now();
   readonly #timer: NodeJS.Timeout;
 
   constructor(private readonly redis: Redis) {
     redis.on('ready', () => {
-      this.#waitingSince = null;
+      this.#lastPong = Date.now();
     });
     this.#timer = setInterval(() => {
+      this.#lastTick = Date.now();
       if (redis.status !== 'ready' || this.#inFlight) return;
       this.#inFlight = true;
-      this.#waitingSince ??= Date.now();
+      this.#lastPing = Date.now();
       redis.ping().then(
         () => {
           this.#inFlight = false;
-          this.#waitingSince = null;
+          this.#lastPong = Date.now();
         },
         () => {
           this.#inFlight = false;
@@ -158,7 +161,11 @@ export class RedisWatchdog {
 
   get up(): boolean {
     if (this.redis.status !== 'ready') return false;
-    return this.#waitingSince === null || Date.now() - this.#waitingSince < REDIS_HANG_MS;
+    const now = Date.now();
+    // A PONG may be waiting, unread, behind whatever held this process: a stall is not Redis's.
+    if (now - this.#lastTick > 3 * WATCHDOG_EVERY_MS) return true;
+    const unanswered = this.#lastPing > this.#lastPong;
+    return !unanswered || now - this.#lastPong < REDIS_HANG_MS;
   }
 
   close(): void {
