@@ -148,8 +148,8 @@ export class ServiceManager {
     await this.d.sessions.removeService(sessionId, name);
   }
 
-  /** A connection to the service's port, for the proxy; the session's idle time starts again. */
-  async connect(session: SessionRecord, name: string): Promise<Socket> {
+  /** A connection to the service's port and that port, for the proxy; the session's idle time starts again. */
+  async connect(session: SessionRecord, name: string): Promise<{ socket: Socket; port: number }> {
     this.#supported();
     const service = await this.get(session.tenant, session.id, name);
     if (service.state !== 'running') {
@@ -162,9 +162,10 @@ export class ServiceManager {
       );
     }
     void this.d.sessions.touch(session).catch(() => {});
-    return this.#agents.connect(session.id, service.port).catch((err: unknown) => {
+    const socket = await this.#agents.connect(session.id, service.port).catch((err: unknown) => {
       throw unreachable(err);
     });
+    return { socket, port: service.port };
   }
 
   /** A link that opens the service without an API key until it expires. */

@@ -163,8 +163,7 @@ export function serveUpgrades(
         refuse(socket, 404, 'not_found', 'no such service');
         return;
       }
-      const upstream = await services.connect(target.session, target.name);
-      const port = (await services.get(target.session.tenant, target.session.id, target.name)).port ?? 0;
+      const { socket: upstream, port } = await services.connect(target.session, target.name);
       const headers = forwardHeaders(req.headers, target.prefix, port, false);
       headers.connection = 'Upgrade';
       if (req.headers.upgrade) headers.upgrade = req.headers.upgrade;

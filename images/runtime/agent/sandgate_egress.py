@@ -68,7 +68,11 @@ class Relay:
             finally:
                 conn.close()
             return
-        for s, other in ((conn, upstream), (upstream, conn)):
+        self.pair(conn, upstream)
+
+    def pair(self, a, b):
+        """Relays a and b to each other from now on."""
+        for s, other in ((a, b), (b, a)):
             s.setblocking(False)
             self.peer[s] = other
             self.selector.register(s, selectors.EVENT_READ)

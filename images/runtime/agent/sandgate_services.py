@@ -303,10 +303,7 @@ class Ingress(sandgate_egress.Relay):
             conn.close()
             upstream.close()
             return
-        for s, other in ((conn, upstream), (upstream, conn)):
-            s.setblocking(False)
-            self.peer[s] = other
-            self.selector.register(s, 1)  # EVENT_READ
+        self.pair(conn, upstream)
 
 
 def read_line(conn):

@@ -283,8 +283,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     const proxy = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const target = await resolve(req.raw.url ?? req.url, req.headers);
       if (target === undefined) throw new SandgateError('not_found', 'no such service');
-      const upstream = await services.connect(target.session, target.name);
-      const port = (await services.get(target.session.tenant, target.session.id, target.name)).port ?? 0;
+      const { socket: upstream, port } = await services.connect(target.session, target.name);
       reply.hijack();
       for (const [k, v] of Object.entries(reply.getHeaders())) {
         if (v !== undefined && !reply.raw.hasHeader(k)) reply.raw.setHeader(k, v);

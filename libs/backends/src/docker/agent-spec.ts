@@ -44,9 +44,7 @@ export function agentCommand(
 ): string[] {
   const { user } = s;
   const prewarm = `--prewarm=${sandbox.prewarm}`;
-  if (sandbox.prewarm === 'never' || s.runtime === 'runsc') {
-    return asSandboxUser(user, ['python3', '-u', AGENT_PATH, prewarm]);
-  }
+  if (agentIsSandboxUser(sandbox, s)) return asSandboxUser(user, ['python3', '-u', AGENT_PATH, prewarm]);
   const { uid, gid } = parseUser(user);
   // -S: no site hooks, which would leave files of the agent's uid in /tmp for the sandbox user's reset to trip on.
   return setpriv(
@@ -71,8 +69,12 @@ export interface AgentSandbox {
 
 /** The uid a sandbox's agent runs as (agentCommand), which alone may enter its services directory. */
 export function agentUid(sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<SandboxSettings, 'user' | 'runtime'>): number {
-  return sandbox.prewarm === 'never' || s.runtime === 'runsc' ? parseUser(s.user).uid : AGENT_UID;
+  return agentIsSandboxUser(sandbox, s) ? parseUser(s.user).uid : AGENT_UID;
 }
+
+/** Stateful sessions and gVisor: the agent is the sandbox user itself (see agentCommand). */
+const agentIsSandboxUser = (sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<SandboxSettings, 'runtime'>): boolean =>
+  sandbox.prewarm === 'never' || s.runtime === 'runsc';
 
 /**
  * Create options for a sandbox that runs the agent: the same lock-down as a one-execution sandbox, with the
