@@ -14,4 +14,6 @@ if [[ -n ${SANDGATE_TEST_SKIP:-} ]]; then
 fi
 if [ "${#files[@]}" -eq 0 ]; then echo "no test files found" >&2; exit 1; fi
 echo "==> ${#files[@]} test files${SANDGATE_TEST_BACKEND:+ on the ${SANDGATE_TEST_BACKEND} backend}"
-exec node --import tsx --test --test-concurrency=1 --test-timeout=600000 "$@" "${files[@]}"
+exec node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=./scripts/file-times.mjs --test-reporter-destination=stdout "$@" "${files[@]}"

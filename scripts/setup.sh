@@ -20,7 +20,8 @@
 #
 # Environment: REDIS_URL (checked instead of the local default),
 # SANDGATE_RUNTIME=runsc (makes gVisor mandatory), SANDGATE_SKIP_RUNSC=1 (don't
-# try to install gVisor), SANDGATE_SKIP_IMAGE=1 (don't build the image), plus
+# try to install gVisor), SANDGATE_SKIP_IMAGE=1 (don't build the image),
+# SANDGATE_CACHE_DIR (where test tools are kept for every clone; default ~/.cache/sandgate), plus
 # what images/runtime/build.sh reads (SANDGATE_IMAGE, SANDGATE_BASE_IMAGE, ...).
 set -euo pipefail
 
@@ -318,12 +319,14 @@ else
 fi
 
 # --- n8n, for the test that runs docs/n8n.md's workflow in it (--for-tests) ---------------
-# The npm package n8n (2.8.4: the last whose engines allow Node 20) in .cache/, with its SQLite binding built here
-# (its install script would fetch a prebuilt one from the network; node-gyp builds it from the bundled source).
+# The npm package n8n (2.8.4: the last whose engines allow Node 20) in SANDGATE_CACHE_DIR, with its SQLite binding
+# built here (its install script would fetch a prebuilt one from the network; node-gyp builds it from the bundled
+# source). Kept outside the clone: every clone on this machine (and every CI run) uses the one install.
 if ((for_tests)); then
-  n8n_dir="$ROOT/.cache/n8n-2.8.4"
+  cache_dir="${SANDGATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sandgate}"
+  n8n_dir="$cache_dir/n8n-2.8.4"
   if [[ ! -x $n8n_dir/node_modules/.bin/n8n || ! -f $n8n_dir/node_modules/sqlite3/build/Release/node_sqlite3.node ]]; then
-    say "installing n8n 2.8.4 into .cache/ for the n8n test (npm, then building its SQLite binding: a few minutes)"
+    say "installing n8n 2.8.4 into $n8n_dir for the n8n test (npm, then building its SQLite binding: a few minutes)"
     mkdir -p "$n8n_dir"
     printf '%s\n' '{ "name": "sandgate-n8n-test", "private": true, "dependencies": { "n8n": "2.8.4" },' \
       '  "overrides": { "xlsx": "0.18.5" } }' > "$n8n_dir/package.json"

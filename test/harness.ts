@@ -6,18 +6,9 @@ import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps } from '@sandgate/gateway';
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
-import * as k8s from '@kubernetes/client-node';
-import {
-  DockerBackend,
-  KubernetesBackend,
-  podName,
-  type BackendName,
-  type ExecutionBackend,
-  type KubernetesBackendOptions,
-} from '@sandgate/backends';
-import { K8sDouble, type K8sDoubleOptions } from '@sandgate/k8s-double';
+import { podName, type BackendName, type ExecutionBackend } from '@sandgate/backends';
+import type { K8sDouble, K8sDoubleOptions } from '@sandgate/k8s-double';
 import { createLogger, loadConfig, type Config } from '@sandgate/config';
-import { keys, TransferGrants } from '@sandgate/state';
 import { Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 import { SpecCheck } from './spec-check.ts';
@@ -86,6 +77,8 @@ async function kubernetesFor(
   env: Record<string, string>;
   close(): Promise<void>;
 }> {
+  // Loaded here: the double and its schemas take a second to load, which a test on Docker should not pay.
+  const { K8sDouble } = await import('@sandgate/k8s-double');
   const double = await K8sDouble.start({ ...options, hostPorts: [port] });
   const kubeconfig = join(dataDir, '..', `kubeconfig-${double.id}.yaml`);
   await writeFile(kubeconfig, double.kubeconfigYaml(), { mode: 0o600 });
@@ -222,7 +215,7 @@ export async function startStack({
     async startWorker(given) {
       const workspaces = new Workspaces({ dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
       const id = newWorkerId();
-      const backend = given ?? createBackend(config, log, workspaces, id);
+      const backend = given ?? (await createBackend(config, log, workspaces, id));
       const w = await startWorker({ config, log, backend, workspaces, id, heartbeatMs: 1000 });
       backends.push(backend);
       workers.push(w);
@@ -234,9 +227,7 @@ export async function startStack({
       webhooks = null;
     },
     async poolReady() {
-      await Promise.all(
-        backends.map((b) => (b instanceof DockerBackend || b instanceof KubernetesBackend ? b.poolReady() : undefined)),
-      );
+      await Promise.all(backends.map((b) => b.poolReady?.()));
     },
     async close() {
       await app.close();
@@ -308,40 +299,4 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
-}
-
-/**
- * A Kubernetes backend of its own on a stack started with `backend: 'kubernetes'` (worker: false): the stack's API
- * double, gateway (for the Pods' files) and Redis (transfer grants); closed with the test.
- */
-export function kubernetesBackendOf(
-  s: Stack,
-  t: { after(fn: () => Promise<void>): void },
-  options: Partial<KubernetesBackendOptions> = {},
-): KubernetesBackend {
-  const double = s.cluster;
-  if (!double) throw new Error('the stack was not started with backend: kubernetes');
-  const kubeConfig = new k8s.KubeConfig();
-  kubeConfig.loadFromOptions(double.kubeconfig);
-  const grants = new TransferGrants(s.deps.redis, keys(s.config.redisPrefix));
-  const backend = new KubernetesBackend({
-    kubeConfig,
-    namespace: double.namespace,
-    gatewayUrl: s.config.k8sGatewayUrl!,
-    workspaces: s.deps.workspaces,
-    artifactUrl: (session, path) => `${s.url}/files/${session}/${path}`,
-    deployment: s.config.redisPrefix,
-    sweepGraceMs: 0,
-    // No warm Pods unless a test asks: they would be this backend's own, unknown to the sweeps a test runs.
-    poolSize: 0,
-    ...(s.config.image ? { image: s.config.image } : {}),
-    grantTransfer: async (job, ttl) => {
-      const ids = { execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant };
-      const token = await grants.grant(ids, ttl);
-      return { token, revoke: () => grants.revoke(token) };
-    },
-    ...options,
-  });
-  t.after(() => backend.close());
-  return backend;
 }

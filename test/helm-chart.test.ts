@@ -1,6 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_AGENT_PORT, ownershipLabels, poolLabels, sessionLabels } from '@sandgate/backends';
+import {
+  DEFAULT_AGENT_PORT,
+  DEFAULT_SERVICES_PORT,
+  ownershipLabels,
+  poolLabels,
+  sessionLabels,
+} from '@sandgate/backends';
 import { labelSelectorMatches, podSecurityViolations, validateManifest, type PolicyRule } from '@sandgate/k8s-double';
 import { renderChart, RenderError, type Manifest } from '../scripts/helm-render/render.ts';
 
@@ -178,6 +184,17 @@ test('helm chart, default values: schema-valid objects, RBAC is the exact contra
     'app.kubernetes.io/component': 'worker',
   });
   assert.deepEqual(iSpec.ingress[0]!.ports, [{ protocol: 'TCP', port: 8700 }]);
+  assert.deepEqual(iSpec.ingress[1]!.from[0]!.podSelector.matchLabels, {
+    'app.kubernetes.io/name': 'sandgate',
+    'app.kubernetes.io/instance': 'sg',
+    'app.kubernetes.io/component': 'gateway',
+  });
+  assert.deepEqual(
+    iSpec.ingress[1]!.ports,
+    [{ protocol: 'TCP', port: DEFAULT_SERVICES_PORT }],
+    "the gateway reaches the session's services, on the port the backend makes session Pods serve them",
+  );
+  assert.equal(iSpec.ingress.length, 2, 'workers to the agent, the gateway to the services; nothing else');
 });
 
 test('helm chart, other values: sandbox namespace, gVisor, autoscaling, quota, existing secrets/claim', async () => {

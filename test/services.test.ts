@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Dockerode from 'dockerode';
 import WebSocket from 'ws';
+import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT } from '@sandgate/backends';
 import { startStack, TEST_BACKEND, until } from './harness.ts';
 import { readSse } from './sse-client.ts';
 import { mcpClient, structured } from './mcp-client.ts';
@@ -117,16 +118,6 @@ test('services', async (t) => {
     return r.body.result as { state: string; stdout: string; stderr: string; exit_code: number };
   };
 
-  if (TEST_BACKEND === 'kubernetes') {
-    await t.test('the Kubernetes backend refuses services with a clear code', async () => {
-      const id = await session();
-      const r = await start(id, { name: 'web', command: 'sleep 60' });
-      assert.equal(r.status, 501);
-      assert.equal(r.body.code, 'unsupported_by_backend');
-    });
-    return;
-  }
-
   const id = await session();
   await run(id, `open("app.py", "w").write(${JSON.stringify(APP)})`);
 
@@ -240,23 +231,42 @@ test('services', async (t) => {
   });
 
   await t.test('code in the session cannot use the services socket', async () => {
+    // Docker: the agent's Unix socket. Kubernetes: the session Pod's services port, which code in the Pod can reach.
+    const where =
+      TEST_BACKEND === 'kubernetes'
+        ? [`s = socket.socket(); s.settimeout(5)`, `s.connect(("127.0.0.1", ${DEFAULT_SERVICES_PORT}))`]
+        : ['s = socket.socket(socket.AF_UNIX); s.settimeout(5)', 's.connect("/run/sandgate/services/agent.sock")'];
     const probe = [
       'import socket',
       'try:',
-      '    s = socket.socket(socket.AF_UNIX); s.settimeout(5)',
-      '    s.connect("/run/sandgate/services/agent.sock")',
+      ...where.map((line) => `    ${line}`),
       '    s.sendall(b\'{"op":"status","token":"guess"}\\n\')',
       '    print("answer", repr(s.recv(100)))',
       'except OSError as e:',
       '    print("refused", type(e).__name__)',
     ].join('\n');
-    // A process session: the directory is the agent's (another uid) alone.
-    assert.equal((await run(id, probe)).stdout.trim(), 'refused PermissionError');
+    // A process session on Docker: the directory is the agent's (another uid) alone. On Kubernetes the token alone
+    // keeps code off, as in every stateful session.
+    assert.equal(
+      (await run(id, probe)).stdout.trim(),
+      TEST_BACKEND === 'kubernetes' ? "answer b''" : 'refused PermissionError',
+    );
     // A stateful session, whose code runs as the agent's uid: the token keeps it off.
     const stateful = await session('stateful');
     assert.equal((await start(stateful, { name: 'idle', command: 'sleep 600' })).status, 201);
     assert.equal((await run(stateful, probe)).stdout.trim(), "answer b''");
     assert.equal((await get(stateful, 'idle')).state, 'running', 'services run in stateful sessions too');
+  });
+
+  await t.test("the proxy never reaches the agent's own ports", async () => {
+    const own = await session();
+    for (const port of [DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT]) {
+      const name = `own-${port}`;
+      assert.equal((await start(own, { name, command: 'sleep 600', port })).status, 201);
+      const res = await fetch(`${s.url}/v1/sessions/${own}/services/${name}/proxy/`, { headers: as(ACME) });
+      assert.equal(res.status, 502);
+      assert.equal(((await res.json()) as { code: string }).code, 'service_unreachable');
+    }
   });
 
   await t.test('follow streams the log until the service ends; stop sends SIGTERM first', async () => {

@@ -1,5 +1,6 @@
 import { describeBackendContract } from '@sandgate/backends/contract';
-import { kubernetesBackendOf, startStack } from '../harness.ts';
+import { startStack } from '../harness.ts';
+import { kubernetesBackendOf } from './backend-of.ts';
 
 describeBackendContract('kubernetes (API double)', async (t) => {
   // The stack gives the Pods their gateway (files) and the backend its Redis (transfer grants).

@@ -94,7 +94,8 @@ test("kubernetes: stage cannot reach the gateway: the run fails as the platform'
   // A gateway URL the Pods' network fence drops: stage cannot fetch the session's files.
   const s = await startStack({
     backend: 'kubernetes',
-    env: { ...ONE_POD_EACH, SANDGATE_K8S_GATEWAY_URL: 'http://192.0.2.1:9' },
+    // Waited out after SANDGATE_K8S_TRANSFER_TIMEOUT_S.
+    env: { ...ONE_POD_EACH, SANDGATE_K8S_GATEWAY_URL: 'http://192.0.2.1:9', SANDGATE_K8S_TRANSFER_TIMEOUT_S: '3' },
   });
   t.after(() => s.close());
   // stdin makes the Pod stage it (an empty session without stdin has no stage).

@@ -5,7 +5,8 @@ import { podName, secretName, type EventSink } from '@sandgate/backends';
 import type { ExecutionJob } from '@sandgate/contracts';
 import type { PolicyRule } from '@sandgate/k8s-double';
 import { renderChart } from '../../scripts/helm-render/render.ts';
-import { kubernetesBackendOf, startStack } from '../harness.ts';
+import { startStack } from '../harness.ts';
+import { kubernetesBackendOf } from './backend-of.ts';
 
 const sink = (): EventSink & { out: string[] } => {
   const out: string[] = [];

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { spawn } from 'node:child_process';
@@ -14,7 +14,10 @@ import { freePort } from '../redis-and-ports.ts';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
-const N8N = join(ROOT, '.cache/n8n-2.8.4/node_modules/.bin/n8n');
+// Where scripts/setup.sh --for-tests installs it: SANDGATE_CACHE_DIR, shared by every clone on the machine.
+const CACHE =
+  process.env.SANDGATE_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sandgate');
+const N8N = join(CACHE, 'n8n-2.8.4/node_modules/.bin/n8n');
 const KEY = 'n'.repeat(32);
 
 interface NodeRun {

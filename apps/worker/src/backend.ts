@@ -1,8 +1,6 @@
-import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
   DockerBackend,
-  KubernetesBackend,
   type ExecutionBackend,
   type GrantTransfer,
   type EgressSettings,
@@ -14,14 +12,15 @@ import { fileUrl, type Workspaces } from '@sandgate/storage';
 
 /**
  * The backend the configuration names (SANDGATE_BACKEND). Workers hold no signing key: artifacts carry the file's
- * plain URL, and the gateway signs it whenever it presents one (responses, SSE, MCP, webhooks).
+ * plain URL, and the gateway signs it whenever it presents one (responses, SSE, MCP, webhooks). The Kubernetes
+ * backend and its client are loaded only when configured.
  */
-export function createBackend(
+export async function createBackend(
   config: Config,
   log: Logger,
   workspaces: Workspaces,
   instanceId: string,
-): ExecutionBackend {
+): Promise<ExecutionBackend> {
   const artifactUrl = (sessionId: string, path: string) => fileUrl(config.publicUrl, sessionId, path);
   const tools = toolSettings(config);
   if (config.backend === 'kubernetes')
@@ -46,14 +45,18 @@ export function createBackend(
   });
 }
 
-function kubernetesBackend(
+async function kubernetesBackend(
   config: Config,
   log: Logger,
   workspaces: Workspaces,
   artifactUrl: (sessionId: string, path: string) => string,
   instanceId: string,
   tools: ToolSettings | undefined,
-): ExecutionBackend {
+): Promise<ExecutionBackend> {
+  const [k8s, { KubernetesBackend }] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('@sandgate/backends/kubernetes'),
+  ]);
   const kubeConfig = new k8s.KubeConfig();
   if (config.k8sKubeconfig !== null) kubeConfig.loadFromFile(config.k8sKubeconfig);
   else kubeConfig.loadFromDefault();
@@ -81,7 +84,9 @@ function kubernetesBackend(
     // The Pod's workspace is its own disk: bounded by the session quota whatever the data directory's filesystem.
     workspaceBytes: config.sessionDiskBytes,
     timing: { startupMs: config.k8sStartupTimeoutMs },
+    transferTimeoutS: config.k8sTransferTimeoutS,
     agentPort: config.k8sAgentPort,
+    servicesPort: config.k8sServicesPort,
     ...(tools ? { tools } : {}),
     instanceId,
     poolSize: config.poolSize,

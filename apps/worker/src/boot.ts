@@ -24,7 +24,7 @@ export async function bootWorker(config: Config, log: Logger): Promise<BootedWor
     warn: (message) => log.warn(message),
   });
   const id = newWorkerId();
-  const backend = createBackend(config, log, workspaces, id);
+  const backend = await createBackend(config, log, workspaces, id);
   await backend.check();
   const worker = await startWorker({ config, log, backend, workspaces, id });
   return {

@@ -15,6 +15,7 @@ before it sends anything whose answer it must not miss.
 
   python3 -u sandgate_agent.py [--prewarm=never|fresh|always]   (pre-started python for process mode)
                                 [--listen=PORT]                  (Kubernetes session Pods, see below)
+                                [--services-port=PORT]           (Kubernetes session Pods: sandgate_services.py)
 
 With --listen the channel is a TCP connection instead of stdin/stdout (Kubernetes gives no attach): a client
 first sends {"op":"hello","token"} with the token whose SHA-256 is in $SANDGATE_AGENT_TOKEN_SHA256 (read and removed
@@ -110,7 +111,7 @@ class SocketProtocol(Protocol):
 
 
 class Agent:
-    def __init__(self, prewarm, listen=None):
+    def __init__(self, prewarm, listen=None, services_port=None):
         harden()
         self.token_sha256 = os.environ.pop(TOKEN_ENV, "")
         services_token = os.environ.pop(sandgate_services.TOKEN_ENV, "")
@@ -119,10 +120,11 @@ class Agent:
             sandgate_egress.start(egress)
             os.environ.update(sandgate_egress.proxy_env())
         self.base_env = dict(os.environ)
-        # Long-running programs of the session (sandgate_services.py), reached by the host through its socket.
-        self.services = sandgate_services.Services(
-            self.base_env, services_token, (sandgate_egress.PORT,) if egress else ())
-        self.services.serve()
+        # Long-running programs of the session (sandgate_services.py), reached by the host through its socket, or on
+        # a Kubernetes session Pod by the gateway on services_port. The agent's own ports are never a service's.
+        own = [p for p in (sandgate_egress.PORT if egress else None, listen, services_port) if p is not None]
+        self.services = sandgate_services.Services(self.base_env, services_token, own)
+        self.services.serve(port=services_port)
         self.listen = listen
         self.proto = SocketProtocol() if listen is not None else Protocol(os.dup(1))
         self.control = None if listen is not None else os.fdopen(os.dup(0), "rb", buffering=0)
@@ -339,4 +341,6 @@ if __name__ == "__main__":
     if user is not None:
         sandgate_process.run_as(user)
     port = arg(sys.argv[1:], "listen", None)
-    Agent(prewarm_arg(sys.argv[1:]), None if port is None else int(port)).serve()
+    services_port = arg(sys.argv[1:], "services-port", None)
+    Agent(prewarm_arg(sys.argv[1:]), None if port is None else int(port),
+          None if services_port is None else int(services_port)).serve()

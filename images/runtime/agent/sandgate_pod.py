@@ -33,6 +33,7 @@ EXIT = os.path.join(RUN, "exit.json")
 STDIN = os.path.join(RUN, "stdin")
 HEADER = "X-Sandgate-Transfer"
 CHUNK = 1 << 20
+# How long a connect, read or write may wait on the gateway unless the transfer Secret says (its `timeout`).
 HTTP_TIMEOUT_S = 60
 # The most files harvest looks at: as many as the gateway lists for one session.
 MAX_FILES = 100_000
@@ -66,8 +67,13 @@ class Gateway:
             url = urllib.parse.urlsplit(fh.read().strip())
         with open(os.path.join(TRANSFER, "token")) as fh:
             self.token = fh.read().strip()
+        try:
+            with open(os.path.join(TRANSFER, "timeout")) as fh:
+                timeout = float(fh.read().strip())
+        except (OSError, ValueError):
+            timeout = HTTP_TIMEOUT_S
         cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        self.conn = cls(url.hostname, url.port, timeout=HTTP_TIMEOUT_S)
+        self.conn = cls(url.hostname, url.port, timeout=timeout)
         self.base = url.path.rstrip("/") + "/internal/transfer/files"
 
     def request(self, method, path="", body=None, length=None):

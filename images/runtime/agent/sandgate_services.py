@@ -9,15 +9,17 @@ did not start, so no run can hide there.
 
 The host reaches services through one Unix socket, SOCKET, in a directory mounted from the host (never the network:
 the sandbox has none). The agent binds it at start; the host created the directory, and in process sessions only the
-agent's own uid may enter it. Each connection opens with one JSON line carrying the token whose SHA-256 the agent got
+agent's own uid may enter it. A Kubernetes session Pod has no such directory: there the agent listens on TCP (the
+agent's --services-port), which the chart's NetworkPolicy opens to the gateway only. Each connection opens with one JSON line carrying the token whose SHA-256 the agent got
 in $SANDGATE_SERVICES_TOKEN_SHA256 (so code of a stateful session, which runs as the agent's uid, cannot use it
 either), and one op:
   {"op":"status"}                          -> one JSON line: {"services": [status, ...]}
   {"op":"logs","name","offset"}             -> one JSON line: {"data" (latin-1), "offset", "next_offset"} or {"error"}
   {"op":"stop","name","grace_ms"}           -> SIGTERM to its session, SIGKILL after grace_ms; answers once it ended
   {"op":"connect","port"}                   -> "ok\\n", then the connection is relayed to 127.0.0.1:port
-Ports a service listens on are found in /proc/net/tcp{,6}: a port that starts listening while services run belongs to
-the service started last.
+Ports a service listens on are found in /proc/net/tcp{,6}: a port the sandbox user starts listening on while services
+run belongs to the service started last. Listeners of other users (a container network's DNS resolver, say) and the
+agent's own ports are never a service's.
 """
 import hashlib
 import hmac
@@ -204,7 +206,7 @@ class Services:
                 live = sorted((s for s in self.services.values() if s.running), key=lambda s: s.started_at)
             if not live:
                 return
-            listening = listening_ports() - self.reserved
+            listening = listening_ports(services_uid()) - self.reserved
             owned = set()
             for s in live:
                 s.ports = [p for p in s.ports if p in listening]
@@ -214,17 +216,23 @@ class Services:
                 live[-1].ports = live[-1].ports + fresh
             time.sleep(PORT_SCAN_S)
 
-    def serve(self, path=SOCKET):
-        """Listens on the host's socket, if the host mounted its directory; a sandbox without it has no services."""
-        if not self.token_sha256 or not os.path.isdir(os.path.dirname(path)):
+    def serve(self, path=SOCKET, port=None):
+        """Listens on TCP `port`, or on the host's socket if the host mounted its directory; a sandbox with neither
+        (or no token) has no services."""
+        if not self.token_sha256:
             return False
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        server = socket.socket(socket.AF_UNIX)
-        server.bind(path)
-        server.listen(64)
+        if port is not None:
+            server = socket.create_server(("", port), backlog=64)
+        else:
+            if not os.path.isdir(os.path.dirname(path)):
+                return False
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(path)
+            server.listen(64)
         threading.Thread(target=Ingress(server, self).serve, name="sandgate-services", daemon=True).start()
         return True
 
@@ -287,7 +295,8 @@ class Ingress(sandgate_egress.Relay):
             conn.close()
             return
         port = msg.get("port")
-        upstream = connect_local(port) if isinstance(port, int) and 0 < port < 65536 else None
+        valid = isinstance(port, int) and 0 < port < 65536 and port not in self.services.reserved
+        upstream = connect_local(port) if valid else None
         if upstream is None:
             try:
                 conn.sendall(b"refused\n")
@@ -338,7 +347,13 @@ def connect_local(port):
     return None
 
 
-def listening_ports():
+def services_uid():
+    """The uid services run as: the sandbox user's."""
+    return sandgate_process.RUN_AS[0] if sandgate_process.RUN_AS else os.getuid()
+
+
+def listening_ports(uid):
+    """The TCP ports `uid` listens on, IPv4 and IPv6."""
     ports = set()
     for path in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -346,7 +361,7 @@ def listening_ports():
                 next(fh, None)
                 for line in fh:
                     fields = line.split()
-                    if len(fields) > 3 and fields[3] == LISTEN:
+                    if len(fields) > 7 and fields[3] == LISTEN and fields[7] == str(uid):
                         ports.add(int(fields[1].rsplit(":", 1)[1], 16))
         except OSError:
             continue

@@ -65,6 +65,8 @@ export interface ExecutionBackend {
   sweep(live: LiveSet): Promise<{ removed: string[] }>;
   /** Its numbers for /metrics; rejects when the engine does not answer. */
   stats?(): Promise<BackendStats>;
+  /** Resolves once a warm pool, if the backend keeps one, is full. For benchmarks and tests. */
+  poolReady?(): Promise<void>;
   /** Checks that the engine answers and the image is present; throws a SandgateError otherwise. */
   check(): Promise<void>;
   /** Stops background work (pool refills) and removes this instance's warm pool. */

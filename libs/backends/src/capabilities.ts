@@ -11,7 +11,7 @@ export interface BackendCapabilities {
   warmPool: boolean;
   /** Sandboxes may run under gVisor. */
   gvisor: boolean;
-  /** Sessions may run services (POST /v1/sessions/:id/services), which the gateway reaches on the same host. */
+  /** Sessions may run services (POST /v1/sessions/:id/services), which the gateway reaches (services.ts). */
   services: boolean;
 }
 
@@ -22,5 +22,5 @@ export interface BackendCapabilities {
  */
 export const CAPABILITIES: Record<BackendName, BackendCapabilities> = {
   docker: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true, services: true },
-  kubernetes: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true, services: false },
+  kubernetes: { sandboxes: ['oneshot', 'session', 'stateful'], warmPool: true, gvisor: true, services: true },
 };

@@ -1,7 +1,9 @@
 export type { BackendStats, EventSink, ExecutionBackend, LiveSet } from './backend.ts';
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
 export { EGRESS_SOCKET, type EgressSettings } from './docker/egress-proxy.ts';
-export { KubernetesBackend, type KubernetesBackendOptions } from './kubernetes/kubernetes-backend.ts';
+// The Kubernetes backend itself is `@sandgate/backends/kubernetes`: @kubernetes/client-node takes a second to load,
+// which a Docker worker (and every test on Docker) should not pay.
+export type { KubernetesBackendOptions } from './kubernetes/kubernetes-backend.ts';
 export type { GrantTransfer, TransferGrant, PodTiming } from './kubernetes/pod-run.ts';
 export {
   podName,
@@ -12,6 +14,8 @@ export {
   sessionPodName,
   CONTAINERS,
   DEFAULT_AGENT_PORT,
+  DEFAULT_SERVICES_PORT,
+  SERVICES_TOKEN_ANNOTATION,
   AGENT_TOKEN_ANNOTATION,
   type PodSettings,
 } from './kubernetes/pod-spec.ts';

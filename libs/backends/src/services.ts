@@ -1,14 +1,16 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * The host side of a session's services (images/runtime/agent/sandgate_services.py): the directory a session sandbox
- * mounts at SERVICES_MOUNT, where its agent listens on `agent.sock`, and the token that socket wants. A worker makes
- * both before it creates the sandbox; the gateway, on the same host (the Docker backend), talks to the socket. Nothing
- * here loads an engine client.
+ * The host side of a session's services (images/runtime/agent/sandgate_services.py), in the data directory the
+ * gateway shares with the workers. On Docker: the directory a session sandbox mounts at SERVICES_MOUNT, where its
+ * agent listens on `agent.sock`, and the token that socket wants; a worker makes both before it creates the sandbox,
+ * and the gateway, on the same host, talks to the socket. On Kubernetes: the token and the address (Pod IP and
+ * services port) of the session Pod's agent, which the worker that connects to the Pod writes; the gateway connects
+ * to that address. Nothing here loads an engine client.
  */
 export const SERVICES_MOUNT = '/run/sandgate/services';
 export const SERVICES_TOKEN_ENV = 'SANDGATE_SERVICES_TOKEN_SHA256';
@@ -16,12 +18,15 @@ const SOCKET = 'agent.sock';
 /** open(2)'s O_PATH (the same on every Linux architecture Node runs on): a handle on the socket file itself. */
 const O_PATH = 0o10000000;
 const REQUEST_TIMEOUT_MS = 10_000;
+/** A session Pod that is gone may leave its address unanswered: its services are then not running. */
+const CONNECT_TIMEOUT_MS = 3_000;
 const MAX_ANSWER_BYTES = 8 << 20;
 
 const rootOf = (dataDir: string): string => join(dataDir, 'services');
 /** The host directory a session sandbox mounts at SERVICES_MOUNT. */
 export const servicesDirOf = (dataDir: string, sessionId: string): string => join(rootOf(dataDir), sessionId);
 const tokenFileOf = (dataDir: string, sessionId: string): string => join(rootOf(dataDir), `${sessionId}.token`);
+const addressFileOf = (dataDir: string, sessionId: string): string => join(rootOf(dataDir), `${sessionId}.address`);
 
 /**
  * Makes a session's services directory afresh, for a sandbox about to be created, and a new token for its socket.
@@ -40,9 +45,33 @@ export async function prepareServices(dataDir: string, sessionId: string, agentU
     // agent's socket), and the token still keeps everyone else off the socket.
     await chmod(dir, 0o1777);
   }
-  const token = randomBytes(24).toString('hex');
+  const token = newServicesToken();
+  await rm(addressFileOf(dataDir, sessionId), { force: true });
   await writeFile(tokenFileOf(dataDir, sessionId), token, { mode: 0o600 });
-  return createHash('sha256').update(token).digest('hex');
+  return servicesTokenSha256(token);
+}
+
+export const newServicesToken = (): string => randomBytes(24).toString('hex');
+export const servicesTokenSha256 = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+/**
+ * Where the gateway reaches a session's agent over TCP (a Kubernetes session Pod: its IP and services port), and its
+ * token: written by the worker that connected to the Pod, each file replaced whole, the address first.
+ */
+export async function publishServices(
+  dataDir: string,
+  sessionId: string,
+  token: string,
+  address: { host: string; port: number },
+): Promise<void> {
+  await mkdir(rootOf(dataDir), { recursive: true, mode: 0o700 });
+  const write = async (file: string, text: string): Promise<void> => {
+    const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+    await writeFile(temporary, text, { mode: 0o600 });
+    await rename(temporary, file);
+  };
+  await write(addressFileOf(dataDir, sessionId), JSON.stringify(address));
+  await write(tokenFileOf(dataDir, sessionId), token);
 }
 
 /** Removes the services directories of sessions that are not in `live`. */
@@ -50,7 +79,7 @@ export async function retainServices(dataDir: string, live: ReadonlySet<string>)
   const names = await readdir(rootOf(dataDir)).catch(() => [] as string[]);
   await Promise.all(
     names
-      .filter((n) => !live.has(n.replace(/\.token$/, '')))
+      .filter((n) => !live.has(n.replace(/\.(token|address)$/, '')))
       .map((n) => rm(join(rootOf(dataDir), n), { recursive: true, force: true })),
   );
 }
@@ -132,12 +161,19 @@ export class ServiceAgents {
   }
 
   /**
-   * Connects to the session's socket and sends the header line. The socket file is opened with O_NOFOLLOW and
-   * reached through its descriptor: code in the sandbox cannot point the gateway at another socket of the host.
+   * Connects to the session's agent and sends the header line: at the address a worker published (Kubernetes), or
+   * to the socket in the session's services directory. The socket file is opened with O_NOFOLLOW and reached through
+   * its descriptor: code in the sandbox cannot point the gateway at another socket of the host.
    */
   async #open(sessionId: string, msg: object): Promise<Socket> {
     const token = await readFile(tokenFileOf(this.#dataDir, sessionId), 'utf8').catch(() => undefined);
     if (token === undefined) throw new NoSandbox(`session ${sessionId} has no sandbox`);
+    const address = await readFile(addressFileOf(this.#dataDir, sessionId), 'utf8').catch(() => undefined);
+    if (address !== undefined) {
+      const socket = await connectTcp(JSON.parse(address) as { host: string; port: number }, sessionId);
+      socket.write(`${JSON.stringify({ ...msg, token })}\n`);
+      return socket;
+    }
     const file = await open(join(servicesDirOf(this.#dataDir, sessionId), SOCKET), O_PATH | constants.O_NOFOLLOW).catch(
       () => undefined,
     );
@@ -154,6 +190,26 @@ export class ServiceAgents {
       await file.close();
     }
   }
+}
+
+function connectTcp(address: { host: string; port: number }, sessionId: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: address.host, port: address.port });
+    // Before the connection: no sandbox answers. After it, its users handle the socket's errors (as with `once`
+    // on the Unix socket, this listener stays so that none goes unhandled).
+    const fail = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(new NoSandbox(`the sandbox of session ${sessionId} does not answer`));
+    };
+    const timer = setTimeout(fail, CONNECT_TIMEOUT_MS);
+    socket.once('error', fail);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.setNoDelay(true);
+      resolve(socket);
+    });
+  });
 }
 
 /** Reads one line (without its newline) and what came after it. */

@@ -25,8 +25,12 @@ export const ConfigSchema = Type.Object({
   k8sHelperImage: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
   /** Kubernetes: how long a sandbox Pod may take to start its runner (scheduling, image pull, stage). */
   k8sStartupTimeoutMs: Type.Integer({ minimum: 1000 }),
+  /** Kubernetes: how long stage and harvest wait on the gateway (connecting, or any read or write of a transfer). */
+  k8sTransferTimeoutS: Type.Integer({ minimum: 1, maximum: 3600 }),
   /** Kubernetes: the port session Pods' agents listen on (the chart's NetworkPolicy admits worker Pods to it). */
   k8sAgentPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
+  /** Kubernetes: the port session Pods' agents serve services on (the chart's NetworkPolicy admits gateways to it). */
+  k8sServicesPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
   /** Kubernetes: a kubeconfig file; null: the in-cluster service account, or $KUBECONFIG. */
   k8sKubeconfig: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
   image: Type.String({ minLength: 1 }),
@@ -179,7 +183,9 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_K8S_HELPER_IMAGE: ['k8sHelperImage', (r) => (r.trim() === '' ? null : r), null],
   SANDGATE_K8S_KUBECONFIG: ['k8sKubeconfig', str, null],
   SANDGATE_K8S_STARTUP_TIMEOUT_S: ['k8sStartupTimeoutMs', seconds, '180'],
+  SANDGATE_K8S_TRANSFER_TIMEOUT_S: ['k8sTransferTimeoutS', int, '60'],
   SANDGATE_K8S_AGENT_PORT: ['k8sAgentPort', int, '8700'],
+  SANDGATE_K8S_SERVICES_PORT: ['k8sServicesPort', int, '8701'],
   SANDGATE_IMAGE: ['image', str, 'sandgate/runtime:1'],
   SANDGATE_RUNTIME: ['runtime', str, 'runc'],
   SANDGATE_MEMORY_LIMIT: ['memoryMb', (r) => Math.floor(parseBytes(r) / (1 << 20)), '512m'],

@@ -1,5 +1,6 @@
 import { hasTools, type ToolSettings } from '../shared/tool-broker.ts';
 import { LocalArtifactStore, type ArtifactStore } from '../shared/artifact-store.ts';
+import { retainServices } from '../services.ts';
 import * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
@@ -12,7 +13,7 @@ import { silentLogger, type BackendLogger } from '../shared/logger.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../shared/output.ts';
 import { clusterError, PodApi } from './api.ts';
 import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
-import { DEFAULT_AGENT_PORT, type PodSettings } from './pod-spec.ts';
+import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT, type PodSettings } from './pod-spec.ts';
 import { sweepPods } from './sweep.ts';
 import { runInSession } from '../shared/session-run.ts';
 import { SessionPods, type SessionPod } from './session-pods.ts';
@@ -60,8 +61,12 @@ export interface KubernetesBackendOptions {
   concurrency?: number;
   /** The port session Pods' agents listen on. Default 8700 (the chart's sandbox.agentPort). */
   agentPort?: number;
+  /** The port session Pods' agents serve services on, to the gateway. Default 8701 (the chart's servicesPort). */
+  servicesPort?: number;
   /** How long an interrupted session run may take to end before its Pod is deleted; 0 deletes at once. */
   interruptGraceMs?: number;
+  /** How long stage and harvest wait on the gateway: connecting, or any read or write. Default 60 s. */
+  transferTimeoutS?: number;
   /** Called by close(): what the caller made for this backend (e.g. the Redis connection of grantTransfer) goes. */
   onClose?: () => Promise<void>;
 }
@@ -120,6 +125,8 @@ export class KubernetesBackend implements ExecutionBackend {
       harvestGraceMs: 30_000,
       startupAllowanceMs: this.#timing.startupMs,
       agentPort: options.agentPort ?? DEFAULT_AGENT_PORT,
+      servicesPort: options.servicesPort ?? DEFAULT_SERVICES_PORT,
+      transferTimeoutS: options.transferTimeoutS ?? 60,
     };
     this.#interruptGraceMs = options.interruptGraceMs ?? 2000;
     this.#artifacts = new LocalArtifactStore(options.artifactUrl);
@@ -131,7 +138,7 @@ export class KubernetesBackend implements ExecutionBackend {
       { startupMs: this.#timing.startupMs, pollMs: 100, handshakeMs: 10_000, ...options.sessionTiming },
       this.#log,
     );
-    this.#sessions = new SessionPods(this.#pods, this.#maxFileBytes);
+    this.#sessions = new SessionPods(this.#pods, this.#maxFileBytes, options.workspaces.dataDir);
     this.#poolResetTimeoutMs = options.poolResetTimeoutMs ?? 5000;
     const poolSize = options.poolSize ?? 2;
     this.#pool = new PodPool({
@@ -227,6 +234,7 @@ export class KubernetesBackend implements ExecutionBackend {
     const keep = { ...live, sessions, executions: this.#inFlight.with(live.executions) };
     this.#sessions.forget(sessions);
     const removed = await sweepPods(this.api, this.#settings.deployment, keep, this.#sweepGraceMs, this.#log);
+    await retainServices(this.#workspaces.dataDir, sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');
     return { removed };
   }

@@ -187,7 +187,7 @@ async function createPod(ctx: PodRunContext, job: ExecutionJob, stage: boolean):
 
 /** The transfer Secret, owned by the Pod; one left by an earlier attempt (not yet collected) is overwritten. */
 async function createSecret(ctx: PodRunContext, job: ExecutionJob, pod: k8s.V1Pod, token: string): Promise<void> {
-  const secret = transferSecret(job, pod, ctx.settings.deployment, ctx.gatewayUrl, token);
+  const secret = transferSecret(job, pod, ctx.settings, ctx.gatewayUrl, token);
   try {
     await ctx.api.createSecret(secret);
   } catch (err) {

@@ -5,6 +5,7 @@ import type { ExecutionJob } from '@sandgate/contracts';
 import { validateManifest } from '@sandgate/k8s-double';
 import {
   AGENT_TOKEN_ANNOTATION,
+  SERVICES_TOKEN_ANNOTATION,
   CONTAINERS,
   podName,
   sandboxPod,
@@ -26,6 +27,8 @@ const SETTINGS: PodSettings = {
   harvestGraceMs: 30_000,
   startupAllowanceMs: 180_000,
   agentPort: 8700,
+  servicesPort: 8701,
+  transferTimeoutS: 60,
 };
 const JOB: ExecutionJob = {
   execution_id: 'exec_0123456789abcdef',
@@ -116,14 +119,15 @@ test('the Secret carries the grant and stdin, and is owned by its Pod', async ()
     ...sandboxPod(JOB, SETTINGS, 'a'),
     metadata: { ...sandboxPod(JOB, SETTINGS, 'a').metadata, uid: 'u-1' },
   };
-  const secret = transferSecret(JOB, pod, 'prod', 'http://gateway:8080', 'tok');
+  const secret = transferSecret(JOB, pod, SETTINGS, 'http://gateway:8080', 'tok');
   assert.deepEqual(secret.metadata?.ownerReferences, [
     { apiVersion: 'v1', kind: 'Pod', name: podName(JOB.execution_id), uid: 'u-1' },
   ]);
-  assert.deepEqual(secret.stringData, { url: 'http://gateway:8080', token: 'tok', stdin: 'input' });
-  assert.deepEqual(transferSecret({ ...JOB, stdin: null }, pod, 'prod', 'http://g', 't').stringData, {
+  assert.deepEqual(secret.stringData, { url: 'http://gateway:8080', token: 'tok', timeout: '60', stdin: 'input' });
+  assert.deepEqual(transferSecret({ ...JOB, stdin: null }, pod, SETTINGS, 'http://g', 't').stringData, {
     url: 'http://g',
     token: 't',
+    timeout: '60',
   });
   await validateManifest(secret);
 });
@@ -139,10 +143,11 @@ test('a run with nothing to fetch (an empty session, no stdin) has no stage; har
   );
 });
 
-test('a session Pod: valid, one locked-down container, the agent on its port, only the token hash in its spec', async () => {
+test("a session Pod: valid, one locked-down container, the agent on its ports, only the tokens' hashes in its spec", async () => {
   const job: ExecutionJob = { ...JOB, sandbox: 'stateful', session_id: 'sess_ABC_def', generation: 3 };
   const token = 'a-token-of-the-pod';
-  const pod = sessionPod(job, SETTINGS, { token, replaces: true });
+  const servicesToken = 'a-services-token';
+  const pod = sessionPod(job, SETTINGS, { token, servicesToken, replaces: true });
   await validateManifest(pod); // throws on anything the API server's schema refuses
   assert.equal(pod.metadata!.name, sessionPodName('sess_ABC_def'));
   assert.match(pod.metadata!.name!, /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
@@ -150,6 +155,7 @@ test('a session Pod: valid, one locked-down container, the agent on its port, on
   assert.equal(pod.metadata!.labels!['org.sandgate.generation'], '3');
   assert.equal(pod.metadata!.labels!['org.sandgate.replaces'], 'true');
   assert.equal(pod.metadata!.annotations![AGENT_TOKEN_ANNOTATION], token);
+  assert.equal(pod.metadata!.annotations![SERVICES_TOKEN_ANNOTATION], servicesToken);
   const spec = pod.spec!;
   assert.equal(spec.automountServiceAccountToken, false);
   assert.equal(spec.enableServiceLinks, false);
@@ -160,8 +166,12 @@ test('a session Pod: valid, one locked-down container, the agent on its port, on
   assert.equal(spec.volumes!.find((v) => v.name === 'workspace')!.emptyDir!.sizeLimit, '1024Mi');
   const [agent, ...others] = spec.containers;
   assert.equal(others.length, 0);
-  assert.deepEqual(agent!.ports, [{ name: 'agent', containerPort: 8700, protocol: 'TCP' }]);
+  assert.deepEqual(agent!.ports, [
+    { name: 'agent', containerPort: 8700, protocol: 'TCP' },
+    { name: 'services', containerPort: 8701, protocol: 'TCP' },
+  ]);
   assert.ok(agent!.command!.includes('--listen=8700'));
+  assert.ok(agent!.command!.includes('--services-port=8701'));
   assert.ok(agent!.command!.includes('--prewarm=never'), 'stateful: the interpreter is the agent');
   const sc = agent!.securityContext!;
   assert.equal(sc.runAsNonRoot, true);
@@ -170,11 +180,12 @@ test('a session Pod: valid, one locked-down container, the agent on its port, on
   assert.deepEqual(sc.capabilities, { drop: ['ALL'] });
   assert.deepEqual(
     agent!.env!.map((e) => e.name),
-    ['SANDGATE_AGENT_TOKEN_SHA256'],
+    ['SANDGATE_AGENT_TOKEN_SHA256', 'SANDGATE_SERVICES_TOKEN_SHA256'],
   );
   assert.ok(!JSON.stringify(spec).includes(token), 'the token itself is only in the annotation');
+  assert.ok(!JSON.stringify(spec).includes(servicesToken), 'so is the services token');
   assert.deepEqual(agent!.resources!.limits, { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) });
-  const process = sessionPod({ ...job, sandbox: 'session' }, SETTINGS, { token, replaces: false });
+  const process = sessionPod({ ...job, sandbox: 'session' }, SETTINGS, { token, servicesToken, replaces: false });
   assert.ok(process.spec!.containers[0]!.command!.includes('--prewarm=always'));
   assert.equal(process.metadata!.labels!['org.sandgate.replaces'], undefined);
 });

@@ -3,6 +3,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { ExecutionJob } from '@sandgate/contracts';
 import { programFor, WORKDIR } from '../shared/sandbox.ts';
 import { ownershipLabels, poolLabels, sessionLabels } from '../shared/labels.ts';
+import { SERVICES_TOKEN_ENV, servicesTokenSha256 } from '../services.ts';
 
 /** Where the runtime image keeps the program each sandbox Pod container runs (images/runtime/agent/sandgate_pod.py). */
 export const POD_PROGRAM = '/usr/lib/sandgate/agent/sandgate_pod.py';
@@ -30,6 +31,10 @@ export interface PodSettings {
   startupAllowanceMs: number;
   /** Where session Pods' agents listen; the chart's NetworkPolicy admits worker Pods to this port only. */
   agentPort: number;
+  /** Where session Pods' agents serve the session's services; the chart's NetworkPolicy admits the gateway to it. */
+  servicesPort: number;
+  /** How long stage and harvest wait on the gateway (connecting, or any read or write of a transfer). */
+  transferTimeoutS: number;
 }
 
 /**
@@ -180,7 +185,7 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string, {
 export function transferSecret(
   job: ExecutionJob,
   pod: k8s.V1Pod,
-  deployment: string,
+  settings: Pick<PodSettings, 'deployment' | 'transferTimeoutS'>,
   gatewayUrl: string,
   token: string,
 ): k8s.V1Secret {
@@ -189,17 +194,24 @@ export function transferSecret(
     kind: 'Secret',
     metadata: {
       name: secretName(job.execution_id),
-      labels: ownershipLabels(job, deployment),
+      labels: ownershipLabels(job, settings.deployment),
       // Collected with its Pod: the token never outlives the run, even when the worker dies in between.
       ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: pod.metadata!.name!, uid: pod.metadata!.uid! }],
     },
     type: 'Opaque',
-    stringData: { url: gatewayUrl, token, ...(job.stdin === null ? {} : { stdin: job.stdin }) },
+    stringData: {
+      url: gatewayUrl,
+      token,
+      timeout: String(settings.transferTimeoutS),
+      ...(job.stdin === null ? {} : { stdin: job.stdin }),
+    },
   };
 }
 
 /** Where the agent of a session Pod listens unless configured (SANDGATE_K8S_AGENT_PORT; the chart's agentPort). */
 export const DEFAULT_AGENT_PORT = 8700;
+/** Where a session Pod's agent serves its services to the gateway (SANDGATE_K8S_SERVICES_PORT, chart: servicesPort). */
+export const DEFAULT_SERVICES_PORT = 8701;
 /** Where the image keeps the agent (images/runtime/agent/sandgate_agent.py). */
 export const AGENT_PROGRAM = '/usr/lib/sandgate/agent/sandgate_agent.py';
 /**
@@ -208,11 +220,18 @@ export const AGENT_PROGRAM = '/usr/lib/sandgate/agent/sandgate_agent.py';
  * downward API), and every worker replica reads it with the Pod it looks up anyway.
  */
 export const AGENT_TOKEN_ANNOTATION = 'org.sandgate/agent-token';
+/**
+ * Annotation of a session Pod holding the token its agent wants on the services port (sandgate_services.py); the
+ * agent gets its SHA-256 as it gets the agent token's. A worker that connects to the Pod hands the token and the Pod's
+ * address to the gateway through the data directory (services.ts publishServices).
+ */
+export const SERVICES_TOKEN_ANNOTATION = 'org.sandgate/services-token';
 export const AGENT_CONTAINER = 'agent';
 
 /** What a session Pod needs beyond the job: the settings of every sandbox Pod, and the agent's token. */
 export interface SessionPodParams {
   token: string;
+  servicesToken: string;
   /** It takes the place of an earlier Pod of the session: its first interpreter is a restart. */
   replaces: boolean;
 }
@@ -225,6 +244,8 @@ interface AgentPod {
   /** `never` for stateful sessions (the agent is the interpreter), `always` for process ones, `fresh` in the pool. */
   prewarm: 'never' | 'fresh' | 'always';
   token: string;
+  /** Session Pods: the token of the services port, on which the agent then listens. */
+  servicesToken?: string;
 }
 
 /**
@@ -236,10 +257,18 @@ interface AgentPod {
 function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
   const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
   const { memory_mb, cpus } = p.limits;
+  const services = p.servicesToken;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: p.name, labels: p.labels, annotations: { [AGENT_TOKEN_ANNOTATION]: p.token } },
+    metadata: {
+      name: p.name,
+      labels: p.labels,
+      annotations: {
+        [AGENT_TOKEN_ANNOTATION]: p.token,
+        ...(services ? { [SERVICES_TOKEN_ANNOTATION]: services } : {}),
+      },
+    },
     spec: {
       ...POD_BASE,
       ...(s.runtimeClassName ? { runtimeClassName: s.runtimeClassName } : {}),
@@ -251,10 +280,23 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
         {
           name: AGENT_CONTAINER,
           image: s.image,
-          command: ['python3', '-u', AGENT_PROGRAM, `--prewarm=${p.prewarm}`, `--listen=${s.agentPort}`],
+          command: [
+            'python3',
+            '-u',
+            AGENT_PROGRAM,
+            `--prewarm=${p.prewarm}`,
+            `--listen=${s.agentPort}`,
+            ...(services ? [`--services-port=${s.servicesPort}`] : []),
+          ],
           workingDir: WORKDIR,
-          env: [{ name: 'SANDGATE_AGENT_TOKEN_SHA256', value: createHash('sha256').update(p.token).digest('hex') }],
-          ports: [{ name: 'agent', containerPort: s.agentPort, protocol: 'TCP' }],
+          env: [
+            { name: 'SANDGATE_AGENT_TOKEN_SHA256', value: createHash('sha256').update(p.token).digest('hex') },
+            ...(services ? [{ name: SERVICES_TOKEN_ENV, value: servicesTokenSha256(services) }] : []),
+          ],
+          ports: [
+            { name: 'agent', containerPort: s.agentPort, protocol: 'TCP' },
+            ...(services ? [{ name: 'services', containerPort: s.servicesPort, protocol: 'TCP' }] : []),
+          ],
           volumeMounts: [VOLUMES.workspace, VOLUMES.tmp],
           resources: {
             limits: { memory: `${memory_mb}Mi`, cpu: String(cpus) },
@@ -279,6 +321,7 @@ export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParam
       limits: job,
       prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
       token: p.token,
+      servicesToken: p.servicesToken,
     },
     s,
   );

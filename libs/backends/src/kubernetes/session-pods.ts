@@ -8,7 +8,8 @@ import { deploymentOf, LABELS } from '../shared/labels.ts';
 import type { HeldSandbox, SessionHost } from '../shared/session-run.ts';
 import { clusterError, messageOf, statusOf } from './api.ts';
 import type { AgentPods } from './agent-pods.ts';
-import { AGENT_CONTAINER, sessionPod, sessionPodName } from './pod-spec.ts';
+import { newServicesToken, publishServices } from '../services.ts';
+import { AGENT_CONTAINER, SERVICES_TOKEN_ANNOTATION, sessionPod, sessionPodName } from './pod-spec.ts';
 import { viewOf } from './pod-status.ts';
 import { pullFiles, pushFiles, type Baseline } from './session-files.ts';
 
@@ -36,6 +37,8 @@ export class SessionPods implements SessionHost<SessionPod> {
   constructor(
     private readonly pods: AgentPods,
     private readonly maxFileBytes: number,
+    /** The data directory the gateway shares, where a session's services address goes (services.ts). */
+    private readonly dataDir: string,
   ) {}
 
   async acquire(job: ExecutionJob): Promise<SessionPod> {
@@ -138,8 +141,9 @@ export class SessionPods implements SessionHost<SessionPod> {
   /** Creates the session's Pod; undefined when one by that name exists (made by another worker, or still going). */
   async #create(job: ExecutionJob, replaces: boolean): Promise<k8s.V1Pod | undefined> {
     const token = randomBytes(32).toString('base64url');
+    const servicesToken = newServicesToken();
     try {
-      return await this.pods.api.createPod(sessionPod(job, this.pods.settings, { token, replaces }));
+      return await this.pods.api.createPod(sessionPod(job, this.pods.settings, { token, servicesToken, replaces }));
     } catch (err) {
       if (statusOf(err) === 409) return undefined;
       throw clusterError(err, 'creating the session Pod');
@@ -148,6 +152,7 @@ export class SessionPods implements SessionHost<SessionPod> {
 
   async #connect(pod: k8s.V1Pod, job: ExecutionJob, deadline: number): Promise<SessionPod> {
     const { pod: running, channel } = await this.pods.connectWhenRunning(pod, deadline);
+    await this.#publishServices(running, job.session_id);
     const labels = running.metadata?.labels ?? {};
     return {
       sessionId: job.session_id,
@@ -159,6 +164,20 @@ export class SessionPods implements SessionHost<SessionPod> {
       memoryMb: job.memory_mb,
       cpus: job.cpus,
     };
+  }
+
+  /**
+   * Tells the gateway where this Pod's agent serves the session's services. A data disk that refuses the files costs
+   * the session its services, not its run.
+   */
+  async #publishServices(pod: k8s.V1Pod, sessionId: string): Promise<void> {
+    const token = pod.metadata?.annotations?.[SERVICES_TOKEN_ANNOTATION];
+    const host = pod.status?.podIP;
+    if (!token || !host) return;
+    await publishServices(this.dataDir, sessionId, token, { host, port: this.pods.settings.servicesPort }).catch(
+      (err: unknown) =>
+        this.pods.log.warn({ sessionId, err: messageOf(err) }, "could not publish the session Pod's services address"),
+    );
   }
 }
 

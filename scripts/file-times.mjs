@@ -1,0 +1,41 @@
+// A test reporter for Node's runner that prints, after the run, how long each test file took (from the runner
+// taking it to its end, start-up included), the slowest first, and the total. Used by scripts/run-tests.sh next to
+// the spec reporter; SANDGATE_TEST_TIMES=<path> also writes every file's time as TSV (seconds, tests, file).
+import { writeFileSync } from 'node:fs';
+import { relative } from 'node:path';
+
+const SHOWN = 15;
+
+export default async function* fileTimes(source) {
+  const started = Date.now();
+  const files = new Map(); // file → { start, end, tests }
+  let current; // the file the runner took last: files run one at a time
+  for await (const { type, data } of source) {
+    if (!data?.file) continue;
+    // The runner reports each file as a test named by its path; a test may be declared in a helper module, so its
+    // own events name that module, and count for the file being run.
+    if (data.name === data.file) {
+      if (type === 'test:dequeue') {
+        current = { start: Date.now(), end: undefined, tests: 0 };
+        files.set(data.file, current);
+      } else if (type === 'test:complete' && files.has(data.file)) {
+        files.get(data.file).end = Date.now();
+      }
+    } else if ((type === 'test:pass' || type === 'test:fail') && data.nesting === 0 && current) {
+      current.tests += 1;
+    }
+  }
+  const rows = [...files.entries()].map(([file, { start, end, tests }]) => ({
+    file: relative(process.cwd(), file),
+    seconds: ((end ?? Date.now()) - start) / 1000,
+    tests,
+  }));
+  if (process.env.SANDGATE_TEST_TIMES) {
+    writeFileSync(process.env.SANDGATE_TEST_TIMES, rows.map((r) => `${r.seconds}\t${r.tests}\t${r.file}\n`).join(''));
+  }
+  const total = (Date.now() - started) / 1000;
+  yield `\n==> ${rows.length} files in ${total.toFixed(0)} s; the slowest:\n`;
+  for (const r of [...rows].sort((a, b) => b.seconds - a.seconds).slice(0, SHOWN)) {
+    yield `  ${r.seconds.toFixed(1).padStart(7)} s  ${String(r.tests).padStart(3)} tests  ${r.file}\n`;
+  }
+}
