@@ -88,6 +88,7 @@ async function kubernetesBackend(
     agentPort: config.k8sAgentPort,
     servicesPort: config.k8sServicesPort,
     ...(tools ? { tools } : {}),
+    ...(Object.keys(config.egress).length > 0 ? { egress: egressSettings(config) } : {}),
     instanceId,
     poolSize: config.poolSize,
     poolMaxRuns: config.poolMaxRuns,

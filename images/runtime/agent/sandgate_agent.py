@@ -116,13 +116,16 @@ class Agent:
         self.token_sha256 = os.environ.pop(TOKEN_ENV, "")
         services_token = os.environ.pop(sandgate_services.TOKEN_ENV, "")
         egress = os.environ.pop(sandgate_egress.ENV, "")
-        if egress:
-            sandgate_egress.start(egress)
+        via_agent = os.environ.pop(sandgate_egress.VIA_AGENT_ENV, "") == "1" and listen is not None
+        # The relay of a Kubernetes session Pod, which takes the connections the worker parks here.
+        self.egress = None
+        if egress or via_agent:
+            self.egress = sandgate_egress.start(egress or None)
             os.environ.update(sandgate_egress.proxy_env())
         self.base_env = dict(os.environ)
         # Long-running programs of the session (sandgate_services.py), reached by the host through its socket, or on
         # a Kubernetes session Pod by the gateway on services_port. The agent's own ports are never a service's.
-        own = [p for p in (sandgate_egress.PORT if egress else None, listen, services_port) if p is not None]
+        own = [p for p in (sandgate_egress.PORT if self.egress else None, listen, services_port) if p is not None]
         self.services = sandgate_services.Services(self.base_env, services_token, own)
         self.services.serve(port=services_port)
         self.listen = listen
@@ -182,23 +185,31 @@ class Agent:
             threading.Thread(target=self.serve_connection, args=(conn,), daemon=True).start()
 
     def serve_connection(self, conn):
-        """One client: its hello must carry the token, then the connection is the channel until it ends."""
+        """One client: its hello must carry the token, then the connection is the channel until it ends. An
+        "egress" hello instead parks the connection with the egress relay (sandgate_egress.ReverseRelay)."""
         try:
             conn.settimeout(HELLO_TIMEOUT_S)
             lines = conn.makefile("rb")
             hello = lines.readline(MAX_HELLO_BYTES)
             msg = json.loads(hello)
-            token = msg.get("token") if isinstance(msg, dict) and msg.get("op") == "hello" else None
+            op = msg.get("op") if isinstance(msg, dict) else None
+            token = msg.get("token") if op in ("hello", "egress") else None
             if not isinstance(token, str) or not self.token_sha256:
                 raise ValueError("no hello")
             digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
             if not hmac.compare_digest(digest, self.token_sha256):
                 raise ValueError("wrong token")
+            if op == "egress" and not isinstance(self.egress, sandgate_egress.ReverseRelay):
+                raise ValueError("no egress here")
         except (OSError, ValueError):
             conn.close()
             return
         conn.settimeout(None)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if op == "egress":
+            lines.close()  # the worker sends nothing after its hello until the connection is taken
+            self.egress.park(conn)
+            return
         # Frames are small and each is awaited: Nagle's algorithm would hold one back for the peer's delayed ACK.
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, SEND_TIMEOUT_S.to_bytes(8, "little") + bytes(8))

@@ -1,6 +1,7 @@
 export type { BackendStats, EventSink, ExecutionBackend, LiveSet } from './backend.ts';
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
-export { EGRESS_SOCKET, type EgressSettings } from './docker/egress-proxy.ts';
+export { EGRESS_SOCKET } from './docker/egress-sockets.ts';
+export type { EgressSettings } from './shared/egress-proxy.ts';
 // The Kubernetes backend itself is `@sandgate/backends/kubernetes`: @kubernetes/client-node takes a second to load,
 // which a Docker worker (and every test on Docker) should not pay.
 export type { KubernetesBackendOptions } from './kubernetes/kubernetes-backend.ts';

@@ -275,9 +275,6 @@ export function loadConfig(env: Env = process.env): Config {
   if (out.backend === 'kubernetes' && out.k8sGatewayUrl === null) {
     problems.push('SANDGATE_K8S_GATEWAY_URL: the kubernetes backend needs the URL sandbox Pods reach the gateway at');
   }
-  if (out.backend === 'kubernetes' && Object.keys((out.egress as object | undefined) ?? {}).length > 0) {
-    problems.push('SANDGATE_EGRESS: the kubernetes backend gives sandboxes no egress yet; leave it unset there');
-  }
   if (problems.length === 0) {
     for (const e of Value.Errors(ConfigSchema, out)) {
       const field = (k: string) => `/${VARS[k]![0]}`;

@@ -163,13 +163,14 @@ test('an init container that fails is retried under OnFailure while the Pod stay
 });
 
 test('activeDeadlineSeconds ends a crash-looping Pod: Failed DeadlineExceeded, nothing runs again', async (t) => {
-  // The second exit starts a 5 s back-off: the deadline falls inside it.
-  const f = await startDouble(t, { node: { restartBackOffMs: 5000 } });
+  // The second exit starts a 30 s back-off: the deadline falls inside it, with room for two container starts on a
+  // loaded machine before it.
+  const f = await startDouble(t, { node: { restartBackOffMs: 30_000 } });
   const created = await f.core.createNamespacedPod({
     namespace: f.namespace,
     body: pod('deadline-loop', {
       restartPolicy: 'Always',
-      activeDeadlineSeconds: 3,
+      activeDeadlineSeconds: 8,
       containers: [shContainer('main', 'echo crash; exit 1')],
     }),
   });

@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
 import { parseUser } from './pool-dirs.ts';
 import { WORKDIR } from '../shared/sandbox.ts';
-import { EGRESS_MOUNT, EGRESS_SOCKET } from './egress-proxy.ts';
+import { EGRESS_MOUNT, EGRESS_SOCKET } from './egress-sockets.ts';
 import { SERVICES_MOUNT, SERVICES_TOKEN_ENV } from '../services.ts';
 import {
   asSandboxUser,
@@ -61,7 +61,7 @@ export interface AgentSandbox {
   /** Host directory bind-mounted at /mnt/data. */
   workspaceDir: string;
   prewarm: Prewarm;
-  /** Host directory of the session's egress proxy socket (egress-proxy.ts); absent: no network at all. */
+  /** Host directory of the session's egress proxy socket (egress-sockets.ts); absent: no network at all. */
   egressDir?: string;
   /** A session's services (services.ts): the host directory of the agent's socket, and the SHA-256 of its token. */
   services?: { dir: string; tokenSha256: string };

@@ -19,7 +19,8 @@ import { parseUser, SlotDirs } from './pool-dirs.ts';
 import { runPooledContainer } from './pooled-run.ts';
 import { runInSession } from '../shared/session-run.ts';
 import { SessionSandboxes, type SessionSandbox } from './session-sandboxes.ts';
-import { EgressProxy, type EgressSettings } from './egress-proxy.ts';
+import { EgressProxy, type EgressSettings } from '../shared/egress-proxy.ts';
+import { EgressSockets } from './egress-sockets.ts';
 import { sweepContainers } from './sweep.ts';
 import { retainServices } from '../services.ts';
 import { WarmPool, type PoolStats } from './warm-pool.ts';
@@ -110,7 +111,7 @@ export class DockerBackend implements ExecutionBackend {
   readonly #slots: SlotDirs;
   readonly #pool: WarmPool;
   readonly #sessions: SessionSandboxes;
-  readonly #egress: EgressProxy | undefined;
+  readonly #egress: EgressSockets | undefined;
   readonly #inFlight = new InFlight();
   readonly #activeSessions = new Set<string>();
   #engineId: string | undefined;
@@ -153,7 +154,7 @@ export class DockerBackend implements ExecutionBackend {
     // Beside the sessions, on their filesystem, so that a rename can hand a slot directory to a session.
     this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user), workspaces.quota);
     // Beside the sessions too: the directory holding each session's proxy socket is bind-mounted like theirs.
-    this.#egress = egress && new EgressProxy(join(workspaces.dataDir, 'egress'), egress, logger);
+    this.#egress = egress && new EgressSockets(join(workspaces.dataDir, 'egress'), new EgressProxy(egress, logger));
     this.#sessions = new SessionSandboxes(
       docker,
       this.#settings,
@@ -260,7 +261,7 @@ export class DockerBackend implements ExecutionBackend {
       throw engineError(err, this.#settings.image);
     });
     this.#sessions.forget(keep.sessions);
-    await this.#egress?.retain(keep.sessions);
+    this.#egress?.proxy.retain(keep.sessions);
     await retainServices(this.#workspaces.dataDir, keep.sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandboxes');
     return { removed };
@@ -308,7 +309,8 @@ export class DockerBackend implements ExecutionBackend {
   /** Stops refilling the pool, removes this instance's warm sandboxes, detaches from session sandboxes (they stay). */
   async close(): Promise<void> {
     this.#sessions.close();
-    await this.#egress?.shutdown();
+    this.#egress?.shutdown();
+    await this.#egress?.proxy.shutdown();
     await this.#tools?.caller.close();
     await this.#pool.close();
   }

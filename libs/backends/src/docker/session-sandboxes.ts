@@ -12,7 +12,7 @@ import { engineError, forceRemove, isNotFound, statusOf } from './engine-errors.
 import type { Death } from '../shared/agent-run.ts';
 import type { SessionHost } from '../shared/session-run.ts';
 import { deathOf } from './sandbox-death.ts';
-import type { EgressProxy } from './egress-proxy.ts';
+import type { EgressSockets } from './egress-sockets.ts';
 
 /** A session's sandbox, attached for one run; give it back with release(). */
 export interface SessionSandbox {
@@ -48,7 +48,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
   readonly #seen = new Set<string>();
   readonly #attached = new AttachCache<SessionSandbox>();
 
-  readonly #egress: EgressProxy | undefined;
+  readonly #egress: EgressSockets | undefined;
   /** The data directory, where each session's services directory is (services.ts). */
   readonly #dataDir: string;
 
@@ -58,7 +58,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
     log: BackendLogger,
     readyTimeoutMs: number,
     dataDir: string,
-    egress?: EgressProxy,
+    egress?: EgressSockets,
   ) {
     this.#dataDir = dataDir;
     this.#docker = docker;
@@ -181,7 +181,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
   async #network(job: ExecutionJob): Promise<'egress' | undefined> {
     if (this.#egress === undefined) return undefined;
     if (job.network === 'egress' && (await this.#egress.open(job.session_id, job.tenant))) return 'egress';
-    await this.#egress.close(job.session_id);
+    this.#egress.proxy.cut(job.session_id);
     return undefined;
   }
 

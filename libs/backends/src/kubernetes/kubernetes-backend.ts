@@ -1,6 +1,8 @@
 import { hasTools, type ToolSettings } from '../shared/tool-broker.ts';
 import { LocalArtifactStore, type ArtifactStore } from '../shared/artifact-store.ts';
 import { retainServices } from '../services.ts';
+import { EgressProxy, type EgressSettings } from '../shared/egress-proxy.ts';
+import { EgressLinks } from './egress-links.ts';
 import * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
@@ -47,6 +49,11 @@ export interface KubernetesBackendOptions {
   sessionTiming?: Partial<AgentPodTiming>;
   /** The tools runs' code may call (sandgate.tools), by tenant; none: no run gets a tool channel. */
   tools?: ToolSettings;
+  /**
+   * Network egress of session Pods through this worker's egress proxy, for the tenants it allows (SANDGATE_EGRESS);
+   * absent: no session Pod has network (docs/network.md).
+   */
+  egress?: EgressSettings;
   /** This worker's id (label org.sandgate.instance on its pool Pods). Default: a random id. */
   instanceId?: string;
   /** Warm Pods kept ready for one-shots; 0 disables the pool (every one-shot gets a Pod of its own). Default 2. */
@@ -105,6 +112,7 @@ export class KubernetesBackend implements ExecutionBackend {
   readonly #maxFileBytes: number;
   readonly #poolResetTimeoutMs: number;
   readonly #artifacts: ArtifactStore;
+  readonly #egress: EgressLinks | undefined;
 
   constructor(options: KubernetesBackendOptions) {
     const image = options.image ?? 'sandgate/runtime:1';
@@ -138,7 +146,8 @@ export class KubernetesBackend implements ExecutionBackend {
       { startupMs: this.#timing.startupMs, pollMs: 100, handshakeMs: 10_000, ...options.sessionTiming },
       this.#log,
     );
-    this.#sessions = new SessionPods(this.#pods, this.#maxFileBytes, options.workspaces.dataDir);
+    this.#egress = options.egress && new EgressLinks(new EgressProxy(options.egress, this.#log), this.#log);
+    this.#sessions = new SessionPods(this.#pods, this.#maxFileBytes, options.workspaces.dataDir, this.#egress);
     this.#poolResetTimeoutMs = options.poolResetTimeoutMs ?? 5000;
     const poolSize = options.poolSize ?? 2;
     this.#pool = new PodPool({
@@ -235,6 +244,8 @@ export class KubernetesBackend implements ExecutionBackend {
     this.#sessions.forget(sessions);
     const removed = await sweepPods(this.api, this.#settings.deployment, keep, this.#sweepGraceMs, this.#log);
     await retainServices(this.#workspaces.dataDir, sessions);
+    this.#egress?.retain(sessions);
+    this.#egress?.proxy.retain(sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');
     return { removed };
   }
@@ -262,6 +273,8 @@ export class KubernetesBackend implements ExecutionBackend {
 
   async close(): Promise<void> {
     this.#sessions.close();
+    this.#egress?.close();
+    await this.#egress?.proxy.shutdown();
     await this.#options.tools?.caller.close();
     await this.#pool.close();
     await this.#options.onClose?.();

@@ -188,4 +188,14 @@ test("a session Pod: valid, one locked-down container, the agent on its ports, o
   const process = sessionPod({ ...job, sandbox: 'session' }, SETTINGS, { token, servicesToken, replaces: false });
   assert.ok(process.spec!.containers[0]!.command!.includes('--prewarm=always'));
   assert.equal(process.metadata!.labels!['org.sandgate.replaces'], undefined);
+  assert.equal(process.metadata!.labels!['org.sandgate.network'], undefined);
+  assert.ok(!JSON.stringify(process.spec).includes('SANDGATE_EGRESS'), 'no network, no relay');
+  // A session with egress: labelled so, and its agent relays the proxy port to the worker's parked connections.
+  const egress = sessionPod({ ...job, network: 'egress' }, SETTINGS, { token, servicesToken, replaces: false });
+  await validateManifest(egress);
+  assert.equal(egress.metadata!.labels!['org.sandgate.network'], 'egress');
+  assert.deepEqual(
+    egress.spec!.containers[0]!.env!.find((e) => e.name === 'SANDGATE_EGRESS_VIA_AGENT'),
+    { name: 'SANDGATE_EGRESS_VIA_AGENT', value: '1' },
+  );
 });

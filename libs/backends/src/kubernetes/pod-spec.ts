@@ -246,6 +246,8 @@ interface AgentPod {
   token: string;
   /** Session Pods: the token of the services port, on which the agent then listens. */
   servicesToken?: string;
+  /** The agent relays the sandbox's proxy port to connections the worker parks with it (EgressLinks). */
+  egress?: boolean;
 }
 
 /**
@@ -292,6 +294,7 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
           env: [
             { name: 'SANDGATE_AGENT_TOKEN_SHA256', value: createHash('sha256').update(p.token).digest('hex') },
             ...(services ? [{ name: SERVICES_TOKEN_ENV, value: servicesTokenSha256(services) }] : []),
+            ...(p.egress ? [{ name: 'SANDGATE_EGRESS_VIA_AGENT', value: '1' }] : []),
           ],
           ports: [
             { name: 'agent', containerPort: s.agentPort, protocol: 'TCP' },
@@ -318,6 +321,7 @@ export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParam
     {
       name: sessionPodName(job.session_id),
       labels: sessionLabels(job, s.deployment, p.replaces),
+      egress: job.network === 'egress',
       limits: job,
       prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
       token: p.token,

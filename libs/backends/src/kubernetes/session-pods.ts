@@ -8,8 +8,15 @@ import { deploymentOf, LABELS } from '../shared/labels.ts';
 import type { HeldSandbox, SessionHost } from '../shared/session-run.ts';
 import { clusterError, messageOf, statusOf } from './api.ts';
 import type { AgentPods } from './agent-pods.ts';
+import type { EgressLinks } from './egress-links.ts';
 import { newServicesToken, publishServices } from '../services.ts';
-import { AGENT_CONTAINER, SERVICES_TOKEN_ANNOTATION, sessionPod, sessionPodName } from './pod-spec.ts';
+import {
+  AGENT_CONTAINER,
+  AGENT_TOKEN_ANNOTATION,
+  SERVICES_TOKEN_ANNOTATION,
+  sessionPod,
+  sessionPodName,
+} from './pod-spec.ts';
 import { viewOf } from './pod-status.ts';
 import { pullFiles, pushFiles, type Baseline } from './session-files.ts';
 
@@ -21,6 +28,8 @@ export interface SessionPod extends HeldSandbox {
   generation: number;
   memoryMb: number;
   cpus: number;
+  /** `egress`: its sandbox reaches its tenant's allowed hosts through this worker's links; absent: no network. */
+  network: 'egress' | undefined;
   /** The files as the current run began (set by prepare). */
   baseline?: Baseline;
 }
@@ -39,17 +48,21 @@ export class SessionPods implements SessionHost<SessionPod> {
     private readonly maxFileBytes: number,
     /** The data directory the gateway shares, where a session's services address goes (services.ts). */
     private readonly dataDir: string,
+    /** Egress of the sessions whose tenant SANDGATE_EGRESS allows; absent: no session Pod has network. */
+    private readonly egress?: EgressLinks,
   ) {}
 
   async acquire(job: ExecutionJob): Promise<SessionPod> {
     const { pods } = this;
     const name = sessionPodName(job.session_id);
+    const network = await this.#network(job);
     const kept = this.#kept.take(job.session_id);
     // A kept connection is used only while its Pod is still the session's, running and not being deleted: a Pod
     // being deleted lets its agent serve on for a moment (the grace period), and would take a run it cannot finish.
-    if (kept !== undefined && this.#fits(kept, job)) {
+    if (kept !== undefined && this.#fits(kept, job) && kept.network === network) {
       const pod = await pods.read(name).catch(() => undefined);
       if (pod?.metadata?.uid === kept.uid && !pod.metadata.deletionTimestamp && pod.status?.phase === 'Running') {
+        this.#linkEgress(pod, job);
         return kept;
       }
     }
@@ -59,7 +72,7 @@ export class SessionPods implements SessionHost<SessionPod> {
     for (;;) {
       const pod = await pods.read(name);
       if (pod === undefined) {
-        const made = await this.#create(job, replaces);
+        const made = await this.#create(job, replaces, network);
         if (made !== undefined) return this.#connect(made, job, deadline);
         continue; // another worker made it meanwhile: look again
       }
@@ -76,6 +89,7 @@ export class SessionPods implements SessionHost<SessionPod> {
       const stale =
         Number(labels[LABELS.generation]) < job.generation ||
         !sameLimits(pod, job) ||
+        labels[LABELS.network] !== network ||
         view.phase === 'Failed' ||
         view.phase === 'Succeeded';
       if (!stale) {
@@ -138,12 +152,32 @@ export class SessionPods implements SessionHost<SessionPod> {
     return kept.generation >= job.generation && kept.memoryMb === job.memory_mb && kept.cpus === job.cpus;
   }
 
+  /**
+   * The network the session's Pod gets for this run: egress when its job asks for it (its tenant is allowed egress),
+   * this worker carries egress, and the session has not become private since the run was queued.
+   */
+  async #network(job: ExecutionJob): Promise<'egress' | undefined> {
+    if (this.egress === undefined) return undefined;
+    if (job.network === 'egress' && !(await this.egress.proxy.settings.isPrivate(job.session_id))) return 'egress';
+    this.egress.proxy.cut(job.session_id);
+    return undefined;
+  }
+
+  /** Keeps egress links parked with a Pod that has egress (every worker that runs the session does). */
+  #linkEgress(pod: k8s.V1Pod, job: ExecutionJob): void {
+    const host = pod.status?.podIP;
+    const token = pod.metadata?.annotations?.[AGENT_TOKEN_ANNOTATION];
+    if (this.egress === undefined || pod.metadata?.labels?.[LABELS.network] !== 'egress' || !host || !token) return;
+    this.egress.start(job.session_id, job.tenant, { host, port: this.pods.settings.agentPort, token });
+  }
+
   /** Creates the session's Pod; undefined when one by that name exists (made by another worker, or still going). */
-  async #create(job: ExecutionJob, replaces: boolean): Promise<k8s.V1Pod | undefined> {
+  async #create(job: ExecutionJob, replaces: boolean, network: 'egress' | undefined): Promise<k8s.V1Pod | undefined> {
     const token = randomBytes(32).toString('base64url');
     const servicesToken = newServicesToken();
     try {
-      return await this.pods.api.createPod(sessionPod(job, this.pods.settings, { token, servicesToken, replaces }));
+      const spec = sessionPod({ ...job, network }, this.pods.settings, { token, servicesToken, replaces });
+      return await this.pods.api.createPod(spec);
     } catch (err) {
       if (statusOf(err) === 409) return undefined;
       throw clusterError(err, 'creating the session Pod');
@@ -153,6 +187,7 @@ export class SessionPods implements SessionHost<SessionPod> {
   async #connect(pod: k8s.V1Pod, job: ExecutionJob, deadline: number): Promise<SessionPod> {
     const { pod: running, channel } = await this.pods.connectWhenRunning(pod, deadline);
     await this.#publishServices(running, job.session_id);
+    this.#linkEgress(running, job);
     const labels = running.metadata?.labels ?? {};
     return {
       sessionId: job.session_id,
@@ -163,6 +198,7 @@ export class SessionPods implements SessionHost<SessionPod> {
       generation: Number(labels[LABELS.generation]),
       memoryMb: job.memory_mb,
       cpus: job.cpus,
+      network: labels[LABELS.network] === 'egress' ? 'egress' : undefined,
     };
   }
 
