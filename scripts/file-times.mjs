@@ -1,5 +1,6 @@
 // A test reporter for Node's runner that prints, after the run, how long each test file took (from the runner
-// taking it to its end, start-up included), the slowest first, and the total. Used by scripts/run-tests.sh next to
+// taking it to its end, start-up included; with files run concurrently, their times overlap), the slowest first,
+// and the total. Used by scripts/run-tests.sh next to
 // the spec reporter; SANDGATE_TEST_TIMES=<path> also writes every file's time as TSV (seconds, tests, file).
 import { writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
@@ -9,20 +10,20 @@ const SHOWN = 15;
 export default async function* fileTimes(source) {
   const started = Date.now();
   const files = new Map(); // file → { start, end, tests }
-  let current; // the file the runner took last: files run one at a time
+  let last; // the file the runner took last: a test declared in a helper module counts for it
   for await (const { type, data } of source) {
     if (!data?.file) continue;
-    // The runner reports each file as a test named by its path; a test may be declared in a helper module, so its
-    // own events name that module, and count for the file being run.
+    // The runner reports each file as a test named by its path.
     if (data.name === data.file) {
       if (type === 'test:dequeue') {
-        current = { start: Date.now(), end: undefined, tests: 0 };
-        files.set(data.file, current);
+        last = { start: Date.now(), end: undefined, tests: 0 };
+        files.set(data.file, last);
       } else if (type === 'test:complete' && files.has(data.file)) {
         files.get(data.file).end = Date.now();
       }
-    } else if ((type === 'test:pass' || type === 'test:fail') && data.nesting === 0 && current) {
-      current.tests += 1;
+    } else if ((type === 'test:pass' || type === 'test:fail') && data.nesting === 0) {
+      const entry = files.get(data.file) ?? last;
+      if (entry) entry.tests += 1;
     }
   }
   const rows = [...files.entries()].map(([file, { start, end, tests }]) => ({

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every *.test.ts with Node's test runner against the real Redis and Docker engine that
-# scripts/setup.sh provides. Files run one at a time: many start containers, and the machine is small.
+# scripts/setup.sh provides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(find apps libs test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
@@ -13,7 +13,29 @@ if [[ -n ${SANDGATE_TEST_SKIP:-} ]]; then
   mapfile -t files < <(printf '%s\n' "${files[@]}" | grep -Ev -- "$SANDGATE_TEST_SKIP")
 fi
 if [ "${#files[@]}" -eq 0 ]; then echo "no test files found" >&2; exit 1; fi
-echo "==> ${#files[@]} test files${SANDGATE_TEST_BACKEND:+ on the ${SANDGATE_TEST_BACKEND} backend}"
-exec node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
-  --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=./scripts/file-times.mjs --test-reporter-destination=stdout "$@" "${files[@]}"
+
+# Files run SANDGATE_TEST_CONCURRENCY at a time (default 2): each test has its own Redis prefix, data directory,
+# deployment label and ports, so they do not see each other. The fault tests change what every test shares (they
+# stop, restart or fill Redis, the Docker engine, the disk): they run one at a time, alone, after the others.
+concurrency="${SANDGATE_TEST_CONCURRENCY:-2}"
+ALONE='^test/faults/'
+mapfile -t alone < <(printf '%s\n' "${files[@]}" | grep -E -- "$ALONE" || true)
+mapfile -t shared < <(printf '%s\n' "${files[@]}" | grep -Ev -- "$ALONE" || true)
+runner() {   # runner CONCURRENCY FILE...
+  local n=$1; shift
+  node --import tsx --test --test-concurrency="$n" --test-timeout=600000 \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=./scripts/file-times.mjs --test-reporter-destination=stdout "${args[@]}" "$@"
+}
+args=("$@")
+on="${SANDGATE_TEST_BACKEND:+ on the ${SANDGATE_TEST_BACKEND} backend}"
+rc=0
+if [ "${#shared[@]}" -gt 0 ]; then
+  echo "==> ${#shared[@]} test files${on}, ${concurrency} at a time"
+  runner "$concurrency" "${shared[@]}" || rc=$?
+fi
+if [ "${#alone[@]}" -gt 0 ]; then
+  echo "==> ${#alone[@]} test files${on} that run alone"
+  runner 1 "${alone[@]}" || rc=$?
+fi
+exit "$rc"

@@ -2,7 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
-import { DEFAULT_AGENT_PORT, AGENT_TOKEN_ANNOTATION, sessionPodName } from '@sandgate/backends';
+import {
+  DEFAULT_AGENT_PORT,
+  AGENT_TOKEN_ANNOTATION,
+  LABELS,
+  SERVICES_TOKEN_ANNOTATION,
+  sessionPodName,
+} from '@sandgate/backends';
 import { startStack, until, type Stack } from '../harness.ts';
 
 /**
@@ -57,7 +63,12 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
     const before = double.calls.length;
     const second = await run(s, { session_id: sid, code: 'n + 1' });
     assert.equal(second.result.value, '2');
-    const calls = double.calls.slice(before).map((c) => `${c.verb} ${c.resource}`);
+    // The worker's sweep (a list of every Pod of the deployment, every SANDGATE_SWEEP_INTERVAL_S) is no part of it.
+    const sweep = `${LABELS.managed}=true,${LABELS.deployment}=${s.config.redisPrefix}`;
+    const calls = double.calls
+      .slice(before)
+      .filter((c) => !(c.verb === 'list' && c.query.labelSelector === sweep))
+      .map((c) => `${c.verb} ${c.resource}`);
     assert.deepEqual(calls, ['get pods'], 'a look at the Pod, nothing else');
     assert.equal(podOf(s, sid).metadata.uid, pod.metadata.uid, 'the same Pod');
     const verbs = new Set(double.calls.map((c) => `${c.verb} ${c.resource}`));
@@ -67,7 +78,8 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
   await t.test('the Pod is locked down, and its agent token is not readable by the code', async () => {
     const pod = podOf(s, sid);
     const token = pod.metadata.annotations[AGENT_TOKEN_ANNOTATION] as string;
-    assert.ok(token.length >= 40);
+    const servicesToken = pod.metadata.annotations[SERVICES_TOKEN_ANNOTATION] as string;
+    assert.ok(token.length >= 40 && servicesToken.length >= 40);
     const spec = pod.spec;
     assert.equal(spec.automountServiceAccountToken, false);
     assert.equal(spec.enableServiceLinks, false);
@@ -78,7 +90,8 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
     assert.equal(agent.securityContext.runAsNonRoot, true);
     const envValues = agent.env.map((e: { value: string }) => e.value);
     assert.ok(!envValues.includes(token), 'only a hash of the token is in the Pod spec');
-    assert.deepEqual(envValues, [createHash('sha256').update(token).digest('hex')]);
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    assert.deepEqual(envValues, [sha256(token), sha256(servicesToken)], 'and of the services token');
     const r = await run(s, {
       session_id: sid,
       code: [
@@ -102,6 +115,8 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
     assert.match(r.result.stdout, /^\[\]\n/, 'no SANDGATE variable reaches the code');
     assert.ok(!r.result.stdout.includes(token.slice(0, 16)), 'the token is nowhere the code can read');
     assert.ok(!r.result.stdout.includes(envValues[0]!.slice(0, 16)), 'nor its hash');
+    assert.ok(!r.result.stdout.includes(servicesToken.slice(0, 16)), 'nor the services token');
+    assert.ok(!r.result.stdout.includes(envValues[1]!.slice(0, 16)), 'nor its hash');
     assert.match(r.result.stdout, /mem (PermissionError|OSError)/);
   });
 
