@@ -14,7 +14,8 @@
 #   - registers gVisor with Docker as runtime "runsc" (--network=none --host-uds=all);
 #   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;
 #   - builds the dashboard (apps/dashboard, Vite) when its sources changed since the last build;
-#   - with --for-tests: Debian's chromium, which the dashboard's browser tests drive;
+#   - with --for-tests: Debian's chromium, which the dashboard's browser tests drive, and n8n for the n8n
+#     tests (scripts/install-n8n.sh, in the background the first time);
 #   - builds the runtime image (images/runtime/build.sh; no registry needed).
 # As another user it says what is missing and how to get it, then fails.
 #
@@ -43,7 +44,7 @@ DAEMON_JSON=/etc/docker/daemon.json
 DOCKERD_LOG=/var/log/dockerd.log
 T0=$SECONDS
 
-say()  { printf '==> %s\n' "$*"; }
+say()  { printf '==> [%ss] %s\n' "$((SECONDS - T0))" "$*"; }   # with the seconds since setup began
 warn() { printf 'warning: %s\n' "$*" >&2; }
 die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -318,23 +319,23 @@ else
   say "node_modules up to date"
 fi
 
-# --- n8n, for the test that runs docs/n8n.md's workflow in it (--for-tests) ---------------
-# The npm package n8n (2.8.4: the last whose engines allow Node 20) in SANDGATE_CACHE_DIR, with its SQLite binding
-# built here (its install script would fetch a prebuilt one from the network; node-gyp builds it from the bundled
-# source). Kept outside the clone: every clone on this machine (and every CI run) uses the one install.
+# --- n8n, for the tests that run docs/n8n.md's workflows in it (--for-tests) ---------------
+# scripts/install-n8n.sh puts n8n into SANDGATE_CACHE_DIR, outside the clone: every clone on this machine (and every CI
+# run) uses the one install. Its first install takes minutes (a 2 GB npm tree, then a native build), so it runs in the
+# background while the other tests run; test/n8n/ waits for it and shows its log if it failed.
 if ((for_tests)); then
   cache_dir="${SANDGATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sandgate}"
   n8n_dir="$cache_dir/n8n-2.8.4"
-  if [[ ! -x $n8n_dir/node_modules/.bin/n8n || ! -f $n8n_dir/node_modules/sqlite3/build/Release/node_sqlite3.node ]]; then
-    say "installing n8n 2.8.4 into $n8n_dir for the n8n test (npm, then building its SQLite binding: a few minutes)"
-    mkdir -p "$n8n_dir"
-    printf '%s\n' '{ "name": "sandgate-n8n-test", "private": true, "dependencies": { "n8n": "2.8.4" },' \
-      '  "overrides": { "xlsx": "0.18.5" } }' > "$n8n_dir/package.json"
-    (cd "$n8n_dir" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error </dev/null >/dev/null \
-      && npm rebuild sqlite3 --loglevel=error </dev/null >/dev/null) \
-      || die "could not install n8n 2.8.4 for the n8n test (npm install in $n8n_dir; its SQLite binding needs g++ and make)"
+  mkdir -p "$cache_dir"
+  if [[ $(cat "$n8n_dir.status" 2>/dev/null) == 0 && -x $n8n_dir/node_modules/.bin/n8n ]]; then
+    say "n8n 2.8.4 for the n8n tests: $n8n_dir"
+  elif [[ -f $n8n_dir.pid ]] && kill -0 "$(cat "$n8n_dir.pid")" 2>/dev/null; then
+    say "n8n 2.8.4 is being installed into $n8n_dir (log: $n8n_dir.log)"
+  else
+    say "installing n8n 2.8.4 into $n8n_dir in the background (log: $n8n_dir.log); the n8n tests wait for it"
+    setsid nohup bash "$ROOT/scripts/install-n8n.sh" "$n8n_dir" </dev/null >"$n8n_dir.log" 2>&1 &
+    echo $! > "$n8n_dir.pid"
   fi
-  say "n8n $("$n8n_dir/node_modules/.bin/n8n" --version 2>/dev/null) for the n8n test"
 fi
 
 # --- dashboard ----------------------------------------------------------------------

@@ -2,22 +2,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startStack, until } from '../harness.ts';
+import { n8nInstalled } from './n8n-install.ts';
 import { freePort } from '../redis-and-ports.ts';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
-// Where scripts/setup.sh --for-tests installs it: SANDGATE_CACHE_DIR, shared by every clone on the machine.
-const CACHE =
-  process.env.SANDGATE_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sandgate');
-const N8N = join(CACHE, 'n8n-2.8.4/node_modules/.bin/n8n');
 const KEY = 'n'.repeat(32);
 
 interface NodeRun {
@@ -41,9 +38,7 @@ function configure(wf: any, node: string, values: Record<string, string>): void 
 }
 
 test("docs/n8n.md's workflow, imported into n8n and run, uploads a CSV, runs pandas and downloads the chart", async (t) => {
-  await access(N8N).catch(() =>
-    assert.fail(`${N8N} is missing: run \`bash scripts/setup.sh --for-tests\` (it installs n8n)`),
-  );
+  const N8N = await n8nInstalled();
   const s = await startStack({ env: { SANDGATE_API_KEYS: `${KEY}:n8n` } });
   t.after(() => s.close());
   const home = await mkdtemp(join(tmpdir(), 'sandgate-n8n-'));
@@ -107,9 +102,7 @@ test("docs/n8n.md's workflow, imported into n8n and run, uploads a CSV, runs pan
 });
 
 test("docs/n8n.md's callback workflow, published in n8n, submits a run and goes on when sandgate calls its Wait node back", async (t) => {
-  await access(N8N).catch(() =>
-    assert.fail(`${N8N} is missing: run \`bash scripts/setup.sh --for-tests\` (it installs n8n)`),
-  );
+  const N8N = await n8nInstalled();
   const s = await startStack({ env: { SANDGATE_API_KEYS: `${KEY}:n8n`, SANDGATE_WEBHOOK_ALLOW: '127.0.0.1' } });
   t.after(() => s.close());
   const home = await mkdtemp(join(tmpdir(), 'sandgate-n8n-'));

@@ -17,8 +17,12 @@ export interface RedisOptions {
  * the RedisWatchdog, which fails new requests at once.
  */
 export const REDIS_REQUEST_TIMEOUT_MS = 5000;
-/** Redis is taken for hung when the watchdog's PINGs go unanswered this long. */
-export const REDIS_HANG_MS = 800;
+/**
+ * Redis is taken for hung when the watchdog's PINGs go unanswered this long: past the latency spikes of a loaded host
+ * (a Redis starved of CPU by the sandboxes beside it answered a PING in over 600 ms on a 2-core machine), well short
+ * of REDIS_REQUEST_TIMEOUT_MS.
+ */
+export const REDIS_HANG_MS = 2000;
 const WATCHDOG_EVERY_MS = 200;
 
 let errors = 0;
