@@ -3,7 +3,7 @@
 // and the total. Used by scripts/run-tests.sh next to
 // the spec reporter; SANDGATE_TEST_TIMES=<path> also writes every file's time as TSV (seconds, tests, file).
 import { writeFileSync } from 'node:fs';
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 
 const SHOWN = 15;
 
@@ -13,8 +13,8 @@ export default async function* fileTimes(source) {
   let last; // the file the runner took last: a test declared in a helper module counts for it
   for await (const { type, data } of source) {
     if (!data?.file) continue;
-    // The runner reports each file as a test named by its path.
-    if (data.name === data.file) {
+    // The runner reports each file as a test named by its path (absolute on Node 20, relative from Node 22).
+    if (typeof data.name === 'string' && (data.name === data.file || resolve(data.name) === data.file)) {
       if (type === 'test:dequeue') {
         last = { start: Date.now(), end: undefined, tests: 0 };
         files.set(data.file, last);
