@@ -3,6 +3,7 @@ import { chmod, chown, mkdir, open, readFile, readdir, rename, rm, writeFile } f
 import { connect, type Socket } from 'node:net';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
+import { connectWithin } from './shared/connect.ts';
 
 /**
  * The host side of a session's services (images/runtime/agent/sandgate_services.py), in the data directory the
@@ -170,7 +171,13 @@ export class ServiceAgents {
     if (token === undefined) throw new NoSandbox(`session ${sessionId} has no sandbox`);
     const address = await readFile(addressFileOf(this.#dataDir, sessionId), 'utf8').catch(() => undefined);
     if (address !== undefined) {
-      const socket = await connectTcp(JSON.parse(address) as { host: string; port: number }, sessionId);
+      const { host, port } = JSON.parse(address) as { host: string; port: number };
+      const socket = await connectWithin(host, port, CONNECT_TIMEOUT_MS).catch(() => {
+        throw new NoSandbox(`the sandbox of session ${sessionId} does not answer`);
+      });
+      // Its users handle the socket's errors from now on (the Unix socket keeps its `once` listener the same way).
+      socket.on('error', () => {});
+      socket.setNoDelay(true);
       socket.write(`${JSON.stringify({ ...msg, token })}\n`);
       return socket;
     }
@@ -190,26 +197,6 @@ export class ServiceAgents {
       await file.close();
     }
   }
-}
-
-function connectTcp(address: { host: string; port: number }, sessionId: string): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: address.host, port: address.port });
-    // Before the connection: no sandbox answers. After it, its users handle the socket's errors (as with `once`
-    // on the Unix socket, this listener stays so that none goes unhandled).
-    const fail = (): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      reject(new NoSandbox(`the sandbox of session ${sessionId} does not answer`));
-    };
-    const timer = setTimeout(fail, CONNECT_TIMEOUT_MS);
-    socket.once('error', fail);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      socket.setNoDelay(true);
-      resolve(socket);
-    });
-  });
 }
 
 /** Reads one line (without its newline) and what came after it. */

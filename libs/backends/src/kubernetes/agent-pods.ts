@@ -1,7 +1,7 @@
-import { connect, type Socket } from 'node:net';
 import type * as k8s from '@kubernetes/client-node';
 import { SandgateError } from '@sandgate/contracts';
 import { AgentChannel } from '../shared/agent-channel.ts';
+import { connectWithin } from '../shared/connect.ts';
 import type { Death } from '../shared/agent-run.ts';
 import type { BackendLogger } from '../shared/logger.ts';
 import { clusterError, statusOf, type PodApi } from './api.ts';
@@ -134,7 +134,7 @@ export class AgentPods {
     const token = pod.metadata?.annotations?.[AGENT_TOKEN_ANNOTATION];
     if (!token) throw new SandgateError('backend_unavailable', `Pod ${pod.metadata?.name} carries no agent token`);
     const timeoutMs = Math.max(1, Math.min(this.timing.handshakeMs, deadline - Date.now()));
-    const socket = await open(ip, this.settings.agentPort, timeoutMs);
+    const socket = await connectWithin(ip, this.settings.agentPort, timeoutMs);
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 10_000);
     const channel = new AgentChannel(socket);
@@ -147,25 +147,6 @@ export class AgentPods {
       throw err;
     }
   }
-}
-
-function open(host: string, port: number, timeoutMs: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host, port });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no connection to ${host}:${port} within ${timeoutMs} ms`));
-    }, timeoutMs);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      resolve(socket);
-    });
-    socket.once('error', (err) => {
-      clearTimeout(timer);
-      socket.destroy();
-      reject(err);
-    });
-  });
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
