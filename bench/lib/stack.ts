@@ -67,13 +67,20 @@ function exitOf(child: ChildProcess, timeoutMs: number): Promise<boolean> {
  * A stack of the given processes (e.g. ['standalone'] or ['gateway', 'worker']), ready when /readyz says so.
  * `env` adds to or overrides sandgate's environment (SANDGATE_POOL_SIZE, SANDGATE_MAX_SESSIONS, ...).
  */
+/**
+ * Where each stack's data directory is made (BENCH_DATA_PARENT, default the temporary directory). The quick start's
+ * data directory is on btrfs with quotas, so `BENCH_DATA_PARENT=/var/lib/sandgate` measures with per-session disk
+ * quotas, as a deployment made by scripts/setup.sh runs.
+ */
+const DATA_PARENT = process.env.BENCH_DATA_PARENT || tmpdir();
+
 export async function startStack(
   names: EntryName[],
   env: Record<string, string> = {},
   nodeArgs: string[] = [],
 ): Promise<Stack> {
   const prefix = `sgbench${randomBytes(4).toString('hex')}`;
-  const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-bench-'));
+  const dataDir = await mkdtemp(join(DATA_PARENT, 'sandgate-bench-'));
   const port = await freePort();
   const fullEnv: Record<string, string> = {
     REDIS_URL,

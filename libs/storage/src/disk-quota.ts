@@ -1,12 +1,21 @@
 import { execFile } from 'node:child_process';
-import { lstat, statfs } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, readdir, rename, rmdir, statfs } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { errno } from './fd-path.ts';
 
 const run = promisify(execFile);
 const BTRFS_MAGIC = 0x9123683e;
 /** Writes stop a little before the limit (btrfs reserves ahead): this close counts as reaching it. */
 const REACHED_SLACK_BYTES = 256 * 1024;
+/** Empty limited subvolumes kept ready in `<dataDir>/blanks`, per limit, so that making a session's is a rename. */
+const SPARE_BLANKS = 4;
+/**
+ * Blanks are made this long after one was taken, not at once: a `btrfs` command blocks the event loop for a few ms
+ * while it is spawned, and a one-shot in the warm pool gives its blank back within that time.
+ */
+const REFILL_DELAY_MS = 1000;
 
 const btrfs = async (...args: string[]): Promise<string> =>
   (await run('btrfs', args, { encoding: 'utf8', timeout: 30_000 })).stdout;
@@ -18,7 +27,21 @@ const btrfs = async (...args: string[]): Promise<string> =>
  * undefined elsewhere, and the caller says so at start-up.
  */
 export class SubvolumeQuota {
-  private constructor(readonly bytes: number) {}
+  /**
+   * Where empty subvolumes with this limit wait to become a session's or a pool slot's: making one takes two `btrfs`
+   * commands (tens of milliseconds on a busy machine), taking one a rename. Named `<bytes>-<random>`; a name that
+   * starts with `.` is one being made or checked. Only root enters (0700).
+   */
+  readonly #blanks: string;
+  #refillTimer: NodeJS.Timeout | undefined;
+  #refilling: Promise<void> | undefined;
+
+  private constructor(
+    readonly bytes: number,
+    dataDir: string,
+  ) {
+    this.#blanks = join(dataDir, 'blanks');
+  }
 
   /** A quota for directories under `dataDir`, or undefined (with why) when that filesystem cannot enforce one. */
   static async forDataDir(dataDir: string, bytes: number): Promise<SubvolumeQuota | { unavailable: string }> {
@@ -29,13 +52,115 @@ export class SubvolumeQuota {
     } catch (err) {
       return { unavailable: `btrfs quotas are not enabled on ${dataDir}: ${(err as Error).message.split('\n')[0]}` };
     }
-    return new SubvolumeQuota(bytes);
+    return new SubvolumeQuota(bytes, dataDir);
   }
 
-  /** Makes `dir` (which must not exist) a subvolume limited to the quota. */
+  /**
+   * Makes `dir` (which must not exist) a subvolume limited to the quota: a ready blank moved there, else a new one.
+   * A rename never replaces a subvolume (btrfs answers ENOTEMPTY), so two processes making the same one cannot
+   * swap it under each other.
+   */
   async create(dir: string): Promise<void> {
+    const taken = await this.#takeBlank(dir);
+    this.#refill();
+    if (taken) return;
+    await this.#make(dir);
+  }
+
+  /**
+   * Makes `to` (which must not exist) a limited subvolume holding what the subvolume `from` holds now: a snapshot,
+   * which shares the data and copies nothing; symlinks and all are kept as they are, never followed.
+   */
+  async snapshot(from: string, to: string): Promise<void> {
+    await btrfs('subvolume', 'snapshot', from, to);
+    await btrfs('qgroup', 'limit', String(this.bytes), to);
+  }
+
+  /**
+   * Takes the empty subvolume `dir` out of its place to serve again as a blank (or be deleted when enough wait).
+   * Throws, `dir` left in place, when it is not empty: something wrote there meanwhile.
+   */
+  async recycle(dir: string): Promise<void> {
+    await mkdir(this.#blanks, { recursive: true, mode: 0o700 });
+    const checking = join(this.#blanks, `.recycle-${randomBytes(6).toString('hex')}`);
+    await rename(dir, checking);
+    if ((await readdir(checking)).length > 0) {
+      await rename(checking, dir);
+      throw new Error(`${dir} is not empty`);
+    }
+    if ((await this.#ready()).length < 2 * SPARE_BLANKS) {
+      await rename(checking, join(this.#blanks, this.#blankName()));
+      return;
+    }
+    void this.removing(checking, () => rmdir(checking)).catch(() => {});
+  }
+
+  async #make(dir: string): Promise<void> {
     await btrfs('subvolume', 'create', dir);
     await btrfs('qgroup', 'limit', String(this.bytes), dir);
+  }
+
+  #blankName(): string {
+    return `${this.bytes}-${randomBytes(6).toString('hex')}`;
+  }
+
+  async #ready(): Promise<string[]> {
+    const names = await readdir(this.#blanks).catch((e: unknown) => {
+      if (errno(e) === 'ENOENT') return [];
+      throw e;
+    });
+    return names.filter((n) => n.startsWith(`${this.bytes}-`));
+  }
+
+  async #takeBlank(dir: string): Promise<boolean> {
+    for (const name of await this.#ready().catch(() => [])) {
+      try {
+        await rename(join(this.#blanks, name), dir);
+        return true;
+      } catch (e) {
+        // Taken by another process meanwhile: try the next.
+        if (errno(e) !== 'ENOENT') throw e;
+      }
+    }
+    return false;
+  }
+
+  /** Makes blanks until SPARE_BLANKS wait, one at a time, in the background; a failure only means no spare. */
+  #refill(): void {
+    if (this.#refillTimer || this.#refilling) return;
+    this.#refillTimer = setTimeout(() => {
+      this.#refillTimer = undefined;
+      this.#refilling = this.#makeBlanks()
+        .catch(() => {})
+        .finally(() => {
+          this.#refilling = undefined;
+        });
+    }, REFILL_DELAY_MS);
+    this.#refillTimer.unref();
+  }
+
+  async #makeBlanks(): Promise<void> {
+    await mkdir(this.#blanks, { recursive: true, mode: 0o700 });
+    while ((await this.#ready()).length < SPARE_BLANKS) {
+      // Made under a dot name, renamed once limited: a blank is never taken half made.
+      const making = join(this.#blanks, `.new-${randomBytes(6).toString('hex')}`);
+      await this.#make(making);
+      await rename(making, join(this.#blanks, this.#blankName()));
+    }
+  }
+
+  /** Makes the blanks a refill would, now, and resolves once none is being made (tests, start-up). */
+  async settled(): Promise<void> {
+    if (this.#refillTimer) {
+      clearTimeout(this.#refillTimer);
+      this.#refillTimer = undefined;
+      this.#refilling ??= this.#makeBlanks()
+        .catch(() => {})
+        .finally(() => {
+          this.#refilling = undefined;
+        });
+    }
+    await this.#refilling;
   }
 
   /** Makes `dir` a limited subvolume unless it exists: another process making the same one at once is no error. */

@@ -1,7 +1,8 @@
 import { lstat, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import { SandgateError } from '@sandgate/contracts';
-import { NOT_THERE, at, errno, openDirPath } from './fd-path.ts';
-import { removeDirAt } from './remove-tree.ts';
+import { NOT_THERE, at, errno, openDirPath, openRoot } from './fd-path.ts';
+import { emptyDirAt, removeDirAt } from './remove-tree.ts';
 import { normalizeUserPath, splitPath } from './user-path.ts';
 
 /**
@@ -29,5 +30,18 @@ export async function removeInside(root: string, relPath: string): Promise<void>
       });
   } finally {
     await dir.close();
+  }
+}
+
+/**
+ * Removes everything in the directory `dir` (a host path the caller owns, such as a pool sandbox's workspace),
+ * which stays, empty. What is inside was written by sandboxed code: nothing is followed.
+ */
+export async function emptyDirectory(dir: string): Promise<void> {
+  const parent = await openRoot(dirname(dir));
+  try {
+    await emptyDirAt(parent, basename(dir));
+  } finally {
+    await parent.close();
   }
 }

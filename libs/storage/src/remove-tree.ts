@@ -64,6 +64,19 @@ export async function removeDirAt(parent: FileHandle, name: string): Promise<voi
   }
 }
 
+/** Removes everything in the directory `name` inside `parent`, which stays, empty; nothing is followed. */
+export async function emptyDirAt(parent: FileHandle, name: string): Promise<void> {
+  const top = await openChildDir(parent, name);
+  try {
+    for (let pass = 0; pass < MAX_PASSES; pass++) {
+      if (!(await emptyDir(top, top, 0)) && (await readdir(at(top))).length === 0) return;
+    }
+    throw new Error(`"${name}" kept changing while it was being emptied`);
+  } finally {
+    await top.close();
+  }
+}
+
 /** Empties `dir`; returns true when something was left for another pass (moved up, or added meanwhile). */
 async function emptyDir(dir: FileHandle, top: FileHandle, depth: number): Promise<boolean> {
   let again = false;

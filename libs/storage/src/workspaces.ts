@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { chmod, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandgateError, SESSION_ID_PATTERN } from '@sandgate/contracts';
 import { errno, openRoot } from './fd-path.ts';
@@ -77,6 +77,14 @@ export class Workspaces {
    */
   async usedBytes(sessionId: string): Promise<number> {
     const dir = this.dir(sessionId);
+    // A one-shot that left nothing has no directory: nothing to ask btrfs (a command per run) about.
+    if (
+      !(await lstat(dir).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return 0;
     if (this.quota) return (await this.quota.usage(dir).catch(() => ({ used: 0 }))).used;
     const walked = await walkTree(dir).catch(() => ({ entries: [] }));
     return walked.entries.reduce((sum, e) => sum + e.size, 0);

@@ -2,7 +2,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ExecutionJob } from '@sandgate/contracts';
@@ -105,3 +105,86 @@ for (const mode of RUN_MODES) {
     assert.deepEqual((await readdir(join(q.dataDir, 'sessions'))).includes(job.session_id), false);
   });
 }
+
+test('[pooled] under disk quotas a pool sandbox serves its tenant again: each session keeps its files, within its quota', async (t) => {
+  const q = await quotaBackend(t, 1);
+  const WRITE =
+    'import os\nos.makedirs("d", exist_ok=True)\nopen("d/one.txt", "w").write("one")\n' +
+    'os.symlink("/etc/passwd", "link")\nprint(os.uname().nodename, sorted(os.listdir(".")))';
+  const first = await q.run({ code: WRITE });
+  assert.equal(first.result.state, 'completed', first.result.stderr);
+  const [host] = first.result.stdout.split(' ');
+  assert.deepEqual(
+    first.result.artifacts.map((a) => a.path),
+    ['d/one.txt'],
+  );
+
+  // The next one-shot of the tenant: the same sandbox, an empty /mnt/data of its own.
+  const second = await q.run({
+    code: 'import os\nprint(os.uname().nodename, sorted(os.listdir(".")))\nopen("two.txt", "w").write("two")',
+  });
+  assert.equal(second.result.state, 'completed', second.result.stderr);
+  assert.equal(second.result.stdout.trim(), `${host} []`, 'served by the recycled sandbox, which held nothing');
+  assert.equal(q.backend.poolStats().reused, 1);
+
+  // Each session has its own files, in a subvolume limited to the quota; the symlink was kept, not followed.
+  const firstDir = q.workspaces.dir(first.job.session_id);
+  assert.deepEqual((await readdir(firstDir)).sort(), ['d', 'link']);
+  assert.equal(await readFile(join(firstDir, 'd/one.txt'), 'utf8'), 'one');
+  assert.equal(await readlink(join(firstDir, 'link')), '/etc/passwd');
+  assert.equal((await lstat(firstDir)).uid, SANDBOX_UID);
+  assert.deepEqual(await readdir(q.workspaces.dir(second.job.session_id)), ['two.txt']);
+  assert.equal((await q.quota.usage(firstDir)).limit, QUOTA);
+  assert.equal((await q.quota.usage(q.workspaces.dir(second.job.session_id))).limit, QUOTA);
+
+  // A one-shot that leaves nothing: its session has no files, and gets a limited directory when one is needed.
+  const third = await q.run({ code: 'print(len(__import__("os").listdir(".")))' });
+  assert.deepEqual([third.result.state, third.result.stdout], ['completed', '0\n'], third.result.stderr);
+  assert.equal(await q.workspaces.usedBytes(third.job.session_id), 0);
+  const thirdDir = await q.workspaces.create(third.job.session_id);
+  assert.deepEqual(await readdir(thirdDir), []);
+  assert.equal((await q.quota.usage(thirdDir)).limit, QUOTA);
+  assert.equal(q.backend.poolStats().reused, 2);
+
+  // The first session, run again (cold now: it has files), still cannot pass its quota.
+  const full = await q.run({ session_id: first.job.session_id, code: FILL });
+  assert.deepEqual([full.result.state, full.result.reason], ['failed', 'disk_quota'], full.result.stderr);
+  assert.equal(await readFile(join(firstDir, 'd/one.txt'), 'utf8'), 'one');
+});
+
+test('a limited subvolume is a ready blank renamed into place; an existing one is never replaced; an empty one is recycled', async (t) => {
+  const made: { quota?: SubvolumeQuota } = {};
+  const dataDir = await btrfsDataDir(t, async () => {
+    await made.quota?.settled();
+  });
+  const quota = await SubvolumeQuota.forDataDir(dataDir, QUOTA);
+  assert.ok(quota instanceof SubvolumeQuota, JSON.stringify(quota));
+  made.quota = quota;
+  const blanks = async () => (await readdir(join(dataDir, 'blanks'))).filter((n) => n.startsWith(`${QUOTA}-`));
+  const a = join(dataDir, 'a');
+  const b = join(dataDir, 'b');
+
+  await quota.create(a);
+  await quota.settled();
+  assert.equal((await blanks()).length, 4, 'spare blanks are made after the first');
+  const ready = await blanks();
+  await quota.create(b);
+  const left = await blanks();
+  assert.ok(
+    ready.some((name) => !left.includes(name)),
+    'b is one of the blanks that were ready',
+  );
+  for (const dir of [a, b]) assert.equal((await quota.usage(dir)).limit, QUOTA);
+
+  // Another process making the same directory at once: its rename fails, nothing of the first is lost.
+  await writeFile(join(a, 'kept.txt'), 'kept');
+  await quota.settled();
+  await assert.rejects(quota.create(a));
+  assert.equal(await readFile(join(a, 'kept.txt'), 'utf8'), 'kept');
+  // Only an empty subvolume is recycled; one with files stays where it is.
+  await assert.rejects(quota.recycle(a), /not empty/);
+  assert.deepEqual(await readdir(a), ['kept.txt']);
+  await quota.settled();
+  await quota.recycle(b);
+  await assert.rejects(lstat(b), { code: 'ENOENT' });
+});

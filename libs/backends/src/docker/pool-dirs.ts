@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readdir, rename, rmdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import type { Owner, SubvolumeQuota } from '@sandgate/storage';
+import { emptyDirectory, type Owner, type SubvolumeQuota } from '@sandgate/storage';
 
 /** Parses a `uid:gid` user spec; a bare uid means the same gid. */
 export function parseUser(user: string): Owner {
@@ -82,13 +82,18 @@ export async function adoptWorkspace(sessionDir: string, slotDir: string, quota?
 
 /**
  * adoptWorkspace under per-session disk quotas: files cannot be renamed from one subvolume into another, so only an
- * empty session (a one-shot's, as every pooled run is) takes the slot's subvolume, limit and all; one with files
- * fails here and the run goes cold in its own subvolume.
+ * empty session (a one-shot's, as every pooled run is) takes the slot's subvolume, limit and all; its own empty
+ * subvolume goes back to the blanks. One with files fails here and the run goes cold in its own subvolume.
  */
 async function adoptSubvolume(sessionDir: string, slotDir: string, quota: SubvolumeQuota): Promise<void> {
   if ((await readdir(sessionDir)).length > 0) throw new Error('the session has files in a subvolume of its own');
-  await quota.removing(sessionDir, () => rmdir(sessionDir));
-  await rename(slotDir, sessionDir);
+  await quota.recycle(sessionDir);
+  try {
+    await rename(slotDir, sessionDir);
+  } catch (err) {
+    await quota.create(sessionDir).catch(() => {});
+    throw err;
+  }
 }
 
 /**
@@ -121,4 +126,24 @@ export async function releaseWorkspace(sessionDir: string, slotDir: string, slot
 
 async function moveEntries(from: string, to: string): Promise<void> {
   for (const name of await readdir(from)) await rename(join(from, name), join(to, name));
+}
+
+/**
+ * releaseWorkspace under per-session disk quotas, where the sandbox's mounted subvolume is the session's directory
+ * since the adoption. It goes back to its slot path; the session's path gets a snapshot of it (what the run left,
+ * shared, nothing copied or followed), or nothing when the run left nothing (whatever needs the session's directory
+ * later makes it); then the mounted subvolume is emptied. It is looked at once it is no longer at the session's
+ * path, so nothing that reached it before is left out. On failure the session's files are at the session's path or
+ * the slot's, and the sandbox must not be used again.
+ */
+export async function releaseSubvolume(sessionDir: string, slotDir: string, quota: SubvolumeQuota): Promise<void> {
+  await rename(sessionDir, slotDir);
+  if ((await readdir(slotDir)).length === 0) return;
+  try {
+    await quota.snapshot(slotDir, sessionDir);
+  } catch (err) {
+    await rename(slotDir, sessionDir).catch(() => {});
+    throw err;
+  }
+  await emptyDirectory(slotDir);
 }

@@ -3,7 +3,7 @@ import type { EventSink } from '../backend.ts';
 import { runPooled, type PooledRunContext } from '../shared/pooled-run.ts';
 import { deathOf } from './sandbox-death.ts';
 import { resources } from './container-spec.ts';
-import { adoptWorkspace, releaseWorkspace, type SlotDirs } from './pool-dirs.ts';
+import { adoptWorkspace, releaseSubvolume, releaseWorkspace, type SlotDirs } from './pool-dirs.ts';
 import type { PooledSandbox, WarmPool } from './warm-pool.ts';
 
 export interface DockerPooledRunContext extends PooledRunContext {
@@ -74,11 +74,9 @@ async function handBack(
   job: ExecutionJob,
   dir: string,
 ): Promise<boolean> {
-  // Under disk quotas the slot's subvolume is the session's now, and files cannot move out of it by rename: the
-  // sandbox serves this one run, and the pool makes a fresh one.
-  if (ctx.slots.quota) return false;
   try {
-    await releaseWorkspace(dir, sandbox.slotDir, ctx.slots);
+    if (ctx.slots.quota) await releaseSubvolume(dir, sandbox.slotDir, ctx.slots.quota);
+    else await releaseWorkspace(dir, sandbox.slotDir, ctx.slots);
     return true;
   } catch (err) {
     ctx.log.warn(
