@@ -9,7 +9,7 @@ import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sa
 import { podName, type BackendName, type ExecutionBackend } from '@sandgate/backends';
 import type { K8sDouble, K8sDoubleOptions } from '@sandgate/k8s-double';
 import { createLogger, loadConfig, type Config } from '@sandgate/config';
-import { Workspaces } from '@sandgate/storage';
+import { openWorkspaces, SubvolumeQuota } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 import { SpecCheck } from './spec-check.ts';
 
@@ -62,6 +62,25 @@ export interface StackOptions {
   backend?: BackendName;
   /** Options of the Kubernetes API double (backend kubernetes): RBAC rules, quotas, node settings. */
   cluster?: Omit<K8sDoubleOptions, 'hostPorts'>;
+  /**
+   * Make the data directory on the quick start's data disk (QUOTA_DATA_PARENT: btrfs with quotas, as scripts/setup.sh
+   * makes it), so that every session is a subvolume with a disk quota, as in a deployment made by the quick start.
+   */
+  diskQuotas?: boolean;
+}
+
+/** The data directory scripts/setup.sh makes: on btrfs with quotas on. */
+export const QUOTA_DATA_PARENT = '/var/lib/sandgate';
+
+async function dataParent(diskQuotas: boolean): Promise<string> {
+  if (!diskQuotas) return tmpdir();
+  const quota = await SubvolumeQuota.forDataDir(QUOTA_DATA_PARENT, 1 << 20).catch((e: Error) => ({
+    unavailable: e.message,
+  }));
+  if ('unavailable' in quota) {
+    throw new Error(`no disk quotas under ${QUOTA_DATA_PARENT} (${quota.unavailable}): run bash scripts/setup.sh`);
+  }
+  return QUOTA_DATA_PARENT;
 }
 
 /** The backend end-to-end tests run on: the whole suite runs once per backend (scripts/run-tests.sh). */
@@ -107,9 +126,10 @@ export async function startStack({
   heartbeatMs,
   backend = TEST_BACKEND,
   cluster: clusterOptions,
+  diskQuotas = false,
 }: StackOptions = {}): Promise<Stack> {
   const prefix = `sgtest${randomBytes(4).toString('hex')}`;
-  const dataDir = await mkdtemp(join(tmpdir(), 'sandgate-test-'));
+  const dataDir = await mkdtemp(join(await dataParent(diskQuotas), 'sandgate-test-'));
   const port = await freePort();
   const cluster = backend === 'kubernetes' ? await kubernetesFor(port, dataDir, clusterOptions) : undefined;
   const fullEnv: Record<string, string> = {
@@ -213,7 +233,13 @@ export async function startStack({
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async startWorker(given) {
-      const workspaces = new Workspaces({ dataDir, owner: { uid: config.sandboxUid, gid: config.sandboxUid } });
+      // As a worker process opens them: with per-session disk quotas where the data directory has them.
+      const workspaces = await openWorkspaces({
+        dataDir,
+        owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+        sessionDiskBytes: config.sessionDiskBytes,
+        warn: () => {},
+      });
       const id = newWorkerId();
       const backend = given ?? (await createBackend(config, log, workspaces, id));
       const w = await startWorker({ config, log, backend, workspaces, id, heartbeatMs: 1000 });

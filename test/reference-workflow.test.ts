@@ -12,7 +12,8 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const KEY = 'reference-workflow-key-0123456789';
 
 test('reference workflow through @sandgate/client: upload a CSV, chart + PDF report, download, a broken run, the fix', async (t) => {
-  const s = await startStack({ env: { SANDGATE_API_KEYS: `${KEY}:tenantA` } });
+  // On the quick start's data disk: every session a subvolume with its disk quota.
+  const s = await startStack({ diskQuotas: true, env: { SANDGATE_API_KEYS: `${KEY}:tenantA` } });
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-reference-'));
   t.after(async () => {
     await s.close();
