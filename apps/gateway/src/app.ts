@@ -8,6 +8,7 @@ import type { GatewayDeps } from './deps.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { corsPlugin } from './plugins/cors.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
+import { describeRequestDefaults } from './openapi-request-defaults.ts';
 import { openApiTransform } from './openapi-transform.ts';
 import { startWebhookDispatcher } from './webhooks/dispatcher.ts';
 import { clientErrorHandler, registerErrorHandling } from './plugins/errors.ts';
@@ -90,6 +91,8 @@ export async function buildApp(
       tags: TAGS,
     },
     transform: openApiTransform,
+    // Request bodies say their defaults in words, so that generators make those fields optional (the file says why).
+    transformObject: (doc) => ('openapiObject' in doc ? describeRequestDefaults(doc.openapiObject) : doc.swaggerObject),
     refResolver: {
       buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { CreateExecutionSchema, SharePreviewSchema, StopServiceSchema } from '@sandgate/contracts';
 import { openApiDocument, serialiseOpenApi } from './openapi.ts';
 
 // Built once: both tests read the same document.
@@ -133,4 +134,32 @@ test('bodies and responses the routes stream themselves are documented as served
     events.responses['200']!.content!['text/event-stream']!.schema!.$ref,
     '#/components/schemas/ExecutionStreamEvent',
   );
+});
+
+test('request bodies say their defaults in words (generators keep the fields optional); the server still applies them', async () => {
+  const doc = (await generating) as Doc & { components: { schemas: Record<string, any> } };
+  const schemas = doc.components.schemas;
+  // Every schema a request body reaches, through $refs too.
+  const seen = new Set<unknown>();
+  const defaults: string[] = [];
+  const walk = (node: unknown, at: string): void => {
+    if (typeof node !== 'object' || node === null || seen.has(node)) return;
+    seen.add(node);
+    const { $ref } = node as { $ref?: string };
+    if ($ref) return walk(schemas[$ref.split('/').pop()!], $ref);
+    if ('default' in node && !at.endsWith('/properties')) defaults.push(at);
+    for (const [k, v] of Object.entries(node)) walk(v, `${at}/${k}`);
+  };
+  for (const { key, op: o } of await operations()) walk(o.requestBody, key);
+  assert.deepEqual(defaults, [], 'no `default` in what a request body reaches');
+  assert.match(schemas.CreateExecution.properties.mode.description, / Default: `run`\.$/);
+  assert.match(schemas.StopService.properties.grace_ms.description, / Default: `5000`\.$/);
+  assert.match(schemas.SharePreview.properties.ttl_seconds.description, / Default: `3600`\.$/);
+  // Query parameters keep `default` (generators leave parameters optional either way).
+  const limit = (await op('GET /v1/sessions')).parameters!.find((p) => p.name === 'limit') as { schema?: unknown };
+  assert.deepEqual((limit.schema as { default?: unknown }).default, 50);
+  // The schemas the gateway validates with (Ajv useDefaults) keep theirs.
+  assert.equal(CreateExecutionSchema.properties.mode.default, 'run');
+  assert.equal(StopServiceSchema.properties.grace_ms.default, 5000);
+  assert.equal(SharePreviewSchema.properties.ttl_seconds.default, 3600);
 });

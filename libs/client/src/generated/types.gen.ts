@@ -244,7 +244,7 @@ export type CreateExecution = {
      */
     code?: string;
     /**
-     * `test` runs `tests` against `code` with the language's usual framework (pytest for python, node:test for javascript and typescript): the implementation is the module `main` beside the tests (`from main import f`; `import { f } from './main.js'`). The result then has `tests`, and each test is a `test_result` event.
+     * `test` runs `tests` against `code` with the language's usual framework (pytest for python, node:test for javascript and typescript): the implementation is the module `main` beside the tests (`from main import f`; `import { f } from './main.js'`). The result then has `tests`, and each test is a `test_result` event. Default: `run`.
      */
     mode?: 'run' | 'test';
     /**
@@ -936,7 +936,7 @@ export type ServiceLogs = {
  */
 export type StopService = {
     /**
-     * Time between SIGTERM and SIGKILL.
+     * Time between SIGTERM and SIGKILL. Default: `5000`.
      */
     grace_ms?: number;
 };
@@ -946,7 +946,7 @@ export type StopService = {
  */
 export type SharePreview = {
     /**
-     * How long the link works.
+     * How long the link works. Default: `3600`.
      */
     ttl_seconds?: number;
 };
