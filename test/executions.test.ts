@@ -49,6 +49,7 @@ test('executions through HTTP keep every sandbox rule', async (t) => {
     const ready = await s.api('GET', '/readyz');
     assert.equal(ready.status, 200, 'a worker is running, so ready');
     assert.equal(ready.body.checks.workers, '1');
+    assert.equal(ready.body.checks.workers_usable, '1', 'its backend answers its probe');
     const runtimes = await s.api('GET', '/v1/runtimes');
     assert.deepEqual(
       runtimes.body.runtimes.map((r: any) => r.language),

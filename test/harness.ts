@@ -39,8 +39,11 @@ export interface Stack {
     body?: unknown,
     headers?: Record<string, string>,
   ): Promise<{ status: number; body: any; headers: Headers }>;
-  /** Starts a worker in this process: on Docker, or on `backend` (e.g. test/noop-backend.ts). */
-  startWorker(backend?: ExecutionBackend): Promise<RunningWorker>;
+  /**
+   * Starts a worker in this process: on the stack's backend, or on `backend` (e.g. test/noop-backend.ts); `env`
+   * overrides the stack's for this worker alone (e.g. SANDGATE_DOCKER_SOCKET: an engine that is not there).
+   */
+  startWorker(backend?: ExecutionBackend, env?: Record<string, string>): Promise<RunningWorker>;
   /** Stops delivering webhooks from this stack (as a gateway that stops would). */
   stopWebhooks(): Promise<void>;
   /** Resolves once every worker's warm pool is full, so that the next one-shot surely gets a pool sandbox. */
@@ -232,7 +235,8 @@ export async function startStack({
       }
       return { status: res.status, body: parsed, headers: res.headers };
     },
-    async startWorker(given) {
+    async startWorker(given, env) {
+      const own = env ? loadConfig({ ...fullEnv, ...env }) : config;
       // As a worker process opens them: with per-session disk quotas where the data directory has them.
       const workspaces = await openWorkspaces({
         dataDir,
@@ -241,8 +245,8 @@ export async function startStack({
         warn: () => {},
       });
       const id = newWorkerId();
-      const backend = given ?? (await createBackend(config, log, workspaces, id));
-      const w = await startWorker({ config, log, backend, workspaces, id, heartbeatMs: 1000 });
+      const backend = given ?? (await createBackend(own, log, workspaces, id));
+      const w = await startWorker({ config: own, log, backend, workspaces, id, heartbeatMs: 1000 });
       backends.push(backend);
       workers.push(w);
       stack.worker ??= w;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { startGateway } from '@sandgate/gateway';
 import { createLogger, loadConfig } from '@sandgate/config';
 import { freePort } from './redis-and-ports.ts';
-import { startStack, until } from './harness.ts';
+import { startStack, TEST_BACKEND, until } from './harness.ts';
 
 const TENANT_KEY = 'tenant-key-0123456789';
 const OPERATOR_KEY = 'operator-key-0123456789';
@@ -70,6 +70,7 @@ test('/metrics and /v1/system/stats count a run, its pool hit, the worker and an
   assert.equal(stats.executions.failed, 1);
   assert.equal(stats.workers[0].concurrency, s.config.workerConcurrency);
   assert.equal(stats.workers[0].id, s.worker!.id);
+  assert.deepEqual(stats.workers[0].backend, { name: TEST_BACKEND, state: 'usable' });
   assert.ok(Date.parse(stats.generated_at) > 0);
 
   const metrics = await fetch(`${s.url}/metrics`);
@@ -88,6 +89,7 @@ test('/metrics and /v1/system/stats count a run, its pool hit, the worker and an
     'sandgate_live_sessions',
     'sandgate_sse_subscribers',
     'sandgate_workers_alive',
+    'sandgate_workers_by_backend_state',
     'sandgate_redis_errors_total',
     'sandgate_engine_errors_total',
     'process_cpu_seconds_total',
@@ -97,6 +99,8 @@ test('/metrics and /v1/system/stats count a run, its pool hit, the worker and an
   assert.equal(sample(text, 'sandgate_executions_total{state="completed",reason=""}'), 1);
   assert.equal(sample(text, 'sandgate_executions_total{state="failed",reason=""}'), 1);
   assert.equal(sample(text, 'sandgate_workers_alive'), 1);
+  assert.equal(sample(text, 'sandgate_workers_by_backend_state{state="usable"}'), 1);
+  assert.equal(sample(text, 'sandgate_workers_by_backend_state{state="unusable"}'), 0);
   assert.equal(sample(text, 'sandgate_sse_subscribers'), 1);
   assert.equal(sample(text, 'sandgate_execution_duration_seconds_count{language="python",state="completed"}'), 1);
   assert.ok((sample(text, 'sandgate_queue_wait_seconds_count') ?? 0) >= 2);

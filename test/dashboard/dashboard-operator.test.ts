@@ -1,11 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { KEY_A, accessibilityProblems, openPage, screenshot, signIn, startDashboardStack } from './browser.ts';
 
 /*
  * GET /v1/system/stats comes with the operator endpoints. Until a gateway serves it (404), the page must
- * say the view is unavailable; once it does, the page must show its figures and follow them live. The
- * stack runs open, where operator endpoints are open like every other.
+ * say the view is unavailable; once it does, the page must show its figures and follow them live, with
+ * each worker's backend state. The stack runs open, where operator endpoints are open like every other.
  */
 test("the operator view shows the deployment's figures live, or says it is unavailable", async (t) => {
   const d = await startDashboardStack({ open: true });
@@ -27,6 +28,17 @@ test("the operator view shows the deployment's figures live, or says it is unava
     await figure('runs.completed')
       .filter({ hasText: String(completed + 1) })
       .waitFor({ timeout: 15_000 });
+
+    // Each worker's backend: usable, or unusable with the reason (a second worker whose engine is not there).
+    const backend = (id: string) => page.locator(`tr[data-worker="${id}"] td[data-backend-state]`);
+    await backend(d.stack.worker!.id).and(page.locator('[data-backend-state="usable"]')).waitFor();
+    const socket = join(d.stack.config.dataDir, 'no-engine.sock');
+    const broken = await d.stack.startWorker(undefined, { SANDGATE_DOCKER_SOCKET: socket, SANDGATE_POOL_SIZE: '0' });
+    await backend(broken.id)
+      .and(page.locator('[data-backend-state="unusable"]'))
+      .filter({ hasText: `engine unreachable: connect ENOENT ${socket}` })
+      .waitFor({ timeout: 15_000 });
+    assert.equal(await page.getByText("No worker's backend is usable").count(), 0, 'one worker can still run');
   }
   await screenshot(page, 'operator');
   assert.equal(await accessibilityProblems(page).then((p) => p.join('\n')), '');

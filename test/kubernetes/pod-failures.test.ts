@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { podName } from '@sandgate/backends';
 import { FAULTS } from '@sandgate/k8s-double';
 import { startStack, until, type Stack } from '../harness.ts';
+import { kubernetesBackendOf } from './backend-of.ts';
 
 /** No warm Pods: every one-shot gets a Pod of its own (stage, runner, harvest), the path these tests are about. */
 const ONE_POD_EACH = { SANDGATE_POOL_SIZE: '0' };
@@ -87,6 +88,45 @@ test('kubernetes: API faults, eviction, a lost Pod and an unreachable gateway ea
     assert.equal(ended.body.state, 'error');
     assert.equal(ended.body.result.reason, 'backend_unavailable');
     assert.match(ended.body.result.message, /deleted/);
+  });
+
+  await t.test(
+    'an API server that refuses the worker makes /readyz 503 with its words, until it answers again',
+    async () => {
+      const readyz = (status: number) => async () => {
+        const r = await s.api('GET', '/readyz');
+        return r.status === status ? r : null;
+      };
+      assert.equal((await until('ready', readyz(200))).body.checks.workers_usable, '1');
+      const forbidden = 'pods is forbidden: User "sandgate-worker" cannot list resource "pods"';
+      double.faults.inject({
+        match: { verb: 'list', resource: 'pods' },
+        action: { status: 403, message: forbidden },
+        times: Infinity,
+      });
+      const refused = await until('the worker to report the refusal', readyz(503));
+      assert.equal(
+        refused.body.detail,
+        `redis: ok; live workers: 1, with a usable backend: 0 (kubernetes: API server answered 403: ${forbidden})`,
+      );
+      double.faults.clear();
+      assert.equal((await until('ready again', readyz(200))).body.checks.workers_usable, '1');
+    },
+  );
+
+  await t.test('a health probe that gets no answer says so within its timeout', async () => {
+    // A namespace of its own, so that the worker's calls do not meet the fault.
+    const backend = kubernetesBackendOf(s, t, { namespace: 'unanswered' });
+    double.faults.inject({
+      match: { verb: 'list', resource: 'pods', path: /\/namespaces\/unanswered\// },
+      action: FAULTS.hang(),
+    });
+    const started = Date.now();
+    assert.deepEqual(await backend.health(300), {
+      usable: false,
+      reason: 'API server did not answer within 300 ms',
+    });
+    assert.ok(Date.now() - started < 2000, `answered after ${Date.now() - started} ms`);
   });
 });
 

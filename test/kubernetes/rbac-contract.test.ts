@@ -15,9 +15,9 @@ const sink = (): EventSink & { out: string[] } => {
 
 /**
  * The chart's Role against the Kubernetes backend's real calls, both ways: the API double enforces the Role (any
- * other call is a 403), and the backend's runs, retries of a run whose worker died, check and sweep use every verb
- * the Role grants. A verb the backend stops using, or starts to need, fails this test. Secrets are created, or
- * replaced for a retried run, and never read, listed or deleted: each is owned by its Pod.
+ * other call is a 403), and the backend's runs, retries of a run whose worker died, check, health probe and sweep use
+ * every verb the Role grants. A verb the backend stops using, or starts to need, fails this test. Secrets are created,
+ * or replaced for a retried run, and never read, listed or deleted: each is owned by its Pod.
  */
 test('kubernetes: the chart Role grants exactly the calls the backend makes', async (t) => {
   const ms = await renderChart({ values: { redis: { url: 'redis://r:6379' } }, name: 'sg', namespace: 'sandgate' });
@@ -59,6 +59,8 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
 
   await backend.check();
+  // The probe each heartbeat makes needs no verb of its own.
+  assert.deepEqual(await backend.health(5000), { usable: true });
   // A retry of an execution whose worker died after making its Secret: the leftover Secret is replaced.
   const retried = 'exec_aaaaaaaaaaaaaaa1';
   await core.createNamespacedSecret({

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { BACKEND_STATES } from '@sandgate/contracts';
 import { DeploymentStats, redisErrorCount, type HistogramValue, type Keys, type Labels } from '@sandgate/state';
 import type { DeploymentView, SystemStatsReader } from './system-stats.ts';
 
@@ -137,6 +138,16 @@ export class GatewayMetrics {
     add('sandgate_workers_alive', 'Workers with a heartbeat in the last 15 s', 'gauge', (v) => [
       { value: v.workers.length },
     ]);
+    add(
+      'sandgate_workers_by_backend_state',
+      'Live workers by whether their execution backend can run sandboxes: usable, unusable, unknown (not probed yet)',
+      'gauge',
+      (v) =>
+        BACKEND_STATES.map((state) => ({
+          value: v.workers.filter((w) => w.backend_state === state).length,
+          labels: { state },
+        })),
+    );
     add('sandgate_running_executions', 'Runs held by a worker now', 'gauge', (v) => [
       { value: v.stats.executions.running },
     ]);

@@ -101,6 +101,11 @@ export class SystemStatsReader {
         last_heartbeat_at: w.last_heartbeat_at,
         concurrency: w.concurrency,
         running: w.running,
+        backend: {
+          name: w.backend,
+          state: w.backend_state,
+          ...(w.backend_reason !== undefined ? { reason: w.backend_reason } : {}),
+        },
       })),
     };
     return { stats, counters: snapshot.counters, histograms: snapshot.histograms, workers };

@@ -26,6 +26,7 @@ export async function createBackend(
   if (config.backend === 'kubernetes')
     return kubernetesBackend(config, log, workspaces, artifactUrl, instanceId, tools);
   return new DockerBackend({
+    ...(config.dockerSocket !== null ? { socketPath: config.dockerSocket } : {}),
     image: config.image,
     runtime: config.runtime,
     workspaces,

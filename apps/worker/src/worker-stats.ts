@@ -1,10 +1,11 @@
-import type { BackendStats, ExecutionBackend } from '@sandgate/backends';
+import type { BackendHealth, BackendStats, ExecutionBackend } from '@sandgate/backends';
 import {
   redisErrorCount,
   type CounterName,
   type DeploymentStats,
   type Labels,
   type WorkerRegistry,
+  type WorkerSnapshot,
 } from '@sandgate/state';
 
 export interface WorkerStatsOptions {
@@ -15,8 +16,11 @@ export interface WorkerStatsOptions {
   concurrency: number;
   /** Runs the worker holds now. */
   running: () => number;
-  log: { warn(obj: object, msg: string): void };
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
+
+/** How long a probe of the backend may take: within a heartbeat's 5 s, past a busy engine's latency spikes. */
+export const HEALTH_TIMEOUT_MS = 3000;
 
 type Totals = Record<string, number>;
 const COUNTERS: [string, CounterName, Labels][] = [
@@ -37,25 +41,65 @@ export class WorkerStats {
   /** Engine failures seen by this worker (a run's, a sweep's, a stats read's). */
   engineErrors = 0;
   #backend: BackendStats | undefined;
+  /** What the last probe of the backend found; undefined until one has answered. */
+  #health: BackendHealth | undefined;
+  #probing: Promise<void> | null = null;
+  #stopped = false;
   #sent: Totals = {};
   #refreshing = false;
 
   constructor(private readonly o: WorkerStatsOptions) {}
 
   /**
-   * Stamps the heartbeat with the numbers known now, then refreshes them from the engine in the background: the
-   * heartbeat never waits for an engine that is slow to answer (a late heartbeat would make the worker look dead).
+   * Stamps the heartbeat with the numbers known now, then probes the backend and refreshes the numbers from the engine
+   * in the background: the heartbeat never waits for an engine that is slow to answer (a late heartbeat would make
+   * the worker look dead).
    */
   async beat(): Promise<void> {
+    if (this.#stopped) return;
+    await this.o.registry.beat(this.o.id, this.#snapshot());
+    this.#probing ??= this.#probe()
+      .catch((err: unknown) => this.o.log.warn({ err }, 'could not probe the backend'))
+      .finally(() => {
+        this.#probing = null;
+      });
+    void this.#refresh();
+  }
+
+  /** No stamp after this resolves, so that the worker's goodbye (WorkerRegistry.leave) is its last word. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#probing;
+  }
+
+  #snapshot(): WorkerSnapshot {
     const b = this.#backend;
-    await this.o.registry.beat(this.o.id, {
+    const h = this.#health;
+    return {
       concurrency: this.o.concurrency,
       running: this.o.running(),
       pool_ready: b?.pool.ready ?? 0,
       session_sandboxes: b?.sessionSandboxes ?? 0,
       engine: b?.engine ?? '',
-    });
-    void this.#refresh();
+      backend: this.o.backend.name,
+      backend_state: h === undefined ? 'unknown' : h.usable ? 'usable' : 'unusable',
+      ...(h?.reason !== undefined ? { backend_reason: h.reason } : {}),
+    };
+  }
+
+  /**
+   * Asks the backend whether it can run sandboxes (bounded by HEALTH_TIMEOUT_MS). A change is stamped at once rather
+   * than with the next heartbeat, so /readyz follows the engine within a probe, and is logged for the operator.
+   */
+  async #probe(): Promise<void> {
+    const health: BackendHealth = (await this.o.backend.health?.(HEALTH_TIMEOUT_MS)) ?? { usable: true };
+    const before = this.#health;
+    this.#health = health;
+    if (before?.usable === health.usable && before.reason === health.reason) return;
+    const backend = this.o.backend.name;
+    if (health.usable) this.o.log.info({ backend }, 'backend usable');
+    else this.o.log.warn({ backend, reason: health.reason }, 'backend unusable: runs fail with backend_unavailable');
+    if (!this.#stopped) await this.o.registry.beat(this.o.id, this.#snapshot());
   }
 
   async #refresh(): Promise<void> {

@@ -282,6 +282,7 @@ export async function startWorker({
       await closing;
       clearTimeout(grace);
       await housekeepingRun;
+      await stats.stop();
       await registry.leave(id).catch(() => {});
       subscriber.disconnect();
       queueConnection.disconnect();

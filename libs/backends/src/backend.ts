@@ -47,6 +47,16 @@ export interface BackendStats {
 }
 
 /**
+ * Whether a backend can run sandboxes now, as one cheap probe of its engine found. Its worker publishes it with each
+ * heartbeat; /readyz counts the workers whose backend is usable.
+ */
+export interface BackendHealth {
+  usable: boolean;
+  /** Why not, for an operator (e.g. `engine unreachable: connect ENOENT /var/run/docker.sock`); absent when usable. */
+  reason?: string;
+}
+
+/**
  * Runs executions in sandboxes. Coarse on purpose: one call runs one execution end to end,
  * so no engine type (container, pod) crosses this seam.
  */
@@ -67,6 +77,12 @@ export interface ExecutionBackend {
   stats?(): Promise<BackendStats>;
   /** Resolves once a warm pool, if the backend keeps one, is full. For benchmarks and tests. */
   poolReady?(): Promise<void>;
+  /**
+   * Probes whether the engine answers, with one cheap call (a worker asks every heartbeat, 5 s). Resolves within
+   * `timeoutMs` (shared/health.ts bounds it) and never rejects: a failure is `usable: false` with its reason. A
+   * backend without it has no engine to lose, and counts as usable.
+   */
+  health?(timeoutMs: number): Promise<BackendHealth>;
   /** Checks that the engine answers and the image is present; throws a SandgateError otherwise. */
   check(): Promise<void>;
   /** Stops background work (pool refills) and removes this instance's warm pool. */

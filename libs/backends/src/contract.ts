@@ -157,6 +157,11 @@ export function describeBackendContract(name: string, setup: (t: TestContext) =>
         }
       });
 
+      await t.test('health: its engine answers the probe, within the time given', async () => {
+        assert.ok(backend.health, 'a backend with an engine to lose probes it');
+        assert.deepEqual(await backend.health(5000), { usable: true });
+      });
+
       await t.test('sweep spares what runs here, whatever live set it is given', async () => {
         const going = new AbortController();
         let swept: Promise<{ removed: string[] }> | undefined;

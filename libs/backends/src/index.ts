@@ -1,4 +1,4 @@
-export type { BackendStats, EventSink, ExecutionBackend, LiveSet } from './backend.ts';
+export type { BackendHealth, BackendStats, EventSink, ExecutionBackend, LiveSet } from './backend.ts';
 export { DockerBackend, type DockerBackendOptions } from './docker/docker-backend.ts';
 export { EGRESS_SOCKET } from './docker/egress-sockets.ts';
 export type { EgressSettings } from './shared/egress-proxy.ts';

@@ -15,6 +15,8 @@ export const ConfigSchema = Type.Object({
   queueName: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
   /** Where sandboxes run: the local Docker engine, or Pods of a Kubernetes cluster (docs/kubernetes.md). */
   backend: Type.Union([Type.Literal('docker'), Type.Literal('kubernetes')]),
+  /** Docker: the engine's Unix socket; null: DOCKER_HOST, else the local socket (/var/run/docker.sock). */
+  dockerSocket: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
   /** Kubernetes: the namespace sandbox Pods are made in. */
   k8sNamespace: Type.String({ pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' }),
   /** Kubernetes: the RuntimeClass of sandbox Pods (e.g. gvisor); null: the cluster's default runtime. */
@@ -177,6 +179,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_REDIS_PREFIX: ['redisPrefix', str, 'sandgate'],
   SANDGATE_QUEUE: ['queueName', str, 'executions'],
   SANDGATE_BACKEND: ['backend', str, 'docker'],
+  SANDGATE_DOCKER_SOCKET: ['dockerSocket', str, null],
   SANDGATE_K8S_NAMESPACE: ['k8sNamespace', str, 'sandgate'],
   SANDGATE_K8S_RUNTIME_CLASS: ['k8sRuntimeClass', (r) => (r.trim() === '' ? null : r), null],
   SANDGATE_K8S_GATEWAY_URL: ['k8sGatewayUrl', str, null],

@@ -38,10 +38,26 @@ export const WebhookSecretSchema = Type.Object(
 );
 
 export const HealthSchema = Type.Object(
-  { status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) },
+  {
+    status: Type.String(),
+    checks: Type.Optional(
+      Type.Record(Type.String(), Type.String(), {
+        description:
+          '/readyz: `redis` (`ok`), `workers` (live workers) and `workers_usable` (those whose backend can run ' +
+          'sandboxes).',
+      }),
+    ),
+  },
   { $id: 'Health', title: 'Health' },
 );
 export type Health = Static<typeof HealthSchema>;
+
+/**
+ * Whether a worker's execution backend can run sandboxes, as its last probe found (each heartbeat, every 5 s):
+ * `unknown` until its first probe has answered.
+ */
+export const BACKEND_STATES = ['usable', 'unusable', 'unknown'] as const;
+export type BackendState = (typeof BACKEND_STATES)[number];
 
 const count = (description?: string) => Type.Integer({ minimum: 0, ...(description ? { description } : {}) });
 
@@ -87,6 +103,25 @@ export const SystemStatsSchema = Type.Object(
         last_heartbeat_at: Type.String({ format: 'date-time' }),
         concurrency: count(),
         running: count(),
+        backend: Type.Object(
+          {
+            name: Type.String({ description: '`docker` or `kubernetes` (empty for a worker that does not say).' }),
+            state: Type.Union(
+              BACKEND_STATES.map((s) => Type.Literal(s)),
+              { description: '`unknown` until its first probe has answered.' },
+            ),
+            reason: Type.Optional(
+              Type.String({
+                description: 'Why it is unusable, e.g. `engine unreachable: connect ENOENT /var/run/docker.sock`.',
+              }),
+            ),
+          },
+          {
+            description:
+              'Whether its execution backend can run sandboxes, as its last probe (the engine answers a ping, the ' +
+              "Kubernetes API server a list of Pods) found. /readyz is ready only while some live worker's is usable.",
+          },
+        ),
       }),
       { description: 'Workers with a heartbeat in the last 15 s.' },
     ),

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { BackendState } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 
 /**
@@ -29,6 +30,10 @@ export interface WorkerSnapshot {
   /** Session sandboxes running on its engine, and that engine's id: workers of one engine report the same ones. */
   session_sandboxes: number;
   engine: string;
+  /** Its backend (`docker`, `kubernetes`), that backend's state (`unknown` from a worker that says none), and why. */
+  backend: string;
+  backend_state: BackendState;
+  backend_reason?: string;
 }
 
 export interface WorkerInfo extends WorkerSnapshot {
@@ -64,6 +69,8 @@ export class WorkerRegistry {
       pool_ready: 0,
       session_sandboxes: 0,
       engine: '',
+      backend: '',
+      backend_state: 'unknown' as const,
       ...(snapshots[i] ? (JSON.parse(snapshots[i]!) as WorkerSnapshot) : {}),
       id,
       last_heartbeat_at: new Date(Number(seen[i * 2 + 1])).toISOString(),
@@ -75,10 +82,9 @@ export class WorkerRegistry {
     return new Set(await this.redis.zrangebyscore(this.k.workers(), Date.now() - withinMs, '+inf'));
   }
 
-  /** Workers seen within `withinMs`. */
-  async alive(withinMs: number): Promise<number> {
-    const since = Date.now() - withinMs;
-    const gone = await this.redis.zrangebyscore(this.k.workers(), '-inf', since - 3_600_000);
+  /** The workers seen within `withinMs`, as list() gives them; forgets those not seen for an hour. */
+  async live(withinMs: number): Promise<WorkerInfo[]> {
+    const gone = await this.redis.zrangebyscore(this.k.workers(), '-inf', Date.now() - withinMs - 3_600_000);
     if (gone.length > 0) {
       await this.redis
         .multi()
@@ -86,6 +92,6 @@ export class WorkerRegistry {
         .hdel(this.k.workerStats(), ...gone)
         .exec();
     }
-    return this.redis.zcount(this.k.workers(), since, '+inf');
+    return this.list(withinMs);
   }
 }

@@ -1,19 +1,9 @@
 import { useState } from 'preact/hooks';
+import type { SystemStats } from '@sandgate/contracts';
 import { ApiError } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { clock, duration } from '../lib/format.ts';
-import { ErrorNote, Panel, usePoll } from './common.tsx';
-
-/** GET /v1/system/stats, as agreed with the operator endpoints (not in @sandgate/contracts on this branch yet). */
-export interface SystemStats {
-  generated_at: string;
-  queue: Record<'waiting' | 'active' | 'delayed' | 'prioritized', number>;
-  executions: Record<string, number>;
-  pool: { hits: number; misses: number; reused: number; ready: number };
-  sessions: { live: number; sandboxes: number };
-  sse_subscribers: number;
-  workers: { id: string; last_heartbeat_at: string; concurrency: number; running: number }[];
-}
+import { ErrorNote, Panel, StateBadge, usePoll } from './common.tsx';
 
 const REFRESH_MS = 2000;
 
@@ -94,15 +84,20 @@ export function OperatorPage() {
           <Figures title="sessions" values={{ ...stats.sessions, 'SSE subscribers': stats.sse_subscribers }} />
           <section class="card workers" aria-label="workers">
             <h3>workers</h3>
-            {stats.workers.length === 0 ? (
-              <p class="error">No live worker.</p>
-            ) : (
+            {stats.workers.length === 0 && <p class="error">No live worker.</p>}
+            {stats.workers.length > 0 && stats.workers.every((w) => w.backend.state !== 'usable') && (
+              <p class="error">
+                No worker's backend is usable: /readyz answers 503, and runs end in error (backend_unavailable).
+              </p>
+            )}
+            {stats.workers.length > 0 && (
               <table class="list">
                 <thead>
                   <tr>
                     <th scope="col">Worker</th>
                     <th scope="col">Heartbeat</th>
                     <th scope="col">Running</th>
+                    <th scope="col">Backend</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -116,6 +111,10 @@ export function OperatorPage() {
                       </td>
                       <td class="num">
                         {w.running} / {w.concurrency}
+                      </td>
+                      <td data-backend-state={w.backend.state}>
+                        {w.backend.name || 'backend'} <StateBadge state={w.backend.state} />
+                        {w.backend.reason && <div class="reason">{w.backend.reason}</div>}
                       </td>
                     </tr>
                   ))}

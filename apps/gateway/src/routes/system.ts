@@ -11,6 +11,7 @@ import {
 import { REDIS_HANG_MS, WORKER_ALIVE_MS } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
+import { readiness } from '../readiness.ts';
 import { webhookSecret } from '../webhooks/secrets.ts';
 
 const VERSIONS: Record<string, string> = {
@@ -20,7 +21,6 @@ const VERSIONS: Record<string, string> = {
   bash: '5.2',
 };
 
-/** Liveness, readiness (Redis and at least one live worker) and what this deployment runs. */
 /** `p`, or a rejection once Redis has had REDIS_HANG_MS to answer. */
 function bounded<T>(p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -30,6 +30,7 @@ function bounded<T>(p: Promise<T>): Promise<T> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
+/** Liveness, readiness (Redis, and a live worker with a usable backend) and what this deployment runs. */
 export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { config } = deps;
   app.get(
@@ -55,7 +56,7 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
         operationId: 'getReadiness',
         tags: ['system'],
         security: [],
-        summary: 'Readiness: Redis answers and a worker has sent a heartbeat recently',
+        summary: 'Readiness: Redis answers and a live worker can run sandboxes (its backend answers its probe)',
         response: { 200: ref(HealthSchema), 503: ref(ProblemSchema) },
       },
     },
@@ -67,11 +68,10 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
             () => 'ok',
             (e: Error) => `unreachable: ${e.message}`,
           );
-      const workers = redis === 'ok' ? await bounded(deps.workers.alive(WORKER_ALIVE_MS)).catch(() => 0) : 0;
-      if (redis !== 'ok' || workers === 0) {
-        throw new SandgateError('not_ready', `redis: ${redis}; live workers: ${workers}`);
-      }
-      return { status: 'ready', checks: { redis, workers: String(workers) } };
+      const workers = redis === 'ok' ? await bounded(deps.workers.live(WORKER_ALIVE_MS)).catch(() => []) : [];
+      const ready = readiness(redis, workers);
+      if (!ready.ready) throw new SandgateError('not_ready', ready.detail);
+      return { status: 'ready', checks: ready.checks };
     },
   );
 

@@ -171,10 +171,14 @@ test('a missing image rejects with backend_unavailable', async (t) => {
   await assert.rejects(f.backend.check(), { code: 'backend_unavailable' });
 });
 
-test('an unreachable engine rejects with backend_unavailable', async (t) => {
-  const f = await fixture(t, { docker: new Dockerode({ socketPath: '/nonexistent/docker.sock' }) });
+test('an unreachable engine rejects with backend_unavailable, and its health probe says why', async (t) => {
+  const f = await fixture(t, { socketPath: '/nonexistent/docker.sock' });
   await assert.rejects(f.backend.check(), { code: 'backend_unavailable', message: /unreachable/ });
   await assert.rejects(f.run(f.job()), { code: 'backend_unavailable' });
+  assert.deepEqual(await f.backend.health(1000), {
+    usable: false,
+    reason: 'engine unreachable: connect ENOENT /nonexistent/docker.sock',
+  });
 });
 
 test('check passes against the real engine and image; close is idempotent', async (t) => {

@@ -6,7 +6,7 @@ import Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
 import { poolFigures } from '../shared/sandbox-pool.ts';
-import type { BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
+import type { BackendHealth, BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
 import { CAPABILITIES, type BackendCapabilities } from '../capabilities.ts';
 import { DEFAULT_DEPLOYMENT, LABELS } from '../shared/labels.ts';
 import { silentLogger, type BackendLogger } from '../shared/logger.ts';
@@ -14,7 +14,8 @@ import { DEFAULT_MAX_OUTPUT_BYTES } from '../shared/output.ts';
 import { beginRun, InFlight } from '../shared/lifecycle.ts';
 import { runCold } from './cold-run.ts';
 import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
-import { engineError, imageMissing, isNotFound } from './engine-errors.ts';
+import { engineError, engineProblem, imageMissing, isNotFound } from './engine-errors.ts';
+import { probeHealth } from '../shared/health.ts';
 import { parseUser, SlotDirs } from './pool-dirs.ts';
 import { runPooledContainer } from './pooled-run.ts';
 import { runInSession } from '../shared/session-run.ts';
@@ -26,7 +27,9 @@ import { retainServices } from '../services.ts';
 import { WarmPool, type PoolStats } from './warm-pool.ts';
 
 export interface DockerBackendOptions {
-  /** Engine client. Default: `new Dockerode()`, the local socket (or DOCKER_HOST). */
+  /** The engine's Unix socket, for the default client. Default: DOCKER_HOST, else the local socket. */
+  socketPath?: string;
+  /** Engine client. Default: `new Dockerode()` on `socketPath`. */
   docker?: Dockerode;
   /** Runtime image. Default 'sandgate/runtime:1'. */
   image?: string;
@@ -117,7 +120,8 @@ export class DockerBackend implements ExecutionBackend {
   #engineId: string | undefined;
 
   constructor({
-    docker = new Dockerode(),
+    socketPath,
+    docker = new Dockerode(socketPath === undefined ? undefined : { socketPath }),
     image = 'sandgate/runtime:1',
     runtime,
     workspaces,
@@ -265,6 +269,13 @@ export class DockerBackend implements ExecutionBackend {
     await retainServices(this.#workspaces.dataDir, keep.sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandboxes');
     return { removed };
+  }
+
+  /** The engine answers a ping: the cheapest call it has (no image check: check() did that at start-up). */
+  health(timeoutMs: number): Promise<BackendHealth> {
+    // dockerode's types give ping() no options; it takes { abortSignal } like its other calls.
+    const ping = this.#docker.ping.bind(this.#docker) as (opts: { abortSignal: AbortSignal }) => Promise<unknown>;
+    return probeHealth({ what: 'engine', timeoutMs, call: (abortSignal) => ping({ abortSignal }), why: engineProblem });
   }
 
   async check(): Promise<void> {

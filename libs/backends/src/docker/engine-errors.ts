@@ -46,3 +46,12 @@ export function engineError(err: unknown, image: string): SandgateError {
   }
   return new SandgateError('backend_unavailable', `The Docker engine failed: ${message}`, { cause: err });
 }
+
+/** A failure of the engine in a few words, as a health report gives it: `engine unreachable: connect ENOENT …`. */
+export function engineProblem(err: unknown): string {
+  const e = (err ?? {}) as ModemError;
+  const message = (e.message ?? String(err)).trim();
+  return e.code !== undefined && UNREACHABLE.has(e.code)
+    ? `engine unreachable: ${message}`
+    : `engine failed: ${message}`;
+}

@@ -127,14 +127,31 @@ export class PodApi {
     );
   }
 
-  async #call<T>(what: string, call: (options: k8s.ConfigurationOptions) => Promise<T>): Promise<T> {
+  /**
+   * At most one Pod of `labelSelector`, asked once (no retry) and dropped when `signal` aborts: the health probe, which
+   * a worker makes every few seconds, so it is the cheapest call of a verb the Role grants already.
+   */
+  probe(labelSelector: string, signal: AbortSignal): Promise<k8s.V1PodList> {
+    return this.#call(
+      'list pods',
+      (o) => this.#core.listNamespacedPod({ namespace: this.namespace, labelSelector, limit: 1 }, o),
+      { attempts: 1, signal },
+    );
+  }
+
+  async #call<T>(
+    what: string,
+    call: (options: k8s.ConfigurationOptions) => Promise<T>,
+    { attempts = CALL_ATTEMPTS, signal }: { attempts?: number; signal?: AbortSignal } = {},
+  ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       this.calls.set(what, (this.calls.get(what) ?? 0) + 1);
+      const timeout = AbortSignal.timeout(CALL_TIMEOUT_MS);
       const options: k8s.ConfigurationOptions = {
         middleware: [
           {
             pre: (ctx) => {
-              ctx.setSignal(AbortSignal.timeout(CALL_TIMEOUT_MS));
+              ctx.setSignal(signal ? AbortSignal.any([signal, timeout]) : timeout);
               return new k8s.Observable(Promise.resolve(ctx));
             },
             post: (ctx) => new k8s.Observable(Promise.resolve(ctx)),
@@ -145,7 +162,7 @@ export class PodApi {
       try {
         return await call(options);
       } catch (err) {
-        if (!transient(err) || attempt + 1 >= CALL_ATTEMPTS) throw err;
+        if (!transient(err) || attempt + 1 >= attempts) throw err;
         this.#log.warn(
           { call: what, status: statusOf(err), attempt: attempt + 1, err: messageOf(err) },
           'retrying a Kubernetes API call',
@@ -154,6 +171,14 @@ export class PodApi {
       }
     }
   }
+}
+
+/** A failed call in a few words, as a health report gives it: `API server answered 403: pods is forbidden …`. */
+export function apiProblem(err: unknown): string {
+  const status = statusOf(err);
+  return status === undefined
+    ? `API server unreachable: ${messageOf(err)}`
+    : `API server answered ${status}: ${messageOf(err)}`;
 }
 
 /** A failure of the cluster (not of the user's code), as the worker reports it: error, backend_unavailable. */

@@ -7,13 +7,14 @@ import * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
 import { poolFigures } from '../shared/sandbox-pool.ts';
-import type { BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
+import type { BackendHealth, BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
 import { CAPABILITIES, type BackendCapabilities } from '../capabilities.ts';
 import { DEFAULT_DEPLOYMENT, LABELS } from '../shared/labels.ts';
 import { beginRun, InFlight } from '../shared/lifecycle.ts';
 import { silentLogger, type BackendLogger } from '../shared/logger.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../shared/output.ts';
-import { clusterError, PodApi } from './api.ts';
+import { apiProblem, clusterError, PodApi } from './api.ts';
+import { probeHealth } from '../shared/health.ts';
 import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
 import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT, type PodSettings } from './pod-spec.ts';
 import { sweepPods } from './sweep.ts';
@@ -248,6 +249,17 @@ export class KubernetesBackend implements ExecutionBackend {
     this.#egress?.proxy.retain(sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');
     return { removed };
+  }
+
+  /** The API server answers a list of at most one of this deployment's Pods, with the credentials runs use. */
+  health(timeoutMs: number): Promise<BackendHealth> {
+    const selector = `${LABELS.deployment}=${this.#settings.deployment}`;
+    return probeHealth({
+      what: 'API server',
+      timeoutMs,
+      call: (signal) => this.api.probe(selector, signal),
+      why: apiProblem,
+    });
   }
 
   /** The API server answers and the namespace is ours to list Pods in. */

@@ -603,6 +603,9 @@ export type RuntimeList = {
  */
 export type Health = {
     status: string;
+    /**
+     * /readyz: `redis` (`ok`), `workers` (live workers) and `workers_usable` (those whose backend can run sandboxes).
+     */
     checks?: {
         [key: string]: string;
     };
@@ -680,6 +683,23 @@ export type SystemStats = {
         last_heartbeat_at: string;
         concurrency: number;
         running: number;
+        /**
+         * Whether its execution backend can run sandboxes, as its last probe (the engine answers a ping, the Kubernetes API server a list of Pods) found. /readyz is ready only while some live worker's is usable.
+         */
+        backend: {
+            /**
+             * `docker` or `kubernetes` (empty for a worker that does not say).
+             */
+            name: string;
+            /**
+             * `unknown` until its first probe has answered.
+             */
+            state: 'usable' | 'unusable' | 'unknown';
+            /**
+             * Why it is unusable, e.g. `engine unreachable: connect ENOENT /var/run/docker.sock`.
+             */
+            reason?: string;
+        };
     }>;
 };
 
