@@ -35,7 +35,8 @@ for i in range(150_000):
   );
   polling = false;
   await poll;
-  assert.equal(first.status, 200);
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  assert.equal(second.status, 200, JSON.stringify(second.body));
   assert.equal(first.body.files.length, 1000);
   assert.notEqual(first.body.next_cursor, null);
   assert.equal(second.body.files.length, 1000);
