@@ -128,14 +128,7 @@ export class SubvolumeQuota {
   /** Makes blanks until SPARE_BLANKS wait, one at a time, in the background; a failure only means no spare. */
   #refill(): void {
     if (this.#refillTimer || this.#refilling) return;
-    this.#refillTimer = setTimeout(() => {
-      this.#refillTimer = undefined;
-      this.#refilling = this.#makeBlanks()
-        .catch(() => {})
-        .finally(() => {
-          this.#refilling = undefined;
-        });
-    }, REFILL_DELAY_MS);
+    this.#refillTimer = setTimeout(() => this.#refillNow(), REFILL_DELAY_MS);
     this.#refillTimer.unref();
   }
 
@@ -153,14 +146,19 @@ export class SubvolumeQuota {
   async settled(): Promise<void> {
     if (this.#refillTimer) {
       clearTimeout(this.#refillTimer);
-      this.#refillTimer = undefined;
-      this.#refilling ??= this.#makeBlanks()
-        .catch(() => {})
-        .finally(() => {
-          this.#refilling = undefined;
-        });
+      this.#refillNow();
     }
     await this.#refilling;
+  }
+
+  /** Starts the refill a pending timer would have started (once: a refill under way is left to finish). */
+  #refillNow(): void {
+    this.#refillTimer = undefined;
+    this.#refilling ??= this.#makeBlanks()
+      .catch(() => {})
+      .finally(() => {
+        this.#refilling = undefined;
+      });
   }
 
   /** Makes `dir` a limited subvolume unless it exists: another process making the same one at once is no error. */
