@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { PolicyRule } from '@sandgate/k8s-double';
 import { pod, shContainer, startDouble, terminal, waitForPod } from '@sandgate/k8s-double/testing';
-import { renderChart } from '../scripts/helm-render/render.ts';
+import { renderChart } from './kubernetes/helm.ts';
 
 /**
  * The chart's Role, enforced by the API double, against the calls of an exec-free run: each granted verb is used

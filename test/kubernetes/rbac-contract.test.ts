@@ -4,7 +4,7 @@ import * as k8s from '@kubernetes/client-node';
 import { podName, secretName, type EventSink } from '@sandgate/backends';
 import type { ExecutionJob } from '@sandgate/contracts';
 import type { PolicyRule } from '@sandgate/k8s-double';
-import { renderChart } from '../../scripts/helm-render/render.ts';
+import { renderChart } from './helm.ts';
 import { startStack } from '../harness.ts';
 import { kubernetesBackendOf } from './backend-of.ts';
 
