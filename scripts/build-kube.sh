@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the upstream control plane the Kubernetes tests run against: kube-apiserver and kubelet from
-# k8s.io/kubernetes and etcd from go.etcd.io/etcd/server/v3, at the releases tools/kube/go.mod pins. Built once per
+# Builds the upstream control plane the Kubernetes tests run against: kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubelet from k8s.io/kubernetes, and etcd from go.etcd.io/etcd/server/v3, at the releases tools/kube/go.mod pins. Built once per
 # machine into the project's cache (SANDGATE_CACHE_DIR, default ~/.cache/sandgate) under kube-<release>-<hash of
 # go.mod and go.sum>; a second run with the same pins only checks. The Go module and build caches live beside the
 # binaries (go-mod/, go-build/) so a build never depends on, or fills, the user's own Go caches; the build cache is
@@ -20,7 +20,7 @@ release="$(awk '$1 == "k8s.io/kubernetes" { print $2 }' "$MODULE/go.mod")"
 [[ -n $release ]] || { echo "build-kube.sh: no k8s.io/kubernetes requirement in $MODULE/go.mod" >&2; exit 1; }
 pins="$(cat "$MODULE/go.mod" "$MODULE/go.sum" | sha256sum | cut -c1-12)"
 dir="$cache_dir/kube-$release-$pins"
-bins=(etcd kube-apiserver kubelet)
+bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
 built() { [[ $(cat "$dir.status" 2>/dev/null) == 0 ]] && for b in "${bins[@]}"; do [[ -x $dir/$b ]] || return 1; done; }
 
@@ -56,14 +56,16 @@ done
 
 status=0
 t0=$SECONDS
-echo "build-kube.sh: building etcd, kube-apiserver and kubelet $release into $dir (Go $(go env GOVERSION))" >&2
+echo "build-kube.sh: building ${bins[*]} $release into $dir (Go $(go env GOVERSION))" >&2
 (
   cd "$MODULE"
   go mod download
-  echo "build-kube.sh: modules downloaded in $((SECONDS - t0)) s" >&2
+  t1=$SECONDS
+  echo "build-kube.sh: modules downloaded in $((t1 - t0)) s" >&2
   # The two cores are shared: build at a lower priority than the tests beside it.
   nice -n 10 go build -trimpath -ldflags "-s -w$stamp" -o "$dir/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubelet
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet
   nice -n 10 go build -trimpath -ldflags "-s -w" -o "$dir/etcd" go.etcd.io/etcd/server/v3
 ) || status=$?
 rm -rf "$GOCACHE"

@@ -5,22 +5,22 @@ import { keys, TransferGrants } from '@sandgate/state';
 import type { Stack } from '../harness.ts';
 
 /**
- * A Kubernetes backend of its own on a stack started with `backend: 'kubernetes'` (worker: false): the stack's API
- * double, gateway (for the Pods' files) and Redis (transfer grants); closed with the test.
+ * A Kubernetes backend of its own on a stack started with `backend: 'kubernetes'` (worker: false): the stack's
+ * namespace and worker credentials, gateway (for the Pods' files) and Redis (transfer grants); closed with the test.
  */
 export function kubernetesBackendOf(
   s: Stack,
   t: { after(fn: () => Promise<void>): void },
   options: Partial<KubernetesBackendOptions> = {},
 ): KubernetesBackend {
-  const double = s.cluster;
-  if (!double) throw new Error('the stack was not started with backend: kubernetes');
+  const ns = s.cluster;
+  if (!ns) throw new Error('the stack was not started with backend: kubernetes');
   const kubeConfig = new k8s.KubeConfig();
-  kubeConfig.loadFromOptions(double.kubeconfig);
+  kubeConfig.loadFromOptions(ns.kubeconfig);
   const grants = new TransferGrants(s.deps.redis, keys(s.config.redisPrefix));
   const backend = new KubernetesBackend({
     kubeConfig,
-    namespace: double.namespace,
+    namespace: ns.name,
     gatewayUrl: s.config.k8sGatewayUrl!,
     workspaces: s.deps.workspaces,
     artifactUrl: (session, path) => `${s.url}/files/${session}/${path}`,

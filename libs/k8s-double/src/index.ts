@@ -7,3 +7,5 @@ export { DOUBLE_LABELS } from './docker-labels.ts';
 export type { KubeConfigObject } from './kubeconfig.ts';
 export type { NodeSettings } from './node-context.ts';
 export { validateManifest, labelSelectorMatches } from './manifest-schema.ts';
+export { FaultProxy, type ProxiedCall, type ProxyTarget } from './fault-proxy.ts';
+export type { Faults } from './faults.ts';
