@@ -21,7 +21,7 @@
 #   bash scripts/start-kube.sh --reset    stop, then delete its state
 #
 # Environment: SANDGATE_KUBE_DIR (state; default /var/lib/sandgate-kube), SANDGATE_KUBE_PORT (the API server's port,
-# 16443), SANDGATE_KUBE_NODE=none (no containerd and kubelet), SANDGATE_IMAGE (the runtime image imported into the
+# 16443), SANDGATE_KUBE_NODE=none (no containerd and kubelet), SANDGATE_KUBE_BIN (binaries built elsewhere), SANDGATE_IMAGE (the runtime image imported into the
 # node; default sandgate/runtime:1), SANDGATE_CACHE_DIR (where build-kube.sh keeps the binaries).
 set -euo pipefail
 
@@ -104,6 +104,10 @@ esac
 [[ $(id -u) == 0 ]] || die "must run as root (the kubelet and containerd manage cgroups, mounts and network namespaces)"
 
 # --- the binaries -------------------------------------------------------------------------------------------
+# SANDGATE_KUBE_BIN: a directory holding the binaries already (etcd, kube-apiserver, …), used as it is.
+if [[ -n ${SANDGATE_KUBE_BIN:-} ]]; then
+  BIN=$SANDGATE_KUBE_BIN
+else
 BIN="$(bash "$ROOT/scripts/build-kube.sh" --dir)" || {
   if [[ -f $BIN.pid ]] && kill -0 "$(cat "$BIN.pid")" 2>/dev/null; then
     say "waiting for the Kubernetes build under way (log: $BIN.log)"
@@ -115,6 +119,7 @@ BIN="$(bash "$ROOT/scripts/build-kube.sh" --dir)" || {
     bash "$ROOT/scripts/build-kube.sh" >/dev/null || die "scripts/build-kube.sh failed"
   }
 }
+fi
 mkdir -p "$RUN" "$PKI" "$LOGS"
 chmod 0700 "$DIR"
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# npm run test:kubernetes: the backend's end-to-end tests (the list below) and test/kubernetes/ against the test
+# cluster (scripts/start-kube.sh: the real kube-apiserver and kubelet; built once per machine by build-kube.sh).
+# The cluster stays up afterwards for the next run (bash scripts/start-kube.sh --stop stops it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$SECONDS
+env_lines="$(bash scripts/start-kube.sh)" || { echo "test:kubernetes: the test cluster did not start" >&2; exit 1; }
+eval "$env_lines"
+echo "==> test cluster ready in $((SECONDS - t0)) s"
+E2E='reference-workflow|sse|executions|typescript|scripts|one-shots|worker-lost|output-polling|client|run-logs|files'
+E2E+='|storage-quota|queued|slow-clients|webhooks|session-sandboxes|pool-tenants|test-mode|tools|services|network-modes'
+export SANDGATE_TEST_BACKEND=kubernetes
+export SANDGATE_TEST_ONLY="^test/(($E2E)\\.test\\.ts|kubernetes/.*\\.test\\.ts)\$"
+status=0
+bash scripts/run-tests.sh "$@" || status=$?
+echo "==> test:kubernetes took $((SECONDS - t0)) s"
+exit "$status"
