@@ -23,7 +23,7 @@ launch() {
   local name=$1; shift
   alive "$name" && return 0
   printf '\n==== %s %s\n' "$(date -u +%FT%TZ)" "$*" >> "$LOGS/$name.log"
-  setsid "$@" </dev/null >>"$LOGS/$name.log" 2>&1 &
+  setsid "$@" </dev/null >>"$LOGS/$name.log" 2>&1 9>&- &
   echo $! > "$RUN/$name.pid"
 }
 ctr_() { ctr -a "$SOCK" -n k8s.io "$@"; }
@@ -66,6 +66,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   sandbox_image = "$PAUSE_IMAGE"
   enable_unprivileged_ports = false
   enable_unprivileged_icmp = false
+  # This machine's root lacks CAP_SYS_RESOURCE, so no process may lower an oom_score_adj below its own: the CRI's -998
+  # for pause containers would fail every sandbox (runc: "failed to update /proc/self/oom_score_adj: Permission
+  # denied"). Restricted, each score is at least containerd's own.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"

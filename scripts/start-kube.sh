@@ -193,7 +193,7 @@ launch() {   # launch NAME COMMAND...: in the background, in a session of its ow
   local name=$1; shift
   alive "$name" && return 0
   printf '\n==== %s %s\n' "$(date -u +%FT%TZ)" "$*" >> "$LOGS/$name.log"
-  setsid "$@" </dev/null >>"$LOGS/$name.log" 2>&1 &
+  setsid "$@" </dev/null >>"$LOGS/$name.log" 2>&1 9>&- &
   echo $! > "$RUN/$name.pid"
 }
 wait_for() {   # wait_for NAME SECONDS COMMAND...: until COMMAND succeeds, or fail with the process's log
@@ -262,6 +262,15 @@ metadata:
 EOF
 "$HELM" template "$RELEASE" "$ROOT/helm/sandgate" --namespace "$NAMESPACE" --set redis.url=redis://unused:6379 \
   --show-only templates/serviceaccounts.yaml --show-only templates/rbac.yaml | "$KUBECTL" apply -f - >/dev/null
+# The API server reaches the kubelet (logs, exec for an admin) with its client certificate, authorized there by a
+# SubjectAccessReview: the user of that certificate gets the kubelet API role, as kubeadm binds it.
+"$KUBECTL" apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: { name: "sandgate-kube:apiserver-kubelet-client" }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kubelet-api-admin" }
+subjects: [{ apiGroup: rbac.authorization.k8s.io, kind: User, name: kube-apiserver-kubelet-client }]
+EOF
 WORKER_SA="$RELEASE-sandgate-worker"
 "$KUBECTL" create token "$WORKER_SA" -n "$NAMESPACE" --duration 48h > "$DIR/worker.token.tmp"
 kubeconfig "$DIR/worker.kubeconfig" "system:serviceaccount:$NAMESPACE:$WORKER_SA" "$(cat "$DIR/worker.token.tmp")" \
