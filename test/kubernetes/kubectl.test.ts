@@ -30,7 +30,13 @@ test('kubectl: get, describe, logs and delete on a run in progress; auth can-i a
   assert.equal(created.status, 202);
   const id = created.body.id as string;
   const pod = podName(id);
-  await until('the run to start', async () => (await s.api('GET', `/v1/executions/${id}`)).body.state === 'running');
+  // Running once the runner has printed (a container that has not started has no log: kubectl logs fails).
+  const logs = await until(
+    'the runner to print',
+    () => kubectl('admin', 'logs', pod, '-c', 'runner').catch(() => ''),
+    60_000,
+    250,
+  );
 
   await t.test('get pods lists the run Pod, Running, with its containers ready', async () => {
     const line = (await kubectl('admin', 'get', 'pods', '--no-headers')).split('\n').find((l) => l.startsWith(pod));
@@ -44,27 +50,33 @@ test('kubectl: get, describe, logs and delete on a run in progress; auth can-i a
     const text = await kubectl('admin', 'describe', 'pod', pod);
     assert.match(text, /^Node:\s+sandgate-node\//m);
     assert.match(text, /^Status:\s+Running$/m);
-    assert.match(text, /^Init Containers:\n\s+stage:/m);
+    assert.match(text, /^Containers:\n\s+runner:/m);
+    assert.match(text, /^SeccompProfile:\s+RuntimeDefault$/m);
+    assert.match(text, /^IP:\s+10\.217\.\d+\.\d+$/m, 'an address from the CNI bridge');
     assert.match(text, /Successfully assigned .* to sandgate-node/, 'the scheduler bound it');
     assert.match(text, /Started container runner/, 'the kubelet started it');
   });
 
-  await t.test("logs shows the runner's output", async () => {
-    const logs = await until('the runner to print', async () => kubectl('admin', 'logs', pod, '-c', 'runner'), 30_000);
-    assert.equal(logs, 'up and running\n');
+  await t.test("logs shows the runner's output, framed as the runner writes it for the worker", async () => {
+    assert.equal(logs, '{"t":"out","d":"up and running"}\n{"t":"out","d":"\\n"}\n');
+    assert.match(
+      await kubectl('admin', 'logs', pod, '-c', 'runner', '--timestamps'),
+      /^\d{4}-\d\d-\d\dT\S+ \{"t":"out"/,
+    );
   });
 
   await t.test('auth can-i as the worker: yes to what the Role grants, no to exec and the rest', async () => {
     const can = async (...args: string[]) =>
       (await kubectl('worker', 'auth', 'can-i', ...args).catch((e: { stdout?: string }) => e.stdout ?? '')).trim();
-    for (const v of ['create pods', 'get pods', 'list pods', 'delete pods', 'get pods/log', 'create secrets'])
+    // A subresource is asked with --subresource: `can-i create pods/exec` would ask about a Pod named "exec".
+    for (const v of ['create pods', 'get pods', 'list pods', 'delete pods', 'get pods --subresource=log'])
       assert.equal(await can(...v.split(' ')), 'yes', v);
-    assert.equal(await can('update', 'secrets'), 'yes');
+    for (const v of ['create secrets', 'update secrets']) assert.equal(await can(...v.split(' ')), 'yes', v);
     for (const v of [
-      'create pods/exec',
-      'get pods/exec',
-      'create pods/attach',
-      'create pods/portforward',
+      'create pods --subresource=exec',
+      'get pods --subresource=exec',
+      'create pods --subresource=attach',
+      'create pods --subresource=portforward',
       'watch pods',
       'patch pods',
       'get secrets',
