@@ -27,6 +27,17 @@ launch() {
   echo $! > "$RUN/$name.pid"
 }
 ctr_() { ctr -a "$SOCK" -n k8s.io "$@"; }
+# put FILE: stdin into FILE, whole (a reader never sees it half written) and only when it changed (containerd
+# reloads the CNI configuration on every write of it).
+put() {
+  cat > "$1.tmp"
+  if cmp -s "$1.tmp" "$1"; then rm -f "$1.tmp"; else mv "$1.tmp" "$1"; changed=1; fi
+}
+restart_if_changed() {   # restart_if_changed NAME: a running process whose configuration changed starts again
+  ((changed)) && alive "$1" || return 0
+  kill "$(cat "$RUN/$1.pid")"
+  for _ in $(seq 100); do alive "$1" || break; sleep 0.1; done
+}
 
 # --- packages -------------------------------------------------------------------------------------------------------
 missing=()
@@ -44,7 +55,8 @@ fi
 
 # --- containerd with its CRI, on a socket of its own -----------------------------------------------------------------
 mkdir -p "$DIR/containerd" "$DIR/cni/net.d" "$DIR/cni/ipam" "$DIR/kubelet"
-cat > "$DIR/containerd/config.toml" <<EOF
+changed=0
+put "$DIR/containerd/config.toml" <<EOF
 # The test node's containerd: root, state and sockets of its own (Docker's containerd is another process).
 version = 2
 root = "$DIR/containerd/root"
@@ -83,7 +95,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     max_conf_num = 1
 EOF
 # No masquerade: Pods reach this host (the bridge's address) and nothing beyond it.
-cat > "$DIR/cni/net.d/10-sandgate.conflist" <<EOF
+put "$DIR/cni/net.d/10-sandgate.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "sandgate-kube",
@@ -96,6 +108,7 @@ cat > "$DIR/cni/net.d/10-sandgate.conflist" <<EOF
   ]
 }
 EOF
+restart_if_changed containerd
 launch containerd containerd --config "$DIR/containerd/config.toml"
 for _ in $(seq 100); do ctr_ version >/dev/null 2>&1 && break; alive containerd || break; sleep 0.2; done
 ctr_ version >/dev/null 2>&1 || { tail -n 30 "$LOGS/containerd.log" >&2; die "containerd did not answer on $SOCK"; }
@@ -146,7 +159,8 @@ import_image "$PAUSE_IMAGE"
 import_image "$RUNTIME_IMAGE"
 
 # --- the kubelet -------------------------------------------------------------------------------------------------
-cat > "$DIR/kubelet/config.yaml" <<EOF
+changed=0
+put "$DIR/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $NODE_IP
@@ -176,7 +190,11 @@ containerLogMaxSize: 10Mi
 evictionHard: { memory.available: 100Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1% }
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
+# How often the kubelet measures each volume's use (default 1 m): an emptyDir over its sizeLimit is evicted within
+# this plus the eviction manager's 10 s, not a minute later.
+volumeStatsAggPeriod: 2s
 EOF
+restart_if_changed kubelet
 launch kubelet "$BIN/kubelet" --config "$DIR/kubelet/config.yaml" --kubeconfig "$DIR/kubelet.kubeconfig" \
   --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --root-dir "$DIR/kubelet/root" --v 1
 for _ in $(seq 100); do curl -fsS http://127.0.0.1:10248/healthz >/dev/null 2>&1 && break; alive kubelet || break; sleep 0.2; done

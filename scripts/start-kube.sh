@@ -281,7 +281,8 @@ if [[ ${SANDGATE_KUBE_NODE:-kubelet} != none ]]; then
 fi
 say "ready: API server https://127.0.0.1:$API_PORT, $("$KUBECTL" get nodes --no-headers 2>/dev/null | wc -l) node(s)"
 
-cat <<EOF
+# Also in DIR/env, where a test process finds a running cluster without running this script.
+tee "$DIR/env" <<EOF
 export KUBECONFIG=$DIR/admin.kubeconfig
 export SANDGATE_KUBE_DIR=$DIR
 export SANDGATE_KUBE_AUDIT_LOG=$LOGS/audit.log

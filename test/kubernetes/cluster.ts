@@ -39,14 +39,19 @@ let started: Promise<KubeCluster> | undefined;
  */
 export function kubeCluster(): Promise<KubeCluster> {
   started ??= (async () => {
+    // The variables npm run test:kubernetes passes on, or those a running cluster left in its directory.
     let env = pick(process.env);
+    if (!env) {
+      const saved = join(process.env.SANDGATE_KUBE_DIR ?? '/var/lib/sandgate-kube', 'env');
+      env = pick(exportsOf(await readFile(saved, 'utf8').catch(() => '')));
+    }
     if (!env || !(await answers(env.KUBECONFIG))) {
       const { stdout } = await run('bash', [join(ROOT, 'scripts', 'start-kube.sh')], { maxBuffer: 1 << 20 }).catch(
         (e: { stderr?: string; message: string }) => {
           throw new Error(`scripts/start-kube.sh failed: ${(e.stderr ?? e.message).slice(-4000)}`);
         },
       );
-      env = pick(Object.fromEntries([...stdout.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!])));
+      env = pick(exportsOf(stdout));
       if (!env) throw new Error(`scripts/start-kube.sh printed no cluster: ${stdout}`);
     }
     const admin = new k8s.KubeConfig();
@@ -61,6 +66,9 @@ export function kubeCluster(): Promise<KubeCluster> {
   })();
   return started;
 }
+
+const exportsOf = (text: string): Record<string, string> =>
+  Object.fromEntries([...text.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
 
 const VARS = ['KUBECONFIG', 'SANDGATE_KUBE_DIR', 'SANDGATE_KUBE_AUDIT_LOG', 'SANDGATE_KUBE_POD_GATEWAY'] as const;
 function pick(env: Record<string, string | undefined>): Record<(typeof VARS)[number], string> | undefined {
