@@ -107,6 +107,9 @@ async function kubernetesFor(
       SANDGATE_K8S_GATEWAY_URL: `http://${namespace.hostIP}:${port}`,
       SANDGATE_HOST: '0.0.0.0',
       SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      // Every sandbox Pod requests the CPU it is limited to, and the scheduler places no more than the node's CPUs
+      // can take: at 1 CPU each, the test node's 2 cores would hold two Pods (the rest Pending, "Insufficient cpu").
+      SANDGATE_CPU_LIMIT: '0.2',
     },
     close: () => namespace.close(),
   };
