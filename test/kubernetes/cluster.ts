@@ -309,7 +309,6 @@ export class TestNamespace {
 
   /** Deletes a Pod behind sandgate's back, at once (grace 0), as an operator's `kubectl delete --force` does. */
   async deletePod(name: string): Promise<void> {
-    await this.proxy?.close();
     await this.core.deleteNamespacedPod({ name, namespace: this.name, gracePeriodSeconds: 0 });
   }
 
