@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { LABELS } from '@sandgate/backends';
+import { LABELS } from '@sandgate/backends/testing';
 import { deleteKeys, freePort, REDIS_URL } from '../../test/redis-and-ports.ts';
 import { cpuMsOfAll } from './proc.ts';
 import { docker } from './raw-docker.ts';

@@ -1,8 +1,8 @@
 import type Dockerode from 'dockerode';
 import type { LiveSet } from '../backend.ts';
-import { deploymentOf, isOrphan, kindOf, MANAGED_SELECTOR, ownerOf } from '../shared/labels.ts';
-import type { BackendLogger } from '../shared/logger.ts';
-import { WORKDIR } from '../shared/sandbox.ts';
+import { deploymentOf, isOrphan, kindOf, MANAGED_SELECTOR, ownerOf } from '../housekeeping/labels.ts';
+import type { BackendLogger } from '../logger.ts';
+import { WORKDIR } from '../run/sandbox.ts';
 import { isNotFound } from './engine-errors.ts';
 import type { SlotDirs } from './pool-dirs.ts';
 

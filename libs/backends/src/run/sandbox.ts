@@ -1,5 +1,5 @@
 import type { ExecutionJob, Language } from '@sandgate/contracts';
-import { testCommand } from './test-report.ts';
+import { testCommand } from '../outcome/test-report.ts';
 
 /** Where the session's workspace appears inside every sandbox, on every backend: every program's working directory. */
 export const WORKDIR = '/mnt/data';

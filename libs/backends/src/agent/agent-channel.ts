@@ -12,7 +12,7 @@ import {
   type RunRequest,
   type ToolCallFrame,
 } from './agent-frames.ts';
-import { timerDelay } from './timers.ts';
+import { timerDelay } from '../run/timers.ts';
 
 export interface RunHandlers {
   /** The agent took the run (the 'running' phase). */

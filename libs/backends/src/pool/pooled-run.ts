@@ -1,10 +1,10 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import type { EventSink } from '../backend.ts';
-import { runInAgent, type Death } from './agent-run.ts';
-import type { ArtifactStore, TransferFailure } from './artifact-store.ts';
-import { ToolBroker, type ToolSettings } from './tool-broker.ts';
-import type { BackendLogger } from './logger.ts';
+import { runInAgent, type Death } from '../agent/agent-run.ts';
+import type { ArtifactStore, TransferFailure } from '../artifacts/artifact-store.ts';
+import { ToolBroker, type ToolSettings } from '../run/tool-broker.ts';
+import type { BackendLogger } from '../logger.ts';
 import type { PoolMember, SandboxPool } from './sandbox-pool.ts';
 
 export interface PooledRunContext {

@@ -1,14 +1,14 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import type { Harvest } from './artifacts.ts';
-import type { ArtifactStore, TransferFailure } from './artifact-store.ts';
+import type { Harvest } from '../artifacts/artifacts.ts';
+import type { ArtifactStore, TransferFailure } from '../artifacts/artifact-store.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
-import { runOutput } from './run-output.ts';
-import { programFor } from './sandbox.ts';
-import { buildResult, ENGINE_STOPPED, type RunEnd, withDiskQuota } from './result.ts';
+import { runOutput } from '../run/run-output.ts';
+import { programFor } from '../run/sandbox.ts';
+import { buildResult, ENGINE_STOPPED, type RunEnd, withDiskQuota } from '../outcome/result.ts';
 import type { AgentChannel, AgentRunEnd } from './agent-channel.ts';
 import type { ExitFrame } from './agent-frames.ts';
-import type { ToolBroker } from './tool-broker.ts';
+import type { ToolBroker } from '../run/tool-broker.ts';
 
 /** One run in a sandbox that runs the agent (a warm-pool sandbox, or a session's sandbox or Pod). */
 export interface AgentRunSetup {

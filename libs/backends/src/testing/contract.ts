@@ -6,8 +6,8 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ExecutionJob } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
-import type { ExecutionBackend, LiveSet } from './backend.ts';
-import { RecordingSink } from './shared/recording-sink.ts';
+import type { ExecutionBackend, LiveSet } from '../backend.ts';
+import { RecordingSink } from './recording-sink.ts';
 
 export interface ContractSubject {
   backend: ExecutionBackend;

@@ -1,7 +1,7 @@
 import type { ExecutionJob } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { OutputCollector } from './output.ts';
-import { TestOutputCollector, testMarker } from './test-report.ts';
+import { OutputCollector } from '../outcome/output.ts';
+import { TestOutputCollector, testMarker } from '../outcome/test-report.ts';
 
 /**
  * A run's two collectors, each forwarding what it keeps to `events` as it arrives. In test mode stdout also carries

@@ -1,7 +1,7 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { Workspaces } from '@sandgate/storage';
 import type { EventSink } from '../backend.ts';
-import { buildResult } from './result.ts';
+import { buildResult } from '../outcome/result.ts';
 
 /**
  * The first steps of every run on every backend: the session's workspace exists (made if missing, and given back to

@@ -1,5 +1,5 @@
-import type { AgentChannel } from './agent-channel.ts';
-import type { BackendLogger } from './logger.ts';
+import type { AgentChannel } from '../agent/agent-channel.ts';
+import type { BackendLogger } from '../logger.ts';
 
 /** A started sandbox whose agent has answered, waiting for a run (a Docker container, a Kubernetes Pod). */
 export interface PoolMember {

@@ -1,7 +1,7 @@
 import { ToolCaller, type ToolAnswer, type ToolLimits, type ToolSource } from '@sandgate/config';
 import type { ToolCallRecord } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import type { ToolCallFrame } from './agent-frames.ts';
+import type { ToolCallFrame } from '../agent/agent-frames.ts';
 
 /** What tool calls a backend may make: the tenant's tools, and the bounds of one run's calls. */
 export interface ToolSettings extends ToolLimits {

@@ -1,10 +1,10 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
-import type { AgentChannel } from './agent-channel.ts';
-import type { BackendLogger } from './logger.ts';
-import { runInAgent, type AgentOutcome, type Death } from './agent-run.ts';
-import type { ArtifactStore, TransferFailure } from './artifact-store.ts';
+import type { AgentChannel } from '../agent/agent-channel.ts';
+import type { BackendLogger } from '../logger.ts';
+import { runInAgent, type AgentOutcome, type Death } from '../agent/agent-run.ts';
+import type { ArtifactStore, TransferFailure } from '../artifacts/artifact-store.ts';
 import { ToolBroker, type ToolSettings } from './tool-broker.ts';
 
 /** A session's sandbox, held for one run. */

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { pinnedLookup, type HostAllowList } from '@sandgate/config';
 import { RequestError, Server as ProxyServer, type PrepareRequestFunctionOpts } from 'proxy-chain';
-import type { BackendLogger } from './logger.ts';
+import type { BackendLogger } from '../logger.ts';
 
 /** What decides a session's egress; see docs/network.md. */
 export interface EgressSettings {

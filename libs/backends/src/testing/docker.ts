@@ -7,10 +7,10 @@ import type { TestContext } from 'node:test';
 import Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import { Workspaces } from '@sandgate/storage';
-import { RecordingSink } from '../shared/recording-sink.ts';
-import { DockerBackend, type DockerBackendOptions } from './docker-backend.ts';
-import { sessionContainerName } from './agent-spec.ts';
-import { containerName } from './container-spec.ts';
+import { RecordingSink } from './recording-sink.ts';
+import { DockerBackend, type DockerBackendOptions } from '../docker/docker-backend.ts';
+import { sessionContainerName } from '../docker/agent-spec.ts';
+import { containerName } from '../docker/container-spec.ts';
 
 export const IMAGE = 'sandgate/runtime:1';
 export const docker = new Dockerode();

@@ -1,7 +1,7 @@
 import type { ExecutionJob } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import { harvest, snapshot, type CollectOptions, type Harvest, type Snapshot } from './artifacts.ts';
-import type { RunEnd } from './result.ts';
+import type { RunEnd } from '../outcome/result.ts';
 
 /** A file the run wrote that its transport could not bring into the session store, and why. */
 export interface TransferFailure {

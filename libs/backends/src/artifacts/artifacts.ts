@@ -1,7 +1,7 @@
 import { basename } from 'node:path';
 import type { Artifact, ExecutionJob } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { outcomeOf, type RunEnd } from './result.ts';
+import { outcomeOf, type RunEnd } from '../outcome/result.ts';
 import { mimeFor, sha256Inside, walkTree, type TreeEntry } from '@sandgate/storage';
 
 /** At most this many artifacts are reported per run; a run that writes more gets the first ones by path. */
