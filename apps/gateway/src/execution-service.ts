@@ -19,7 +19,8 @@ import {
   type NoticeWait,
   type StartOptions,
 } from '@sandgate/state';
-import { egressEntries, HostAllowList, limitsFor, maxInFlight } from '@sandgate/config';
+import { egressEntries, limitsFor, maxInFlight } from '@sandgate/config';
+import { HostAllowList } from '@sandgate/outbound';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from './deps.ts';
 import { ScriptService } from './script-service.ts';

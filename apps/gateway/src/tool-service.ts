@@ -1,4 +1,5 @@
-import { ToolCaller, toolsFor } from '@sandgate/config';
+import { toolsFor } from '@sandgate/config';
+import { ToolCaller } from '@sandgate/outbound';
 import { SandgateError, type Tool, type ToolCallResult } from '@sandgate/contracts';
 import type { GatewayDeps } from './deps.ts';
 

@@ -7,7 +7,8 @@ import {
   type ToolSettings,
 } from '@sandgate/backends';
 import { createRedis, keys, SessionStore, TransferGrants, withScripts } from '@sandgate/state';
-import { egressAllowList, ToolCaller, toolsFor, type Config } from '@sandgate/config';
+import { toolsFor, type Config } from '@sandgate/config';
+import { egressAllowList, ToolCaller } from '@sandgate/outbound';
 import { fileUrl, type Workspaces } from '@sandgate/storage';
 
 /**

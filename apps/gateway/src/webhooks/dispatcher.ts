@@ -8,7 +8,7 @@ import { queuePrefix } from '../deps.ts';
 import { presentExecution } from '../present.ts';
 import { deliver } from './deliver.ts';
 import { webhookSecret } from './secrets.ts';
-import { HostAllowList } from '@sandgate/config';
+import { HostAllowList } from '@sandgate/outbound';
 
 /** How often due deliveries are moved into the queue; bounds how long after a run's end its first attempt starts. */
 const PUMP_MS = 250;

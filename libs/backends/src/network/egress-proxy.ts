@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { pinnedLookup, type HostAllowList } from '@sandgate/config';
+import { pinnedLookup, type HostAllowList } from '@sandgate/outbound';
 import { RequestError, Server as ProxyServer, type PrepareRequestFunctionOpts } from 'proxy-chain';
 import type { BackendLogger } from '../logger.ts';
 

@@ -1,4 +1,5 @@
-import { ToolCaller, type ToolAnswer, type ToolLimits, type ToolSource } from '@sandgate/config';
+import type { ToolSource } from '@sandgate/config';
+import { ToolCaller, type ToolAnswer, type ToolLimits } from '@sandgate/outbound';
 import type { ToolCallRecord } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import type { ToolCallFrame } from '../agent/agent-frames.ts';

@@ -1,15 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  argumentsProblem,
-  callHttpTool,
-  isMcpServer,
-  resolveTool,
-  type McpToolServer,
-  type ToolAnswer,
-  type ToolLimits,
-  type ToolSource,
-} from './tools.ts';
+import { isMcpServer, resolveTool, type McpToolServer, type ToolSource } from '@sandgate/config';
+import { argumentsProblem, callHttpTool, type ToolAnswer, type ToolLimits } from './tool-calls.ts';
 
 /** A tool an MCP server lists. */
 export interface McpTool {
