@@ -23,7 +23,13 @@ import { type Config } from '@sandgate/config';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
 import { GatewayMetrics } from './metrics.ts';
 import { Cursors } from './pagination.ts';
-import { SystemStatsReader } from './system-stats.ts';
+import { ExecutionControl } from './core/execution-control.ts';
+import { ScriptLibrary } from './core/script-library.ts';
+import { ServiceManager } from './core/service-manager.ts';
+import { SessionControl } from './core/session-control.ts';
+import { SessionFiles } from './core/session-files.ts';
+import { SystemStatsReader } from './core/system-stats.ts';
+import { TenantTools } from './core/tenant-tools.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -55,6 +61,17 @@ export interface GatewayDeps {
   /** The deployment's HMAC key (download URLs, cursors, webhook secrets). */
   signingKey: Buffer;
   cursors: Cursors;
+  /**
+   * The gateway's logic, free of HTTP (src/core/), built once here: what the REST routes and the MCP tools call.
+   * Each holds these deps, so the ones built later may use the earlier ones.
+   */
+  executionControl: ExecutionControl;
+  scriptLibrary: ScriptLibrary;
+  sessionControl: SessionControl;
+  sessionFiles: SessionFiles;
+  tenantTools: TenantTools;
+  /** Users' long-running programs in their sessions' sandboxes (POST /v1/sessions/:id/services). */
+  serviceManager: ServiceManager;
   close(): Promise<void>;
 }
 
@@ -104,7 +121,8 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   const stats = new SystemStatsReader(redis, k, queue);
   const metrics = new GatewayMetrics(stats, redis, k);
   metrics.start();
-  return {
+  // The core's classes hold the deps they are part of: the object is completed below, before anyone uses it.
+  const deps = {
     config,
     log,
     redis,
@@ -127,6 +145,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     workers: new WorkerRegistry(redis, k),
     workspaces,
     async close() {
+      await deps.tenantTools.close();
       await metrics.close();
       watchdog.close();
       unwatch();
@@ -136,5 +155,13 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
       queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
-  };
+  } as GatewayDeps;
+  // In the order each needs the others: a script runs as an execution, a service starts as one.
+  deps.scriptLibrary = new ScriptLibrary(deps);
+  deps.executionControl = new ExecutionControl(deps);
+  deps.sessionControl = new SessionControl(deps);
+  deps.sessionFiles = new SessionFiles(deps);
+  deps.tenantTools = new TenantTools(deps);
+  deps.serviceManager = new ServiceManager(deps);
+  return deps;
 }

@@ -5,7 +5,7 @@ import type { WebhookStatus } from '@sandgate/contracts';
 import { createRedis, keys } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { queuePrefix } from '../deps.ts';
-import { presentExecution } from '../present.ts';
+import { presentExecution } from '../core/present.ts';
 import { deliver } from './deliver.ts';
 import { webhookSecret } from './secrets.ts';
 import { HostAllowList } from '@sandgate/outbound';

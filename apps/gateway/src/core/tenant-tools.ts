@@ -1,13 +1,13 @@
 import { toolsFor } from '@sandgate/config';
 import { ToolCaller } from '@sandgate/outbound';
 import { SandgateError, type Tool, type ToolCallResult } from '@sandgate/contracts';
-import type { GatewayDeps } from './deps.ts';
+import type { GatewayDeps } from '../deps.ts';
 
 /**
  * The tools the operator offers a tenant (SANDGATE_TOOLS): listed, and called once with no sandbox (the fast path),
  * as GET/POST /v1/tools and the MCP tools list_tools and call_tool both do it.
  */
-export class ToolService {
+export class TenantTools {
   readonly #caller = new ToolCaller();
   readonly #limits: { timeoutMs: number; maxResponseBytes: number };
 

@@ -4,8 +4,8 @@ import { CAPABILITIES } from '@sandgate/backends/capabilities';
 import { NoSandbox, ServiceAgents, type AgentService } from '@sandgate/backends/services';
 import { SandgateError, isTerminal, type Service, type StartService } from '@sandgate/contracts';
 import type { ServiceRecord, SessionRecord } from '@sandgate/state';
-import type { GatewayDeps } from './deps.ts';
-import { ExecutionService } from './execution-service.ts';
+import type { GatewayDeps } from '../deps.ts';
+import type { ExecutionControl } from './execution-control.ts';
 
 /** How long POST .../services waits for the service to have started before it answers `starting`. */
 const START_WAIT_SECONDS = 30;
@@ -23,11 +23,11 @@ const PREVIEW_TOKEN = /^(sess_[0-9a-f]{12})\.([a-z][a-z0-9-]{0,31})\.([0-9]{1,12
  */
 export class ServiceManager {
   readonly #agents: ServiceAgents;
-  readonly #executions: ExecutionService;
+  readonly #executions: ExecutionControl;
 
   constructor(private readonly d: GatewayDeps) {
     this.#agents = new ServiceAgents(d.config.dataDir);
-    this.#executions = new ExecutionService(d);
+    this.#executions = d.executionControl;
   }
 
   #supported(): void {

@@ -3,11 +3,11 @@ import { statfs } from 'node:fs/promises';
 import { SandgateError, type FileEntry } from '@sandgate/contracts';
 import { limitsFor } from '@sandgate/config';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
-import type { GatewayDeps } from './deps.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { presentFile } from './present.ts';
 
 /** A session's files, as the REST routes and the MCP tools both reach them. */
-export class FileService {
+export class SessionFiles {
   constructor(private readonly d: GatewayDeps) {}
 
   /** The directory of the tenant's session (made if missing); using it pushes the session's idle expiry forward. */

@@ -2,7 +2,7 @@ import { CAPABILITIES } from '@sandgate/backends/capabilities';
 import { SandgateError, type Session, type SessionMode } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
 import { egressEntries } from '@sandgate/config';
-import type { GatewayDeps } from './deps.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { presentSession } from './present.ts';
 
 export interface OpenSession {
@@ -13,7 +13,7 @@ export interface OpenSession {
 }
 
 /** Opening and closing sessions, as the REST routes and the MCP tools both do it. */
-export class SessionService {
+export class SessionControl {
   constructor(private readonly d: GatewayDeps) {}
 
   /** A new session of the tenant, within its limit of live sessions, with its (empty) directory. */

@@ -1,6 +1,6 @@
 import { LANGUAGES, SandgateError, type CreateScript, type Language, type Script } from '@sandgate/contracts';
 import { scriptHash, type ScriptRecord } from '@sandgate/state';
-import type { GatewayDeps } from './deps.ts';
+import type { GatewayDeps } from '../deps.ts';
 
 /** Comment markers of each language's leading comment, which becomes a script's description when none is given. */
 const LINE_COMMENT: Record<Language, RegExp> = {
@@ -39,7 +39,7 @@ export const presentScript = (s: ScriptRecord): Script => ({
 });
 
 /** Saving, finding and deleting a tenant's scripts, as the REST routes, the runs and MCP reach them. */
-export class ScriptService {
+export class ScriptLibrary {
   constructor(private readonly d: GatewayDeps) {}
 
   /**

@@ -22,8 +22,7 @@ import {
 import { egressEntries, limitsFor, maxInFlight } from '@sandgate/config';
 import { HostAllowList } from '@sandgate/outbound';
 import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
-import type { GatewayDeps } from './deps.ts';
-import { ScriptService } from './script-service.ts';
+import type { GatewayDeps } from '../deps.ts';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Inline files are decoded in memory, so they get a tighter bound than streamed uploads. */
@@ -31,11 +30,11 @@ export const MAX_INLINE_BYTES = 10 << 20;
 
 type InlineFile = { path: string; bytes: Buffer };
 
-/** Creating, waiting for and cancelling executions: the logic behind /v1/executions, free of HTTP. */
 /** The languages test mode runs, with their usual framework (images/runtime/agent/sandgate-test). */
 const TEST_LANGUAGES = ['python', 'javascript', 'typescript'] as const;
 
-export class ExecutionService {
+/** Creating, waiting for and cancelling executions: the logic behind /v1/executions, free of HTTP. */
+export class ExecutionControl {
   /** Settles when the gateway starts to shut down: a long poll then answers with the run as it is. */
   private readonly drained: Promise<'timeout'>;
   private readonly webhooks: HostAllowList;
@@ -210,7 +209,7 @@ export class ExecutionService {
       if (body.code !== undefined || body.language !== undefined) {
         throw bad('give script, or language and code, not both (a script runs in its own language)');
       }
-      const script = await new ScriptService(this.d).require(tenant, body.script);
+      const script = await this.d.scriptLibrary.require(tenant, body.script);
       return { language: script.language, code: script.code };
     }
     if (body.code === undefined || body.language === undefined) throw bad('give language and code, or script');
