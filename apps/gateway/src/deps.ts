@@ -10,6 +10,7 @@ import {
   WorkerRegistry,
   createRedis,
   keys,
+  queuePrefix,
   signingKey,
   watchOutages,
   whenReady,
@@ -75,8 +76,6 @@ export interface GatewayDeps {
   close(): Promise<void>;
 }
 
-export const queuePrefix = (config: Config) => `${config.redisPrefix}:q`;
-
 export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
   // The connections requests use fail fast: while Redis is away a request gets 503 redis_unavailable at once.
   const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
@@ -97,7 +96,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   await notices.listen();
   const queue = new Queue<QueuedExecution>(config.queueName, {
     connection: queueConnection,
-    prefix: queuePrefix(config),
+    prefix: queuePrefix(config.redisPrefix),
     // The execution record holds the run's state and result: a job has nothing left to tell once it has ended.
     defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
   });
