@@ -64,16 +64,16 @@ function exitOf(child: ChildProcess, timeoutMs: number): Promise<boolean> {
 }
 
 /**
- * A stack of the given processes (e.g. ['standalone'] or ['gateway', 'worker']), ready when /readyz says so.
- * `env` adds to or overrides sandgate's environment (SANDGATE_POOL_SIZE, SANDGATE_MAX_SESSIONS, ...).
- */
-/**
  * Where each stack's data directory is made (BENCH_DATA_PARENT, default the temporary directory). The quick start's
  * data directory is on btrfs with quotas, so `BENCH_DATA_PARENT=/var/lib/sandgate` measures with per-session disk
  * quotas, as a deployment made by scripts/setup.sh runs.
  */
 const DATA_PARENT = process.env.BENCH_DATA_PARENT || tmpdir();
 
+/**
+ * A stack of the given processes (e.g. ['standalone'] or ['gateway', 'worker']), ready when /readyz says so.
+ * `env` adds to or overrides sandgate's environment (SANDGATE_POOL_SIZE, SANDGATE_MAX_SESSIONS, ...).
+ */
 export async function startStack(
   names: EntryName[],
   env: Record<string, string> = {},

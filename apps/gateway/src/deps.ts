@@ -14,8 +14,8 @@ import {
   signingKey,
   watchOutages,
   whenReady,
-  withScripts,
-  type ScriptRedis,
+  withLuaScripts,
+  type LuaRedis,
   StorageLedger,
   TransferGrants,
   ScriptStore,
@@ -36,7 +36,7 @@ import { TenantTools } from './core/tenant-tools.ts';
 export interface GatewayDeps {
   config: Config;
   log: Logger;
-  redis: ScriptRedis;
+  redis: LuaRedis;
   hub: EventHub;
   notices: EndedNotices;
   queue: Queue<QueuedExecution>;
@@ -78,7 +78,7 @@ export interface GatewayDeps {
 
 export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
   // The connections requests use fail fast: while Redis is away a request gets 503 redis_unavailable at once.
-  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
+  const redis = withLuaScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
   // One blocking XREAD at a time: nothing to batch.
   const reader = createRedis(config.redisUrl, 'sandgate-gateway-events', { autoPipelining: false });
   const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', {

@@ -5,7 +5,7 @@ import {
   WORKER_ALIVE_MS,
   platformResult,
   type ExecutionStore,
-  type ScriptRedis,
+  type LuaRedis,
   type SessionStore,
   type StorageLedger,
   type WorkerRegistry,
@@ -21,7 +21,7 @@ export interface HousekeepingOptions {
   backend: ExecutionBackend;
   workspaces: Workspaces;
   workerId: string;
-  redis: ScriptRedis;
+  redis: LuaRedis;
   executions: ExecutionStore;
   sessions: SessionStore;
   ledger: StorageLedger;

@@ -7,7 +7,7 @@ import {
   type DeploymentStats,
   type ExecutionStore,
   type Keys,
-  type ScriptRedis,
+  type LuaRedis,
   type ScriptStore,
   type StorageLedger,
 } from '@sandgate/state';
@@ -41,7 +41,7 @@ export interface RunExecutorOptions {
   workspaces: Workspaces;
   /** The worker's id, which a run's lease names. */
   workerId: string;
-  redis: ScriptRedis;
+  redis: LuaRedis;
   k: Keys;
   executions: ExecutionStore;
   ledger: StorageLedger;

@@ -14,7 +14,7 @@ import {
   keys,
   queuePrefix,
   redisWarnings,
-  withScripts,
+  withLuaScripts,
   ScriptStore,
 } from '@sandgate/state';
 import type { Config } from '@sandgate/config';
@@ -64,7 +64,7 @@ export async function startWorker({
 }: WorkerOptions): Promise<RunningWorker> {
   const k = keys(config.redisPrefix);
   // A run's commands depend on each other's answers, so auto-pipelining would only add its own cost.
-  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-worker', { autoPipelining: false }));
+  const redis = withLuaScripts(createRedis(config.redisUrl, 'sandgate-worker', { autoPipelining: false }));
   const subscriber = createRedis(config.redisUrl, 'sandgate-worker-cancel');
   const sessions = new SessionStore(redis, k);
   const executions = new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds });

@@ -5,7 +5,7 @@ import {
   deploymentOf,
   executionOf,
   isOrphan,
-  kindOf,
+  roleOf,
   MANAGED_SELECTOR,
   ownerOf,
   ownershipLabels,
@@ -40,10 +40,10 @@ test('ownership labels name the deployment, kind, execution, session and tenant'
 
 test('pool and session labels name their owner', () => {
   const pool = poolLabels('dep-a', 'worker-1');
-  assert.equal(kindOf(pool), 'pool');
+  assert.equal(roleOf(pool), 'pool');
   assert.equal(ownerOf(pool), 'worker-1');
   const session = sessionLabels({ session_id: 'sess_2', tenant: 't', generation: 3 }, 'dep-a', true);
-  assert.equal(kindOf(session), 'session');
+  assert.equal(roleOf(session), 'session');
   assert.equal(ownerOf(session), 'sess_2');
   assert.equal(session['org.sandgate.generation'], '3');
   assert.equal(session['org.sandgate.replaces'], 'true');
@@ -71,7 +71,7 @@ test('only managed sandboxes of this deployment that nothing live owns are orpha
 test('sandboxes made before deployments and kinds were labelled belong to the default deployment and ran one execution', () => {
   const legacy = { 'org.sandgate.managed': 'true', 'org.sandgate.execution': 'exec_old' };
   assert.equal(deploymentOf(legacy), 'sandgate');
-  assert.equal(kindOf(legacy), 'execution');
+  assert.equal(roleOf(legacy), 'execution');
   assert.equal(isOrphan(legacy, live()), true);
   assert.equal(isOrphan(legacy, live(), 'other'), false);
 });

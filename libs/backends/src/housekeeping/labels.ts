@@ -8,7 +8,7 @@ export const LABELS = {
   managed: 'org.sandgate.managed',
   /** Which sandgate deployment owns it: sweep never touches another deployment's sandboxes. */
   deployment: 'org.sandgate.deployment',
-  /** What it is for; see SandboxKind. */
+  /** What it is for: a SandboxRole. */
   kind: 'org.sandgate.kind',
   execution: 'org.sandgate.execution',
   session: 'org.sandgate.session',
@@ -24,10 +24,11 @@ export const LABELS = {
 } as const;
 
 /**
- * `execution`: one run, removed after it. `pool`: a warm sandbox waiting for a run. `session`: a session's long-lived
- * sandbox.
+ * What a sandbox is for (its `org.sandgate.kind` label): `execution`, one run, removed after it; `pool`, a warm
+ * sandbox waiting for a run; `session`, a session's long-lived sandbox. Not to be confused with where a run happens
+ * (ExecutionJob's `sandbox`: oneshot, session, stateful).
  */
-export type SandboxKind = 'execution' | 'pool' | 'session';
+export type SandboxRole = 'execution' | 'pool' | 'session';
 
 /** The deployment a backend belongs to when none is configured. */
 export const DEFAULT_DEPLOYMENT = 'sandgate';
@@ -41,9 +42,9 @@ export interface LabelSource {
   tenant: string;
 }
 
-/** What every sandbox carries, whatever its kind: sweep finds and scopes its work by these alone. */
-function managed(deployment: string, kind: SandboxKind): Record<string, string> {
-  return { [LABELS.managed]: 'true', [LABELS.deployment]: deployment, [LABELS.kind]: kind };
+/** What every sandbox carries, whatever its role: sweep finds and scopes its work by these alone. */
+function managed(deployment: string, role: SandboxRole): Record<string, string> {
+  return { [LABELS.managed]: 'true', [LABELS.deployment]: deployment, [LABELS.kind]: role };
 }
 
 /** Labels of a sandbox that runs one execution. */
@@ -90,15 +91,15 @@ export function deploymentOf(labels: Record<string, string> | undefined): string
   return labels?.[LABELS.deployment] ?? DEFAULT_DEPLOYMENT;
 }
 
-/** A sandbox's kind; ones made before kinds were labelled ran one execution each. */
-export function kindOf(labels: Record<string, string> | undefined): SandboxKind {
+/** A sandbox's role; ones made before roles were labelled ran one execution each. */
+export function roleOf(labels: Record<string, string> | undefined): SandboxRole {
   const kind = labels?.[LABELS.kind];
   return kind === 'pool' || kind === 'session' ? kind : 'execution';
 }
 
 /** What a sweep reports for a sandbox it removed: the execution, session or worker instance it belonged to. */
 export function ownerOf(labels: Record<string, string> | undefined): string | undefined {
-  switch (kindOf(labels)) {
+  switch (roleOf(labels)) {
     case 'pool':
       return labels?.[LABELS.instance];
     case 'session':
@@ -120,7 +121,7 @@ export function isOrphan(
   if (labels?.[LABELS.managed] !== 'true' || deploymentOf(labels) !== deployment) return false;
   const owner = ownerOf(labels);
   if (owner === undefined) return true;
-  switch (kindOf(labels)) {
+  switch (roleOf(labels)) {
     case 'pool':
       return !live.workers.has(owner);
     case 'session':

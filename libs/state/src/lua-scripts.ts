@@ -182,12 +182,12 @@ const SCRIPTS = {
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
-export type ScriptRedis = Redis & { [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
+export type LuaRedis = Redis & { [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
 
 /** Registers sandgate's scripts on a connection (EVALSHA with automatic fallback to EVAL). */
-export function withScripts(redis: Redis): ScriptRedis {
+export function withLuaScripts(redis: Redis): LuaRedis {
   for (const [name, def] of Object.entries(SCRIPTS)) {
     if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
   }
-  return redis as ScriptRedis;
+  return redis as LuaRedis;
 }
