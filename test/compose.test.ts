@@ -76,6 +76,8 @@ test(
         'SANDGATE_POOL_SIZE=1',
         'SANDGATE_SWEEP_INTERVAL_S=1', // a deleted session's sandbox goes within a second
         'SANDGATE_LOG_FORMAT=json',
+        // The runtime image the tests run with (images/runtime/build.sh, run by images/compose/build.sh, made it).
+        `SANDGATE_IMAGE=${process.env.SANDGATE_IMAGE ?? 'sandgate/runtime:1'}`,
       ].join('\n') + '\n',
     );
     const env = {
