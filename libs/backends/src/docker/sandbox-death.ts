@@ -48,9 +48,11 @@ export async function deathOf(
 
 /**
  * Whether an agent sandbox that stopped on its own, with no exit of the program reported, was ended by gVisor's kernel
- * panicking. The cgroup that would show the limit reached is gone with the sandbox, and the engine records only the
- * status; but the agent and its init never exit with 2 (a program's own exit status comes as a frame, not as the
- * sandbox's), so under gVisor that status is the Sentry's panic, and the one panic a run can cause is the pids limit.
+ * panicking. The cgroup that would show the limit reached is gone with the sandbox (runsc removes it as the sandbox
+ * ends), and the engine records only the status (no error, no OOM, no log line). But the agent and its init do not
+ * exit with 2 (a program's own exit status comes as a frame, not as the sandbox's), so under gVisor that status is
+ * the Sentry's panic, and the pids limit is the panic a run provokes. One exception is left: a stateful cell runs in
+ * the agent and could end it with os._exit(2), which then reads as the pids limit; it misleads only its own run.
  */
 const gvisorPanicked = (runtime: string | undefined, exitCode: number): boolean =>
   runtime === 'runsc' && exitCode === GVISOR_PANIC_STATUS;
