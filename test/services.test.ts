@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Dockerode from 'dockerode';
 import WebSocket from 'ws';
-import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT } from '@sandgate/backends';
+import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT } from '@sandgate/backends/testing';
 import { startStack, TEST_BACKEND, until } from './harness.ts';
 import { readSse } from './sse-client.ts';
 import { mcpClient, structured } from './mcp-client.ts';

@@ -87,7 +87,7 @@ sources() {
     -not -name '*.test.ts' -not -name '*.test.tsx' -print0 | LC_ALL=C sort -z
 }
 app_sha="$( {
-  sha256sum images/app/Dockerfile package.json package-lock.json tsconfig.json
+  sha256sum images/app/Dockerfile package.json package-lock.json tsconfig.json tsconfig.base.json
   sources | xargs -0 sha256sum
   echo "node $NODE_VERSION $base_id"
 } | sha256sum | cut -d' ' -f1)"
@@ -109,7 +109,7 @@ stage="$(mktemp -d "${TMPDIR:-/var/tmp}/sandgate-app-image.XXXXXX")"
 mkdir "$stage/app"
 sources | tar --null -T - -cf - | tar -C "$stage/app" -xf -
 cp -a apps/dashboard/build "$stage/app/apps/dashboard/build"
-cp package.json package-lock.json tsconfig.json "$stage/app/"
+cp package.json package-lock.json tsconfig.json tsconfig.base.json "$stage/app/"
 # Install scripts are not run: the production tree needs none (esbuild's binary is its own optional package).
 (cd "$stage/app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error </dev/null >/dev/null)
 cp "$node_bin" "$stage/node"

@@ -8,7 +8,7 @@ import {
   LABELS,
   SERVICES_TOKEN_ANNOTATION,
   sessionPodName,
-} from '@sandgate/backends';
+} from '@sandgate/backends/testing';
 import { startStack, until, type Stack } from '../harness.ts';
 
 /**

@@ -5,11 +5,11 @@ import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Dockerode from 'dockerode';
-import { AgentChannel, type AgentRunEnd } from '../shared/agent-channel.ts';
+import { AgentChannel, type AgentRunEnd } from '../agent/agent-channel.ts';
 import { attachAgent } from './agent-attach.ts';
-import type { RunRequest } from '../shared/agent-frames.ts';
+import type { RunRequest } from '../agent/agent-frames.ts';
 import { agentSpec, type Prewarm } from './agent-spec.ts';
-import { docker, IMAGE, removeContainer, SANDBOX_UID } from './testing.ts';
+import { docker, IMAGE, removeContainer, SANDBOX_UID } from '../testing/docker.ts';
 
 interface Agent {
   container: Dockerode.Container;

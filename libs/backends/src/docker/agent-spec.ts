@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import { parseUser } from './pool-dirs.ts';
-import { WORKDIR } from '../shared/sandbox.ts';
+import { WORKDIR } from '../run/sandbox.ts';
 import { EGRESS_MOUNT, EGRESS_SOCKET } from './egress-sockets.ts';
 import { SERVICES_MOUNT, SERVICES_TOKEN_ENV } from '../services.ts';
 import {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { docker, fixture, newSessionId, runtimes, type Fixture } from './testing.ts';
+import { docker, fixture, newSessionId, runtimes, type Fixture } from '../testing/docker.ts';
 import { GVISOR_PIDS_LIMIT } from './sandbox-death.ts';
 
 const hasRunsc = (await runtimes()).includes('runsc');

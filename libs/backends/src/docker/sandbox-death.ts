@@ -1,5 +1,5 @@
 import type Dockerode from 'dockerode';
-import type { Death } from '../shared/agent-run.ts';
+import type { Death } from '../agent/agent-run.ts';
 import { stoppedByEngine } from './engine-stops.ts';
 
 /**

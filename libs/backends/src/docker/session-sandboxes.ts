@@ -1,16 +1,16 @@
 import type Dockerode from 'dockerode';
 import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
-import { deploymentOf, LABELS, sessionLabels } from '../shared/labels.ts';
-import type { BackendLogger } from '../shared/logger.ts';
-import type { AgentChannel } from '../shared/agent-channel.ts';
+import { deploymentOf, LABELS, sessionLabels } from '../housekeeping/labels.ts';
+import type { BackendLogger } from '../logger.ts';
+import type { AgentChannel } from '../agent/agent-channel.ts';
 import { attachAgent } from './agent-attach.ts';
 import { agentSpec, agentUid, sessionContainerName, type Prewarm } from './agent-spec.ts';
 import { prepareServices, servicesDirOf } from '../services.ts';
-import { AttachCache } from '../shared/attach-cache.ts';
+import { AttachCache } from '../agent/attach-cache.ts';
 import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 import { engineError, forceRemove, isNotFound, statusOf } from './engine-errors.ts';
-import type { Death } from '../shared/agent-run.ts';
-import type { SessionHost } from '../shared/session-run.ts';
+import type { Death } from '../agent/agent-run.ts';
+import type { SessionHost } from '../run/session-run.ts';
 import { deathOf } from './sandbox-death.ts';
 import type { EgressSockets } from './egress-sockets.ts';
 

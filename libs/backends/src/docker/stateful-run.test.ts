@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chown, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { fixture, newSessionId, RecordingSink, SANDBOX_UID, type Fixture } from './testing.ts';
+import { fixture, newSessionId, RecordingSink, SANDBOX_UID, type Fixture } from '../testing/docker.ts';
 
 const cell = (f: Fixture, code: string, over: Partial<ExecutionJob> = {}) =>
   f.run(f.job({ sandbox: 'stateful', code, ...over }));

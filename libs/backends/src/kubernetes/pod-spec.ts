@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { programFor, WORKDIR } from '../shared/sandbox.ts';
-import { ownershipLabels, poolLabels, sessionLabels } from '../shared/labels.ts';
+import { programFor, WORKDIR } from '../run/sandbox.ts';
+import { ownershipLabels, poolLabels, sessionLabels } from '../housekeeping/labels.ts';
 import { SERVICES_TOKEN_ENV, servicesTokenSha256 } from '../services.ts';
 
 /** Where the runtime image keeps the program each sandbox Pod container runs (images/runtime/agent/sandgate_pod.py). */
