@@ -160,6 +160,22 @@ test('a stateful cell can neither forge its run result nor reach the agent', asy
     assert.equal(assertGenuine(done.result).idKnown, true, 'the cell knew its run id: the forged exit was a real try');
     const after = await run('x + 1');
     assert.deepEqual([after.result.value, after.result.interpreter_restarted], ['42', false], 'the session is intact');
+    // What it wrote into its own plumbing (the interrupt pipe too) costs no later cell anything: interrupts still work.
+    const slow = (
+      await s.api('POST', '/v1/executions?wait=60', {
+        session_id: sid,
+        language: 'python',
+        code: 'import time\ntime.sleep(100)',
+        timeout_ms: 1500,
+      })
+    ).body;
+    assert.deepEqual([slow.result.state, slow.result.exit_code], ['timeout', -1]);
+    assert.match(slow.result.stderr, /KeyboardInterrupt/);
+    assert.deepEqual(
+      [(await run('x')).result.value, (await run('1')).result.interpreter_restarted],
+      ['41', false],
+      'interrupted, not killed',
+    );
   });
 
   await t.test('the cell cannot signal, trace or look into any process it did not start', async () => {
@@ -194,3 +210,33 @@ test('a stateful cell can neither forge its run result nor reach the agent', asy
     });
   }
 });
+
+const runsc =
+  TEST_BACKEND === 'docker' && 'runsc' in ((await new Dockerode().info()) as { Runtimes?: object }).Runtimes!;
+
+test(
+  'a stateful session under gVisor: its own interpreter, no forged result, interrupts and deaths as under runc',
+  { skip: runsc ? false : 'the Docker engine has no runsc runtime (docker info)' },
+  async (t) => {
+    const s = await startStack({ env: { SANDGATE_RUNTIME: 'runsc' } });
+    t.after(() => s.close());
+    const sid = (await s.api('POST', '/v1/sessions', { mode: 'stateful' })).body.id as string;
+    const run = async (code: string, extra: object = {}) =>
+      (await s.api('POST', '/v1/executions?wait=60', { session_id: sid, language: 'python', code, ...extra })).body
+        .result;
+    // Under gVisor the agent is the sandbox user too (no ambient capabilities across exec): the interpreter is its
+    // child, of the same uid.
+    const first = await run('x = 41\nimport os\nos.getuid(), os.getppid() != 1');
+    assert.deepEqual([first.state, first.value], ['completed', '(1000, True)'], first.stderr);
+    assertGenuine(await run(forger(false)), 'pipes');
+    const slow = await run('import time\ntime.sleep(100)', { timeout_ms: 1500 });
+    assert.deepEqual([slow.state, slow.exit_code], ['timeout', -1]);
+    const kept = await run('x');
+    assert.deepEqual([kept.value, kept.interpreter_restarted], ['41', false]);
+    const died = await run('import os\nos._exit(3)');
+    assert.deepEqual([died.state, died.exit_code], ['failed', 3]);
+    assert.match(died.message ?? '', /interpreter of this session died during this run/);
+    const fresh = await run('"x" in globals()');
+    assert.deepEqual([fresh.value, fresh.interpreter_restarted], ['False', true]);
+  },
+);

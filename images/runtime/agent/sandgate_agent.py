@@ -40,7 +40,7 @@ import socket
 import sys
 import threading
 
-from sandgate_io import Protocol, Pump, oom_kills, write_all
+from sandgate_io import Protocol, oom_kills, write_all
 import sandgate_egress
 import sandgate_files
 from sandgate_tools import ToolBridge
@@ -137,13 +137,12 @@ class Agent:
         self.puts = sandgate_files.Puts()
         # The current run's tool channel, when its tenant has tools (sandgate_tools.py).
         self.tools = None
-        # fd 0 becomes /dev/null and fd 1/2 pipes read and dropped: nothing the agent itself prints (a library's
-        # warning, a crash of a thread) can reach the protocol.
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        # fd 0, 1 and 2 become /dev/null: nothing the agent itself prints (a library's warning, a crash of a thread)
+        # can reach the protocol, and no program it starts has the protocol as a standard stream.
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
         os.close(null)
-        self.pump = Pump(self.proto)
-        self.pump.attach_std_fds()
         # Set by an interrupt, cleared when the next run is queued: one that arrives before its run has
         # started its program still stops it.
         self.interrupted = threading.Event()

@@ -82,7 +82,8 @@ class Channel:
             close_quietly(self.fds.pop())
 
     def send(self, answer):
-        data = (json.dumps(answer, separators=(",", ":")) + "\n").encode("ascii")
+        # A newline first ends whatever a cell may have written to the channel without one, so it cannot swallow this.
+        data = ("\n" + json.dumps(answer, separators=(",", ":")) + "\n").encode("ascii")
         with self.lock:
             self.sock.sendall(data)
 
@@ -135,17 +136,22 @@ class Interpreter:
                     continue
 
     def _read_stops(self):
+        # The agent stops the command it is waiting for: this one, or the next while it is on its way. Anything else
+        # in the pipe (a cell can reopen it for writing through /proc/self/fd) is dropped, so that it costs no later
+        # cell anything.
         try:
             data = os.read(self.stop_fd, 4096 - 4096 % STOP.size)
         except (BlockingIOError, InterruptedError):
             return
         for i in range(0, len(data) - len(data) % STOP.size, STOP.size):
-            self.stopped = max(self.stopped, STOP.unpack_from(data, i)[0])
+            seq = STOP.unpack_from(data, i)[0]
+            if self.seq <= seq <= self.seq + 1:
+                self.stopped = max(self.stopped, seq)
 
     def _on_sigint(self, signum, frame):
         # Runs on the main thread between bytecodes; only the cell the interrupt is for is interrupted.
         self._read_stops()
-        if self.in_user_code and self.stopped >= self.seq:
+        if self.in_user_code and self.stopped == self.seq:
             raise KeyboardInterrupt
 
     def _flush_on_exit(self):
@@ -203,7 +209,7 @@ class Interpreter:
             try:
                 self.in_user_code = True
                 self._read_stops()
-                if self.stopped >= self.seq:
+                if self.stopped == self.seq:
                     raise KeyboardInterrupt
                 exec(compile(tree, filename, "exec"), self.globals)
                 result = None if last is None else eval(compile(last, filename, "eval"), self.globals)

@@ -135,23 +135,14 @@ def drain_pipes(proto, caps, wake_r):
 
 class Pump:
     """Pipes read by a thread of their own and framed while a run is active (between begin and end), dropped
-    otherwise: the agent's own fd 1 and 2, and the stateful interpreter's output (sandgate_stateful.py)."""
+    otherwise: a stateful session's interpreter's output (sandgate_stateful.py), which its threads may write to at
+    any time."""
 
     def __init__(self, proto):
         self.proto = proto
         self.lock = threading.Lock()
         self.caps = None
         self.readers = []
-
-    def attach_std_fds(self):
-        """This process's own fd 1 and 2 become pipes the pump reads."""
-        readers = []
-        for target, kind in ((1, "out"), (2, "err")):
-            r, w = os.pipe()
-            os.dup2(w, target)
-            os.close(w)
-            readers.append((r, kind))
-        self.follow(readers)
 
     def follow(self, readers):
         """Reads the pipes [(fd, "out" | "err")] from now on."""

@@ -51,7 +51,9 @@ class Interpreter:
         stop_r, stop_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        dead_r, dead_w = os.pipe()
+        # A socket pair rather than a pipe: where the sandbox user may reopen the agent's descriptors through /proc
+        # (gVisor, whose /proc ignores that the agent is not dumpable), a socket cannot be reopened.
+        dead_r, dead_w = socket.socketpair()
         # It starts with SIGINT ignored (kept across exec) until it has its own handler: an interrupt that comes while
         # it starts up waits in the stop pipe for the cell, instead of ending the interpreter.
         agent_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -61,9 +63,10 @@ class Interpreter:
                 cwd=WORKDIR, env=self.base_env, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
                 process_group=0, close_fds=True, pass_fds=(theirs.fileno(), stop_r))
         except BaseException:
-            for fd in (stop_w, out_r, err_r, dead_r, dead_w):
+            for fd in (stop_w, out_r, err_r):
                 os.close(fd)
-            ours.close()
+            for s in (ours, dead_r, dead_w):
+                s.close()
             raise
         finally:
             signal.signal(signal.SIGINT, agent_handler)
@@ -93,7 +96,7 @@ class Interpreter:
             if not self.running:
                 # Between runs: the agent ends with its interpreter at once, as the sandbox did when they were one.
                 os._exit(self.status())
-        os.close(self.dead_w)  # the run in progress sees it, frames what is left of the output, and ends the agent
+        self.dead_w.close()  # the run in progress sees it, frames what is left of the output, and ends the agent
 
     def status(self):
         code = self.proc.returncode
@@ -170,7 +173,7 @@ class Interpreter:
         skipping = False
         while True:
             for key, _ in self.selector.select():
-                if key.fd == self.dead_r:
+                if key.fileobj is self.dead_r:
                     return None
                 try:
                     data = self.channel.recv(RECV_BYTES)
