@@ -187,7 +187,7 @@ class Interpreter:
                 for nl in iter_newlines(data):
                     if not skipping:
                         pending += data[start:nl]
-                        if len(pending) <= limit:
+                        if pending and len(pending) <= limit:
                             answer = parse_answer(bytes(pending), seq, cap)
                             if answer is not None:
                                 return answer
