@@ -122,7 +122,9 @@ async function describeEnd(end: AgentRunEnd, s: AgentRunSetup): Promise<RunEnd> 
     ? { diskQuota: death.diskQuota }
     : death.engineStopped
       ? { engineStopped: death.stoppedBecause ?? ENGINE_STOPPED }
-      : { lost: death.message };
+      : death.pidsLimit
+        ? { pidsLimit: `${death.pidsLimit} ${death.message}` }
+        : { lost: death.message };
   return { exitCode: death.exitCode, timedOut, cancelled, oomKilled: death.oomKilled, ...why };
 }
 
@@ -136,4 +138,6 @@ export interface Death {
   stoppedBecause?: string;
   /** It was ended for outgrowing the session's disk quota: why, for people. */
   diskQuota?: string;
+  /** It was ended for reaching its limit on processes (gVisor ends the whole sandbox there): why, for people. */
+  pidsLimit?: string;
 }

@@ -84,3 +84,9 @@ test('a sandbox lost mid-run fails with its message, even when its exit status w
   }
   assert.equal(outcomeOf(end({ lost: 'x', oomKilled: true }), limits).reason, 'oom', 'an OOM kill says why it died');
 });
+
+test('a sandbox ended at its pids limit fails with reason pids_limit and says so', () => {
+  const o = outcomeOf(end({ exitCode: 2, pidsLimit: 'too many processes' }), limits);
+  assert.deepEqual(o, { state: 'failed', exit_code: 2, reason: 'pids_limit', message: 'too many processes' });
+  assert.equal(outcomeOf(end({ pidsLimit: 'x', oomKilled: true }), limits).reason, 'oom', 'an OOM kill wins');
+});

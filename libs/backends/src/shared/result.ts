@@ -23,6 +23,8 @@ export interface RunEnd {
   engineStopped?: string;
   /** The program failed with the session's files at its disk quota: why, for people. */
   diskQuota?: string;
+  /** The sandbox was ended for reaching its pids limit (gVisor: the whole sandbox stops): why, for people. */
+  pidsLimit?: string;
 }
 
 /** What a run reports when the engine, not the code, ended its sandbox. */
@@ -74,6 +76,9 @@ export function outcomeOf(end: RunEnd, limits: RunLimits): Outcome {
   if (end.diskQuota !== undefined) {
     return { state: 'failed', exit_code: end.exitCode, reason: 'disk_quota', message: end.diskQuota };
   }
+  if (end.pidsLimit !== undefined) {
+    return { state: 'failed', exit_code: end.exitCode, reason: 'pids_limit', message: end.pidsLimit };
+  }
   if (end.lost !== undefined) return { state: 'failed', exit_code: end.exitCode, message: end.lost };
   return { state: end.exitCode === 0 ? 'completed' : 'failed', exit_code: end.exitCode };
 }
@@ -104,6 +109,7 @@ export interface ResultParts {
  */
 export async function withDiskQuota(end: RunEnd, dir: string, quota: SubvolumeQuota | undefined): Promise<RunEnd> {
   if (!quota || end.exitCode === 0 || end.timedOut || end.cancelled || end.oomKilled || end.engineStopped) return end;
+  if (end.pidsLimit !== undefined) return end;
   if (!(await quota.reached(dir))) return end;
   return { ...end, diskQuota: `The session's files reached its disk quota of ${quota.bytes} bytes.` };
 }
