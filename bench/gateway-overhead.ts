@@ -10,6 +10,7 @@
 import { Agent } from 'node:http';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { queuePrefix } from '@sandgate/state';
 import { runWait, segments, timelineOf } from './lib/api.ts';
 import { expectStatus, request } from './lib/http.ts';
 import { ACCEPT_CONNECTIONS, ACCEPT_N, N, WARMUP } from './lib/knobs.ts';
@@ -68,7 +69,7 @@ async function throughput(stack: Stack): Promise<void> {
   };
   // Read-only use of sandgate's queue (default SANDGATE_QUEUE name) to see when the worker has drained it.
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const queue = new Queue('executions', { connection, prefix: `${stack.prefix}:q` });
+  const queue = new Queue('executions', { connection, prefix: queuePrefix(stack.prefix) });
   try {
     await fanOut(Math.min(500, ACCEPT_N), ACCEPT_CONNECTIONS, async () => {
       await post();

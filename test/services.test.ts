@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Dockerode from 'dockerode';
 import WebSocket from 'ws';
-import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT } from '@sandgate/backends';
+import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT } from '@sandgate/backends/testing';
 import { startStack, TEST_BACKEND, until } from './harness.ts';
 import { readSse } from './sse-client.ts';
 import { mcpClient, structured } from './mcp-client.ts';
@@ -245,16 +245,13 @@ test('services', async (t) => {
       'except OSError as e:',
       '    print("refused", type(e).__name__)',
     ].join('\n');
-    // A process session on Docker: the directory is the agent's (another uid) alone. On Kubernetes the token alone
-    // keeps code off, as in every stateful session.
-    assert.equal(
-      (await run(id, probe)).stdout.trim(),
-      TEST_BACKEND === 'kubernetes' ? "answer b''" : 'refused PermissionError',
-    );
-    // A stateful session, whose code runs as the agent's uid: the token keeps it off.
+    // On Docker the directory is the agent's (another uid) alone, in a stateful session too, whose interpreter is a
+    // program the agent starts as the sandbox user. On Kubernetes (one uid) the token alone keeps code off.
+    const refused = TEST_BACKEND === 'kubernetes' ? "answer b''" : 'refused PermissionError';
+    assert.equal((await run(id, probe)).stdout.trim(), refused);
     const stateful = await session('stateful');
     assert.equal((await start(stateful, { name: 'idle', command: 'sleep 600' })).status, 201);
-    assert.equal((await run(stateful, probe)).stdout.trim(), "answer b''");
+    assert.equal((await run(stateful, probe)).stdout.trim(), refused);
     assert.equal((await get(stateful, 'idle')).state, 'running', 'services run in stateful sessions too');
   });
 

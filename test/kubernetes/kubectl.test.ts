@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { podName } from '@sandgate/backends';
+import { podName } from '@sandgate/backends/testing';
 import { startStack, until } from '../harness.ts';
 import { kubectlPath } from './helm.ts';
 

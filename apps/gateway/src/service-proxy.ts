@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { SandgateError } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
-import type { ServiceManager } from './service-manager.ts';
+import type { ServiceManager } from './core/service-manager.ts';
 
 /**
  * Pages a service serves run in an opaque origin of their own: they cannot read what the gateway's origin keeps (the

@@ -92,12 +92,12 @@ export const ConfigSchema = Type.Object({
   requestTimeoutMs: Type.Integer({ minimum: 1000 }),
   shutdownGraceMs: Type.Integer({ minimum: 0 }),
   logFormat: Type.Union([Type.Literal('json'), Type.Literal('pretty'), Type.Null()]),
-  /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
   /** Where callback_url may point (host names, `*.domain`, `*`, IPs and CIDRs); empty: no webhooks. */
   webhookAllow: Type.Array(Type.String({ minLength: 1 })),
   webhookAttempts: Type.Integer({ minimum: 1, maximum: 30 }),
   webhookBackoffMs: Type.Integer({ minimum: 10 }),
   webhookTimeoutMs: Type.Integer({ minimum: 100 }),
+  /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
   corsOrigins: Type.Array(Type.String({ pattern: '^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:\\d{1,5})?$' })),
 });
 export type Config = Static<typeof ConfigSchema>;

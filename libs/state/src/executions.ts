@@ -12,7 +12,7 @@ import {
 import type { StoredEvent } from './event-hub.ts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
-import type { ScriptRedis } from './scripts.ts';
+import type { LuaRedis } from './lua-scripts.ts';
 import { maxSessionsError } from './sessions.ts';
 import { DeploymentStats } from './deployment-stats.ts';
 import { countRedisError } from './redis.ts';
@@ -68,7 +68,7 @@ export class ExecutionStore {
   private readonly stats: DeploymentStats;
 
   constructor(
-    private readonly redis: ScriptRedis,
+    private readonly redis: LuaRedis,
     private readonly k: Keys,
     private readonly opts: { retentionSeconds: number },
   ) {

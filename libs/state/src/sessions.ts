@@ -1,7 +1,7 @@
 import { SandgateError, type SessionMode } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
-import type { ScriptRedis } from './scripts.ts';
+import type { LuaRedis } from './lua-scripts.ts';
 import { pageIndex, type Page } from './time-index.ts';
 
 /** A service of a session, as the gateway started it (POST /v1/sessions/:id/services); its live state: the agent's. */
@@ -48,7 +48,7 @@ export const maxSessionsError = (max: number): SandgateError =>
 /** Session records, their per-tenant index and their busy lock, in Redis. */
 export class SessionStore {
   constructor(
-    private readonly redis: ScriptRedis,
+    private readonly redis: LuaRedis,
     private readonly k: Keys,
   ) {}
 

@@ -22,11 +22,11 @@ import {
 import { walkTree } from '@sandgate/storage';
 import type { ScriptRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
-import { MAX_INLINE_BYTES } from '../execution-service.ts';
-import { FileService } from '../file-service.ts';
-import { ServiceManager } from '../service-manager.ts';
-import { SessionService } from '../session-service.ts';
-import { ToolService } from '../tool-service.ts';
+import { MAX_INLINE_BYTES } from '../core/execution-control.ts';
+import type { SessionFiles } from '../core/session-files.ts';
+import type { ServiceManager } from '../core/service-manager.ts';
+import type { SessionControl } from '../core/session-control.ts';
+import type { TenantTools } from '../core/tenant-tools.ts';
 import { isImage, readSmallFile } from './artifact-bytes.ts';
 import { checkSessionId, mcpArtifact, sandboxPath, sessionPath } from './paths.ts';
 import type { RunTool } from './run-tool.ts';
@@ -46,11 +46,11 @@ export const TOOL_LIST: Tool[] = MCP_TOOLS.map(
 
 /** The MCP tools over the gateway's own services: argument checks, the contract's error objects, the handlers. */
 export class McpTools {
-  private readonly files: FileService;
-  private readonly sessions: SessionService;
+  private readonly files: SessionFiles;
+  private readonly sessions: SessionControl;
   private readonly services: ServiceManager;
   /** The operator's tools (SANDGATE_TOOLS). */
-  readonly tools: ToolService;
+  readonly tools: TenantTools;
   private readonly checks = new Map<string, TypeCheck<TObject>>(
     MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]),
   );
@@ -69,10 +69,10 @@ export class McpTools {
     private readonly d: GatewayDeps,
     runs: RunTool,
   ) {
-    this.files = new FileService(d);
-    this.sessions = new SessionService(d);
-    this.services = new ServiceManager(d);
-    this.tools = new ToolService(d);
+    this.files = d.sessionFiles;
+    this.sessions = d.sessionControl;
+    this.services = d.serviceManager;
+    this.tools = d.tenantTools;
     this.handlers = {
       upload_file: (call, a: UploadFileInput) => this.upload(call, a),
       run_python: async (call, a: RunCodeInput) => {

@@ -20,7 +20,6 @@ import {
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { hostGuard } from '../plugins/host-check.ts';
-import { ServiceManager } from '../service-manager.ts';
 import { proxyHttp, serveUpgrades, splitProxyUrl, type ProxyTarget } from '../service-proxy.ts';
 import { SseWriter } from '../sse.ts';
 import { toProblem } from '../plugins/errors.ts';
@@ -55,7 +54,7 @@ const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 /** /v1/sessions/:id/services: long-running programs in a session's sandbox, and their proxy (docs/services.md). */
 export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const services = new ServiceManager(deps);
+  const services = deps.serviceManager;
   const guard = hostGuard(deps.config);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
   const unsupported = { 501: ref(ProblemSchema) };

@@ -137,7 +137,7 @@ export type ExecutionResult = {
      */
     artifacts_truncated?: boolean;
     duration_ms: number;
-    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown' | 'disk_quota' | 'tests_not_run';
+    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown' | 'disk_quota' | 'pids_limit' | 'tests_not_run';
     /**
      * Why the platform ended the run, for people.
      */
