@@ -238,7 +238,7 @@ launch kube-controller-manager "$BIN/kube-controller-manager" \
   --authorization-kubeconfig "$DIR/controller-manager.kubeconfig" \
   --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
   --use-service-account-credentials --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
-  --controllers 'garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,pod-garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller,root-ca-certificate-publisher-controller' \
+  --controllers 'garbage-collector-controller,namespace-controller,persistentvolumeclaim-protection-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,pod-garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller,root-ca-certificate-publisher-controller' \
   --v 1
 launch kube-scheduler "$BIN/kube-scheduler" \
   --kubeconfig "$DIR/scheduler.kubeconfig" \

@@ -90,6 +90,9 @@ async function dataParent(diskQuotas: boolean): Promise<string> {
 /** The backend end-to-end tests run on: the whole suite runs once per backend (scripts/run-tests.sh). */
 export const TEST_BACKEND: BackendName = process.env.SANDGATE_TEST_BACKEND === 'kubernetes' ? 'kubernetes' : 'docker';
 
+/** The share of its CPU limit a test sandbox Pod requests: 10m of 1 CPU. */
+export const TEST_CPU_REQUEST_RATIO = '0.01';
+
 /** A namespace on the test cluster for a stack whose gateway listens on `port` (on every address: Pods reach it). */
 async function kubernetesFor(
   port: number,
@@ -108,9 +111,9 @@ async function kubernetesFor(
       SANDGATE_K8S_GATEWAY_URL: `http://${namespace.hostIP}:${port}`,
       SANDGATE_HOST: '0.0.0.0',
       SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
-      // Every sandbox Pod requests the CPU it is limited to, and the scheduler places no more than the node's CPUs
-      // can take: at 1 CPU each, the test node's 2 cores would hold two Pods (the rest Pending, "Insufficient cpu").
-      SANDGATE_CPU_LIMIT: '0.2',
+      // The scheduler places no more Pods on a node than their CPU requests fit: the test node has 2 cores and the
+      // tests keep dozens of sandboxes (pools, sessions, runs of two files) at once, each limited to 1 CPU.
+      SANDGATE_K8S_CPU_REQUEST_RATIO: TEST_CPU_REQUEST_RATIO,
     },
     close: () => namespace.close(),
   };

@@ -28,6 +28,7 @@ export function kubernetesBackendOf(
     sweepGraceMs: 0,
     // No warm Pods unless a test asks: they would be this backend's own, unknown to the sweeps a test runs.
     poolSize: 0,
+    cpuRequestRatio: s.config.k8sCpuRequestRatio,
     ...(s.config.image ? { image: s.config.image } : {}),
     grantTransfer: async (job, ttl) => {
       const ids = { execution_id: job.execution_id, session_id: job.session_id, tenant: job.tenant };

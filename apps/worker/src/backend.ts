@@ -87,6 +87,7 @@ async function kubernetesBackend(
     workspaceBytes: config.sessionDiskBytes,
     timing: { startupMs: config.k8sStartupTimeoutMs },
     transferTimeoutS: config.k8sTransferTimeoutS,
+    cpuRequestRatio: config.k8sCpuRequestRatio,
     agentPort: config.k8sAgentPort,
     servicesPort: config.k8sServicesPort,
     ...(tools ? { tools } : {}),

@@ -29,6 +29,11 @@ export const ConfigSchema = Type.Object({
   k8sStartupTimeoutMs: Type.Integer({ minimum: 1000 }),
   /** Kubernetes: how long stage and harvest wait on the gateway (connecting, or any read or write of a transfer). */
   k8sTransferTimeoutS: Type.Integer({ minimum: 1, maximum: 3600 }),
+  /**
+   * Kubernetes: the share of a sandbox's CPU limit its Pod requests (what the scheduler reserves on a node; the limit
+   * is what the container's cgroup enforces). 1: requests equal limits.
+   */
+  k8sCpuRequestRatio: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
   /** Kubernetes: the port session Pods' agents listen on (the chart's NetworkPolicy admits worker Pods to it). */
   k8sAgentPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
   /** Kubernetes: the port session Pods' agents serve services on (the chart's NetworkPolicy admits gateways to it). */
@@ -187,6 +192,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_K8S_KUBECONFIG: ['k8sKubeconfig', str, null],
   SANDGATE_K8S_STARTUP_TIMEOUT_S: ['k8sStartupTimeoutMs', seconds, '180'],
   SANDGATE_K8S_TRANSFER_TIMEOUT_S: ['k8sTransferTimeoutS', int, '60'],
+  SANDGATE_K8S_CPU_REQUEST_RATIO: ['k8sCpuRequestRatio', num, '0.25'],
   SANDGATE_K8S_AGENT_PORT: ['k8sAgentPort', int, '8700'],
   SANDGATE_K8S_SERVICES_PORT: ['k8sServicesPort', int, '8701'],
   SANDGATE_IMAGE: ['image', str, 'sandgate/runtime:1'],

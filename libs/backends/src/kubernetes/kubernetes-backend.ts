@@ -16,7 +16,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES } from '../outcome/output.ts';
 import { apiProblem, clusterError, PodApi } from './api.ts';
 import { probeHealth } from '../housekeeping/health.ts';
 import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
-import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT, type PodSettings } from './pod-spec.ts';
+import { DEFAULT_AGENT_PORT, DEFAULT_CPU_REQUEST_RATIO, DEFAULT_SERVICES_PORT, type PodSettings } from './pod-spec.ts';
 import { sweepPods } from './sweep.ts';
 import { runInSession } from '../run/session-run.ts';
 import { SessionPods, type SessionPod } from './session-pods.ts';
@@ -75,6 +75,11 @@ export interface KubernetesBackendOptions {
   interruptGraceMs?: number;
   /** How long stage and harvest wait on the gateway: connecting, or any read or write. Default 60 s. */
   transferTimeoutS?: number;
+  /**
+   * The share of a sandbox's CPU limit its Pod requests: what the scheduler reserves for it on a node, while the
+   * limit is what its cgroup enforces. Default 0.25 (docs/kubernetes.md, "CPU requests"); 1: requests equal limits.
+   */
+  cpuRequestRatio?: number;
   /** Called by close(): what the caller made for this backend (e.g. the Redis connection of grantTransfer) goes. */
   onClose?: () => Promise<void>;
 }
@@ -136,6 +141,7 @@ export class KubernetesBackend implements ExecutionBackend {
       agentPort: options.agentPort ?? DEFAULT_AGENT_PORT,
       servicesPort: options.servicesPort ?? DEFAULT_SERVICES_PORT,
       transferTimeoutS: options.transferTimeoutS ?? 60,
+      cpuRequestRatio: options.cpuRequestRatio ?? DEFAULT_CPU_REQUEST_RATIO,
     };
     this.#interruptGraceMs = options.interruptGraceMs ?? 2000;
     this.#artifacts = new LocalArtifactStore(options.artifactUrl);
