@@ -130,13 +130,18 @@ test('services', async (t) => {
     assert.equal(svc.port, 8000);
     assert.equal(svc.proxy_url, `${s.url}/v1/sessions/${id}/services/web/proxy/`);
 
-    const res = await fetch(`${svc.proxy_url}hello?x=1`, { headers: as(ACME) });
+    // What a client claims of the hops before it is not passed on: the gateway trusts no proxy in front of it.
+    const claims = { 'x-forwarded-for': '203.0.113.9', forwarded: 'for=203.0.113.9', 'x-real-ip': '203.0.113.9' };
+    const res = await fetch(`${svc.proxy_url}hello?x=1`, { headers: { ...as(ACME), ...claims } });
     assert.equal(res.status, 200, await res.clone().text());
     assert.match(res.headers.get('content-security-policy') ?? '', /^sandbox /, 'pages are sandboxed');
     const seen = (await res.json()) as { path: string; method: string; headers: Record<string, string> };
     assert.equal(seen.path, '/hello?x=1');
     assert.equal(seen.headers.authorization, undefined, "the tenant's API key never reaches the service");
     assert.equal(seen.headers['x-forwarded-prefix'], `/v1/sessions/${id}/services/web/proxy`);
+    assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1', "the socket's peer, not what the client said");
+    assert.equal(seen.headers.forwarded, undefined);
+    assert.equal(seen.headers['x-real-ip'], undefined);
 
     const posted = await fetch(`${svc.proxy_url}form`, {
       method: 'POST',
@@ -336,6 +341,8 @@ test('services', async (t) => {
     const ninth = await start(other, { name: 's8', command: 'sleep 600' });
     assert.equal(ninth.status, 429);
     assert.equal(ninth.body.code, 'too_many_services');
+    assert.equal(ninth.headers.get('retry-after'), '10', 'every 429 says when to retry');
+    assert.equal(ninth.body.retry_after, 10);
     const list = await s.api('GET', `/v1/sessions/${other}/services`, undefined, as(ACME));
     assert.equal(list.body.services.length, 8);
     assert.ok(list.body.services.every((x: Service) => x.state === 'running'));

@@ -11,6 +11,8 @@ import { ExecutionService } from './execution-service.ts';
 const START_WAIT_SECONDS = 30;
 /** Services a session may have at once (running or starting). */
 export const MAX_SERVICES = 8;
+/** Retry-After of too_many_services: no time frees a slot, only a service that ends. */
+const TOO_MANY_SERVICES_RETRY_S = 10;
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** A preview link's signed part: `<session>.<name>.<expires>.<sig>`. */
@@ -54,9 +56,11 @@ export class ServiceManager {
     }
     const live = all.filter((s) => s.state === 'running' || s.state === 'starting').length;
     if (live >= MAX_SERVICES) {
+      // Room comes when one is stopped, or ends by itself: a client that stops one need not wait that long.
       throw new SandgateError(
         'too_many_services',
         `session ${sessionId} runs ${live} services, its limit; stop one first`,
+        { extra: { retry_after: TOO_MANY_SERVICES_RETRY_S } },
       );
     }
     const run = await this.#executions.create(

@@ -68,12 +68,18 @@ export function splitProxyUrl(
   return undefined;
 }
 
-function forwardHeaders(
-  headers: IncomingHttpHeaders,
-  prefix: string,
-  port: number,
-  secure: boolean,
-): OutgoingHttpHeaders {
+/**
+ * What a client says of the hops before it (`X-Forwarded-*`, `Forwarded`, `X-Real-IP`) is dropped: the gateway trusts
+ * no proxy in front of it (its own rate limits count the socket's peer too), so the service is told what the gateway
+ * saw itself.
+ */
+const CLIENT_FORWARDING = /^(forwarded|x-real-ip|x-forwarded-.*)$/;
+
+/** The address of a socket's peer as X-Forwarded-For gives it: IPv4 without its IPv6-mapped prefix. */
+const peerAddress = (raw: IncomingMessage): string => (raw.socket.remoteAddress ?? '').replace(/^::ffff:(?=\d)/, '');
+
+function forwardHeaders(raw: IncomingMessage, prefix: string, port: number, secure: boolean): OutgoingHttpHeaders {
+  const { headers } = raw;
   const out: OutgoingHttpHeaders = {};
   const named = new Set(
     String(headers.connection ?? '')
@@ -81,9 +87,10 @@ function forwardHeaders(
       .map((h) => h.trim().toLowerCase()),
   );
   for (const [k, v] of Object.entries(headers)) {
-    if (v !== undefined && !HOP.has(k) && !named.has(k)) out[k] = v;
+    if (v !== undefined && !HOP.has(k) && !named.has(k) && !CLIENT_FORWARDING.test(k)) out[k] = v;
   }
   out.host = `127.0.0.1:${port}`;
+  out['x-forwarded-for'] = peerAddress(raw);
   out['x-forwarded-host'] = headers.host ?? '';
   out['x-forwarded-proto'] = secure ? 'https' : 'http';
   out['x-forwarded-prefix'] = prefix;
@@ -102,7 +109,7 @@ export function proxyHttp(
       {
         method: raw.method,
         path: target.path,
-        headers: forwardHeaders(raw.headers, target.prefix, target.port, target.secure),
+        headers: forwardHeaders(raw, target.prefix, target.port, target.secure),
         // No agent: with one, Node would make its own connection instead of using this one.
         createConnection: () => upstream,
       },
@@ -164,7 +171,7 @@ export function serveUpgrades(
         return;
       }
       const { socket: upstream, port } = await services.connect(target.session, target.name);
-      const headers = forwardHeaders(req.headers, target.prefix, port, false);
+      const headers = forwardHeaders(req, target.prefix, port, false);
       headers.connection = 'Upgrade';
       if (req.headers.upgrade) headers.upgrade = req.headers.upgrade;
       const lines = [`${req.method ?? 'GET'} ${target.path} HTTP/1.1`];

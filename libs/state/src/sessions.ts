@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { SandgateError, type SessionMode } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
@@ -41,9 +42,20 @@ export interface SessionRecord {
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
 
-/** A tenant at its limit of live sessions, whether creating one or starting a one-shot (which creates one). */
-export const maxSessionsError = (max: number): SandgateError =>
-  new SandgateError('max_sessions', `tenant already has ${max} live sessions; delete one or wait for one to expire`);
+/**
+ * A tenant at its limit of live sessions, whether creating one or starting a one-shot (which creates one). Retry-After
+ * is the time until the soonest of its sessions expires, if none is used before: the earliest a retry can find room.
+ */
+export async function maxSessionsError(redis: Redis, k: Keys, tenant: string, max: number): Promise<SandgateError> {
+  const now = Date.now();
+  const [, soonest] = await redis.zrangebyscore(k.tenantSessions(tenant), now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1);
+  const retryAfter = Math.max(1, Math.ceil(((soonest === undefined ? now : Number(soonest)) - now) / 1000));
+  return new SandgateError(
+    'max_sessions',
+    `tenant already has ${max} live sessions; delete one or wait for one to expire (the next in ${retryAfter} s)`,
+    { extra: { retry_after: retryAfter } },
+  );
+}
 
 /** Session records, their per-tenant index and their busy lock, in Redis. */
 export class SessionStore {
@@ -72,7 +84,7 @@ export class SessionStore {
       JSON.stringify(opts.metadata ?? {}),
       opts.mode ?? 'process',
     );
-    if (ok !== 1) throw maxSessionsError(opts.maxSessions);
+    if (ok !== 1) throw await maxSessionsError(this.redis, this.k, tenant, opts.maxSessions);
     return (await this.get(tenant, id))!;
   }
 
