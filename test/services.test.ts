@@ -16,7 +16,26 @@ import { mcpClient, structured } from './mcp-client.ts';
 const ACME = 'a'.repeat(32);
 const GLOBEX = 'g'.repeat(32);
 
-/** A web app as an agent would write one: stdlib only; /ws is a websocket that echoes one message in capitals. */
+/** Headers a hostile service answers /origin-headers with: all but the last act on the origin they come from. */
+const ORIGIN_HEADERS: [string, string][] = [
+  ['Set-Cookie', 'flood=1; Path=/'],
+  ['Set-Cookie', 'more=2; Path=/; Max-Age=99999'],
+  ['Clear-Site-Data', '"storage", "cookies"'],
+  ['Service-Worker-Allowed', '/'],
+  ['Strict-Transport-Security', 'max-age=0'],
+  ['Origin-Agent-Cluster', '?0'],
+  ['Alt-Svc', 'h2=":9999"'],
+  ['NEL', '{"report_to": "x", "max_age": 86400}'],
+  ['Report-To', '{"group": "x", "max_age": 86400, "endpoints": [{"url": "https://evil.example/r"}]}'],
+  ['Accept-CH', 'Sec-CH-UA-Model'],
+  ['WWW-Authenticate', 'Basic realm="sandgate"'],
+  ['X-Kept', 'yes'],
+];
+
+/**
+ * A web app as an agent would write one: stdlib only; /ws is a websocket that echoes one message in capitals,
+ * /origin-headers answers with ORIGIN_HEADERS.
+ */
 const APP = String.raw`
 import base64, hashlib, http.server, json, os, signal, sys
 def bye(*_):
@@ -27,6 +46,13 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/ws":
             return self.ws()
+        if self.path == "/origin-headers":
+            self.send_response(200)
+            for k, v in ${JSON.stringify(ORIGIN_HEADERS)}:
+                self.send_header(k, v)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         self.answer(b"")
     def do_POST(self):
         self.answer(self.rfile.read(int(self.headers.get("content-length", 0))))
@@ -188,6 +214,28 @@ test('services', async (t) => {
     assert.equal(refused.status, 403);
     assert.equal(await echo(`${url.replace(/^http/, 'ws')}ws`, 'by link'), 'echo: BY LINK');
   });
+
+  await t.test(
+    "on the gateway's origin a service sets nothing that acts on the origin, and gets no cookie",
+    async () => {
+      const shared = await s.api('POST', `/v1/sessions/${id}/services/web/preview`, {}, as(ACME));
+      const proxy = `${s.url}/v1/sessions/${id}/services/web/proxy/`;
+      for (const [url, headers] of [
+        [(shared.body as { url: string }).url, {}],
+        [proxy, as(ACME)],
+      ] as const) {
+        const res = await fetch(`${url}origin-headers`, { headers });
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get('x-kept'), 'yes', 'the answer came from the service');
+        const passed = ORIGIN_HEADERS.filter(([k]) => k !== 'X-Kept' && res.headers.has(k)).map(([k]) => k);
+        assert.deepEqual(passed, [], `${url}: headers that act on the gateway's origin`);
+        assert.match(res.headers.get('content-security-policy') ?? '', /^sandbox /);
+        const echoed = await fetch(`${url}cookies`, { headers: { ...headers, cookie: 'dashboard=the-operators' } });
+        const seen = (await echoed.json()) as { headers: Record<string, string> };
+        assert.equal(seen.headers.cookie, undefined, "the gateway origin's cookies never reach the service");
+      }
+    },
+  );
 
   await t.test('logs: from an offset, and only what is new after next_offset', async () => {
     const first = await s.api('GET', `/v1/sessions/${id}/services/web/logs`, undefined, as(ACME));

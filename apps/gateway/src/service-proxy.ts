@@ -11,6 +11,41 @@ import type { ServiceManager } from './service-manager.ts';
  * dashboard's API key) nor call the API with its credentials. Scripts, forms and popups still work.
  */
 const SANDBOX_CSP = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads';
+/**
+ * Response headers that act on the whole origin they come from, not on the one response: on the gateway's origin a
+ * service must not send them, or a link to its page would act on the gateway (and its dashboard) for whoever opens it.
+ */
+const ORIGIN_WIDE = new Set([
+  // Cookies for the gateway's host: read by every later request to it, and enough of them make each one too large.
+  'set-cookie',
+  'set-cookie2',
+  // Wipes the origin's storage (the dashboard's key), cache, and cookies.
+  'clear-site-data',
+  // Widens what a service worker of the origin may control.
+  'service-worker-allowed',
+  // Pins the host (and its subdomains) to HTTPS for up to years, or lifts the operator's pin.
+  'strict-transport-security',
+  // Decides, for the first page of the origin a browser sees, how every later page of it is grouped.
+  'origin-agent-cluster',
+  // Sends the origin's later connections to another port or protocol.
+  'alt-svc',
+  // Network error logging: a policy for the origin, reporting its later requests (URLs included) to the service.
+  'nel',
+  'report-to',
+  // Client hints the browser then sends on every later request to the origin.
+  'accept-ch',
+  'critical-ch',
+  // A login prompt on the gateway's origin (the service never gets an Authorization header through it anyway).
+  'www-authenticate',
+  // State a browser keeps for the origin: login status (FedCM), storage access, topics observed.
+  'set-login',
+  'activate-storage-access',
+  'observe-browsing-topics',
+  // Key pinning and CT enforcement for the host (obsolete, still origin-wide where a browser reads them).
+  'public-key-pins',
+  'public-key-pins-report-only',
+  'expect-ct',
+]);
 /** Headers of one hop only (RFC 9110 §7.6.1), never passed on; and the tenant's credentials. */
 const HOP = new Set([
   'connection',
@@ -24,6 +59,8 @@ const HOP = new Set([
   'upgrade',
   'authorization',
   'host',
+  // The gateway origin's cookies (another app on its host, the operator's): never the service's.
+  'cookie',
 ]);
 
 /** What a request to a service's proxy names: the session, the service, and the path the service gets. */
@@ -116,7 +153,7 @@ export function proxyHttp(
       (answer) => {
         const headers: OutgoingHttpHeaders = {};
         for (const [k, v] of Object.entries(answer.headers)) {
-          if (v !== undefined && !HOP.has(k) && k !== 'content-security-policy') headers[k] = v;
+          if (v !== undefined && !HOP.has(k) && !ORIGIN_WIDE.has(k) && k !== 'content-security-policy') headers[k] = v;
         }
         headers['content-security-policy'] = SANDBOX_CSP;
         res.writeHead(answer.statusCode ?? 502, answer.statusMessage, headers);
