@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import Dockerode from 'dockerode';
 import WebSocket from 'ws';
 import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT } from '@sandgate/backends';
@@ -15,6 +17,8 @@ import { mcpClient, structured } from './mcp-client.ts';
 
 const ACME = 'a'.repeat(32);
 const GLOBEX = 'g'.repeat(32);
+/** A tenant with a limit of 2 requests a minute. */
+const INITECH = 'i'.repeat(32);
 
 /** Headers a hostile service answers /origin-headers with: all but the last act on the origin they come from. */
 const ORIGIN_HEADERS: [string, string][] = [
@@ -113,10 +117,41 @@ async function echo(url: string, text: string, headers: Record<string, string> =
   }
 }
 
+/** The answer to a websocket request that does not upgrade: its status and headers. */
+async function refusedUpgrade(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders }> {
+  const ws = new WebSocket(url, { headers });
+  try {
+    return await new Promise((resolve, reject) => {
+      ws.once('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+      ws.once('open', () => reject(new Error('the websocket opened')));
+      ws.once('error', reject);
+    });
+  } finally {
+    ws.terminate();
+  }
+}
+
+/** Sends `bytes` to the server at `url` and answers everything it sends back until it closes. */
+async function rawRequest(url: string, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.end(bytes);
+  let answer = '';
+  for await (const chunk of socket) answer += String(chunk);
+  return answer;
+}
+
 test('services', async (t) => {
   const s = await startStack({
-    // An allowed host turns on the Host and Origin checks (always on in open mode).
-    env: { SANDGATE_API_KEYS: `${ACME}:acme,${GLOBEX}:globex`, SANDGATE_ALLOWED_HOSTS: 'sandgate.test' },
+    env: {
+      SANDGATE_API_KEYS: `${ACME}:acme,${GLOBEX}:globex,${INITECH}:initech`,
+      // An allowed host turns on the Host and Origin checks (always on in open mode).
+      SANDGATE_ALLOWED_HOSTS: 'sandgate.test',
+      SANDGATE_TENANT_LIMITS: JSON.stringify({ initech: { requests_per_min: 2 } }),
+    },
   });
   t.after(() => s.close());
   const as = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -183,17 +218,48 @@ test('services', async (t) => {
   });
 
   await t.test("a websocket from another site's page is refused, as any request of it would be", async () => {
-    const ws = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/sessions/${id}/services/web/proxy/ws`, {
-      headers: { ...as(ACME), origin: 'http://evil.example' },
-    });
-    const status = await new Promise<number>((resolve, reject) => {
-      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
-      ws.once('open', () => reject(new Error('the websocket opened')));
-      ws.once('error', reject);
-    });
-    ws.terminate();
-    assert.equal(status, 403);
+    const url = `${s.url.replace(/^http/, 'ws')}/v1/sessions/${id}/services/web/proxy/ws`;
+    const refused = await refusedUpgrade(url, { ...as(ACME), origin: 'http://evil.example' });
+    assert.equal(refused.status, 403);
   });
+
+  await t.test(
+    "websockets meet what requests meet: rate limits, metrics, the gateway's headers on a refusal",
+    async () => {
+      const ws = s.url.replace(/^http/, 'ws');
+      // A service that answers a websocket request without upgrading: its answer is relayed as any response is.
+      const plain = await refusedUpgrade(`${ws}/v1/sessions/${id}/services/web/proxy/origin-headers`, as(ACME));
+      assert.equal(plain.status, 200);
+      assert.equal(plain.headers['x-kept'], 'yes', 'the answer came from the service');
+      assert.match(String(plain.headers['content-security-policy']), /^sandbox /, 'sandboxed like any page');
+      const passed = ORIGIN_HEADERS.filter(([k]) => k !== 'X-Kept' && plain.headers[k.toLowerCase()] !== undefined);
+      assert.deepEqual(passed, []);
+      // Counted against the tenant's requests per minute (2 for this one), before anything else is looked at.
+      const elsewhere = `${ws}/v1/sessions/sess_000000000000/services/web/proxy/ws`;
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push(await refusedUpgrade(elsewhere, as(INITECH)));
+      assert.deepEqual(
+        statuses.map((r) => r.status),
+        [404, 404, 429],
+      );
+      assert.ok(Number(statuses[2]!.headers['retry-after']) >= 1, 'a 429 says when to retry');
+      // Any other route answers an upgrade request as a request (and closes); only GET is upgraded.
+      assert.equal((await refusedUpgrade(`${ws}/v1/sessions/${id}/services`, as(ACME))).status, 200);
+      const post = await rawRequest(
+        s.url,
+        `POST /v1/sessions/${id}/services/web/proxy/ws HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+          `Authorization: Bearer ${ACME}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 0\r\n\r\n`,
+      );
+      assert.match(post, /^HTTP\/1.1 405 /);
+      assert.match(post, /"code":"method_not_allowed"/);
+      // Upgrades are measured (and logged) as requests: the 101s of the websockets above.
+      const metrics = await s.deps.metrics.registry.getSingleMetricAsString('sandgate_http_request_duration_seconds');
+      assert.match(
+        metrics,
+        /_count\{method="GET",route="\/v1\/sessions\/:id\/services\/:name\/proxy\/\*",status_code="101"\} [1-9]/,
+      );
+    },
+  );
 
   await t.test('another tenant, or no key, gets nothing; a preview link opens it without a key', async () => {
     const proxy = `${s.url}/v1/sessions/${id}/services/web/proxy/`;

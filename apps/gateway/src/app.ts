@@ -27,6 +27,7 @@ import { scriptRoutes } from './routes/scripts.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { serverTimeouts } from './timeouts.ts';
+import { routeUpgrades } from './upgrades.ts';
 
 export interface AppOptions {
   /** SSE heartbeat interval (ms); default 15 000. */
@@ -145,6 +146,7 @@ export async function buildApp(
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });
   await app.register(dashboardRoutes, { dir: dashboardDir });
+  routeUpgrades(app);
   if (webhooks && deps.config.webhookAllow.length > 0) {
     const dispatcher = startWebhookDispatcher(deps, deps.log);
     app.addHook('onClose', () => dispatcher.close());

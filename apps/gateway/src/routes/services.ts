@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -19,9 +19,9 @@ import {
 } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { hostGuard } from '../plugins/host-check.ts';
 import { ServiceManager } from '../service-manager.ts';
-import { proxyHttp, serveUpgrades, splitProxyUrl, type ProxyTarget } from '../service-proxy.ts';
+import { proxyHttp, proxyUpgrade, splitProxyUrl, type ProxyTarget } from '../service-proxy.ts';
+import { upgradeOf } from '../upgrades.ts';
 import { SseWriter } from '../sse.ts';
 import { toProblem } from '../plugins/errors.ts';
 
@@ -56,7 +56,6 @@ const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 /** /v1/sessions/:id/services: long-running programs in a session's sandbox, and their proxy (docs/services.md). */
 export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const services = new ServiceManager(deps);
-  const guard = hostGuard(deps.config);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
   const unsupported = { 501: ref(ProblemSchema) };
   /** The session's sandbox did not answer as an agent should (service_unreachable). */
@@ -247,22 +246,12 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     },
   );
 
-  /** The session and service a proxied URL names, once its API key or preview token is checked. */
-  async function resolve(url: string, headers: IncomingHttpHeaders): Promise<ProxyTarget | undefined> {
-    const split = splitProxyUrl(url);
+  /** The session and service a proxied request names, once its API key (the hooks checked) or preview is checked. */
+  async function resolve(req: FastifyRequest): Promise<ProxyTarget | undefined> {
+    const split = splitProxyUrl(req.raw.url ?? req.url);
     if (split === undefined) return undefined;
     if (split.kind === 'api') {
-      // What the gateway's hooks check on every other request (a websocket upgrade passes none of them).
-      const refused = guard?.(headers);
-      if (refused) throw refused;
-      const tenant = app.tenantOfAuthorization(headers.authorization);
-      if (tenant === null) {
-        throw new SandgateError(
-          'unauthorized',
-          'send an API key as "Authorization: Bearer <key>", or use a preview link',
-        );
-      }
-      const session = await deps.sessions.require(tenant, split.sessionId);
+      const session = await deps.sessions.require(tenantOf(req), split.sessionId);
       return { session, name: split.name, path: split.rest, prefix: split.prefix };
     }
     const opened = services.verifyPreview(split.token);
@@ -273,27 +262,25 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     return { session, name: opened.name, path: split.rest, prefix: split.prefix };
   }
 
-  serveUpgrades(app, resolve, services);
-
   // The proxy takes every body as it comes, as a stream: it is the service's to read.
   await app.register(async (instance) => {
     const raw = instance.withTypeProvider<TypeBoxTypeProvider>();
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
     const proxy = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      const target = await resolve(req.raw.url ?? req.url, req.headers);
+      const target = await resolve(req);
       if (target === undefined) throw new SandgateError('not_found', 'no such service');
       const { socket: upstream, port } = await services.connect(target.session, target.name);
       reply.hijack();
       for (const [k, v] of Object.entries(reply.getHeaders())) {
         if (v !== undefined && !reply.raw.hasHeader(k)) reply.raw.setHeader(k, v);
       }
-      await proxyHttp(req.raw, reply.raw, upstream, {
-        path: target.path,
-        prefix: target.prefix,
-        port,
-        secure: req.protocol === 'https',
-      });
+      const to = { path: target.path, prefix: target.prefix, port, secure: req.protocol === 'https' };
+      // A websocket came through the same hooks (apps/gateway/src/upgrades.ts): here it is relayed, or refused.
+      const upgrade = upgradeOf(req.raw);
+      await (upgrade
+        ? proxyUpgrade(req.raw, reply.raw, upgrade, upstream, to)
+        : proxyHttp(req.raw, reply.raw, upstream, to));
     };
     for (const [url, params, operationId, summary, config] of [
       [
