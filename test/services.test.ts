@@ -272,14 +272,56 @@ test('services', async (t) => {
     assert.equal(viaLink.status, 200);
     assert.equal(((await viaLink.json()) as { path: string }).path, '/page');
     const forged = url.replace(
-      /\.([A-Za-z0-9_-]{43})\/$/,
-      (_, sig: string) => `.${sig.slice(0, -1)}${sig.endsWith('A') ? 'B' : 'A'}/`,
+      /-([0-9a-z]{25})\/$/,
+      (_, sig: string) => `-${sig.slice(0, -1)}${sig.endsWith('a') ? 'b' : 'a'}/`,
     );
     assert.notEqual(forged, url);
     const refused = await fetch(`${forged}page`);
     assert.equal(refused.status, 403);
     assert.equal(await echo(`${url.replace(/^http/, 'ws')}ws`, 'by link'), 'echo: BY LINK');
   });
+
+  await t.test(
+    'a preview link opens the start of the service it was made for, until its links are revoked',
+    async () => {
+      const mine = await session();
+      const page = (n: number) => ({
+        name: 'page',
+        command: `echo start ${n} > index.html; exec python3 -m http.server 8002`,
+      });
+      const share = async () => {
+        const r = await s.api('POST', `/v1/sessions/${mine}/services/page/preview`, {}, as(ACME));
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        return (r.body as { url: string }).url;
+      };
+      const open = (url: string) =>
+        until('an answer from the service', async () => {
+          const res = await fetch(url);
+          return res.status !== 409 && res.status !== 502 && { status: res.status, text: await res.text() };
+        });
+      assert.equal((await start(mine, page(1))).status, 201);
+      const first = await share();
+      assert.deepEqual(await open(first), { status: 200, text: 'start 1\n' });
+      // Deleted, and a new service under the same name: the old link does not open it.
+      assert.equal((await s.api('DELETE', `/v1/sessions/${mine}/services/page`, undefined, as(ACME))).status, 204);
+      assert.equal((await start(mine, page(2))).status, 201);
+      const old = await fetch(first);
+      assert.equal(old.status, 403, 'a link of the deleted service opens nothing');
+      assert.equal(((await old.json()) as { code: string }).code, 'forbidden');
+      const second = await share();
+      assert.deepEqual(await open(second), { status: 200, text: 'start 2\n' });
+      // Revoked: every link made so far stops working; one made afterwards works.
+      const third = await share();
+      const revoke = (key: string, name = 'page') =>
+        s.api('DELETE', `/v1/sessions/${mine}/services/${name}/preview`, undefined, as(key));
+      assert.equal((await revoke(GLOBEX)).status, 404, "another tenant's session is not there");
+      assert.equal((await revoke(ACME, 'nothing')).body.code, 'service_not_found');
+      assert.equal((await revoke(ACME)).status, 204);
+      for (const url of [second, third]) assert.equal((await fetch(url)).status, 403, url);
+      assert.equal((await refusedUpgrade(`${second.replace(/^http/, 'ws')}ws`)).status, 403, 'websockets too');
+      assert.deepEqual(await open(await share()), { status: 200, text: 'start 2\n' });
+    },
+  );
 
   await t.test(
     "on the gateway's origin a service sets nothing that acts on the origin, and gets no cookie",
@@ -493,6 +535,9 @@ test('services', async (t) => {
       assert.match(logs.output, /"GET \/ HTTP\/1.1" 200/);
       const again = await call('service_logs', { session_id: mine, name: 'files', offset: logs.next_offset });
       assert.equal(again.output, '');
+      const revoked = await call('revoke_previews', { session_id: mine, name: 'files' });
+      assert.deepEqual(revoked, { session_id: mine, name: 'files', status: 'revoked' });
+      assert.equal((await fetch(started.preview_url as string)).status, 403, 'the link handed out is revoked');
       const stopped = await call('stop_service', { session_id: mine, name: 'files' });
       assert.equal(stopped.service.state, 'stopped');
       const unknown = await client.callTool({ name: 'stop_service', arguments: { session_id: mine, name: 'nope' } });

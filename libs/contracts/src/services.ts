@@ -129,5 +129,6 @@ export const ServicePreviewSchema = Type.Object(
   },
   { $id: 'ServicePreview', title: 'ServicePreview' },
 );
+export type ServicePreview = Static<typeof ServicePreviewSchema>;
 
 export const ServiceParamsSchema = Type.Object({ id: SessionIdSchema, name: ServiceNameSchema });

@@ -241,8 +241,25 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       },
     },
     async (req, reply) => {
-      await services.get(tenantOf(req), req.params.id, req.params.name);
-      return reply.status(201).send(services.share(req.params.id, req.params.name, req.body.ttl_seconds ?? 3600));
+      const { id, name } = req.params;
+      return reply.status(201).send(await services.share(tenantOf(req), id, name, req.body.ttl_seconds ?? 3600));
+    },
+  );
+
+  app.delete(
+    '/v1/sessions/:id/services/:name/preview',
+    {
+      schema: {
+        operationId: 'revokeServicePreviews',
+        tags: ['services'],
+        summary: 'Revoke every preview link of the service made so far (links made afterwards work)',
+        params: ServiceParamsSchema,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (req, reply) => {
+      await services.revokePreviews(tenantOf(req), req.params.id, req.params.name);
+      return reply.status(204).send(null);
     },
   );
 
@@ -254,12 +271,8 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       const session = await deps.sessions.require(tenantOf(req), split.sessionId);
       return { session, name: split.name, path: split.rest, prefix: split.prefix };
     }
-    const opened = services.verifyPreview(split.token);
-    if (opened === undefined) throw new SandgateError('forbidden', 'the preview link is not valid, or it expired');
-    const owner = await deps.sessions.ownerOf(opened.sessionId);
-    if (owner === null) throw new SandgateError('session_not_found', `session ${opened.sessionId} has ended`);
-    const session = await deps.sessions.require(owner, opened.sessionId);
-    return { session, name: opened.name, path: split.rest, prefix: split.prefix };
+    const { session, name } = await services.openPreview(split.token);
+    return { session, name, path: split.rest, prefix: split.prefix };
   }
 
   // The proxy takes every body as it comes, as a stream: it is the service's to read.

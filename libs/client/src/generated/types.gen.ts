@@ -2735,6 +2735,57 @@ export type StopServiceResponses = {
 
 export type StopServiceResponse = StopServiceResponses[keyof StopServiceResponses];
 
+export type RevokeServicePreviewsData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services/{name}/preview';
+};
+
+export type RevokeServicePreviewsErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type RevokeServicePreviewsError = RevokeServicePreviewsErrors[keyof RevokeServicePreviewsErrors];
+
+export type RevokeServicePreviewsResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type RevokeServicePreviewsResponse = RevokeServicePreviewsResponses[keyof RevokeServicePreviewsResponses];
+
 export type ShareServiceData = {
     body: SharePreview;
     path: {
