@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IncomingHttpHeaders } from 'node:http';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import Dockerode from 'dockerode';
 import WebSocket from 'ws';
@@ -24,6 +24,7 @@ const INITECH = 'i'.repeat(32);
 const ORIGIN_HEADERS: [string, string][] = [
   ['Set-Cookie', 'flood=1; Path=/'],
   ['Set-Cookie', 'more=2; Path=/; Max-Age=99999'],
+  ['Set-Cookie', 'wide=3; Domain=previews.test; Path=/'],
   ['Clear-Site-Data', '"storage", "cookies"'],
   ['Service-Worker-Allowed', '/'],
   ['Strict-Transport-Security', 'max-age=0'],
@@ -557,6 +558,88 @@ test('services', async (t) => {
     assert.equal(del.status, 204);
     assert.equal((await s.api('GET', `/v1/sessions/${id}/services/broken`, undefined, as(ACME))).status, 404);
   });
+});
+
+/** A GET to the gateway at `url` naming `host`, as a browser on that host sends it (fetch cannot set Host). */
+async function viaHost(
+  url: string,
+  host: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path, headers: { ...headers, host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+test('previews on an origin of their own (SANDGATE_PREVIEW_ORIGIN): a host per link, the service at its root', async (t) => {
+  const s = await startStack({
+    env: {
+      SANDGATE_API_KEYS: `${ACME}:acme`,
+      SANDGATE_ALLOWED_HOSTS: 'sandgate.test',
+      SANDGATE_PREVIEW_ORIGIN: 'http://{preview}.previews.test',
+    },
+  });
+  t.after(() => s.close());
+  const auth = { authorization: `Bearer ${ACME}` };
+  const id = (await s.api('POST', '/v1/sessions', { mode: 'process' }, auth)).body.id as string;
+  const wrote = await s.api(
+    'POST',
+    '/v1/executions?wait=60',
+    { session_id: id, language: 'python', code: `open("app.py", "w").write(${JSON.stringify(APP)})` },
+    auth,
+  );
+  assert.equal(wrote.body.result?.state, 'completed', JSON.stringify(wrote.body));
+  const started = await s.api(
+    'POST',
+    `/v1/sessions/${id}/services`,
+    { name: 'web', command: 'exec python3 -u app.py' },
+    auth,
+  );
+  assert.equal(started.status, 201, JSON.stringify(started.body));
+  await until('the service to listen', async () => {
+    const r = await s.api('GET', `/v1/sessions/${id}/services/web`, undefined, auth);
+    return r.body.port !== null;
+  });
+  const shared = await s.api('POST', `/v1/sessions/${id}/services/web/preview`, {}, auth);
+  const link = new URL((shared.body as { url: string }).url);
+  assert.match(link.href, /^http:\/\/[0-9a-z-]{1,63}\.previews\.test\/$/, 'a host of its own, its token a DNS label');
+  const host = link.host;
+  const token = host.split('.')[0]!;
+
+  // At the root of its origin, every path is the service's (the gateway's own paths too), with its own credentials.
+  const page = await viaHost(s.url, host, '/v1/sessions?x=1', { cookie: 'app=1', authorization: 'Basic dTpw' });
+  assert.equal(page.status, 200, page.body);
+  const seen = JSON.parse(page.body) as { path: string; headers: Record<string, string> };
+  assert.equal(seen.path, '/v1/sessions?x=1');
+  assert.equal(seen.headers.cookie, 'app=1', "the origin's cookies are the service's own");
+  assert.equal(seen.headers.authorization, 'Basic dTpw');
+  assert.equal(seen.headers['x-forwarded-host'], host);
+  assert.equal(seen.headers['x-forwarded-prefix'], undefined, 'served at the root');
+  // Its headers act on its own origin only: passed, but cookies kept to its host; no sandbox needed.
+  const own = await viaHost(s.url, host, '/origin-headers');
+  assert.deepEqual(own.headers['set-cookie'], ['flood=1; Path=/', 'more=2; Path=/; Max-Age=99999', 'wide=3; Path=/']);
+  assert.equal(own.headers['clear-site-data'], '"storage", "cookies"');
+  assert.equal(own.headers['content-security-policy'], undefined);
+  assert.equal(await echo(`${s.url.replace(/^http/, 'ws')}/ws`, 'own origin', { host }), 'echo: OWN ORIGIN');
+
+  // Nothing of the gateway is served on a preview host: a host that is no link is refused, key or not.
+  const other = await viaHost(s.url, 'nothing.previews.test', '/v1/sessions', auth);
+  assert.equal(other.status, 403);
+  assert.equal(JSON.parse(other.body).code, 'forbidden');
+  // On the gateway's origin a link's /preview/ path leads to its host; the API is there as ever.
+  const moved = await fetch(`${s.url}/preview/${token}/page?q=1`, { redirect: 'manual' });
+  assert.equal(moved.status, 308);
+  assert.equal(moved.headers.get('location'), `http://${host}/page?q=1`);
+  assert.equal((await s.api('GET', `/v1/sessions/${id}/services/web`, undefined, auth)).status, 200);
 });
 
 const runsc =

@@ -1,4 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { previewLabelOf, type Config, type PreviewOrigin } from '@sandgate/config';
 
 /**
  * A preview link's token: the session, the start of the service (its execution: one per instance of a service), the
@@ -69,4 +71,34 @@ function signature(key: Buffer, claim: PreviewClaim, binding: PreviewBinding): s
   return BigInt(`0x${mac.toString('hex')}`)
     .toString(36)
     .padStart(SIGNATURE_CHARS, '0');
+}
+
+/** A preview's URL: on its own origin where SANDGATE_PREVIEW_ORIGIN says, else under /preview/ on the gateway's. */
+export function previewUrl(config: Pick<Config, 'publicUrl' | 'previewOrigin'>, token: string): string {
+  const o = config.previewOrigin;
+  if (o) return `${o.scheme}://${token}.${o.base}${o.port ? `:${o.port}` : ''}/`;
+  return `${config.publicUrl.replace(/\/+$/, '')}/preview/${token}/`;
+}
+
+/**
+ * Fastify's rewriteUrl where previews have an origin of their own: a request to a preview host goes to the preview
+ * route as /preview/<token><path>, whatever its path, so that nothing of the gateway is ever served there.
+ */
+export function previewHostRewrite(origin: PreviewOrigin): (req: IncomingMessage) => string {
+  return (req) => {
+    const url = req.url ?? '/';
+    const token = previewLabelOf(origin, req.headers.host);
+    if (token === undefined) return url;
+    return `/preview/${token}${url.startsWith('/') ? url : pathOf(url)}`;
+  };
+}
+
+/** The path and query of an absolute-form request target (`GET http://host/path`), else '/'. */
+function pathOf(target: string): string {
+  try {
+    const u = new URL(target);
+    return u.pathname + u.search;
+  } catch {
+    return '/';
+  }
 }

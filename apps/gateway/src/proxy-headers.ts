@@ -40,7 +40,7 @@ const ORIGIN_WIDE = new Set([
   'public-key-pins-report-only',
   'expect-ct',
 ]);
-/** Headers of one hop only (RFC 9110 §7.6.1), never passed on; and the tenant's credentials. */
+/** Headers of one hop only (RFC 9110 §7.6.1), never passed on. */
 const HOP = new Set([
   'connection',
   'keep-alive',
@@ -51,11 +51,13 @@ const HOP = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
-  'authorization',
   'host',
-  // The gateway origin's cookies (another app on its host, the operator's): never the service's.
-  'cookie',
 ]);
+/**
+ * Credentials of the gateway's origin, never the service's: the tenant's API key, and the origin's cookies (another app
+ * on its host, the operator's). On a preview's own origin they are the service's own, and pass.
+ */
+const GATEWAY_CREDENTIALS = new Set(['authorization', 'cookie']);
 
 /**
  * What a client says of the hops before it (`X-Forwarded-*`, `Forwarded`, `X-Real-IP`) is dropped: the gateway trusts
@@ -71,14 +73,16 @@ const peerAddress = (raw: IncomingMessage): string => (raw.socket.remoteAddress 
 export interface Hop {
   /** The service's port (its Host header). */
   port: number;
-  /** The public prefix the service is served under (X-Forwarded-Prefix). */
+  /** The public prefix the service is served under (X-Forwarded-Prefix); '' at the root of its own origin. */
   prefix: string;
   /** Whether the client reached the gateway over TLS (X-Forwarded-Proto). */
   secure: boolean;
+  /** Served on an origin of its own (a preview host, SANDGATE_PREVIEW_ORIGIN), not on the gateway's. */
+  ownOrigin: boolean;
 }
 
 /** The headers a request to the service carries: the client's, less what is not the service's, and ours. */
-export function requestHeaders(raw: IncomingMessage, { port, prefix, secure }: Hop): OutgoingHttpHeaders {
+export function requestHeaders(raw: IncomingMessage, { port, prefix, secure, ownOrigin }: Hop): OutgoingHttpHeaders {
   const { headers } = raw;
   const out: OutgoingHttpHeaders = {};
   const named = new Set(
@@ -87,25 +91,37 @@ export function requestHeaders(raw: IncomingMessage, { port, prefix, secure }: H
       .map((h) => h.trim().toLowerCase()),
   );
   for (const [k, v] of Object.entries(headers)) {
-    if (v !== undefined && !HOP.has(k) && !named.has(k) && !CLIENT_FORWARDING.test(k)) out[k] = v;
+    if (v === undefined || HOP.has(k) || named.has(k) || CLIENT_FORWARDING.test(k)) continue;
+    if (!ownOrigin && GATEWAY_CREDENTIALS.has(k)) continue;
+    out[k] = v;
   }
   out.host = `127.0.0.1:${port}`;
   out['x-forwarded-for'] = peerAddress(raw);
   out['x-forwarded-host'] = headers.host ?? '';
   out['x-forwarded-proto'] = secure ? 'https' : 'http';
-  out['x-forwarded-prefix'] = prefix;
+  if (prefix !== '') out['x-forwarded-prefix'] = prefix;
   return out;
 }
 
 /**
- * The headers the client gets of a service's response: the service's, less what is one hop's or acts on the gateway's
- * origin, with the sandbox CSP in place of the service's own.
+ * The headers the client gets of a service's response. On the gateway's origin: the service's, less what is one hop's
+ * or acts on the origin, with the sandbox CSP in place of the service's own. On an origin of its own: the service's,
+ * less what is one hop's, its cookies kept to that host (the hosts of all previews share their parent domain).
  */
-export function responseHeaders(answer: IncomingMessage): OutgoingHttpHeaders {
+export function responseHeaders(answer: IncomingMessage, { ownOrigin }: Pick<Hop, 'ownOrigin'>): OutgoingHttpHeaders {
   const headers: OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(answer.headers)) {
-    if (v !== undefined && !HOP.has(k) && !ORIGIN_WIDE.has(k) && k !== 'content-security-policy') headers[k] = v;
+    if (v === undefined || HOP.has(k)) continue;
+    if (ownOrigin) headers[k] = k === 'set-cookie' ? (v as string[]).map(hostOnly) : v;
+    else if (!ORIGIN_WIDE.has(k) && k !== 'content-security-policy') headers[k] = v;
   }
-  headers['content-security-policy'] = SANDBOX_CSP;
+  if (!ownOrigin) headers['content-security-policy'] = SANDBOX_CSP;
   return headers;
 }
+
+/** A Set-Cookie without its Domain attribute: the cookie goes back to the host that set it, no other. */
+const hostOnly = (cookie: string): string =>
+  cookie
+    .split(';')
+    .filter((part, i) => i === 0 || !/^\s*domain\s*=/i.test(part))
+    .join(';');

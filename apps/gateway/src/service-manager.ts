@@ -5,7 +5,7 @@ import { SandgateError, isTerminal, type Service, type ServicePreview, type Star
 import type { ServiceRecord, SessionRecord } from '@sandgate/state';
 import type { GatewayDeps } from './deps.ts';
 import { ExecutionService } from './execution-service.ts';
-import { previewSignatureOk, previewToken, readPreviewToken } from './preview-links.ts';
+import { previewSignatureOk, previewToken, previewUrl, readPreviewToken } from './preview-links.ts';
 
 /** How long POST .../services waits for the service to have started before it answers `starting`. */
 const START_WAIT_SECONDS = 30;
@@ -182,7 +182,7 @@ export class ServiceManager {
     const claim = { sessionId, executionId: service.executionId, expires };
     const token = previewToken(this.d.signingKey, claim, { name, revocations: state.revocations[name] ?? 0 });
     return {
-      url: `${this.d.config.publicUrl.replace(/\/+$/, '')}/preview/${token}/`,
+      url: previewUrl(this.d.config, token),
       expires_at: new Date(expires * 1000).toISOString(),
     };
   }

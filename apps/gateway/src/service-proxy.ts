@@ -11,8 +11,10 @@ export interface ProxyTarget {
   name: string;
   /** From the first '/' after the proxy prefix, with the query. */
   path: string;
-  /** The public prefix the service is served under (X-Forwarded-Prefix). */
+  /** The public prefix the service is served under (X-Forwarded-Prefix); '' at the root of its own origin. */
   prefix: string;
+  /** Reached on a preview's own origin (SANDGATE_PREVIEW_ORIGIN), not the gateway's. */
+  ownOrigin: boolean;
 }
 
 const PROXY_PATH = /^\/v1\/sessions\/(sess_[0-9a-f]{12})\/services\/([a-z][a-z0-9-]{0,31})\/proxy(\/[^]*)?$/;
@@ -58,7 +60,7 @@ export function proxyHttp(raw: IncomingMessage, res: ServerResponse, upstream: S
     const out = request(
       // No agent: with one, Node would make its own connection instead of using this one.
       { method: raw.method, path: to.path, headers: requestHeaders(raw, to), createConnection: () => upstream },
-      (answer) => relay(answer, res, resolve),
+      (answer) => relay(answer, res, to, resolve),
     );
     relayFailure(out, res, upstream, resolve);
     res.once('close', () => {
@@ -84,7 +86,7 @@ export function proxyUpgrade(
     const headers = { ...requestHeaders(raw, to), connection: 'Upgrade', upgrade: raw.headers.upgrade ?? 'websocket' };
     const out = request({ method: 'GET', path: to.path, headers, createConnection: () => upstream });
     out.once('upgrade', (answer, tunnel: Socket, head: Buffer) => {
-      const { 'content-security-policy': _, ...mine } = responseHeaders(answer);
+      const { 'content-security-policy': _, ...mine } = responseHeaders(answer, to);
       upgrade.tunnelled = true;
       // Written through the response, so that the request log and metrics see its 101.
       res.writeHead(101, { ...mine, connection: 'Upgrade', upgrade: answer.headers.upgrade ?? '' }).end();
@@ -96,15 +98,15 @@ export function proxyUpgrade(
       tunnel.pipe(socket).pipe(tunnel);
       resolve();
     });
-    out.once('response', (answer) => relay(answer, res, resolve));
+    out.once('response', (answer) => relay(answer, res, to, resolve));
     relayFailure(out, res, upstream, resolve);
     out.end();
   });
 }
 
 /** Sends a service's response on to the client. */
-function relay(answer: IncomingMessage, res: ServerResponse, done: () => void): void {
-  res.writeHead(answer.statusCode ?? 502, answer.statusMessage, responseHeaders(answer));
+function relay(answer: IncomingMessage, res: ServerResponse, to: ProxyTo, done: () => void): void {
+  res.writeHead(answer.statusCode ?? 502, answer.statusMessage, responseHeaders(answer, to));
   answer.pipe(res);
   answer.once('end', done);
   answer.once('error', () => {

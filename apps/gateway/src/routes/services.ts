@@ -17,7 +17,9 @@ import {
   ref,
   type Service,
 } from '@sandgate/contracts';
+import { previewLabelOf } from '@sandgate/config';
 import type { GatewayDeps } from '../deps.ts';
+import { previewUrl } from '../preview-links.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { ServiceManager } from '../service-manager.ts';
 import { proxyHttp, proxyUpgrade, splitProxyUrl, type ProxyTarget } from '../service-proxy.ts';
@@ -49,6 +51,15 @@ const PreviewParams = Type.Object({
 const ANY = { '*/*': { schema: { type: 'string', format: 'binary' } } };
 const PROXY_RESPONSES = {
   200: { description: "The service's own response, whatever its status and type.", content: ANY },
+};
+const PREVIEW_RESPONSES = {
+  ...PROXY_RESPONSES,
+  308: {
+    type: 'null',
+    description:
+      'Where previews are served from an origin of their own (SANDGATE_PREVIEW_ORIGIN): the same link there, in ' +
+      '`Location`.',
+  },
 };
 /** Every method but GET (documented on its own; HEAD comes with it). */
 const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -263,16 +274,23 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     },
   );
 
-  /** The session and service a proxied request names, once its API key (the hooks checked) or preview is checked. */
-  async function resolve(req: FastifyRequest): Promise<ProxyTarget | undefined> {
+  /**
+   * The session and service a proxied request names, once its API key (the hooks checked it) or its preview link is
+   * checked; or, for a preview asked for on the gateway's origin where previews have one of their own, where it is.
+   */
+  async function resolve(req: FastifyRequest): Promise<ProxyTarget | { moved: string } | undefined> {
     const split = splitProxyUrl(req.raw.url ?? req.url);
     if (split === undefined) return undefined;
     if (split.kind === 'api') {
       const session = await deps.sessions.require(tenantOf(req), split.sessionId);
-      return { session, name: split.name, path: split.rest, prefix: split.prefix };
+      return { session, name: split.name, path: split.rest, prefix: split.prefix, ownOrigin: false };
     }
+    const origin = deps.config.previewOrigin;
+    // A preview host's requests were rewritten to /preview/<token>/… (previewHostRewrite): that host is the origin.
+    const ownOrigin = origin !== null && previewLabelOf(origin, req.headers.host) !== undefined;
+    if (origin !== null && !ownOrigin) return { moved: previewUrl(deps.config, split.token) + split.rest.slice(1) };
     const { session, name } = await services.openPreview(split.token);
-    return { session, name, path: split.rest, prefix: split.prefix };
+    return { session, name, path: split.rest, prefix: ownOrigin ? '' : split.prefix, ownOrigin };
   }
 
   // The proxy takes every body as it comes, as a stream: it is the service's to read.
@@ -283,12 +301,17 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     const proxy = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const target = await resolve(req);
       if (target === undefined) throw new SandgateError('not_found', 'no such service');
+      if ('moved' in target) {
+        await reply.redirect(target.moved, 308);
+        return;
+      }
       const { socket: upstream, port } = await services.connect(target.session, target.name);
       reply.hijack();
       for (const [k, v] of Object.entries(reply.getHeaders())) {
         if (v !== undefined && !reply.raw.hasHeader(k)) reply.raw.setHeader(k, v);
       }
-      const to = { path: target.path, prefix: target.prefix, port, secure: req.protocol === 'https' };
+      const { path, prefix, ownOrigin } = target;
+      const to = { path, prefix, ownOrigin, port, secure: req.protocol === 'https' };
       // A websocket came through the same hooks (apps/gateway/src/upgrades.ts): here it is relayed, or refused.
       const upgrade = upgradeOf(req.raw);
       await (upgrade
@@ -315,7 +338,10 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       raw.route({
         method: 'GET',
         url,
-        config: { ...config, openapi: { responses: PROXY_RESPONSES } },
+        config: {
+          ...config,
+          openapi: { responses: url.startsWith('/preview') ? PREVIEW_RESPONSES : PROXY_RESPONSES },
+        },
         schema: {
           operationId,
           tags: ['services'],
