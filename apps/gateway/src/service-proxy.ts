@@ -71,9 +71,9 @@ export function proxyHttp(raw: IncomingMessage, res: ServerResponse, upstream: S
 }
 
 /**
- * A websocket (or another upgrade) to the service over `upstream`. A 101 from the service is relayed (less what acts
- * on the gateway's origin), then the bytes flow both ways; any other answer is relayed as an HTTP response is, with
- * the gateway's headers and the sandbox CSP, and the connection closes after it.
+ * A websocket (or another upgrade) to the service over `upstream`. A 101 from the service is relayed (its headers as
+ * responseHeaders keeps them), then the bytes flow both ways; any other answer is relayed as an HTTP response is (on
+ * the gateway's origin: the sandbox CSP, nothing that acts on the origin), and the connection closes after it.
  */
 export function proxyUpgrade(
   raw: IncomingMessage,
@@ -100,6 +100,9 @@ export function proxyUpgrade(
     });
     out.once('response', (answer) => relay(answer, res, to, resolve));
     relayFailure(out, res, upstream, resolve);
+    upgrade.socket.once('close', () => {
+      if (!upgrade.tunnelled) out.destroy();
+    });
     out.end();
   });
 }
