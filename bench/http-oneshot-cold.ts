@@ -3,14 +3,17 @@
  * standalone process: gateway + worker + Docker backend) with the warm pool off, so every run gets a fresh
  * container. Each HTTP sample is interleaved with a raw-docker-cold sample, so the ratio compares the two
  * under the same engine conditions; the phase breakdown comes from sandgate's own timestamps and Docker's events.
+ * CPU per execution is the sandgate process's during its own samples, also normalized to the reference speed
+ * (bench/lib/speed.ts, probed once per sample).
  */
 import { randomBytes } from 'node:crypto';
 import { deleteSession, runWait, segments, timelineOf } from './lib/api.ts';
 import { DockerEventLog } from './lib/docker-events.ts';
-import { N, WARMUP, rawColdFromRun } from './lib/knobs.ts';
+import { N, WARMUP, moreSamples, rawColdFromRun } from './lib/knobs.ts';
 import { main } from './lib/main.ts';
 import { cpuMsOfAll, enginePids } from './lib/proc.ts';
 import { makeWorkspace, rawColdRun } from './lib/raw-docker.ts';
+import { SpeedProbe } from './lib/speed.ts';
 import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
 import { emit, emitError, medians, round, summarize } from './lib/stats.ts';
 
@@ -49,7 +52,9 @@ main(async () => {
     // CPU per run: the raw client (this process) and sandgate (its process), and the engine's daemons for each.
     const engine = await enginePids();
     const cpu = { rawClient: 0, rawEngine: 0, sandgate: 0, sandgateEngine: 0 };
-    for (let i = 0; i < N; i++) {
+    const speed = new SpeedProbe();
+    const t0 = performance.now();
+    for (let i = 0; moreSamples(i, N, t0); i++) {
       const e0 = await cpuMsOfAll(engine);
       const c0 = process.cpuUsage();
       const r = await rawColdRun(runId, ws.dir);
@@ -63,6 +68,7 @@ main(async () => {
       const s = await sample(stack, events);
       cpu.sandgate += (await stackCpuMs(stack)) - s0;
       cpu.sandgateEngine += (await cpuMsOfAll(engine)) - e1;
+      speed.probe();
       await s.cleanup();
       http.push(s.ms);
       segs.push(s.seg);
@@ -71,6 +77,7 @@ main(async () => {
     const r = summarize(raw);
     const ratio = h.p50_ms / r.p50_ms;
     const fromRun = rawColdFromRun().p50Ms;
+    const n = http.length;
     emit({
       bench: BENCH,
       ...h,
@@ -79,12 +86,16 @@ main(async () => {
       ...(fromRun ? { raw_bench_p50_ms: fromRun, ratio_vs_raw_bench: round(h.p50_ms / fromRun, 3) } : {}),
       phases_p50_ms: medians(segs),
       raw_steps_p50_ms: medians(rawSteps),
+      sandgate_cpu_ms_per_execution: round(cpu.sandgate / n),
+      sandgate_cpu_ms_per_execution_normalized: speed.normalize(cpu.sandgate / n),
+      ...speed.report(),
       cpu_ms_per_run: {
-        raw_client: round(cpu.rawClient / N),
-        raw_engine: round(cpu.rawEngine / N),
-        sandgate: round(cpu.sandgate / N),
-        sandgate_engine: round(cpu.sandgateEngine / N),
+        raw_client: round(cpu.rawClient / n),
+        raw_engine: round(cpu.rawEngine / n),
+        sandgate: round(cpu.sandgate / n),
+        sandgate_engine: round(cpu.sandgateEngine / n),
       },
+      api_keys: Boolean(stack.env.SANDGATE_API_KEYS),
       pool_size: 0,
       target: TARGET,
       ratio,

@@ -1,0 +1,265 @@
+/**
+ * `npm run bench:ci`: the hot paths against the budgets in bench/budgets.json; exits 1 when one is exceeded.
+ *
+ * Four paths, each measured by its bench (a process of its own) in the configuration a deployment runs: API keys on
+ * (BENCH_API_KEYS=1), rate limits and tenant quotas counted, and the data directory on the quick start's btrfs disk
+ * with per-session quotas (a directory of its own under /var/lib/sandgate, removed afterwards):
+ *   gateway-overhead (+ -throughput)  the accept path, no-op backend; baseline: a bare BullMQ queue behind node:http
+ *   http-stateful                     `x + 1` in a stateful session; baseline: raw `docker exec`
+ *   http-oneshot-pool                 a pooled one-shot `print(1)`; baseline: raw `docker exec`
+ *   http-oneshot-cold                 the cold path; baseline: a raw cold container through the engine API
+ * Each baseline run is interleaved with sandgate's samples, so a busy minute hits both alike. Budgets are CPU ms per
+ * execution (normalized to the machine's speed, bench/lib/speed.ts) or ratios to those baselines, never a latency.
+ * A bench whose figures miss a budget (or fail to measure) runs once more; a check fails CI only if it fails both
+ * times. Figures and check results are JSON lines on stdout (BENCH_OUT=file: also there); the table goes to stderr.
+ *
+ * Environment: BENCH_DATA_PARENT (default SANDGATE_DATA_DIR or /var/lib/sandgate; must be btrfs with quotas),
+ * BENCH_CI_BUDGETS (default bench/budgets.json), BENCH_CI_ONLY=file,file (a subset of the benches),
+ * BENCH_CI_REPORT_ONLY=1 (measure and print, never fail: for comparing two trees).
+ */
+import { randomBytes } from 'node:crypto';
+import { appendFile, chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SubvolumeQuota } from '@sandgate/storage';
+import { watchContention, type Contention } from './lib/contention.ts';
+import { machine } from './lib/machine.ts';
+import { forwardSignals, isInterrupted, runBench, type Fig } from './lib/run-bench.ts';
+import { ROOT } from './lib/stack.ts';
+import { round } from './lib/stats.ts';
+
+interface Check {
+  id: string;
+  /** The bench figure (its `bench` field) and the key of it that is checked. */
+  figure: string;
+  key: string;
+  /** What the line of the table says. */
+  what: string;
+  unit: string;
+  /** The budget: the figure must stay at or below `max`, or at or above `min`. */
+  max?: number;
+  min?: number;
+  /** A key of the same figure shown beside it (the baseline it was compared with). */
+  baseline_key?: string;
+}
+
+interface Budgets {
+  checks: Check[];
+}
+
+/** What each bench is asked to do here: sample counts chosen so that the whole run stays within ~3 minutes. */
+const PLAN: { file: string; figures: string[]; env: Record<string, string> }[] = [
+  {
+    file: 'gateway-overhead',
+    figures: ['gateway-overhead', 'gateway-overhead-throughput'],
+    env: { BENCH_N: '30', BENCH_SAMPLE_S: '20', BENCH_ACCEPT_N: '1000', BENCH_ACCEPT_WARMUP: '1000' },
+  },
+  {
+    file: 'http-stateful',
+    figures: ['http-stateful'],
+    env: { BENCH_N: '40', BENCH_SAMPLE_S: '20' },
+  },
+  {
+    file: 'http-oneshot-pool',
+    figures: ['http-oneshot-pool'],
+    env: {
+      BENCH_N: '80',
+      BENCH_SAMPLE_S: '25',
+      BENCH_FIGURES: 'http-oneshot-pool',
+      BENCH_POOL_BASELINE: 'exec',
+      BENCH_POOL_PACE_MS: '100',
+    },
+  },
+  {
+    file: 'http-oneshot-cold',
+    figures: ['http-oneshot-cold'],
+    env: { BENCH_N: '30', BENCH_SAMPLE_S: '25' },
+  },
+];
+
+/** Every bench here: the deployment's configuration and the budgets' sample counts. */
+const COMMON_ENV = { BENCH_API_KEYS: '1', BENCH_WARMUP: '3' };
+
+interface Outcome {
+  check: Check;
+  /** One entry per attempt: the measured value (null: not measured) and whether it was within the budget. */
+  attempts: { value: number | null; pass: boolean }[];
+  baseline: number | null;
+}
+
+function evaluate(check: Check, figures: Fig[]): { value: number | null; pass: boolean; baseline: number | null } {
+  const f = figures.find((x) => x.bench === check.figure);
+  const raw = f && !f.error ? f[check.key] : undefined;
+  const value = typeof raw === 'number' && Number.isFinite(raw) ? raw : null;
+  const b = check.baseline_key && f ? f[check.baseline_key] : undefined;
+  const baseline = typeof b === 'number' ? b : null;
+  if (value === null) return { value, pass: false, baseline };
+  const pass = (check.max === undefined || value <= check.max) && (check.min === undefined || value >= check.min);
+  return { value, pass, baseline };
+}
+
+const budgetText = (c: Check) =>
+  [c.max !== undefined ? `≤ ${c.max}` : '', c.min !== undefined ? `≥ ${c.min}` : ''].filter(Boolean).join(', ');
+
+function verdict(o: Outcome): string {
+  const [first, second] = o.attempts;
+  if (first?.pass) return 'pass';
+  if (second?.pass) return 'pass (missed once, passed on the retry)';
+  if (second) return 'FAIL (missed twice)';
+  return 'FAIL';
+}
+
+const failed = (o: Outcome) => !o.attempts.some((a) => a.pass);
+
+function table(outcomes: Outcome[]): string {
+  const fmt = (v: number | null) => (v === null ? 'not measured' : String(round(v, 3)));
+  const rows = [['check', 'what', 'budget', 'measured', 'baseline', 'result']];
+  for (const o of outcomes) {
+    rows.push([
+      o.check.id,
+      o.check.what,
+      `${budgetText(o.check)} ${o.check.unit}`.trim(),
+      o.attempts.map((a) => fmt(a.value)).join(' → '),
+      o.baseline === null ? '' : `${round(o.baseline, 3)} (${o.check.baseline_key})`,
+      verdict(o),
+    ]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows
+    .map((r, j) => {
+      const line = r.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+      return j === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
+    })
+    .join('\n');
+}
+
+/** The quick start's data disk (btrfs with quotas), where the benches' data directories are made. */
+async function quotaDataParent(): Promise<string> {
+  const parent = process.env.BENCH_DATA_PARENT || process.env.SANDGATE_DATA_DIR || '/var/lib/sandgate';
+  const quota = await SubvolumeQuota.forDataDir(parent, 1 << 20).catch((e: Error) => ({ unavailable: e.message }));
+  if ('unavailable' in quota) {
+    throw new Error(
+      `bench:ci measures on the quick start's data disk, and ${parent} has no disk quotas (${quota.unavailable}): ` +
+        'run `npm run setup` as root (it puts /var/lib/sandgate on btrfs with quotas), or point BENCH_DATA_PARENT ' +
+        'at a btrfs directory with quotas enabled',
+    );
+  }
+  return parent;
+}
+
+async function main() {
+  forwardSignals();
+  const started = Date.now();
+  const budgetsFile = process.env.BENCH_CI_BUDGETS || join(ROOT, 'bench', 'budgets.json');
+  const budgets = JSON.parse(await readFile(budgetsFile, 'utf8')) as Budgets;
+  const reportOnly = process.env.BENCH_CI_REPORT_ONLY === '1';
+  const only = (process.env.BENCH_CI_ONLY ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const out = process.env.BENCH_OUT;
+  const record = async (line: unknown) => {
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+    if (out) await appendFile(out, `${JSON.stringify(line)}\n`);
+  };
+  if (out) await writeFile(out, '');
+
+  const parent = await quotaDataParent();
+  const dataParent = join(parent, `bench-ci-${randomBytes(4).toString('hex')}`);
+  await mkdir(dataParent, { mode: 0o711 });
+  await chmod(dataParent, 0o711);
+  // Each bench removes its own data directory, also when interrupted; this removes what would be left.
+  const removeData = () => rm(dataParent, { recursive: true, force: true });
+  const info = await machine();
+  process.stderr.write(
+    `sandgate bench:ci — ${new Date(started).toISOString()}\n${Object.entries(info)
+      .map(([k, v]) => `  ${k}: ${v}`)
+      .join('\n')}\n  data directories under ${dataParent} (btrfs, per-session quotas)\n\n`,
+  );
+  await record({ bench_ci: 'start', machine: info, started_at: new Date(started).toISOString(), budgets: budgetsFile });
+
+  const outcomes: Outcome[] = [];
+  const runs: { file: string; attempt: number; seconds: number; exit: string; contention: Contention }[] = [];
+  try {
+    for (const step of PLAN) {
+      if (only.length && !only.includes(step.file)) continue;
+      const checks = budgets.checks.filter((c) => step.figures.includes(c.figure));
+      const mine = checks.map((check): Outcome => ({ check, attempts: [], baseline: null }));
+      outcomes.push(...mine);
+      for (let attempt = 1; attempt <= 2; attempt++) {
+        if (isInterrupted()) break;
+        const t0 = Date.now();
+        const watch = await watchContention();
+        process.stderr.write(`bench:ci: ${step.file}${attempt === 2 ? ' (retry)' : ''} ...\n`);
+        const env = { ...COMMON_ENV, ...step.env, BENCH_DATA_PARENT: dataParent };
+        const { figures, exit } = await runBench(step.file, env, step.figures);
+        const contention = await watch.end();
+        const seconds = round((Date.now() - t0) / 1000, 1);
+        runs.push({ file: step.file, attempt, seconds, exit, contention });
+        await record({ bench_ci: 'run', file: step.file, attempt, seconds, exit, ...contention });
+        for (const f of figures) if (out) await appendFile(out, `${JSON.stringify({ ...f, attempt, contention })}\n`);
+        for (const o of mine) {
+          const { value, pass, baseline } = evaluate(o.check, figures);
+          o.attempts.push({ value, pass });
+          o.baseline ??= baseline;
+          await record({
+            check: o.check.id,
+            figure: o.check.figure,
+            key: o.check.key,
+            ...(o.check.max !== undefined ? { max: o.check.max } : {}),
+            ...(o.check.min !== undefined ? { min: o.check.min } : {}),
+            measured: value,
+            baseline,
+            attempt,
+            pass,
+          });
+        }
+        process.stderr.write(
+          `bench:ci: ${step.file} done in ${seconds} s (${exit}; load ${contention.load1_start}→${contention.load1_end}` +
+            `, CPU pressure ${contention.cpu_pressure_pct ?? '?'}%)\n`,
+        );
+        // Only a bench with a check missed runs again; a missed check must miss on the retry too to fail.
+        if (reportOnly || !mine.some((o) => !o.attempts[o.attempts.length - 1]!.pass)) break;
+        if (attempt === 1) process.stderr.write(`bench:ci: ${step.file} missed a budget; measuring it once more\n`);
+      }
+    }
+  } finally {
+    await removeData();
+  }
+
+  const seconds = Math.round((Date.now() - started) / 1000);
+  const failures = outcomes.filter(failed);
+  const retried = outcomes.filter((o) => o.attempts.length > 1 && !failed(o));
+  await record({
+    bench_ci: 'end',
+    seconds,
+    checks: outcomes.length,
+    failed: failures.map((o) => o.check.id),
+    passed_on_retry: retried.filter((o) => !o.attempts[0]!.pass).map((o) => o.check.id),
+    runs,
+  });
+  process.stderr.write(`\n${table(outcomes)}\n\n`);
+  const loads = runs.map((r) => `${r.file} ${r.contention.load1_start}`).join(', ');
+  process.stderr.write(`load average at each bench's start: ${loads}\n`);
+  if (failures.length === 0) {
+    process.stderr.write(`bench:ci: all ${outcomes.length} checks within budget — ${seconds} s\n`);
+  } else {
+    process.stderr.write(
+      `bench:ci: ${failures.length} of ${outcomes.length} checks over budget — ${seconds} s\n` +
+        failures
+          .map((o) =>
+            o.attempts.length > 1
+              ? `  ${o.check.id}: missed on the first run and on the retry: a regression, not noise\n`
+              : `  ${o.check.id}: ${o.attempts[0]?.value === null ? 'not measured (see the error above)' : 'missed'}\n`,
+          )
+          .join('') +
+        `Budgets: ${budgetsFile} (how they were set: docs/performance.md, "bench:ci").\n`,
+    );
+  }
+  if (isInterrupted()) process.exitCode = 130;
+  else if (failures.length > 0 && !reportOnly) process.exitCode = 1;
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.stack : err);
+  process.exit(1);
+});
