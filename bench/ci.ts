@@ -4,10 +4,10 @@
  * Four paths, each measured by its bench (a process of its own) in the configuration a deployment runs: API keys on
  * (BENCH_API_KEYS=1), rate limits and tenant quotas counted, and the data directory on the quick start's btrfs disk
  * with per-session quotas (a directory of its own under /var/lib/sandgate, removed afterwards):
- *   gateway-overhead (+ -throughput)  the accept path, no-op backend; baseline: a bare BullMQ queue behind node:http
- *   http-stateful                     `x + 1` in a stateful session; baseline: raw `docker exec`
- *   http-oneshot-pool                 a pooled one-shot `print(1)`; baseline: raw `docker exec`
- *   http-oneshot-cold                 the cold path; baseline: a raw cold container through the engine API
+ *   gateway-overhead   the accept path (`?wait`), no-op backend; baseline: a bare BullMQ queue behind node:http
+ *   http-stateful      `x + 1` in a stateful session; baseline: raw `docker exec`
+ *   http-oneshot-pool  a pooled one-shot `print(1)`; baseline: raw `docker exec`
+ *   http-oneshot-cold  the cold path; baseline: a raw cold container through the engine API
  * Each baseline run is interleaved with sandgate's samples, so a busy minute hits both alike. Budgets are CPU ms per
  * execution (normalized to the machine's speed, bench/lib/speed.ts) or ratios to those baselines, never a latency.
  * A bench whose figures miss a budget (or fail to measure) runs once more; a check fails CI only if it fails both
@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { SubvolumeQuota } from '@sandgate/storage';
 import { watchContention, type Contention } from './lib/contention.ts';
 import { machine } from './lib/machine.ts';
-import { forwardSignals, isInterrupted, runBench, type Fig } from './lib/run-bench.ts';
+import { forwardSignals, isInterrupted, startBench, type BenchRun, type Fig } from './lib/run-bench.ts';
 import { ROOT } from './lib/stack.ts';
 import { round } from './lib/stats.ts';
 
@@ -46,25 +46,29 @@ interface Budgets {
   checks: Check[];
 }
 
-/** What each bench is asked to do here: sample counts chosen so that the whole run stays within ~3 minutes. */
+/**
+ * What each bench is asked to do here. Sample counts are what a quiet machine measures in a few seconds; on a busy one
+ * each figure stops sampling after BENCH_SAMPLE_S seconds (with at least a quarter of them), so that the whole run
+ * stays within about three minutes at any load.
+ */
 const PLAN: { file: string; figures: string[]; env: Record<string, string> }[] = [
   {
     file: 'gateway-overhead',
-    figures: ['gateway-overhead', 'gateway-overhead-throughput'],
-    env: { BENCH_N: '30', BENCH_SAMPLE_S: '20', BENCH_ACCEPT_N: '1000', BENCH_ACCEPT_WARMUP: '1000' },
+    figures: ['gateway-overhead'],
+    env: { BENCH_FIGURES: 'gateway-overhead', BENCH_N: '50', BENCH_SAMPLE_S: '15', BENCH_ACCEPT_WARMUP: '1000' },
   },
   {
     file: 'http-stateful',
     figures: ['http-stateful'],
-    env: { BENCH_N: '40', BENCH_SAMPLE_S: '20' },
+    env: { BENCH_N: '30', BENCH_SAMPLE_S: '15' },
   },
   {
     file: 'http-oneshot-pool',
     figures: ['http-oneshot-pool'],
     env: {
-      BENCH_N: '80',
-      BENCH_SAMPLE_S: '25',
       BENCH_FIGURES: 'http-oneshot-pool',
+      BENCH_N: '80',
+      BENCH_SAMPLE_S: '20',
       BENCH_POOL_BASELINE: 'exec',
       BENCH_POOL_PACE_MS: '100',
     },
@@ -72,7 +76,7 @@ const PLAN: { file: string; figures: string[]; env: Record<string, string> }[] =
   {
     file: 'http-oneshot-cold',
     figures: ['http-oneshot-cold'],
-    env: { BENCH_N: '30', BENCH_SAMPLE_S: '25' },
+    env: { BENCH_N: '30', BENCH_SAMPLE_S: '20' },
   },
 ];
 
@@ -177,74 +181,91 @@ async function main() {
   );
   await record({ bench_ci: 'start', machine: info, started_at: new Date(started).toISOString(), budgets: budgetsFile });
 
-  const outcomes: Outcome[] = [];
+  const plan = PLAN.filter((step) => only.length === 0 || only.includes(step.file));
+  const outcomes = new Map<string, Outcome[]>(
+    plan.map((step) => [
+      step.file,
+      budgets.checks
+        .filter((c) => step.figures.includes(c.figure))
+        .map((check): Outcome => ({ check, attempts: [], baseline: null })),
+    ]),
+  );
   const runs: { file: string; attempt: number; seconds: number; exit: string; contention: Contention }[] = [];
+  const envOf = (step: (typeof PLAN)[number]) => ({ ...COMMON_ENV, ...step.env, BENCH_DATA_PARENT: dataParent });
+  /** Measures `run` (already started) once it is ready, and checks what it measured. */
+  const measure = async (step: (typeof PLAN)[number], run: BenchRun, attempt: number) => {
+    await run.ready;
+    const t0 = Date.now();
+    const watch = await watchContention();
+    process.stderr.write(`bench:ci: ${step.file}${attempt === 2 ? ' (retry)' : ''} measuring ...\n`);
+    run.go();
+    const { figures, exit } = await run.done;
+    const contention = await watch.end();
+    const seconds = round((Date.now() - t0) / 1000, 1);
+    runs.push({ file: step.file, attempt, seconds, exit, contention });
+    await record({ bench_ci: 'run', file: step.file, attempt, seconds, exit, ...contention });
+    for (const f of figures) if (out) await appendFile(out, `${JSON.stringify({ ...f, attempt, contention })}\n`);
+    for (const o of outcomes.get(step.file)!) {
+      const { value, pass, baseline } = evaluate(o.check, figures);
+      o.attempts.push({ value, pass });
+      o.baseline ??= baseline;
+      await record({
+        check: o.check.id,
+        figure: o.check.figure,
+        key: o.check.key,
+        ...(o.check.max !== undefined ? { max: o.check.max } : {}),
+        ...(o.check.min !== undefined ? { min: o.check.min } : {}),
+        measured: value,
+        baseline,
+        attempt,
+        pass,
+      });
+    }
+    process.stderr.write(
+      `bench:ci: ${step.file} measured in ${seconds} s (${exit}; load ${contention.load1_start}→` +
+        `${contention.load1_end}, CPU pressure ${contention.cpu_pressure_pct ?? '?'}%)\n`,
+    );
+  };
   try {
-    for (const step of PLAN) {
-      if (only.length && !only.includes(step.file)) continue;
-      const checks = budgets.checks.filter((c) => step.figures.includes(c.figure));
-      const mine = checks.map((check): Outcome => ({ check, attempts: [], baseline: null }));
-      outcomes.push(...mine);
-      for (let attempt = 1; attempt <= 2; attempt++) {
-        if (isInterrupted()) break;
-        const t0 = Date.now();
-        const watch = await watchContention();
-        process.stderr.write(`bench:ci: ${step.file}${attempt === 2 ? ' (retry)' : ''} ...\n`);
-        const env = { ...COMMON_ENV, ...step.env, BENCH_DATA_PARENT: dataParent };
-        const { figures, exit } = await runBench(step.file, env, step.figures);
-        const contention = await watch.end();
-        const seconds = round((Date.now() - t0) / 1000, 1);
-        runs.push({ file: step.file, attempt, seconds, exit, contention });
-        await record({ bench_ci: 'run', file: step.file, attempt, seconds, exit, ...contention });
-        for (const f of figures) if (out) await appendFile(out, `${JSON.stringify({ ...f, attempt, contention })}\n`);
-        for (const o of mine) {
-          const { value, pass, baseline } = evaluate(o.check, figures);
-          o.attempts.push({ value, pass });
-          o.baseline ??= baseline;
-          await record({
-            check: o.check.id,
-            figure: o.check.figure,
-            key: o.check.key,
-            ...(o.check.max !== undefined ? { max: o.check.max } : {}),
-            ...(o.check.min !== undefined ? { min: o.check.min } : {}),
-            measured: value,
-            baseline,
-            attempt,
-            pass,
-          });
-        }
-        process.stderr.write(
-          `bench:ci: ${step.file} done in ${seconds} s (${exit}; load ${contention.load1_start}→${contention.load1_end}` +
-            `, CPU pressure ${contention.cpu_pressure_pct ?? '?'}%)\n`,
-        );
-        // Only a bench with a check missed runs again; a missed check must miss on the retry too to fail.
-        if (reportOnly || !mine.some((o) => !o.attempts[o.attempts.length - 1]!.pass)) break;
-        if (attempt === 1) process.stderr.write(`bench:ci: ${step.file} missed a budget; measuring it once more\n`);
-      }
+    // Start-ups (a sandgate process loads for 3-25 s, depending on the machine's load) overlap; measuring does not:
+    // each bench measures alone, the others waiting idle, and has ended (its processes and containers gone) before
+    // the next one measures.
+    const first = plan.map((step) => ({ step, run: startBench(step.file, envOf(step), step.figures) }));
+    for (const { step, run } of first) {
+      if (isInterrupted()) run.go();
+      else await measure(step, run, 1);
+    }
+    await Promise.all(first.map(({ run }) => run.done));
+    // A bench with a check missed runs once more, alone; a missed check must miss again to fail.
+    for (const step of plan) {
+      if (isInterrupted() || reportOnly) break;
+      if (!outcomes.get(step.file)!.some((o) => !o.attempts[0]?.pass)) continue;
+      process.stderr.write(`bench:ci: ${step.file} missed a budget; measuring it once more\n`);
+      await measure(step, startBench(step.file, envOf(step), step.figures), 2);
     }
   } finally {
     await removeData();
   }
 
   const seconds = Math.round((Date.now() - started) / 1000);
-  const failures = outcomes.filter(failed);
-  const retried = outcomes.filter((o) => o.attempts.length > 1 && !failed(o));
+  const all = [...outcomes.values()].flat();
+  const failures = all.filter(failed);
   await record({
     bench_ci: 'end',
     seconds,
-    checks: outcomes.length,
+    checks: all.length,
     failed: failures.map((o) => o.check.id),
-    passed_on_retry: retried.filter((o) => !o.attempts[0]!.pass).map((o) => o.check.id),
+    passed_on_retry: all.filter((o) => !failed(o) && !o.attempts[0]?.pass).map((o) => o.check.id),
     runs,
   });
-  process.stderr.write(`\n${table(outcomes)}\n\n`);
+  process.stderr.write(`\n${table(all)}\n\n`);
   const loads = runs.map((r) => `${r.file} ${r.contention.load1_start}`).join(', ');
   process.stderr.write(`load average at each bench's start: ${loads}\n`);
   if (failures.length === 0) {
-    process.stderr.write(`bench:ci: all ${outcomes.length} checks within budget — ${seconds} s\n`);
+    process.stderr.write(`bench:ci: all ${all.length} checks within budget — ${seconds} s\n`);
   } else {
     process.stderr.write(
-      `bench:ci: ${failures.length} of ${outcomes.length} checks over budget — ${seconds} s\n` +
+      `bench:ci: ${failures.length} of ${all.length} checks over budget — ${seconds} s\n` +
         failures
           .map((o) =>
             o.attempts.length > 1

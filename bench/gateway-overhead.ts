@@ -18,7 +18,7 @@ import { Redis } from 'ioredis';
 import { runWait, segments, timelineOf } from './lib/api.ts';
 import { expectStatus, request } from './lib/http.ts';
 import { ACCEPT_CONNECTIONS, ACCEPT_N, ACCEPT_WARMUP, N, moreSamples, wanted } from './lib/knobs.ts';
-import { fanOut, main } from './lib/main.ts';
+import { fanOut, main, measuring } from './lib/main.ts';
 import { REDIS_URL } from '../test/redis-and-ports.ts';
 import { SpeedProbe } from './lib/speed.ts';
 import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
@@ -52,6 +52,7 @@ async function latency(stack: Stack, bare: Stack): Promise<void> {
   const bareLat: number[] = [];
   const segs: Record<string, number>[] = [];
   const speed = new SpeedProbe();
+  await measuring();
   const cpu0 = await stackCpuMs(stack);
   const t0 = performance.now();
   for (let i = 0; moreSamples(i, N * 10, t0); i++) {
@@ -102,6 +103,7 @@ async function throughput(stack: Stack, bare: Stack): Promise<void> {
       await add();
     });
     await Promise.all([drain(queue, 60_000), drain(bareQueue, 60_000)]);
+    await measuring();
     // Alternating halves, each queue drained before the other's turn, so that a busy minute hits both alike.
     const lat: number[] = [];
     const half = Math.ceil(ACCEPT_N / 2);

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { deleteSession, runWait, segments, timelineOf } from './lib/api.ts';
 import { DockerEventLog } from './lib/docker-events.ts';
 import { N, WARMUP, moreSamples, rawColdFromRun } from './lib/knobs.ts';
-import { main } from './lib/main.ts';
+import { main, measuring } from './lib/main.ts';
 import { cpuMsOfAll, enginePids } from './lib/proc.ts';
 import { makeWorkspace, rawColdRun } from './lib/raw-docker.ts';
 import { SpeedProbe } from './lib/speed.ts';
@@ -53,6 +53,7 @@ main(async () => {
     const engine = await enginePids();
     const cpu = { rawClient: 0, rawEngine: 0, sandgate: 0, sandgateEngine: 0 };
     const speed = new SpeedProbe();
+    await measuring();
     const t0 = performance.now();
     for (let i = 0; moreSamples(i, N, t0); i++) {
       const e0 = await cpuMsOfAll(engine);

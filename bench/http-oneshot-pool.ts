@@ -25,7 +25,7 @@ import {
   rawColdFromRun,
   wanted,
 } from './lib/knobs.ts';
-import { fanOut, main } from './lib/main.ts';
+import { fanOut, main, measuring } from './lib/main.ts';
 import { makeWorkspace, rawColdRun, rawExec, startIdleContainer } from './lib/raw-docker.ts';
 import { SpeedProbe } from './lib/speed.ts';
 import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
@@ -53,6 +53,7 @@ async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<
   const sessions: string[] = [];
   const speed = new SpeedProbe();
   let pooled = 0;
+  await measuring();
   const cpu0 = await stackCpuMs(stack);
   const t0 = performance.now();
   for (let i = 0; moreSamples(i, N, t0); i++) {
@@ -93,6 +94,7 @@ async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<
 }
 
 async function throughput(stack: Stack, events: DockerEventLog, raw: () => Promise<number>): Promise<void> {
+  await measuring();
   // Raw cold at the same concurrency, just before (the pool sits full and idle meanwhile).
   const rawWallMs = await fanOut(THROUGHPUT_N, CONCURRENCY, async () => {
     await raw();

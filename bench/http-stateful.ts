@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { createSession, runWait, segments, timelineOf } from './lib/api.ts';
 import { N, WARMUP, moreSamples } from './lib/knobs.ts';
-import { main } from './lib/main.ts';
+import { main, measuring } from './lib/main.ts';
 import { makeWorkspace, rawExec, startIdleContainer } from './lib/raw-docker.ts';
 import { SpeedProbe } from './lib/speed.ts';
 import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
@@ -45,6 +45,7 @@ main(async () => {
     const segs: Record<string, number>[] = [];
     const speed = new SpeedProbe();
     let wrong = 0;
+    await measuring();
     const cpu0 = await stackCpuMs(stack);
     const t0 = performance.now();
     for (let i = 0; moreSamples(i, N * 3, t0); i++) {

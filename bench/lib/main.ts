@@ -36,6 +36,29 @@ export function main(fn: () => Promise<void>): void {
   );
 }
 
+let turn: Promise<void> | null = null;
+
+/**
+ * Resolves when this bench may start measuring. Run by `npm run bench:ci`, which prepares its benches side by side and
+ * lets them measure one at a time (bench/lib/run-bench.ts): the bench says it is ready over the IPC channel and waits
+ * to be told to go. Run any other way (no IPC channel), at once. Called just before the first timed sample, after the
+ * stack is up and warmed; later calls answer at once.
+ */
+export function measuring(): Promise<void> {
+  turn ??= new Promise<void>((resolve) => {
+    if (!process.send) return resolve();
+    const onMessage = (m: unknown) => {
+      if ((m as { type?: string } | null)?.type !== 'go') return;
+      process.off('message', onMessage);
+      process.channel?.unref();
+      resolve();
+    };
+    process.on('message', onMessage);
+    process.send({ type: 'ready' });
+  });
+  return turn;
+}
+
 /** Time-boxed: a figure that takes longer than `ms` fails with a clear error instead of hanging the run. */
 export async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
