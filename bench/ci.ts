@@ -70,7 +70,7 @@ const PLAN: { file: string; figures: string[]; env: Record<string, string> }[] =
       BENCH_N: '80',
       BENCH_SAMPLE_S: '20',
       BENCH_POOL_BASELINE: 'exec',
-      BENCH_POOL_PACE_MS: '100',
+      BENCH_POOL_PACE_MS: '0',
     },
   },
   {

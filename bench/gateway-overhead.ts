@@ -3,10 +3,10 @@
  * the real BullMQ worker in one child process), so what is measured is HTTP + validation + Redis records +
  * queue + worker bookkeeping + event stream + wait. Its baseline, in a process of its own started the same way, is
  * a bare BullMQ queue behind node:http (bench/lib/bare-queue.ts): no sandgate code at all.
- *   gateway-overhead: POST /v1/executions?wait=5 latency, one request at a time, each followed by one `POST /run` of
- *   the bare queue (add, its worker completes the job, answer) and one speed probe (bench/lib/speed.ts); p50 against
- *   3 ms, ratio against the bare queue's p50. CPU per execution is the sandgate process's over the whole loop (the
- *   bare queue's own runs cost it nothing), also normalized to the reference speed.
+ *   gateway-overhead: POST /v1/executions?wait=5 latency, one request at a time, in blocks of 20 alternating with as
+ *   many `POST /run` of the bare queue (add, its worker completes the job, answer: bench/lib/alternate.ts); p50
+ *   against 3 ms, ratio against the bare queue's p50. CPU per execution is the sandgate process's over its blocks,
+ *   also normalized to the machine's speed, probed once per sample (bench/lib/speed.ts).
  *   gateway-overhead-throughput: BENCH_ACCEPT_N POST /v1/executions (no wait) over BENCH_ACCEPT_CONNECTIONS
  *   keep-alive connections, and as many `POST /add` (queue.add, 202) of the bare queue over as many connections, in
  *   alternating halves; accepted (202) per second against 1,000/s, ratio against the bare queue's. Also how long the
@@ -17,7 +17,8 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { runWait, segments, timelineOf } from './lib/api.ts';
 import { expectStatus, request } from './lib/http.ts';
-import { ACCEPT_CONNECTIONS, ACCEPT_N, ACCEPT_WARMUP, N, moreSamples, wanted } from './lib/knobs.ts';
+import { alternate } from './lib/alternate.ts';
+import { ACCEPT_CONNECTIONS, ACCEPT_N, ACCEPT_WARMUP, N, wanted } from './lib/knobs.ts';
 import { fanOut, main, measuring } from './lib/main.ts';
 import { REDIS_URL } from '../test/redis-and-ports.ts';
 import { SpeedProbe } from './lib/speed.ts';
@@ -53,19 +54,23 @@ async function latency(stack: Stack, bare: Stack): Promise<void> {
   const segs: Record<string, number>[] = [];
   const speed = new SpeedProbe();
   await measuring();
-  const cpu0 = await stackCpuMs(stack);
-  const t0 = performance.now();
-  for (let i = 0; moreSamples(i, N * 10, t0); i++) {
-    const r = await runWait(stack, BODY, { wait: 5 });
-    lat.push(r.ms);
-    bareLat.push(await bareRun(bare));
-    speed.probe();
-    if (i % 5 === 0) {
-      const tl = await timelineOf(stack.redis, stack.prefix, r.exec.id);
-      if (tl) segs.push(segments(tl, r.sentAt, r.doneAt));
-    }
-  }
-  const cpuMs = (await stackCpuMs(stack)) - cpu0;
+  const { cpuMs } = await alternate({
+    n: N * 10,
+    block: 20,
+    sandgate: async (i) => {
+      const r = await runWait(stack, BODY, { wait: 5 });
+      lat.push(r.ms);
+      speed.probe();
+      if (i % 5 === 0) {
+        const tl = await timelineOf(stack.redis, stack.prefix, r.exec.id);
+        if (tl) segs.push(segments(tl, r.sentAt, r.doneAt));
+      }
+    },
+    baseline: async () => {
+      bareLat.push(await bareRun(bare));
+    },
+    cpuMs: () => stackCpuMs(stack),
+  });
   const s = summarize(lat);
   const b = summarize(bareLat);
   emit({

@@ -3,8 +3,9 @@
  * samples the bench waits BENCH_POOL_PACE_MS for the pool to refill, then does one raw-docker-cold run (the pool
  * is full and idle by then), so the ratio compares with raw runs interleaved in the same conditions; with
  * BENCH_POOL_BASELINE=exec the interleaved raw run is a raw-docker-exec into a running container instead (the floor
- * of a warm sandbox that starts a process per run). CPU per execution is the sandgate process's over the samples
- * (sessions are deleted after them), also normalized to the reference speed (bench/lib/speed.ts).
+ * of a warm sandbox that starts a process per run), and the samples go in blocks of 5 back to back alternating with
+ * as many raw execs, each followed by the pause (bench/lib/alternate.ts). CPU per execution is the sandgate process's over its blocks (sessions
+ * are deleted after them), also normalized to the machine's speed, probed once per sample (bench/lib/speed.ts).
  * http-oneshot-pool-throughput: BENCH_THROUGHPUT_N one-shots from BENCH_CONCURRENCY parallel clients (worker
  * concurrency raised to match), executions/s against raw cold runs at the same concurrency measured just before;
  * after BENCH_WARMUP rounds of as many parallel runs, discarded, so that the figure is the steady state of a burst
@@ -21,10 +22,10 @@ import {
   POOL_PACE_MS,
   THROUGHPUT_N,
   WARMUP,
-  moreSamples,
   rawColdFromRun,
   wanted,
 } from './lib/knobs.ts';
+import { alternate } from './lib/alternate.ts';
 import { fanOut, main, measuring } from './lib/main.ts';
 import { makeWorkspace, rawColdRun, rawExec, startIdleContainer } from './lib/raw-docker.ts';
 import { SpeedProbe } from './lib/speed.ts';
@@ -54,20 +55,26 @@ async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<
   const speed = new SpeedProbe();
   let pooled = 0;
   await measuring();
-  const cpu0 = await stackCpuMs(stack);
-  const t0 = performance.now();
-  for (let i = 0; moreSamples(i, N, t0); i++) {
-    await sleep(POOL_PACE_MS);
-    rawLat.push(await raw());
-    const r = await runWait(stack, BODY);
-    lat.push(r.ms);
-    speed.probe();
-    const tl = await timelineOf(stack.redis, stack.prefix, r.exec.id);
-    if (tl) segs.push(segments(tl, r.sentAt, r.doneAt));
-    sessions.push(r.exec.session_id);
-    if (!events.byExecution.get(r.exec.id)?.create) pooled++;
-  }
-  const cpuMs = (await stackCpuMs(stack)) - cpu0;
+  await sleep(POOL_PACE_MS);
+  const { cpuMs } = await alternate({
+    n: N,
+    // A raw cold run takes as long as a few pooled ones: one of each, as this bench has always measured it.
+    block: POOL_BASELINE === 'exec' ? 5 : 1,
+    sandgate: async () => {
+      const r = await runWait(stack, BODY);
+      lat.push(r.ms);
+      speed.probe();
+      const tl = await timelineOf(stack.redis, stack.prefix, r.exec.id);
+      if (tl) segs.push(segments(tl, r.sentAt, r.doneAt));
+      sessions.push(r.exec.session_id);
+      if (!events.byExecution.get(r.exec.id)?.create) pooled++;
+    },
+    baseline: async () => {
+      rawLat.push(await raw());
+      await sleep(POOL_PACE_MS);
+    },
+    cpuMs: () => stackCpuMs(stack),
+  });
   for (const id of sessions) await deleteSession(stack, id);
   const s = summarize(lat);
   const rawP50 = summarize(rawLat).p50_ms;

@@ -1,13 +1,15 @@
 /**
  * http-stateful: a session with {"mode":"stateful"} (a live Python interpreter); after `x = 41`,
  * POST /v1/executions?wait=30 {session_id, python, "x + 1"} over and over (each must answer value "42"); end-to-end
- * p50 against 15 ms. Each sample is followed by one raw-docker-exec run (`python3 -c print(1)` exec'd into a running
- * container of the same image and flags) and one speed probe, so the ratio to raw exec compares runs made in the same
- * moments. CPU per execution is the sandgate process's over the whole loop, also normalized to the reference speed.
+ * p50 against 15 ms. Samples go in blocks of 10 alternating with as many raw-docker-exec runs (`python3 -c print(1)`
+ * exec'd into a running container of the same image and flags: bench/lib/alternate.ts), so the ratio to raw exec
+ * compares runs made in the same minutes. CPU per execution is the sandgate process's over its blocks, also
+ * normalized to the machine's speed, probed once per sample (bench/lib/speed.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { createSession, runWait, segments, timelineOf } from './lib/api.ts';
-import { N, WARMUP, moreSamples } from './lib/knobs.ts';
+import { alternate } from './lib/alternate.ts';
+import { N, WARMUP } from './lib/knobs.ts';
 import { main, measuring } from './lib/main.ts';
 import { makeWorkspace, rawExec, startIdleContainer } from './lib/raw-docker.ts';
 import { SpeedProbe } from './lib/speed.ts';
@@ -46,18 +48,22 @@ main(async () => {
     const speed = new SpeedProbe();
     let wrong = 0;
     await measuring();
-    const cpu0 = await stackCpuMs(stack);
-    const t0 = performance.now();
-    for (let i = 0; moreSamples(i, N * 3, t0); i++) {
-      const r = await run();
-      lat.push(r.ms);
-      if (r.exec.result.value !== '42') wrong++;
-      raw.push(await rawExec(container));
-      speed.probe();
-      const tl = await timelineOf(stack.redis, stack.prefix, r.exec.id);
-      if (tl) segs.push(segments(tl, r.sentAt, r.doneAt));
-    }
-    const cpuMs = (await stackCpuMs(stack)) - cpu0;
+    const { cpuMs } = await alternate({
+      n: N * 3,
+      block: 10,
+      sandgate: async () => {
+        const r = await run();
+        lat.push(r.ms);
+        if (r.exec.result.value !== '42') wrong++;
+        speed.probe();
+        const tl = await timelineOf(stack!.redis, stack!.prefix, r.exec.id);
+        if (tl) segs.push(segments(tl, r.sentAt, r.doneAt));
+      },
+      baseline: async () => {
+        raw.push(await rawExec(container));
+      },
+      cpuMs: () => stackCpuMs(stack!),
+    });
     const s = summarize(lat);
     const rawP50 = summarize(raw).p50_ms;
     emit({
