@@ -54,7 +54,7 @@ async function latency(stack: Stack, bare: Stack): Promise<void> {
   const segs: Record<string, number>[] = [];
   const speed = new SpeedProbe();
   await measuring();
-  const { cpuMs } = await alternate({
+  const { cpuMs, cpuMsPerRunByBlock } = await alternate({
     n: N * 10,
     block: 20,
     sandgate: async (i) => {
@@ -80,6 +80,7 @@ async function latency(stack: Stack, bare: Stack): Promise<void> {
     sandgate_cpu_ms_per_execution: round(cpuMs / lat.length),
     sandgate_cpu_ms_per_execution_normalized: speed.normalize(cpuMs / lat.length),
     ...speed.report(),
+    sandgate_cpu_ms_per_execution_by_block: cpuMsPerRunByBlock,
     bare_queue_p50_ms: b.p50_ms,
     api_keys: Boolean(stack.env.SANDGATE_API_KEYS),
     phases_p50_ms: medians(segs),

@@ -4,8 +4,9 @@
  * is full and idle by then), so the ratio compares with raw runs interleaved in the same conditions; with
  * BENCH_POOL_BASELINE=exec the interleaved raw run is a raw-docker-exec into a running container instead (the floor
  * of a warm sandbox that starts a process per run), and the samples go in blocks of 5 back to back alternating with
- * as many raw execs, each followed by the pause (bench/lib/alternate.ts). CPU per execution is the sandgate process's over its blocks (sessions
- * are deleted after them), also normalized to the machine's speed, probed once per sample (bench/lib/speed.ts).
+ * as many raw execs, each followed by the pause (bench/lib/alternate.ts). CPU per execution is the sandgate process's
+ * over its blocks (sessions are deleted after them), also normalized to the machine's speed, probed once per sample
+ * (bench/lib/speed.ts).
  * http-oneshot-pool-throughput: BENCH_THROUGHPUT_N one-shots from BENCH_CONCURRENCY parallel clients (worker
  * concurrency raised to match), executions/s against raw cold runs at the same concurrency measured just before;
  * after BENCH_WARMUP rounds of as many parallel runs, discarded, so that the figure is the steady state of a burst
@@ -56,7 +57,7 @@ async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<
   let pooled = 0;
   await measuring();
   await sleep(POOL_PACE_MS);
-  const { cpuMs } = await alternate({
+  const { cpuMs, cpuMsPerRunByBlock } = await alternate({
     n: N,
     // A raw cold run takes as long as a few pooled ones: one of each, as this bench has always measured it.
     block: POOL_BASELINE === 'exec' ? 5 : 1,
@@ -89,6 +90,7 @@ async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<
     sandgate_cpu_ms_per_execution: round(cpuMs / lat.length),
     sandgate_cpu_ms_per_execution_normalized: speed.normalize(cpuMs / lat.length),
     ...speed.report(),
+    sandgate_cpu_ms_per_execution_by_block: cpuMsPerRunByBlock,
     api_keys: Boolean(stack.env.SANDGATE_API_KEYS),
     served_from_pool: pooled,
     pool_size: POOL_SIZE,

@@ -48,7 +48,7 @@ main(async () => {
     const speed = new SpeedProbe();
     let wrong = 0;
     await measuring();
-    const { cpuMs } = await alternate({
+    const { cpuMs, cpuMsPerRunByBlock } = await alternate({
       n: N * 3,
       block: 10,
       sandgate: async () => {
@@ -74,6 +74,7 @@ main(async () => {
       sandgate_cpu_ms_per_execution: round(cpuMs / lat.length),
       sandgate_cpu_ms_per_execution_normalized: speed.normalize(cpuMs / lat.length),
       ...speed.report(),
+      sandgate_cpu_ms_per_execution_by_block: cpuMsPerRunByBlock,
       api_keys: Boolean(stack.env.SANDGATE_API_KEYS),
       phases_p50_ms: medians(segs),
       ...(wrong ? { error: `${wrong} runs did not answer value "42"` } : {}),

@@ -6,7 +6,7 @@
  * watchdogs, 5–12 ms a second on the bench machine, whatever the baseline's length — is not charged to its runs.
  */
 import { moreSamples } from './knobs.ts';
-import { sleep } from './stats.ts';
+import { round, sleep } from './stats.ts';
 
 /** After a block, how long sandgate gets to finish its last run's work (BullMQ's completion, lease release). */
 const TAIL_MS = 50;
@@ -16,6 +16,8 @@ export interface Alternation {
   samples: number;
   /** Sandgate's CPU (ms) over its blocks. */
   cpuMs: number;
+  /** Sandgate's CPU per run (ms) in each block: how much it moved during the figure. */
+  cpuMsPerRunByBlock: number[];
 }
 
 /**
@@ -31,14 +33,17 @@ export async function alternate(opts: {
 }): Promise<Alternation> {
   const t0 = performance.now();
   let cpuMs = 0;
+  const byBlock: number[] = [];
   let i = 0;
   while (moreSamples(i, opts.n, t0)) {
     const first = i;
     const c0 = await opts.cpuMs();
     for (; i - first < opts.block && moreSamples(i, opts.n, t0); i++) await opts.sandgate(i);
     await sleep(TAIL_MS);
-    cpuMs += (await opts.cpuMs()) - c0;
+    const used = (await opts.cpuMs()) - c0;
+    cpuMs += used;
+    byBlock.push(round(used / (i - first)));
     for (let j = first; j < i; j++) await opts.baseline(j);
   }
-  return { samples: i, cpuMs };
+  return { samples: i, cpuMs, cpuMsPerRunByBlock: byBlock };
 }
