@@ -106,13 +106,14 @@ const budgetText = (c: Check) =>
 
 function verdict(o: Outcome): string {
   const [first, second] = o.attempts;
+  if (!first) return 'not run';
   if (first?.pass) return 'pass';
   if (second?.pass) return 'pass (missed once, passed on the retry)';
   if (second) return 'FAIL (missed twice)';
   return 'FAIL';
 }
 
-const failed = (o: Outcome) => !o.attempts.some((a) => a.pass);
+const failed = (o: Outcome) => o.attempts.length > 0 && !o.attempts.some((a) => a.pass);
 
 function table(outcomes: Outcome[]): string {
   const fmt = (v: number | null) => (v === null ? 'not measured' : String(round(v, 3)));
@@ -190,25 +191,53 @@ async function main() {
         .map((check): Outcome => ({ check, attempts: [], baseline: null })),
     ]),
   );
-  const runs: { file: string; attempt: number; seconds: number; exit: string; contention: Contention }[] = [];
+  const runs: {
+    file: string;
+    attempt: number;
+    ready_after_s: number;
+    seconds: number;
+    /** How the bench ended, when it ended instead of measuring. */
+    exit?: string;
+    contention: Contention;
+  }[] = [];
   const envOf = (step: (typeof PLAN)[number]) => ({ ...COMMON_ENV, ...step.env, BENCH_DATA_PARENT: dataParent });
   /** Measures `run` (already started) once it is ready, and checks what it measured. */
-  const measure = async (step: (typeof PLAN)[number], run: BenchRun, attempt: number) => {
+  /**
+   * Lets `run` measure once it is ready, and checks what it measured; answers whether a check was missed. A bench that
+   * ended instead of measuring (it failed to start, or crashed) is ended here and its error figures are checked.
+   */
+  const measure = async (step: (typeof PLAN)[number], run: BenchRun, attempt: number): Promise<boolean> => {
+    const asked = Date.now();
     await run.ready;
+    // Since bench:ci started (the first attempts all start then) or since the retry was asked for.
+    const readyAfter = round(((run.readyAt ?? Date.now()) - (attempt === 1 ? started : asked)) / 1000, 1);
     const t0 = Date.now();
     const watch = await watchContention();
-    process.stderr.write(`bench:ci: ${step.file}${attempt === 2 ? ' (retry)' : ''} measuring ...\n`);
-    run.go();
-    const { figures, exit } = await run.done;
+    process.stderr.write(
+      `bench:ci: ${step.file}${attempt === 2 ? ' (retry)' : ''} (ready after ${readyAfter} s) measuring ...\n`,
+    );
+    let figures = await run.measure();
     const contention = await watch.end();
     const seconds = round((Date.now() - t0) / 1000, 1);
-    runs.push({ file: step.file, attempt, seconds, exit, contention });
-    await record({ bench_ci: 'run', file: step.file, attempt, seconds, exit, ...contention });
+    let exit: string | undefined;
+    if (figures === null) ({ figures, exit } = await run.finish());
+    runs.push({ file: step.file, attempt, ready_after_s: readyAfter, seconds, exit, contention });
+    await record({
+      bench_ci: 'run',
+      file: step.file,
+      attempt,
+      ready_after_s: readyAfter,
+      seconds,
+      exit,
+      ...contention,
+    });
     for (const f of figures) if (out) await appendFile(out, `${JSON.stringify({ ...f, attempt, contention })}\n`);
+    let missed = false;
     for (const o of outcomes.get(step.file)!) {
       const { value, pass, baseline } = evaluate(o.check, figures);
       o.attempts.push({ value, pass });
       o.baseline ??= baseline;
+      missed ||= !pass;
       await record({
         check: o.check.id,
         figure: o.check.figure,
@@ -222,28 +251,33 @@ async function main() {
       });
     }
     process.stderr.write(
-      `bench:ci: ${step.file} measured in ${seconds} s (${exit}; load ${contention.load1_start}→` +
-        `${contention.load1_end}, CPU pressure ${contention.cpu_pressure_pct ?? '?'}%)\n`,
+      `bench:ci: ${step.file} measured in ${seconds} s (load ${contention.load1_start}→${contention.load1_end}, ` +
+        `CPU pressure ${contention.cpu_pressure_pct ?? '?'}%)${missed ? ': a budget missed' : ''}\n`,
     );
+    return missed;
   };
+  const benches = plan.map((step) => ({ step, run: startBench(step.file, envOf(step), step.figures) }));
   try {
     // Start-ups (a sandgate process loads for 3-25 s, depending on the machine's load) overlap; measuring does not:
     // each bench measures alone, the others waiting idle, and has ended (its processes and containers gone) before
-    // the next one measures.
-    const first = plan.map((step) => ({ step, run: startBench(step.file, envOf(step), step.figures) }));
-    for (const { step, run } of first) {
-      if (isInterrupted()) run.go();
-      else await measure(step, run, 1);
+    // the next one measures. A bench that missed a budget stays up, idle, to measure again at the end.
+    const again: typeof benches = [];
+    for (const b of benches) {
+      if (isInterrupted()) break;
+      if ((await measure(b.step, b.run, 1)) && !reportOnly) again.push(b);
+      else await b.run.finish();
     }
-    await Promise.all(first.map(({ run }) => run.done));
-    // A bench with a check missed runs once more, alone; a missed check must miss again to fail.
-    for (const step of plan) {
-      if (isInterrupted() || reportOnly) break;
-      if (!outcomes.get(step.file)!.some((o) => !o.attempts[0]?.pass)) continue;
-      process.stderr.write(`bench:ci: ${step.file} missed a budget; measuring it once more\n`);
-      await measure(step, startBench(step.file, envOf(step), step.figures), 2);
+    // The retry: on the same warm stack, minutes later (a neighbour's burst has usually passed); or, for a bench that
+    // ended instead of measuring, from a fresh start. A missed check must miss again to fail.
+    for (const b of again) {
+      if (isInterrupted()) break;
+      process.stderr.write(`bench:ci: ${b.step.file} missed a budget; measuring it once more\n`);
+      const run = b.run.ended ? startBench(b.step.file, envOf(b.step), b.step.figures) : b.run;
+      await measure(b.step, run, 2);
+      await run.finish();
     }
   } finally {
+    await Promise.all(benches.map((b) => b.run.finish()));
     await removeData();
   }
 
@@ -261,7 +295,9 @@ async function main() {
   process.stderr.write(`\n${table(all)}\n\n`);
   const loads = runs.map((r) => `${r.file} ${r.contention.load1_start}`).join(', ');
   process.stderr.write(`load average at each bench's start: ${loads}\n`);
-  if (failures.length === 0) {
+  if (isInterrupted()) {
+    process.stderr.write(`bench:ci: interrupted after ${seconds} s\n`);
+  } else if (failures.length === 0) {
     process.stderr.write(`bench:ci: all ${all.length} checks within budget — ${seconds} s\n`);
   } else {
     process.stderr.write(

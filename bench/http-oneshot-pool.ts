@@ -27,7 +27,7 @@ import {
   wanted,
 } from './lib/knobs.ts';
 import { alternate } from './lib/alternate.ts';
-import { fanOut, main, measuring } from './lib/main.ts';
+import { fanOut, main, rounds } from './lib/main.ts';
 import { makeWorkspace, rawColdRun, rawExec, startIdleContainer } from './lib/raw-docker.ts';
 import { SpeedProbe } from './lib/speed.ts';
 import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
@@ -43,19 +43,12 @@ const POOL_SIZE = 2;
 const NOT_POOLED = 'the pool served no run: every execution created its own container';
 
 async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<number>): Promise<void> {
-  for (let i = 0; i < WARMUP; i++) {
-    const r = await runWait(stack, BODY);
-    await deleteSession(stack, r.exec.session_id);
-    await raw();
-    await sleep(POOL_PACE_MS);
-  }
   const lat: number[] = [];
   const rawLat: number[] = [];
   const segs: Record<string, number>[] = [];
   const sessions: string[] = [];
   const speed = new SpeedProbe();
   let pooled = 0;
-  await measuring();
   await sleep(POOL_PACE_MS);
   const { cpuMs, cpuMsPerRunByBlock } = await alternate({
     n: N,
@@ -103,7 +96,6 @@ async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<
 }
 
 async function throughput(stack: Stack, events: DockerEventLog, raw: () => Promise<number>): Promise<void> {
-  await measuring();
   // Raw cold at the same concurrency, just before (the pool sits full and idle meanwhile).
   const rawWallMs = await fanOut(THROUGHPUT_N, CONCURRENCY, async () => {
     await raw();
@@ -166,21 +158,28 @@ main(async () => {
     });
     events = new DockerEventLog(stack.prefix);
     await events.start();
-    for (let i = 0; i < WARMUP; i++) await rawLatency();
-    if (wanted(LATENCY.bench)) {
-      try {
-        await latency(stack, events, rawLatency);
-      } catch (e) {
-        emitError(LATENCY.bench, LATENCY.target, e);
-      }
+    for (let i = 0; i < WARMUP; i++) {
+      const r = await runWait(stack, BODY);
+      await deleteSession(stack, r.exec.session_id);
+      await rawLatency();
+      await sleep(POOL_PACE_MS);
     }
-    if (wanted(THROUGHPUT.bench)) {
-      try {
-        await throughput(stack, events, rawCold);
-      } catch (e) {
-        emitError(THROUGHPUT.bench, THROUGHPUT.target, e);
+    await rounds(async () => {
+      if (wanted(LATENCY.bench)) {
+        try {
+          await latency(stack!, events!, rawLatency);
+        } catch (e) {
+          emitError(LATENCY.bench, LATENCY.target, e);
+        }
       }
-    }
+      if (wanted(THROUGHPUT.bench)) {
+        try {
+          await throughput(stack!, events!, rawCold);
+        } catch (e) {
+          emitError(THROUGHPUT.bench, THROUGHPUT.target, e);
+        }
+      }
+    });
   } catch (e) {
     for (const f of [LATENCY, THROUGHPUT]) if (wanted(f.bench)) emitError(f.bench, f.target, e);
   } finally {

@@ -1,4 +1,5 @@
 /** Running a bench script: figures printed as measured, cleanup that also happens on Ctrl-C or SIGTERM. */
+import { takeEmitted } from './stats.ts';
 
 const cleanups = new Set<() => Promise<unknown>>();
 
@@ -36,27 +37,46 @@ export function main(fn: () => Promise<void>): void {
   );
 }
 
-let turn: Promise<void> | null = null;
+/** What the runner (bench:ci) said over the IPC channel and no one has read yet; kept from the start. */
+const said: string[] = [];
+let hear: (() => void) | null = null;
+process.on('message', (m: unknown) => {
+  const type = (m as { type?: unknown } | null)?.type;
+  if (typeof type !== 'string') return;
+  said.push(type);
+  hear?.();
+});
+// The channel alone does not keep a bench alive.
+process.channel?.unref();
+
+/** The next thing the runner says that is one of `types`. */
+async function next(types: string[]): Promise<string> {
+  for (;;) {
+    const i = said.findIndex((t) => types.includes(t));
+    if (i >= 0) return said.splice(i, 1)[0]!;
+    await new Promise<void>((resolve) => {
+      hear = resolve;
+    });
+    hear = null;
+  }
+}
 
 /**
- * Resolves when this bench may start measuring. Run by `npm run bench:ci`, which prepares its benches side by side and
- * lets them measure one at a time (bench/lib/run-bench.ts): the bench says it is ready over the IPC channel and waits
- * to be told to go. Run any other way (no IPC channel), at once. Called just before the first timed sample, after the
- * stack is up and warmed; later calls answer at once.
+ * Runs `measure` (a bench's timed part, after its stack is up and warm) when the runner lets it, and again as long as
+ * the runner asks. Run by `npm run bench:ci` (an IPC channel): the bench says `ready` and waits for `go` — bench:ci
+ * prepares its benches side by side and lets them measure one at a time — then answers `measured` with the figures it
+ * printed, and measures again on `go` (a retry of a figure over budget, on the same warm stack) until told `finish`.
+ * Run any other way (no IPC channel), `measure` runs once, at once.
  */
-export function measuring(): Promise<void> {
-  turn ??= new Promise<void>((resolve) => {
-    if (!process.send) return resolve();
-    const onMessage = (m: unknown) => {
-      if ((m as { type?: string } | null)?.type !== 'go') return;
-      process.off('message', onMessage);
-      process.channel?.unref();
-      resolve();
-    };
-    process.on('message', onMessage);
-    process.send({ type: 'ready' });
-  });
-  return turn;
+export async function rounds(measure: () => Promise<void>): Promise<void> {
+  if (!process.send) return measure();
+  process.send({ type: 'ready' });
+  process.channel?.ref();
+  while ((await next(['go', 'finish'])) === 'go') {
+    await measure();
+    process.send({ type: 'measured', figures: takeEmitted() });
+  }
+  process.channel?.unref();
 }
 
 /** Time-boxed: a figure that takes longer than `ms` fails with a clear error instead of hanging the run. */

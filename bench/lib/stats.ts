@@ -58,6 +58,11 @@ export interface Figure extends Partial<Summary> {
   [extra: string]: unknown;
 }
 
+const emitted: Record<string, unknown>[] = [];
+
+/** The figures printed since the last call (what a bench answers bench:ci after a round: bench/lib/main.ts). */
+export const takeEmitted = (): Record<string, unknown>[] => emitted.splice(0);
+
 /** Prints one figure as one JSON line on stdout (what run-all collects) and returns it. */
 export function emit(figure: Figure): Figure {
   const { bench, n, p50_ms, p95_ms, p99_ms, mean_ms, target, ratio, pass, ...extra } = figure;
@@ -74,6 +79,7 @@ export function emit(figure: Figure): Figure {
     pass,
   };
   process.stdout.write(`${JSON.stringify(ordered)}\n`);
+  emitted.push(ordered);
   return figure;
 }
 
