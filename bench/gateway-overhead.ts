@@ -23,7 +23,7 @@ import { fanOut, main, rounds } from './lib/main.ts';
 import { REDIS_URL } from '../test/redis-and-ports.ts';
 import { SpeedProbe } from './lib/speed.ts';
 import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
-import { emit, emitError, medians, round, sleep, summarize } from './lib/stats.ts';
+import { emit, emitError, medians, ratioP25, round, sleep, summarize } from './lib/stats.ts';
 
 const LATENCY = { bench: 'gateway-overhead', target: 'p50 <= 3 ms' };
 const THROUGHPUT = { bench: 'gateway-overhead-throughput', target: '>= 1000 executions/s accepted' };
@@ -88,6 +88,7 @@ async function latency(stack: Stack, bare: Stack): Promise<void> {
     api_keys: Boolean(stack.env.SANDGATE_API_KEYS),
     phases_p50_ms: medians(segs),
     target: LATENCY.target,
+    ratio_p25: ratioP25(lat, bareLat),
     ratio: s.p50_ms / b.p50_ms,
     pass: s.p50_ms <= 3,
   });

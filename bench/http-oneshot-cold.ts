@@ -15,7 +15,7 @@ import { cpuMsOfAll, enginePids } from './lib/proc.ts';
 import { makeWorkspace, rawColdRun } from './lib/raw-docker.ts';
 import { SpeedProbe } from './lib/speed.ts';
 import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
-import { emit, emitError, medians, round, summarize } from './lib/stats.ts';
+import { emit, emitError, medians, ratioP25, round, summarize } from './lib/stats.ts';
 
 const BENCH = 'http-oneshot-cold';
 const TARGET = 'p50 <= 1.15x raw-docker-cold p50';
@@ -98,6 +98,7 @@ main(async () => {
         },
         api_keys: Boolean(stack!.env.SANDGATE_API_KEYS),
         pool_size: 0,
+        ratio_p25: ratioP25(http, raw),
         target: TARGET,
         ratio,
         pass: ratio <= 1.15,

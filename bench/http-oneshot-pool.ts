@@ -31,7 +31,7 @@ import { fanOut, main, rounds } from './lib/main.ts';
 import { makeWorkspace, rawColdRun, rawExec, startIdleContainer } from './lib/raw-docker.ts';
 import { SpeedProbe } from './lib/speed.ts';
 import { stackCpuMs, startStack, type Stack } from './lib/stack.ts';
-import { emit, emitError, medians, round, sleep, summarize } from './lib/stats.ts';
+import { emit, emitError, medians, ratioP25, round, sleep, summarize } from './lib/stats.ts';
 
 const LATENCY = {
   bench: 'http-oneshot-pool',
@@ -90,6 +90,7 @@ async function latency(stack: Stack, events: DockerEventLog, raw: () => Promise<
     pace_ms: POOL_PACE_MS,
     phases_p50_ms: medians(segs),
     ...(pooled === 0 ? { error: NOT_POOLED } : {}),
+    ratio_p25: ratioP25(lat, rawLat),
     ratio,
     pass: pooled > 0 && (POOL_BASELINE === 'exec' || ratio <= 0.4),
   });

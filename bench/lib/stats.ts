@@ -33,6 +33,19 @@ export function summarize(samples: readonly number[]): Summary {
   };
 }
 
+/**
+ * p25(samples) / p25(baseline): on a busy machine a share of the samples of either side waits for a CPU, which moves
+ * the medians; the lower quartiles are runs that mostly did not, so their ratio moves less (reported beside `ratio`).
+ */
+export function ratioP25(samples: readonly number[], baseline: readonly number[]): number {
+  const q = (a: readonly number[]) =>
+    percentile(
+      [...a].sort((x, y) => x - y),
+      25,
+    );
+  return round(q(samples) / q(baseline), 3);
+}
+
 /** Median of each named segment over many samples. */
 export function medians(rows: readonly Record<string, number>[]): Record<string, number> {
   const out: Record<string, number> = {};
