@@ -40,6 +40,8 @@ interface Check {
   min?: number;
   /** A key of the same figure shown beside it (the baseline it was compared with). */
   baseline_key?: string;
+  /** What the budget was set from (the runs' figures), for the reader. */
+  set_from?: string;
 }
 
 interface Budgets {
@@ -137,6 +139,26 @@ function table(outcomes: Outcome[]): string {
     .join('\n');
 }
 
+/** The budgets file as read, or an error naming what is wrong in it: a check that names no figure measured here. */
+function validBudgets(json: unknown, file: string): Budgets {
+  const checks = (json as Partial<Budgets> | null)?.checks;
+  if (!Array.isArray(checks)) throw new Error(`${file}: no "checks" array`);
+  const figures = new Set(PLAN.flatMap((p) => p.figures));
+  const ids = new Set<string>();
+  for (const c of checks as Partial<Check>[]) {
+    const where = `${file}: check ${JSON.stringify(c?.id)}`;
+    if (typeof c?.id !== 'string' || ids.has(c.id)) throw new Error(`${where}: needs an "id" of its own`);
+    ids.add(c.id);
+    if (typeof c.figure !== 'string' || !figures.has(c.figure))
+      throw new Error(`${where}: "figure" must be one of ${[...figures].join(', ')}`);
+    if (typeof c.key !== 'string') throw new Error(`${where}: needs the "key" of the figure it checks`);
+    const bound = (v: unknown) => v === undefined || (typeof v === 'number' && Number.isFinite(v));
+    if ((c.max === undefined && c.min === undefined) || !bound(c.max) || !bound(c.min))
+      throw new Error(`${where}: needs a numeric "max" or "min"`);
+  }
+  return { checks: checks as Check[] };
+}
+
 /** The quick start's data disk (btrfs with quotas), where the benches' data directories are made. */
 async function quotaDataParent(): Promise<string> {
   const parent = process.env.BENCH_DATA_PARENT || process.env.SANDGATE_DATA_DIR || '/var/lib/sandgate';
@@ -155,7 +177,7 @@ async function main() {
   forwardSignals();
   const started = Date.now();
   const budgetsFile = process.env.BENCH_CI_BUDGETS || join(ROOT, 'bench', 'budgets.json');
-  const budgets = JSON.parse(await readFile(budgetsFile, 'utf8')) as Budgets;
+  const budgets = validBudgets(JSON.parse(await readFile(budgetsFile, 'utf8')), budgetsFile);
   const reportOnly = process.env.BENCH_CI_REPORT_ONLY === '1';
   const only = (process.env.BENCH_CI_ONLY ?? '')
     .split(',')
