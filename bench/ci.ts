@@ -62,15 +62,15 @@ const PLAN: { file: string; figures: string[]; env: Record<string, string> }[] =
   {
     file: 'http-stateful',
     figures: ['http-stateful'],
-    env: { BENCH_N: '30', BENCH_SAMPLE_S: '15' },
+    env: { BENCH_N: '40', BENCH_SAMPLE_S: '20' },
   },
   {
     file: 'http-oneshot-pool',
     figures: ['http-oneshot-pool'],
     env: {
       BENCH_FIGURES: 'http-oneshot-pool',
-      BENCH_N: '80',
-      BENCH_SAMPLE_S: '20',
+      BENCH_N: '100',
+      BENCH_SAMPLE_S: '25',
       BENCH_POOL_BASELINE: 'exec',
       BENCH_POOL_PACE_MS: '0',
     },

@@ -1,16 +1,19 @@
 /**
  * How fast this machine runs code right now, so that CPU time measured on a shared machine can be compared between
- * runs. On the 2-vCPU VM the benches run on, the same fixed piece of JavaScript takes 1.8× longer at one moment than a
- * second later, with no context switch in between (its neighbours share the host's cores), and so does everything
- * else: sandgate's CPU per execution moved as much (4–5 ms quiet, 8–13 ms at a load average of 20). A bench calls
- * `probe()` once per sample, beside the samples it measures; the median duration of that fixed chunk says how slow
- * the machine was meanwhile, and `normalize` turns CPU milliseconds measured at that speed into milliseconds at the
- * reference speed (the chunk in REFERENCE_CHUNK_US). Measured the same way at a load average of 18–21, sandgate's raw
- * CPU per execution over ten blocks moved 7.8–13.2 ms and the normalized figure 46.7–57 chunk-units.
+ * runs. On the 2-vCPU VM the benches run on, the same fixed piece of JavaScript takes twice as long at one moment as a
+ * few seconds later, with no context switch in between (its neighbours share the host's cores), and sandgate's CPU per
+ * execution moves as much: 6.2–11.1 ms on the accept path over five runs at a load average of 13–24. A bench calls
+ * `probe()` once per sample, beside the samples it measures; the median CPU time of that fixed chunk says how slow the
+ * machine was meanwhile, and `normalize` turns CPU milliseconds measured at that speed into milliseconds at the
+ * reference speed (the chunk in REFERENCE_CHUNK_US). Over the same five runs the accept path's normalized figure moved
+ * 3.95–4.70 ms.
  */
 import { percentile, round } from './stats.ts';
 
-/** What the chunk takes on this machine unloaded (2 × AMD EPYC vCPU, Node 20): 94–104 µs in uninterrupted runs. */
+/**
+ * What the chunk takes at the machine's best speed (2 × AMD EPYC vCPU, Node 20): 92–110 µs in a tight loop. Inside a
+ * bench, where it runs right after the process wakes from waiting on a request, it took 140–290 µs at a load of 13–24.
+ */
 export const REFERENCE_CHUNK_US = 100;
 
 /** A fixed piece of work of the kind a Node server does: building small JSON documents. */
@@ -21,7 +24,10 @@ function chunk(): number {
 }
 
 export class SpeedProbe {
-  readonly #us: number[] = [];
+  /** CPU time of each chunk (µs): time the process was preempted meanwhile is not in it, as it is not in sandgate's. */
+  readonly #cpuUs: number[] = [];
+  /** Wall time of each chunk (µs), for comparison. */
+  readonly #wallUs: number[] = [];
 
   constructor() {
     // Compiled by V8 before the first timed run.
@@ -29,22 +35,24 @@ export class SpeedProbe {
   }
 
   /**
-   * Times the chunk once (wall clock: a run that was preempted is an outlier the median leaves out). Answers what the
-   * chunk computed, so that the compiler cannot drop the work.
+   * Times the chunk `times` times. Answers what the chunks computed, so that the compiler cannot drop the work.
    */
-  probe(): number {
-    const t0 = process.hrtime.bigint();
-    const n = chunk();
-    this.#us.push(Number(process.hrtime.bigint() - t0) / 1000);
+  probe(times = 3): number {
+    let n = 0;
+    for (let k = 0; k < times; k++) {
+      const t0 = process.hrtime.bigint();
+      const c0 = process.cpuUsage();
+      n += chunk();
+      const c = process.cpuUsage(c0);
+      this.#wallUs.push(Number(process.hrtime.bigint() - t0) / 1000);
+      this.#cpuUs.push(c.user + c.system);
+    }
     return n;
   }
 
-  /** Median duration of the chunk over the probes so far, in µs. */
+  /** Median CPU time of the chunk over the probes so far, in µs. */
   get chunkUs(): number {
-    return percentile(
-      [...this.#us].sort((a, b) => a - b),
-      50,
-    );
+    return median(this.#cpuUs);
   }
 
   /** How much slower than the reference the machine ran during the probes (1 = as fast). */
@@ -58,7 +66,17 @@ export class SpeedProbe {
   }
 
   /** What a figure reports of the probe. */
-  report(): { speed_chunk_us: number; speed_slowdown: number } {
-    return { speed_chunk_us: round(this.chunkUs), speed_slowdown: round(this.slowdown, 3) };
+  report(): { speed_chunk_us: number; speed_chunk_wall_us: number; speed_slowdown: number } {
+    return {
+      speed_chunk_us: round(this.chunkUs),
+      speed_chunk_wall_us: round(median(this.#wallUs)),
+      speed_slowdown: round(this.slowdown, 3),
+    };
   }
 }
+
+const median = (values: number[]): number =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
