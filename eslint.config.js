@@ -3,6 +3,10 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** Test support: the Kubernetes API double, and the `testing` export of any workspace. */
+const TEST_SUPPORT = /^@sandgate\/(k8s-double(\/.*)?|[a-z0-9-]+\/testing)$/;
+const TEST_SUPPORT_WHY = 'test support (the Kubernetes API double, a package\'s testing export) is for tests only';
+
 export default tseslint.config(
   {
     ignores: [
@@ -15,6 +19,19 @@ export default tseslint.config(
     // Tests and benches read JSON answers loosely on purpose: what they check is asserted, not typed.
     files: ['**/*.test.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // Product code never imports test support: the Kubernetes API double, nor any package's `testing` export. Tests,
+    // test support and the double itself may.
+    files: ['apps/*/src/**/*.{ts,tsx}', 'libs/*/src/**/*.{ts,tsx}'],
+    ignores: ['libs/k8s-double/**', '**/*.test.ts', '**/testing.ts', '**/testing/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: TEST_SUPPORT.source, message: TEST_SUPPORT_WHY }] }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: `ImportExpression[source.value=${TEST_SUPPORT}]`, message: TEST_SUPPORT_WHY },
+      ],
+    },
   },
   {
     files: ['**/*.{ts,tsx}'],

@@ -15,6 +15,7 @@
 import { Agent } from 'node:http';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { queuePrefix } from '@sandgate/state';
 import { runWait, segments, timelineOf } from './lib/api.ts';
 import { expectStatus, request } from './lib/http.ts';
 import { alternate } from './lib/alternate.ts';
@@ -105,8 +106,8 @@ async function throughput(stack: Stack, bare: Stack): Promise<void> {
   const add = () => post(`${bare.url}/add`, {});
   // Read-only use of sandgate's queue (default SANDGATE_QUEUE name) to see when the worker has drained it.
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const queue = new Queue('executions', { connection, prefix: `${stack.prefix}:q` });
-  const bareQueue = new Queue('executions', { connection, prefix: `${bare.prefix}:q` });
+  const queue = new Queue('executions', { connection, prefix: queuePrefix(stack.prefix) });
+  const bareQueue = new Queue('executions', { connection, prefix: queuePrefix(bare.prefix) });
   try {
     await fanOut(Math.min(500, ACCEPT_N), ACCEPT_CONNECTIONS, async () => {
       await accept();

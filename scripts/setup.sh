@@ -14,8 +14,9 @@
 #   - registers gVisor with Docker as runtime "runsc" (--network=none --host-uds=all);
 #   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;
 #   - builds the dashboard (apps/dashboard, Vite) when its sources changed since the last build;
-#   - with --for-tests: Debian's chromium, which the dashboard's browser tests drive, and n8n for the n8n
-#     tests (scripts/install-n8n.sh, in the background the first time);
+#   - with --for-tests: Debian's chromium, which the dashboard's browser tests drive, n8n for the n8n
+#     tests (scripts/install-n8n.sh, in the background the first time), and Docker Compose v2 for the compose
+#     test (scripts/install-compose.sh, built from its Go module in the background the first time);
 #   - builds the runtime image (images/runtime/build.sh; no registry needed).
 # As another user it says what is missing and how to get it, then fails.
 #
@@ -339,6 +340,18 @@ if ((for_tests)); then
     setsid nohup "${lowest[@]}" bash "$ROOT/scripts/install-n8n.sh" "$n8n_dir" </dev/null >"$n8n_dir.log" 2>&1 &
     echo $! > "$n8n_dir.pid"
   fi
+fi
+
+# --- Docker Compose v2, for test/compose.test.ts (--for-tests) ------------------------------
+# scripts/install-compose.sh builds it from its Go module into SANDGATE_CACHE_DIR once per machine (minutes of CPU the
+# first time), so it starts here in the background; the compose test runs the same script, which waits for this one.
+if ((for_tests)); then
+  cache_dir="${SANDGATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sandgate}"
+  mkdir -p "$cache_dir"
+  say "Docker Compose for the compose test: scripts/install-compose.sh in the background (log: $cache_dir/compose.log)"
+  lowest=(nice -n 19)
+  if have ionice; then lowest+=(ionice -c 3); fi
+  setsid nohup "${lowest[@]}" bash "$ROOT/scripts/install-compose.sh" </dev/null >"$cache_dir/compose.log" 2>&1 &
 fi
 
 # --- dashboard ----------------------------------------------------------------------

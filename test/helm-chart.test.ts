@@ -6,7 +6,7 @@ import {
   ownershipLabels,
   poolLabels,
   sessionLabels,
-} from '@sandgate/backends';
+} from '@sandgate/backends/testing';
 import { labelSelectorMatches, podSecurityViolations, validateManifest, type PolicyRule } from '@sandgate/k8s-double';
 import { renderChart, RenderError, type Manifest } from '../scripts/helm-render/render.ts';
 

@@ -22,7 +22,6 @@ export async function mcpClient(stack: Stack, { apiKey, headers = {} }: McpClien
 }
 
 /** A tool's structured result, typed loosely for assertions. */
-
 export const structured = (r: unknown): any => (r as CallToolResult).structuredContent;
 
 /** Short ways to call a tool: the whole result, a success's object, or a failure's error object. */
@@ -50,7 +49,6 @@ export interface RawReply {
   status: number;
   headers: Headers;
   /** JSON-RPC messages of the reply, from its SSE stream or JSON body. */
-
   messages: { id?: unknown; method?: string; params?: any; result?: any; error?: any }[];
   /** The body when it is neither: a problem+json object, or text. */
   body: unknown;

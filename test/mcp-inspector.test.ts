@@ -34,6 +34,7 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
     'list_services',
     'list_tools',
     'read_artifact',
+    'revoke_previews',
     'run_code',
     'run_python',
     'run_tests',

@@ -27,6 +27,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
       'list_services',
       'list_tools',
       'read_artifact',
+      'revoke_previews',
       'run_code',
       'run_python',
       'run_tests',

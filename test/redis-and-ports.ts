@@ -37,9 +37,12 @@ export async function deleteKeys(prefix: string): Promise<void> {
 
 /**
  * A redis-server of the caller's own (never the shared one), on a free loopback port, in a temp directory, started
- * with `args` (e.g. ['--appendonly', 'yes']). `stop` kills it and removes the directory.
+ * with `args` (e.g. ['--appendonly', 'yes']). `signal` sends it a signal (SIGSTOP hangs it with its connections
+ * open, SIGCONT wakes it); `stop` kills it and removes the directory.
  */
-export async function startRedisServer(args: string[] = []): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startRedisServer(
+  args: string[] = [],
+): Promise<{ url: string; signal(signal: NodeJS.Signals): void; stop(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-redis-'));
   const port = await freePort();
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, ...args], {
@@ -54,6 +57,7 @@ export async function startRedisServer(args: string[] = []): Promise<{ url: stri
   }
   return {
     url,
+    signal: (signal) => void child.kill(signal),
     async stop() {
       child.kill('SIGKILL');
       await rm(dir, { recursive: true, force: true });

@@ -1,13 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { builtinModules } from 'node:module';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const IMPORT =
   /^\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
-const TEST_ONLY = /\.test\.tsx?$|\/testing\.ts$|\/scripts\//;
+const TEST_ONLY = /\.test\.tsx?$|\/testing\.ts$|\/testing\/|\/scripts\//;
 
 function* sources(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {
@@ -59,4 +59,19 @@ test('every workspace declares, with a pinned version, each package it imports, 
     }
   }
   assert.deepEqual(problems, []);
+});
+
+test("every workspace's exports name files that exist", () => {
+  const missing: string[] = [];
+  for (const group of ['apps', 'libs']) {
+    for (const ws of readdirSync(join(ROOT, group))) {
+      const pkg = JSON.parse(readFileSync(join(ROOT, group, ws, 'package.json'), 'utf8')) as { exports?: unknown };
+      const targets = (e: unknown): string[] =>
+        typeof e === 'string' ? [e] : typeof e === 'object' && e !== null ? Object.values(e).flatMap(targets) : [];
+      for (const target of targets(pkg.exports)) {
+        if (!existsSync(join(ROOT, group, ws, target))) missing.push(`${group}/${ws}: ${target}`);
+      }
+    }
+  }
+  assert.deepEqual(missing, []);
 });

@@ -14,13 +14,13 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Queue, Worker } from 'bullmq';
-import { createRedis } from '@sandgate/state';
+import { createRedis, queuePrefix } from '@sandgate/state';
 
 const QUEUE = 'executions';
 
 async function main() {
   const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const prefix = `${process.env.SANDGATE_REDIS_PREFIX ?? 'sgbare'}:q`;
+  const prefix = queuePrefix(process.env.SANDGATE_REDIS_PREFIX ?? 'sgbare');
   const host = process.env.SANDGATE_HOST ?? '127.0.0.1';
   const port = Number(process.env.SANDGATE_PORT ?? 0);
   const concurrency = Number(process.env.SANDGATE_WORKER_CONCURRENCY || 2);

@@ -1,5 +1,5 @@
 /** Docker's own event stream: when the engine created, started, saw die and destroyed each sandgate container. */
-import { LABELS, MANAGED_SELECTOR } from '@sandgate/backends';
+import { LABELS, MANAGED_SELECTOR } from '@sandgate/backends/testing';
 import { docker } from './raw-docker.ts';
 
 export class DockerEventLog {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import Dockerode from 'dockerode';
-import { hostConfig, WORKDIR, type SandboxSettings } from '@sandgate/backends';
+import { hostConfig, WORKDIR, type SandboxSettings } from '@sandgate/backends/testing';
 import { onCleanup } from './main.ts';
 
 export const IMAGE = process.env.SANDGATE_IMAGE ?? 'sandgate/runtime:1';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { LABELS } from '@sandgate/backends';
+import { LABELS } from '@sandgate/backends/testing';
 import { deleteKeys, freePort, REDIS_URL } from '../../test/redis-and-ports.ts';
 import { cpuMsOfAll } from './proc.ts';
 import { docker } from './raw-docker.ts';
@@ -69,16 +69,16 @@ function exitOf(child: ChildProcess, timeoutMs: number): Promise<boolean> {
 }
 
 /**
- * A stack of the given processes (e.g. ['standalone'] or ['gateway', 'worker']), ready when /readyz says so.
- * `env` adds to or overrides sandgate's environment (SANDGATE_POOL_SIZE, SANDGATE_MAX_SESSIONS, ...).
- */
-/**
  * Where each stack's data directory is made (BENCH_DATA_PARENT, default the temporary directory). The quick start's
  * data directory is on btrfs with quotas, so `BENCH_DATA_PARENT=/var/lib/sandgate` measures with per-session disk
  * quotas, as a deployment made by scripts/setup.sh runs.
  */
 const DATA_PARENT = process.env.BENCH_DATA_PARENT || tmpdir();
 
+/**
+ * A stack of the given processes (e.g. ['standalone'] or ['gateway', 'worker']), ready when /readyz says so.
+ * `env` adds to or overrides sandgate's environment (SANDGATE_POOL_SIZE, SANDGATE_MAX_SESSIONS, ...).
+ */
 export async function startStack(
   names: EntryName[],
   env: Record<string, string> = {},

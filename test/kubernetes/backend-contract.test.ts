@@ -1,4 +1,4 @@
-import { describeBackendContract } from '@sandgate/backends/contract';
+import { describeBackendContract } from '@sandgate/backends/testing';
 import { startStack } from '../harness.ts';
 import { kubernetesBackendOf } from './backend-of.ts';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { podName } from '@sandgate/backends';
+import { podName } from '@sandgate/backends/testing';
 import { FAULTS } from '@sandgate/k8s-double';
 import { startStack, until, type Stack } from '../harness.ts';
 import { kubernetesBackendOf } from './backend-of.ts';

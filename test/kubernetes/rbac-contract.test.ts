@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import { podName, secretName, type EventSink } from '@sandgate/backends';
+import type { EventSink } from '@sandgate/backends';
+import { podName, secretName } from '@sandgate/backends/testing';
 import type { ExecutionJob } from '@sandgate/contracts';
 import type { PolicyRule } from '@sandgate/k8s-double';
 import { renderChart } from '../../scripts/helm-render/render.ts';

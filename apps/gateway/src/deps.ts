@@ -10,11 +10,12 @@ import {
   WorkerRegistry,
   createRedis,
   keys,
+  queuePrefix,
   signingKey,
   watchOutages,
   whenReady,
-  withScripts,
-  type ScriptRedis,
+  withLuaScripts,
+  type LuaRedis,
   StorageLedger,
   TransferGrants,
   ScriptStore,
@@ -23,13 +24,19 @@ import { type Config } from '@sandgate/config';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
 import { GatewayMetrics } from './metrics.ts';
 import { Cursors } from './pagination.ts';
-import { SystemStatsReader } from './system-stats.ts';
+import { ExecutionControl } from './core/execution-control.ts';
+import { ScriptLibrary } from './core/script-library.ts';
+import { ServiceManager } from './core/service-manager.ts';
+import { SessionControl } from './core/session-control.ts';
+import { SessionFiles } from './core/session-files.ts';
+import { SystemStatsReader } from './core/system-stats.ts';
+import { TenantTools } from './core/tenant-tools.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
   config: Config;
   log: Logger;
-  redis: ScriptRedis;
+  redis: LuaRedis;
   hub: EventHub;
   notices: EndedNotices;
   queue: Queue<QueuedExecution>;
@@ -55,14 +62,23 @@ export interface GatewayDeps {
   /** The deployment's HMAC key (download URLs, cursors, webhook secrets). */
   signingKey: Buffer;
   cursors: Cursors;
+  /**
+   * The gateway's logic, free of HTTP (src/core/), built once here: what the REST routes and the MCP tools call.
+   * Each holds these deps, so the ones built later may use the earlier ones.
+   */
+  executionControl: ExecutionControl;
+  scriptLibrary: ScriptLibrary;
+  sessionControl: SessionControl;
+  sessionFiles: SessionFiles;
+  tenantTools: TenantTools;
+  /** Users' long-running programs in their sessions' sandboxes (POST /v1/sessions/:id/services). */
+  serviceManager: ServiceManager;
   close(): Promise<void>;
 }
 
-export const queuePrefix = (config: Config) => `${config.redisPrefix}:q`;
-
 export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
   // The connections requests use fail fast: while Redis is away a request gets 503 redis_unavailable at once.
-  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
+  const redis = withLuaScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
   // One blocking XREAD at a time: nothing to batch.
   const reader = createRedis(config.redisUrl, 'sandgate-gateway-events', { autoPipelining: false });
   const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', {
@@ -80,7 +96,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   await notices.listen();
   const queue = new Queue<QueuedExecution>(config.queueName, {
     connection: queueConnection,
-    prefix: queuePrefix(config),
+    prefix: queuePrefix(config.redisPrefix),
     // The execution record holds the run's state and result: a job has nothing left to tell once it has ended.
     defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
   });
@@ -104,7 +120,8 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   const stats = new SystemStatsReader(redis, k, queue);
   const metrics = new GatewayMetrics(stats, redis, k);
   metrics.start();
-  return {
+  // The core's classes hold the deps they are part of: the object is completed below, before anyone uses it.
+  const deps = {
     config,
     log,
     redis,
@@ -127,6 +144,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     workers: new WorkerRegistry(redis, k),
     workspaces,
     async close() {
+      await deps.tenantTools.close();
       await metrics.close();
       watchdog.close();
       unwatch();
@@ -136,5 +154,13 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
       queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
-  };
+  } as GatewayDeps;
+  // In the order each needs the others: a script runs as an execution, a service starts as one.
+  deps.scriptLibrary = new ScriptLibrary(deps);
+  deps.executionControl = new ExecutionControl(deps);
+  deps.sessionControl = new SessionControl(deps);
+  deps.sessionFiles = new SessionFiles(deps);
+  deps.tenantTools = new TenantTools(deps);
+  deps.serviceManager = new ServiceManager(deps);
+  return deps;
 }

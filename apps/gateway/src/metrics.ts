@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { BACKEND_STATES } from '@sandgate/contracts';
 import { DeploymentStats, redisErrorCount, type HistogramValue, type Keys, type Labels } from '@sandgate/state';
-import type { DeploymentView, SystemStatsReader } from './system-stats.ts';
+import type { DeploymentView, SystemStatsReader } from './core/system-stats.ts';
 
 type Value = { value: number; labels?: Labels; metricName?: string };
 type Kind = 'counter' | 'gauge' | 'histogram';

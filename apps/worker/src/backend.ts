@@ -6,8 +6,9 @@ import {
   type EgressSettings,
   type ToolSettings,
 } from '@sandgate/backends';
-import { createRedis, keys, SessionStore, TransferGrants, withScripts } from '@sandgate/state';
-import { egressAllowList, ToolCaller, toolsFor, type Config } from '@sandgate/config';
+import { createRedis, keys, SessionStore, TransferGrants, withLuaScripts } from '@sandgate/state';
+import { toolsFor, type Config } from '@sandgate/config';
+import { egressAllowList, ToolCaller } from '@sandgate/outbound';
 import { fileUrl, type Workspaces } from '@sandgate/storage';
 
 /**
@@ -107,7 +108,7 @@ async function kubernetesBackend(
  * Redis on every connection and followed on its channel, so that the proxy cuts a session's connections at once.
  */
 function egressSettings(config: Config): EgressSettings {
-  const redis = withScripts(createRedis(config.redisUrl, 'sandgate-worker-egress'));
+  const redis = withLuaScripts(createRedis(config.redisUrl, 'sandgate-worker-egress'));
   const subscriber = createRedis(config.redisUrl, 'sandgate-worker-private');
   const k = keys(config.redisPrefix);
   const sessions = new SessionStore(redis, k);

@@ -8,7 +8,7 @@ import type {
   ToolResultEvent,
 } from '@sandgate/contracts';
 import type { BackendCapabilities } from './capabilities.ts';
-import type { BackendLogger } from './shared/logger.ts';
+import type { BackendLogger } from './logger.ts';
 
 /** Where a backend reports what happens during one execution, as it happens. */
 export interface EventSink {
@@ -79,7 +79,7 @@ export interface ExecutionBackend {
   poolReady?(): Promise<void>;
   /**
    * Probes whether the engine answers, with one cheap call (a worker asks every heartbeat, 5 s). Resolves within
-   * `timeoutMs` (shared/health.ts bounds it) and never rejects: a failure is `usable: false` with its reason. A
+   * `timeoutMs` (housekeeping/health.ts bounds it) and never rejects: a failure is `usable: false` with its reason. A
    * backend without it has no engine to lose, and counts as usable.
    */
   health?(timeoutMs: number): Promise<BackendHealth>;

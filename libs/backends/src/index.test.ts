@@ -1,24 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as backends from './index.ts';
+import * as testing from './testing/index.ts';
 
-test('the package exposes the Docker backend and the shared pieces a second backend reuses', () => {
-  for (const name of [
-    'DockerBackend',
-    'OutputCollector',
-    'snapshot',
-    'collectArtifacts',
-    'buildResult',
-    'outcomeOf',
-    'ownershipLabels',
-    'poolLabels',
-    'sessionLabels',
-    'isOrphan',
-    'MANAGED_SELECTOR',
-    'DEFAULT_DEPLOYMENT',
-    'silentLogger',
-  ] as const) {
-    assert.ok(name in backends, name);
-  }
-  assert.doesNotThrow(() => backends.silentLogger.info({ a: 1 }, 'nothing'));
+test('the package entry holds the seam and the backends apps build, nothing of their insides', () => {
+  // Types leave no trace at run time: these are every value the entry exports.
+  assert.deepEqual(Object.keys(backends).sort(), ['CAPABILITIES', 'DockerBackend']);
+  assert.equal(typeof backends.DockerBackend, 'function');
+  assert.deepEqual(Object.keys(backends.CAPABILITIES).sort(), ['docker', 'kubernetes']);
+});
+
+test('the testing entry holds the backend contract and the names tests look for', () => {
+  assert.equal(typeof testing.describeBackendContract, 'function');
+  const sink = new testing.RecordingSink();
+  sink.phase('running');
+  sink.stdout('a');
+  assert.deepEqual([sink.phases, sink.stdoutChunks], [['running'], ['a']]);
+  assert.equal(testing.MANAGED_SELECTOR, `${testing.LABELS.managed}=true`);
 });

@@ -3,7 +3,7 @@ import { chmod, chown, mkdir, open, readFile, readdir, rename, rm, writeFile } f
 import { connect, type Socket } from 'node:net';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
-import { connectWithin } from './shared/connect.ts';
+import { connectWithin } from './agent/connect.ts';
 
 /**
  * The host side of a session's services (images/runtime/agent/sandgate_services.py), in the data directory the

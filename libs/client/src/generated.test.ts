@@ -56,6 +56,7 @@ test('the SDK has a function per operation, named by its operationId', async () 
     'proxyService',
     'putFile',
     'restartSession',
+    'revokeServicePreviews',
     'runExecution',
     'saveScript',
     'shareService',

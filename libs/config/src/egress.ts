@@ -1,5 +1,4 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { HostAllowList } from './host-allow-list.ts';
 
 /** One allow-list entry: a host name (`api.example.com`, `*.example.com`), an address or a range; optionally a port. */
 const EgressEntrySchema = Type.String({
@@ -23,7 +22,3 @@ export const egressEntries = (registry: EgressRegistry, tenant: string): string[
   ...(registry['*'] ?? []),
   ...(Object.hasOwn(registry, tenant) ? registry[tenant]! : []),
 ];
-
-/** A tenant's egress allow-list, as the proxy checks it. */
-export const egressAllowList = (registry: EgressRegistry, tenant: string): HostAllowList =>
-  new HostAllowList(egressEntries(registry, tenant), `the egress allow-list of tenant ${tenant} (SANDGATE_EGRESS)`);

@@ -42,6 +42,7 @@ export const REASONS = [
   'output_limit',
   'shutdown',
   'disk_quota',
+  'pids_limit',
   'tests_not_run',
 ] as const;
 export type Reason = (typeof REASONS)[number];

@@ -5,7 +5,7 @@ import { EndedNotices } from './ended-notices.ts';
 import { ExecutionStore, newExecutionId, platformResult } from './executions.ts';
 import { keys } from './keys.ts';
 import { createRedis } from './redis.ts';
-import { withScripts } from './scripts.ts';
+import { withLuaScripts } from './lua-scripts.ts';
 import { newSessionId } from './sessions.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -13,7 +13,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 async function setup(t: { after(fn: () => Promise<void>): void }) {
   const prefix = `sgnotice${randomBytes(4).toString('hex')}`;
   const k = keys(prefix);
-  const redis = withScripts(createRedis(REDIS_URL, 'notices-test'));
+  const redis = withLuaScripts(createRedis(REDIS_URL, 'notices-test'));
   const sub = createRedis(REDIS_URL, 'notices-test-sub');
   const notices = new EndedNotices(sub, k);
   await notices.listen();

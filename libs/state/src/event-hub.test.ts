@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { EventHub, type StoredEvent } from './event-hub.ts';
 import { EventWriter } from './event-writer.ts';
 import { createRedis } from './redis.ts';
-import { withScripts } from './scripts.ts';
+import { withLuaScripts } from './lua-scripts.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -64,7 +64,7 @@ test('the writer coalesces output and keeps the order of everything else', async
     await redis.del(k);
     redis.disconnect();
   });
-  const w = new EventWriter(withScripts(redis), k, { lingerMs: 50 });
+  const w = new EventWriter(withLuaScripts(redis), k, { lingerMs: 50 });
   for (let i = 0; i < 100; i++) w.stdout('x');
   w.stderr('e');
   w.phase('harvesting');

@@ -1,5 +1,5 @@
 import type { Artifact, Phase, TestCase, ToolCallEvent, ToolResultEvent } from '@sandgate/contracts';
-import type { ScriptRedis } from './scripts.ts';
+import type { LuaRedis } from './lua-scripts.ts';
 
 /**
  * Appends one execution's events to its Redis stream. Output is coalesced (up to `maxChunk`
@@ -18,7 +18,7 @@ export class EventWriter {
   private failed: unknown = null;
 
   constructor(
-    private readonly redis: ScriptRedis,
+    private readonly redis: LuaRedis,
     private readonly key: string,
     private readonly opts: { lingerMs?: number; maxChunk?: number } = {},
   ) {}

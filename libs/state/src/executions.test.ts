@@ -14,14 +14,14 @@ import {
 } from './executions.ts';
 import { keys } from './keys.ts';
 import { createRedis } from './redis.ts';
-import { withScripts } from './scripts.ts';
+import { withLuaScripts } from './lua-scripts.ts';
 import { SessionStore, newSessionId } from './sessions.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 function setup(t: { after(fn: () => Promise<void>): void }) {
   const prefix = `sgstate${randomBytes(4).toString('hex')}`;
-  const redis = withScripts(createRedis(REDIS_URL, 'executions-test'));
+  const redis = withLuaScripts(createRedis(REDIS_URL, 'executions-test'));
   const k = keys(prefix);
   t.after(async () => {
     const found = await redis.keys(`${prefix}:*`);

@@ -12,7 +12,7 @@ import {
 import type { StoredEvent } from './event-hub.ts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
-import type { ScriptRedis } from './scripts.ts';
+import type { LuaRedis } from './lua-scripts.ts';
 import { maxSessionsError } from './sessions.ts';
 import { DeploymentStats } from './deployment-stats.ts';
 import { countRedisError } from './redis.ts';
@@ -68,7 +68,7 @@ export class ExecutionStore {
   private readonly stats: DeploymentStats;
 
   constructor(
-    private readonly redis: ScriptRedis,
+    private readonly redis: LuaRedis,
     private readonly k: Keys,
     private readonly opts: { retentionSeconds: number },
   ) {
@@ -115,7 +115,7 @@ export class ExecutionStore {
       k.executionPrefix(),
     );
     if (typeof r === 'number') return r;
-    if (r === 'max_sessions') throw maxSessionsError(maxSessions);
+    if (r === 'max_sessions') throw await maxSessionsError(this.redis, k, meta.tenant, maxSessions);
     if (r === 'not_found')
       throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
     if (r === 'quota') {

@@ -58,3 +58,6 @@ export const keys = (p: string) => ({
     `${p}:tenant:${tenant}:mcp:${mcpSession}:${requestId}`,
 });
 export type Keys = ReturnType<typeof keys>;
+
+/** The prefix of BullMQ's keys (the execution queue, the webhook queue): gateways and workers must agree on it. */
+export const queuePrefix = (redisPrefix: string) => `${redisPrefix}:q`;

@@ -24,6 +24,8 @@ export const REDIS_REQUEST_TIMEOUT_MS = 5000;
  */
 export const REDIS_HANG_MS = 2000;
 const WATCHDOG_EVERY_MS = 200;
+/** The watchdog's timer running this much later than due means the process's event loop was held up. */
+const STALL_MS = 3 * WATCHDOG_EVERY_MS;
 
 let errors = 0;
 
@@ -127,33 +129,47 @@ export function isRedisUnavailable(err: unknown): boolean {
 
 /**
  * Whether Redis answers right now, from a PING every 200 ms on a connection of its own (so a burst of requests'
- * commands never delays it): down while the connection is not ready, or when a PING is out and no PONG came back for
- * REDIS_HANG_MS (a Redis that hangs with its connections open). A process whose event loop was busy (a gateway building
- * its routes at start) judges nothing until its timer runs again: a PONG may be waiting behind the stall.
+ * commands never delays it): down while the connection is not ready, or when a PING has gone unanswered for
+ * REDIS_HANG_MS (a Redis that hangs with its connections open).
+ *
+ * The wait is counted from the first PING with no PONG since: a PING that times out (the connection's command timeout)
+ * and the next one sent do not restart it, so a hung Redis stays down rather than flapping up with each new PING; only
+ * a PONG ends it. A PING sent after a long pause of this process is fresh, however old the last PONG.
+ * A stall of this process (a gateway building its routes, a synchronous call) is not Redis's: while the timer is late
+ * nothing is judged, and after it ran late nothing is judged for the rest of that turn of the event loop, in which a
+ * PONG that arrived during the stall is read (a request handled in the same turn could otherwise come first).
  * Requests check it before they send anything to Redis.
  */
 export class RedisWatchdog {
-  #lastPong = Date.now();
-  /** When the last PING went out; one after the last PONG is unanswered so far. */
-  #lastPing = 0;
+  /** When the first PING that has had no PONG since went out; null when the last PING was answered. */
+  #waitingSince: number | null = null;
   #inFlight = false;
   /** When the timer last ran: much longer ago than its period, this process itself was stalled. */
   #lastTick = Date.now();
+  /** The timer ran late in this turn of the event loop: a PONG may still be unread behind the stall. */
+  #settling = false;
   readonly #timer: NodeJS.Timeout;
 
   constructor(private readonly redis: Redis) {
     redis.on('ready', () => {
-      this.#lastPong = Date.now();
+      this.#waitingSince = null;
     });
     this.#timer = setInterval(() => {
-      this.#lastTick = Date.now();
+      const now = Date.now();
+      if (now - this.#lastTick > STALL_MS) {
+        this.#settling = true;
+        setImmediate(() => {
+          this.#settling = false;
+        });
+      }
+      this.#lastTick = now;
       if (redis.status !== 'ready' || this.#inFlight) return;
       this.#inFlight = true;
-      this.#lastPing = Date.now();
+      this.#waitingSince ??= now;
       redis.ping().then(
         () => {
           this.#inFlight = false;
-          this.#lastPong = Date.now();
+          this.#waitingSince = null;
         },
         () => {
           this.#inFlight = false;
@@ -165,11 +181,11 @@ export class RedisWatchdog {
 
   get up(): boolean {
     if (this.redis.status !== 'ready') return false;
+    if (this.#waitingSince === null || this.#settling) return true;
     const now = Date.now();
-    // A PONG may be waiting, unread, behind whatever held this process: a stall is not Redis's.
-    if (now - this.#lastTick > 3 * WATCHDOG_EVERY_MS) return true;
-    const unanswered = this.#lastPing > this.#lastPong;
-    return !unanswered || now - this.#lastPong < REDIS_HANG_MS;
+    // The timer is late: this process is stalled, and a PONG may be waiting behind the stall.
+    if (now - this.#lastTick > STALL_MS) return true;
+    return now - this.#waitingSince < REDIS_HANG_MS;
   }
 
   close(): void {

@@ -5,7 +5,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { SandgateError } from '@sandgate/contracts';
 import { keys } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
-import { MAX_INLINE_BYTES } from '../execution-service.ts';
+import { MAX_INLINE_BYTES } from '../core/execution-control.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import type { Quota } from '../plugins/limits.ts';
 import { buildMcpServer } from './mcp-server.ts';
@@ -46,7 +46,6 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
   });
   const runs = new RunTool(deps, new RunCancels(deps.redis, keys(config.redisPrefix), config.retentionSeconds));
   const tools = new McpTools(deps, runs);
-  app.addHook('onClose', () => tools.tools.close());
   // Room for the largest upload_file (base64 in JSON) or code (JSON-escaped), whichever is larger.
   const upload = Math.ceil((Math.min(config.maxUploadBytes, MAX_INLINE_BYTES) * 4) / 3);
   const bodyLimit = Math.max(upload, config.maxCodeBytes * 6) + 65_536;

@@ -1,7 +1,7 @@
 import { type Language, type RunOutput } from '@sandgate/contracts';
 import { endedRecord, endingOf, type ExecutionRecord, type StoredEvent } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
-import { ExecutionService } from '../execution-service.ts';
+import type { ExecutionControl } from '../core/execution-control.ts';
 import { artifactImages } from './artifact-bytes.ts';
 import { mcpArtifact, sandboxPath } from './paths.ts';
 import type { CallRef, RunCancels } from './run-cancels.ts';
@@ -13,20 +13,20 @@ const PROGRESS_TEXT_CHARS = 2000;
 
 /** run_python, run_code and run_tests: an execution in a session, followed to its end with progress, cancellable. */
 export class RunTool {
-  private readonly service: ExecutionService;
+  private readonly executions: ExecutionControl;
 
   constructor(
     private readonly d: GatewayDeps,
     private readonly cancels: RunCancels,
   ) {
-    this.service = new ExecutionService(d);
+    this.executions = d.executionControl;
   }
 
   async run(call: ToolCall, sessionId: string, language: Language, code: string, tests?: string): Promise<ToolOutput> {
     const test = tests === undefined ? {} : { mode: 'test' as const, tests };
-    let rec = await this.service.create(call.tenant, { session_id: sessionId, language, code, ...test });
+    let rec = await this.executions.create(call.tenant, { session_id: sessionId, language, code, ...test });
     try {
-      if (call.ref && (await this.cancels.attach(call.ref, rec.id))) await this.service.cancel(rec, 0);
+      if (call.ref && (await this.cancels.attach(call.ref, rec.id))) await this.executions.cancel(rec, 0);
       rec = await this.follow(rec, call);
     } finally {
       if (call.ref) await this.cancels.detach(call.ref).catch(() => {});
@@ -44,7 +44,7 @@ export class RunTool {
   async cancel(ref: CallRef): Promise<void> {
     const id = await this.cancels.cancel(ref);
     const rec = id ? await this.d.executions.get(id) : null;
-    if (rec && rec.tenant === ref.tenant) await this.service.cancel(rec, 0);
+    if (rec && rec.tenant === ref.tenant) await this.executions.cancel(rec, 0);
   }
 
   /** Reads the run's events from the first (so none is missed), sending progress, until its result. */

@@ -11,6 +11,7 @@ import {
   type McpToolError,
   type McpToolName,
   type ReadArtifactInput,
+  type RevokePreviewsInput,
   type RunCodeInput,
   type RunTestsInput,
   type ServiceInput,
@@ -22,11 +23,11 @@ import {
 import { walkTree } from '@sandgate/storage';
 import type { ScriptRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
-import { MAX_INLINE_BYTES } from '../execution-service.ts';
-import { FileService } from '../file-service.ts';
-import { ServiceManager } from '../service-manager.ts';
-import { SessionService } from '../session-service.ts';
-import { ToolService } from '../tool-service.ts';
+import { MAX_INLINE_BYTES } from '../core/execution-control.ts';
+import type { SessionFiles } from '../core/session-files.ts';
+import type { ServiceManager } from '../core/service-manager.ts';
+import type { SessionControl } from '../core/session-control.ts';
+import type { TenantTools } from '../core/tenant-tools.ts';
 import { isImage, readSmallFile } from './artifact-bytes.ts';
 import { checkSessionId, mcpArtifact, sandboxPath, sessionPath } from './paths.ts';
 import type { RunTool } from './run-tool.ts';
@@ -46,11 +47,11 @@ export const TOOL_LIST: Tool[] = MCP_TOOLS.map(
 
 /** The MCP tools over the gateway's own services: argument checks, the contract's error objects, the handlers. */
 export class McpTools {
-  private readonly files: FileService;
-  private readonly sessions: SessionService;
+  private readonly files: SessionFiles;
+  private readonly sessions: SessionControl;
   private readonly services: ServiceManager;
   /** The operator's tools (SANDGATE_TOOLS). */
-  readonly tools: ToolService;
+  readonly tools: TenantTools;
   private readonly checks = new Map<string, TypeCheck<TObject>>(
     MCP_TOOLS.map((t) => [t.name, TypeCompiler.Compile(t.inputSchema)]),
   );
@@ -69,10 +70,10 @@ export class McpTools {
     private readonly d: GatewayDeps,
     runs: RunTool,
   ) {
-    this.files = new FileService(d);
-    this.sessions = new SessionService(d);
-    this.services = new ServiceManager(d);
-    this.tools = new ToolService(d);
+    this.files = d.sessionFiles;
+    this.sessions = d.sessionControl;
+    this.services = d.serviceManager;
+    this.tools = d.tenantTools;
     this.handlers = {
       upload_file: (call, a: UploadFileInput) => this.upload(call, a),
       run_python: async (call, a: RunCodeInput) => {
@@ -104,7 +105,10 @@ export class McpTools {
           command: a.command,
           ...(a.port === undefined ? {} : { port: a.port }),
         });
-        const preview = service.state === 'running' ? { preview_url: this.services.share(id, a.name, 3600).url } : {};
+        const preview =
+          service.state === 'running'
+            ? { preview_url: (await this.services.share(call.tenant, id, a.name, 3600)).url }
+            : {};
         return { result: { session_id: id, service, ...preview } };
       },
       list_services: async (call, a: SessionInput) => {
@@ -116,6 +120,11 @@ export class McpTools {
         const logs = await this.services.logs(call.tenant, id, a.name, a.offset ?? 0);
         const { output, offset, next_offset } = logs;
         return { result: { session_id: id, name: a.name, output, offset, next_offset, state: logs.service.state } };
+      },
+      revoke_previews: async (call, a: RevokePreviewsInput) => {
+        const id = checkSessionId(a.session_id);
+        await this.services.revokePreviews(call.tenant, id, a.name);
+        return { result: { session_id: id, name: a.name, status: 'revoked' } };
       },
       list_tools: async (call) => {
         const failed = (server: string, err: unknown) =>

@@ -19,10 +19,9 @@ import {
 } from '@sandgate/contracts';
 import { isStreamId, type ExecutionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
-import { ExecutionService } from '../execution-service.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { toProblem } from '../plugins/errors.ts';
-import { presentEventData, presentExecution } from '../present.ts';
+import { presentEventData, presentExecution } from '../core/present.ts';
 import { SseWriter } from '../sse.ts';
 import { holdOpen } from '../timeouts.ts';
 
@@ -65,7 +64,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
   { deps, heartbeatMs = 15_000 },
 ) => {
   const { config, executions, signer, cursors } = deps;
-  const service = new ExecutionService(deps);
+  const { executionControl } = deps;
   const present = (r: Parameters<typeof presentExecution>[0]) => presentExecution(r, config.publicUrl, signer);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
   // Room for the largest code after JSON escaping, plus inline files.
@@ -96,7 +95,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     },
     async (req, reply) => {
       holdOpen(req, (req.query.wait ?? 0) * 1000);
-      const rec = await service.create(tenantOf(req), req.body, req.query.wait);
+      const rec = await executionControl.create(tenantOf(req), req.body, req.query.wait);
       bindRun(req, reply, rec);
       const body = present(rec);
       return reply
@@ -144,7 +143,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
       bindRun(req, reply, rec);
       if (req.query.wait) {
         holdOpen(req, req.query.wait * 1000);
-        rec = await service.wait(rec, req.query.wait);
+        rec = await executionControl.wait(rec, req.query.wait);
       }
       return present(rec);
     },
@@ -209,7 +208,7 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     async (req, reply) => {
       const rec = await executions.require(tenantOf(req), req.params.id);
       bindRun(req, reply, rec);
-      return present(await service.cancel(rec));
+      return present(await executionControl.cancel(rec));
     },
   );
 

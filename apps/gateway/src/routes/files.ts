@@ -17,9 +17,7 @@ import {
 import { normalizeUserPath, removeInside, walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { FileService } from '../file-service.ts';
-import { SessionService } from '../session-service.ts';
-import { presentFile } from '../present.ts';
+import { presentFile } from '../core/present.ts';
 import { wildcardPath } from './wildcard.ts';
 
 const FilePathParams = Type.Object({
@@ -67,10 +65,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     limits: { fileSize: config.maxUploadBytes + 1, files: 32, fields: 16, fieldSize: 4096, parts: 64 },
   });
 
-  const service = new FileService(deps);
-  const sessions = new SessionService(deps);
-  const sessionDir = (tenant: string, id: string) => service.sessionDir(tenant, id);
-  const store = service.store.bind(service);
+  const { sessionFiles, sessionControl } = deps;
+  const sessionDir = (tenant: string, id: string) => sessionFiles.sessionDir(tenant, id);
+  const store = sessionFiles.store.bind(sessionFiles);
 
   app.post(
     '/:id/files',
@@ -92,7 +89,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     },
     async (req, reply) => {
       const dir = await sessionDir(tenantOf(req), req.params.id);
-      if (req.query.private) await sessions.makePrivate(tenantOf(req), req.params.id);
+      if (req.query.private) await sessionControl.makePrivate(tenantOf(req), req.params.id);
       const files: FileEntry[] = [];
       if (!req.isMultipart()) {
         const body = req.body as { path: string; content_base64: string; overwrite?: boolean };
@@ -166,7 +163,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
           );
         }
         const dir = await sessionDir(tenantOf(req), req.params.id);
-        if (req.query.private) await sessions.makePrivate(tenantOf(req), req.params.id);
+        if (req.query.private) await sessionControl.makePrivate(tenantOf(req), req.params.id);
         const file = await store(
           tenantOf(req),
           req.params.id,
@@ -224,7 +221,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asyn
     async (req, reply) => {
       const dir = await sessionDir(tenantOf(req), req.params.id);
       await removeInside(dir, normalizeUserPath(wildcardPath(req.params['*'])));
-      await service.recordUsage(tenantOf(req), req.params.id);
+      await sessionFiles.recordUsage(tenantOf(req), req.params.id);
       return reply.status(204).send(null);
     },
   );

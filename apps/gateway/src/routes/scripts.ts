@@ -11,11 +11,11 @@ import {
 } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { presentScript, ScriptService } from '../script-service.ts';
+import { presentScript } from '../core/script-library.ts';
 
 /** /v1/scripts: a tenant's saved scripts, run by name with POST /v1/executions {"script": name, "args": [...]}. */
 export const scriptRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const service = new ScriptService(deps);
+  const { scriptLibrary } = deps;
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
 
   app.post(
@@ -40,7 +40,7 @@ export const scriptRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
       },
     },
     async (req, reply) => {
-      const { script, created } = await service.save(tenantOf(req), req.body);
+      const { script, created } = await scriptLibrary.save(tenantOf(req), req.body);
       return reply.status(created ? 201 : 200).send(presentScript(script));
     },
   );
@@ -69,7 +69,7 @@ export const scriptRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = as
         response: { 200: ref(ScriptSchema), ...errors },
       },
     },
-    async (req) => presentScript(await service.require(tenantOf(req), req.params.name)),
+    async (req) => presentScript(await scriptLibrary.require(tenantOf(req), req.params.name)),
   );
 
   app.delete(

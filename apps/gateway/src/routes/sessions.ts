@@ -12,11 +12,9 @@ import {
 } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { SessionService } from '../session-service.ts';
 
 export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const { sessions, config, cursors } = deps;
-  const service = new SessionService(deps);
+  const { sessions, sessionControl, config, cursors } = deps;
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
 
   app.post(
@@ -35,12 +33,15 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       },
     },
     async (req, reply) => {
-      const s = await service.open(tenantOf(req), {
+      const s = await sessionControl.open(tenantOf(req), {
         ttlSeconds: req.body.ttl_seconds,
         metadata: req.body.metadata,
         mode: req.body.mode,
       });
-      return reply.status(201).header('location', `${config.publicUrl}/v1/sessions/${s.id}`).send(service.present(s));
+      return reply
+        .status(201)
+        .header('location', `${config.publicUrl}/v1/sessions/${s.id}`)
+        .send(sessionControl.present(s));
     },
   );
 
@@ -64,7 +65,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         req.query.limit ?? 50,
       );
       return {
-        sessions: items.map((s) => service.present(s)),
+        sessions: items.map((s) => sessionControl.present(s)),
         next_cursor: next === null ? null : cursors.encode(scope, next),
       };
     },
@@ -81,7 +82,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         response: { 200: ref(SessionSchema), ...errors },
       },
     },
-    async (req) => service.present(await sessions.require(tenantOf(req), req.params.id)),
+    async (req) => sessionControl.present(await sessions.require(tenantOf(req), req.params.id)),
   );
 
   app.post(
@@ -103,7 +104,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
           `session ${s.id} is running ${s.currentExecutionId}; cancel it or wait for it first`,
         );
       }
-      return service.present(await sessions.restart(s));
+      return sessionControl.present(await sessions.restart(s));
     },
   );
 
@@ -120,7 +121,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         response: { 200: ref(SessionSchema), ...errors },
       },
     },
-    async (req) => service.present(await service.makePrivate(tenantOf(req), req.params.id)),
+    async (req) => sessionControl.present(await sessionControl.makePrivate(tenantOf(req), req.params.id)),
   );
 
   app.delete(
@@ -135,7 +136,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       },
     },
     async (req, reply) => {
-      await service.close(tenantOf(req), req.params.id);
+      await sessionControl.close(tenantOf(req), req.params.id);
       return reply.status(204).send(null);
     },
   );

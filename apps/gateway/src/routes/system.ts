@@ -11,7 +11,7 @@ import {
 import { REDIS_HANG_MS, WORKER_ALIVE_MS } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { readiness } from '../readiness.ts';
+import { readiness } from '../core/readiness.ts';
 import { webhookSecret } from '../webhooks/secrets.ts';
 
 const VERSIONS: Record<string, string> = {

@@ -3,15 +3,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ProblemSchema, ToolCallResultSchema, ToolListSchema, ToolParamsSchema, ref } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { ToolService } from '../tool-service.ts';
 
 /**
  * /v1/tools: the tools the operator offers the tenant's code (SANDGATE_TOOLS), which code in a sandbox calls through
  * sandgate.tools, and the fast path: one call made here, with no sandbox started.
  */
 export const toolRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  const tools = new ToolService(deps);
-  app.addHook('onClose', () => tools.close());
+  const tools = deps.tenantTools;
 
   app.get(
     '',

@@ -5,7 +5,6 @@ import type { TransferGrant } from '@sandgate/state';
 import { normalizeUserPath, openInside, removeInside, walkTree } from '@sandgate/storage';
 import type { FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
-import { FileService } from '../file-service.ts';
 import { wildcardPath } from './wildcard.ts';
 
 /** The header a sandbox Pod's stage and harvest containers send their transfer token in. */
@@ -25,7 +24,7 @@ const INTERNAL = { hide: true } as const;
  */
 export const transferRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { transfers, workspaces } = deps;
-  const files = new FileService(deps);
+  const files = deps.sessionFiles;
 
   const grantOf = async (req: FastifyRequest): Promise<TransferGrant> => {
     const token = req.headers[TRANSFER_HEADER];

@@ -1,6 +1,6 @@
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { pinnedLookup, type HostAllowList } from '@sandgate/config';
+import { pinnedLookup, type HostAllowList } from '@sandgate/outbound';
 
 export interface Delivery {
   /** The receiver's status, or null when none came. */

@@ -2,13 +2,12 @@ import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookStatus } from '@sandgate/contracts';
-import { createRedis, keys } from '@sandgate/state';
+import { createRedis, keys, queuePrefix } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
-import { queuePrefix } from '../deps.ts';
-import { presentExecution } from '../present.ts';
+import { presentExecution } from '../core/present.ts';
 import { deliver } from './deliver.ts';
 import { webhookSecret } from './secrets.ts';
-import { HostAllowList } from '@sandgate/config';
+import { HostAllowList } from '@sandgate/outbound';
 
 /** How often due deliveries are moved into the queue; bounds how long after a run's end its first attempt starts. */
 const PUMP_MS = 250;
@@ -32,7 +31,10 @@ export function startWebhookDispatcher(deps: GatewayDeps, log: Logger): WebhookD
   const name = `${config.queueName}-webhooks`;
   const producer = createRedis(config.redisUrl, 'sandgate-webhooks', { autoPipelining: false });
   const consumer = createRedis(config.redisUrl, 'sandgate-webhooks-worker', { autoPipelining: false });
-  const queue = new Queue<{ execution_id: string }>(name, { connection: producer, prefix: queuePrefix(config) });
+  const queue = new Queue<{ execution_id: string }>(name, {
+    connection: producer,
+    prefix: queuePrefix(config.redisPrefix),
+  });
   const wlog = log.child({ component: 'webhooks' });
 
   const attempt = async (id: string, attemptsMade: number) => {
@@ -75,7 +77,7 @@ export function startWebhookDispatcher(deps: GatewayDeps, log: Logger): WebhookD
     async (job) => attempt(job.data.execution_id, job.attemptsMade),
     {
       connection: consumer,
-      prefix: queuePrefix(config),
+      prefix: queuePrefix(config.redisPrefix),
       concurrency: 8,
     },
   );

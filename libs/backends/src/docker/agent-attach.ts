@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { AgentChannel } from '../shared/agent-channel.ts';
+import { AgentChannel } from '../agent/agent-channel.ts';
 import { AttachDemuxer } from './attach-demux.ts';
 
 /**

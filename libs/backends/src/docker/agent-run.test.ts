@@ -1,12 +1,12 @@
-import { LocalArtifactStore } from '../shared/artifact-store.ts';
+import { LocalArtifactStore } from '../artifacts/artifact-store.ts';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { silentLogger } from '../shared/logger.ts';
-import { runInAgent, type AgentRunSetup } from '../shared/agent-run.ts';
+import { silentLogger } from '../logger.ts';
+import { runInAgent, type AgentRunSetup } from '../agent/agent-run.ts';
 import { deathOf } from './sandbox-death.ts';
 import { SessionSandboxes } from './session-sandboxes.ts';
 import { sessionContainerName } from './agent-spec.ts';
-import { artifactUrl, docker, fixture, IMAGE, killAgentOf, RecordingSink, removeContainer } from './testing.ts';
+import { artifactUrl, docker, fixture, IMAGE, killAgentOf, RecordingSink, removeContainer } from '../testing/docker.ts';
 
 /** A session sandbox to drive runInAgent with, as the session and pool runs do. */
 async function sandbox(t: TestContext) {

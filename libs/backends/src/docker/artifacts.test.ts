@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { chown, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { artifactUrl, fixture, RecordingSink, SANDBOX_UID } from './testing.ts';
+import { artifactUrl, fixture, RecordingSink, SANDBOX_UID } from '../testing/docker.ts';
 
 const sha256 = async (file: string): Promise<string> =>
   createHash('sha256')

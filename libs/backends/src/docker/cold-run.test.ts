@@ -1,14 +1,14 @@
-import { LocalArtifactStore } from '../shared/artifact-store.ts';
+import { LocalArtifactStore } from '../artifacts/artifact-store.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { constants } from 'node:fs';
 import { chown, open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { silentLogger } from '../shared/logger.ts';
+import { silentLogger } from '../logger.ts';
 import { runCold } from './cold-run.ts';
 import { containerName } from './container-spec.ts';
-import { artifactUrl, containerGone, docker, fixture, IMAGE, RecordingSink, SANDBOX_UID } from './testing.ts';
+import { artifactUrl, containerGone, docker, fixture, IMAGE, RecordingSink, SANDBOX_UID } from '../testing/docker.ts';
 
 test('a cold run has a container of its own, labelled with its deployment and execution, removed afterwards', async (t) => {
   const f = await fixture(t);

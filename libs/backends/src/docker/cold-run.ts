@@ -1,11 +1,11 @@
-import type { ArtifactStore } from '../shared/artifact-store.ts';
+import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import type Dockerode from 'dockerode';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import type { Harvest } from '../shared/artifacts.ts';
-import type { BackendLogger } from '../shared/logger.ts';
-import { runOutput } from '../shared/run-output.ts';
-import { buildResult, withDiskQuota, type RunEnd } from '../shared/result.ts';
+import type { Harvest } from '../artifacts/artifacts.ts';
+import type { BackendLogger } from '../logger.ts';
+import { runOutput } from '../run/run-output.ts';
+import { buildResult, withDiskQuota, type RunEnd } from '../outcome/result.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import { containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
 import { engineError, forceRemove, statusOf } from './engine-errors.ts';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { commandFor } from '../shared/sandbox.ts';
+import { commandFor } from '../run/sandbox.ts';
 import { CAPPED_PATH, containerName, containerSpec, type SandboxSettings } from './container-spec.ts';
 
 const job: ExecutionJob = {

@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { ownershipLabels } from '../shared/labels.ts';
-import { programFor, WORKDIR } from '../shared/sandbox.ts';
+import { ownershipLabels } from '../housekeeping/labels.ts';
+import { programFor, WORKDIR } from '../run/sandbox.ts';
 import { parseUser } from './pool-dirs.ts';
 
 /** The engine-facing settings a container spec needs beyond the job itself. */

@@ -1,5 +1,5 @@
-import { describeBackendContract } from '../contract.ts';
-import { fixture, SANDBOX_UID } from './testing.ts';
+import { describeBackendContract } from '../testing/contract.ts';
+import { fixture, SANDBOX_UID } from '../testing/docker.ts';
 
 describeBackendContract('docker', async (t) => {
   // A warm pool of one: the contract's one-shots go through both the pool and the cold path.

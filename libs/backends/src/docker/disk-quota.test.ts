@@ -10,7 +10,14 @@ import { SubvolumeQuota, Workspaces } from '@sandgate/storage';
 import { containerName } from './container-spec.ts';
 import { sessionContainerName } from './agent-spec.ts';
 import { DockerBackend } from './docker-backend.ts';
-import { artifactUrl, newSessionId, RecordingSink, removeContainer, RUN_MODES, SANDBOX_UID } from './testing.ts';
+import {
+  artifactUrl,
+  newSessionId,
+  RecordingSink,
+  removeContainer,
+  RUN_MODES,
+  SANDBOX_UID,
+} from '../testing/docker.ts';
 
 const QUOTA = 16 * 1024 * 1024;
 

@@ -18,7 +18,7 @@ import {
   RecordingSink,
   runtimes,
   SANDBOX_UID,
-} from './testing.ts';
+} from '../testing/docker.ts';
 
 const hasRunsc = (await runtimes()).includes('runsc');
 

@@ -1,7 +1,7 @@
 import { chmod, mkdir, rm, stat } from 'node:fs/promises';
 import { createServer, type Server as NetServer } from 'node:net';
 import { join } from 'node:path';
-import type { EgressProxy } from '../shared/egress-proxy.ts';
+import type { EgressProxy } from '../network/egress-proxy.ts';
 
 /** Where a session sandbox finds the proxy: a directory holding its socket, mounted read-only. */
 export const EGRESS_MOUNT = '/run/sandgate/egress';

@@ -3,7 +3,7 @@ import Dockerode from 'dockerode';
 /** The most a check may take: it runs on the rare path of a sandbox that died mid-run. */
 const CHECK_TIMEOUT_MS = 3000;
 
-export { ENGINE_STOPPED } from '../shared/result.ts';
+export { ENGINE_STOPPED } from '../outcome/result.ts';
 
 /**
  * Whether the engine itself stopped `container` since `sinceMs` (epoch ms): the engine logged a `kill` of it that this

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chown, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { containerGone, docker, fixture, newSessionId, RecordingSink, SANDBOX_UID, until } from './testing.ts';
+import { containerGone, docker, fixture, newSessionId, RecordingSink, SANDBOX_UID, until } from '../testing/docker.ts';
 
 /** The id of the container a run happened in, as the sandbox itself sees it (its cgroup). */
 const WHOAMI = 'import re\nprint(re.search(r"[0-9a-f]{64}", open("/proc/self/cgroup").read()).group(0))';

@@ -1,6 +1,6 @@
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { runPooled, type PooledRunContext } from '../shared/pooled-run.ts';
+import { runPooled, type PooledRunContext } from '../pool/pooled-run.ts';
 import { deathOf } from './sandbox-death.ts';
 import { resources } from './container-spec.ts';
 import { adoptWorkspace, releaseSubvolume, releaseWorkspace, type SlotDirs } from './pool-dirs.ts';

@@ -1,8 +1,8 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { OutputCollector } from '../shared/output.ts';
+import { OutputCollector } from '../outcome/output.ts';
 import { runContainer } from './run-container.ts';
-import { docker, IMAGE, removeContainer } from './testing.ts';
+import { docker, IMAGE, removeContainer } from '../testing/docker.ts';
 
 async function bare(t: TestContext, script: string, stdin = false) {
   const container = await docker.createContainer({

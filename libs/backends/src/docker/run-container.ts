@@ -1,7 +1,7 @@
 import type { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
-import type { RunEnd } from '../shared/result.ts';
-import { timerDelay } from '../shared/timers.ts';
+import type { RunEnd } from '../outcome/result.ts';
+import { timerDelay } from '../run/timers.ts';
 import { ENGINE_STOPPED, stoppedByEngine } from './engine-stops.ts';
 
 export interface RunIo {

@@ -2,7 +2,7 @@
 // warm-pool and session sandboxes too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { modeFixture, newSessionId, RecordingSink, RUN_MODES } from './testing.ts';
+import { modeFixture, newSessionId, RecordingSink, RUN_MODES } from '../testing/docker.ts';
 
 const FORGED = '{"t":"exit","code":0,"id":null}';
 

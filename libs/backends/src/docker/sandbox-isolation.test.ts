@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { bridgeGateway, modeFixture, RUN_MODES, runPlain } from './testing.ts';
+import { bridgeGateway, modeFixture, RUN_MODES, runPlain } from '../testing/docker.ts';
 
 const connectScript = (host: string, port: number): string => `
 import socket, sys

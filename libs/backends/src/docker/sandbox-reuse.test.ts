@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AGENT_UID } from './agent-spec.ts';
-import { modeFixture, newSessionId, RUN_MODES } from './testing.ts';
+import { modeFixture, newSessionId, RUN_MODES } from '../testing/docker.ts';
 
 /**
  * What a run tries against what outlives it: PID 1 (the init, holding the container's stdio, which is the

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chown, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sessionContainerName } from './agent-spec.ts';
-import { docker, fixture, killAgentOf, RecordingSink, SANDBOX_UID } from './testing.ts';
+import { docker, fixture, killAgentOf, RecordingSink, SANDBOX_UID } from '../testing/docker.ts';
 
 /** The container a run happened in, and when its PID 1 started: both stay the same while a sandbox is reused. */
 const WHOAMI =

@@ -1,11 +1,11 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { silentLogger } from '../shared/logger.ts';
+import { silentLogger } from '../logger.ts';
 import { sessionContainerName } from './agent-spec.ts';
 import type { SandboxSettings } from './container-spec.ts';
 import { SessionSandboxes } from './session-sandboxes.ts';
-import { docker, fixture, IMAGE, removeContainer } from './testing.ts';
+import { docker, fixture, IMAGE, removeContainer } from '../testing/docker.ts';
 
 async function setup(
   t: TestContext,

@@ -1,16 +1,16 @@
 import type Dockerode from 'dockerode';
 import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
-import { deploymentOf, LABELS, sessionLabels } from '../shared/labels.ts';
-import type { BackendLogger } from '../shared/logger.ts';
-import type { AgentChannel } from '../shared/agent-channel.ts';
+import { deploymentOf, LABELS, sessionLabels } from '../housekeeping/labels.ts';
+import type { BackendLogger } from '../logger.ts';
+import type { AgentChannel } from '../agent/agent-channel.ts';
 import { attachAgent } from './agent-attach.ts';
 import { agentSpec, agentUid, sessionContainerName, type Prewarm } from './agent-spec.ts';
 import { prepareServices, servicesDirOf } from '../services.ts';
-import { AttachCache } from '../shared/attach-cache.ts';
+import { AttachCache } from '../agent/attach-cache.ts';
 import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
 import { engineError, forceRemove, isNotFound, statusOf } from './engine-errors.ts';
-import type { Death } from '../shared/agent-run.ts';
-import type { SessionHost } from '../shared/session-run.ts';
+import type { Death } from '../agent/agent-run.ts';
+import type { SessionHost } from '../run/session-run.ts';
 import { deathOf } from './sandbox-death.ts';
 import type { EgressSockets } from './egress-sockets.ts';
 
@@ -219,18 +219,16 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
     replaces: boolean,
     network: 'egress' | undefined,
   ): Promise<SessionSandbox> {
-    // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
-    const prewarm: Prewarm = job.sandbox === 'stateful' ? 'never' : 'always';
+    // A stateful session's interpreter starts with its agent; process sessions keep a python started ahead.
+    const prewarm: Prewarm = job.sandbox === 'stateful' ? 'interpreter' : 'always';
     // A new sandbox, a new services socket: what ran in the one it replaces has ended with it. A data disk too full
     // for its token costs the session its services, not its run.
-    const tokenSha256 = await prepareServices(
-      this.#dataDir,
-      job.session_id,
-      agentUid({ prewarm }, this.#settings),
-    ).catch((err: unknown) => {
-      this.#log.warn({ sessionId: job.session_id, err }, 'no services socket for this session sandbox');
-      return undefined;
-    });
+    const tokenSha256 = await prepareServices(this.#dataDir, job.session_id, agentUid(this.#settings)).catch(
+      (err: unknown) => {
+        this.#log.warn({ sessionId: job.session_id, err }, 'no services socket for this session sandbox');
+        return undefined;
+      },
+    );
     const spec = agentSpec(
       {
         name: sessionContainerName(job.session_id),

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chown, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { fixture, newSessionId, RecordingSink, SANDBOX_UID, type Fixture } from './testing.ts';
+import { fixture, newSessionId, RecordingSink, SANDBOX_UID, type Fixture } from '../testing/docker.ts';
 
 const cell = (f: Fixture, code: string, over: Partial<ExecutionJob> = {}) =>
   f.run(f.job({ sandbox: 'stateful', code, ...over }));
@@ -72,6 +72,16 @@ test('an interpreter that dies is reported; the next run has a fresh one and say
   assert.deepEqual([fresh.stdout, fresh.interpreter_restarted], ['alive\n', true]);
   assert.match((await cell(f, 'x')).stderr, /NameError: name 'x' is not defined/);
   assert.equal((await cell(f, '1')).interpreter_restarted, false, 'only the first run after the restart');
+});
+
+test('what an interpreter printed before a segfault is kept; the next run has a fresh one', async (t) => {
+  const f = await fixture(t);
+  await cell(f, 'x = 1');
+  const crashed = await cell(f, 'import ctypes\nprint("before the crash")\nctypes.string_at(0)');
+  assert.deepEqual([crashed.state, crashed.exit_code, crashed.stdout], ['failed', 139, 'before the crash\n']);
+  assert.match(crashed.message ?? '', /interpreter of this session died during this run \(exit status 139\)/);
+  const fresh = await cell(f, '"x" in globals()');
+  assert.deepEqual([fresh.value, fresh.interpreter_restarted], ['False', true]);
 });
 
 test('an interpreter killed for memory is reported as oom, and the next run works', async (t) => {

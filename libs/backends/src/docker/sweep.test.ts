@@ -6,7 +6,7 @@ import { constants } from 'node:fs';
 import { chown, mkdir, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LiveSet } from '../backend.ts';
-import { ownershipLabels, poolLabels, sessionLabels } from '../shared/labels.ts';
+import { ownershipLabels, poolLabels, sessionLabels } from '../housekeeping/labels.ts';
 import {
   containerGone,
   docker,
@@ -18,7 +18,7 @@ import {
   removeContainer,
   RUN_MODES,
   SANDBOX_UID,
-} from './testing.ts';
+} from '../testing/docker.ts';
 
 const id = (prefix: string): string => `${prefix}_${randomBytes(8).toString('hex')}`;
 const live = (over: Partial<LiveSet> = {}): LiveSet => ({

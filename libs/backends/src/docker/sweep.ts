@@ -1,8 +1,8 @@
 import type Dockerode from 'dockerode';
 import type { LiveSet } from '../backend.ts';
-import { deploymentOf, isOrphan, kindOf, MANAGED_SELECTOR, ownerOf } from '../shared/labels.ts';
-import type { BackendLogger } from '../shared/logger.ts';
-import { WORKDIR } from '../shared/sandbox.ts';
+import { deploymentOf, isOrphan, roleOf, MANAGED_SELECTOR, ownerOf } from '../housekeeping/labels.ts';
+import type { BackendLogger } from '../logger.ts';
+import { WORKDIR } from '../run/sandbox.ts';
 import { isNotFound } from './engine-errors.ts';
 import type { SlotDirs } from './pool-dirs.ts';
 
@@ -36,7 +36,7 @@ export async function sweepContainers(scope: SweepScope, live: LiveSet): Promise
       continue;
     }
     removed.push(ownerOf(info.Labels) ?? info.Id);
-    if (kindOf(info.Labels) === 'pool') await removeSlot(scope, info);
+    if (roleOf(info.Labels) === 'pool') await removeSlot(scope, info);
   }
   return removed;
 }
@@ -47,7 +47,7 @@ export async function sweepContainers(scope: SweepScope, live: LiveSet): Promise
  * Another deployment's are its own sweep's to remove.
  */
 function isDeadPoolSandbox(info: Dockerode.ContainerInfo, deployment: string): boolean {
-  if (deploymentOf(info.Labels) !== deployment || kindOf(info.Labels) !== 'pool') return false;
+  if (deploymentOf(info.Labels) !== deployment || roleOf(info.Labels) !== 'pool') return false;
   return info.State === 'exited' || info.State === 'dead';
 }
 

@@ -4,10 +4,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '../shared/logger.ts';
+import { silentLogger } from '../logger.ts';
 import type { SandboxSettings } from './container-spec.ts';
 import { SlotDirs } from './pool-dirs.ts';
-import { containerGone, docker, IMAGE, SANDBOX_UID, until } from './testing.ts';
+import { containerGone, docker, IMAGE, SANDBOX_UID, until } from '../testing/docker.ts';
 import { WarmPool, type PooledSandbox, type WarmPoolOptions } from './warm-pool.ts';
 
 type PoolKnobs = Partial<Pick<WarmPoolOptions, 'maxRuns' | 'maxRecycled' | 'recycledIdleMs'>>;

@@ -1,15 +1,15 @@
 import type Dockerode from 'dockerode';
-import { poolLabels } from '../shared/labels.ts';
-import type { BackendLogger } from '../shared/logger.ts';
-import type { AgentChannel } from '../shared/agent-channel.ts';
-import { SandboxPool, type PoolMember } from '../shared/sandbox-pool.ts';
+import { poolLabels } from '../housekeeping/labels.ts';
+import type { BackendLogger } from '../logger.ts';
+import type { AgentChannel } from '../agent/agent-channel.ts';
+import { SandboxPool, type PoolMember } from '../pool/sandbox-pool.ts';
 import { attachAgent } from './agent-attach.ts';
 import { agentSpec } from './agent-spec.ts';
 import type { SandboxLimits, SandboxSettings } from './container-spec.ts';
 import { forceRemove } from './engine-errors.ts';
 import type { SlotDirs } from './pool-dirs.ts';
 
-export type { PoolStats } from '../shared/sandbox-pool.ts';
+export type { PoolStats } from '../pool/sandbox-pool.ts';
 
 /** A started container whose agent has answered on its attach, waiting for a run. */
 export interface PooledSandbox extends PoolMember {

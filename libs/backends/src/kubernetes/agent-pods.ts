@@ -1,9 +1,9 @@
 import type * as k8s from '@kubernetes/client-node';
 import { SandgateError } from '@sandgate/contracts';
-import { AgentChannel } from '../shared/agent-channel.ts';
-import { connectWithin } from '../shared/connect.ts';
-import type { Death } from '../shared/agent-run.ts';
-import type { BackendLogger } from '../shared/logger.ts';
+import { AgentChannel } from '../agent/agent-channel.ts';
+import { connectWithin } from '../agent/connect.ts';
+import type { Death } from '../agent/agent-run.ts';
+import type { BackendLogger } from '../logger.ts';
 import { clusterError, statusOf, type PodApi } from './api.ts';
 import { AGENT_CONTAINER, AGENT_TOKEN_ANNOTATION, type PodSettings } from './pod-spec.ts';
 import { viewOf } from './pod-status.ts';

@@ -1,6 +1,6 @@
 import * as k8s from '@kubernetes/client-node';
 import { SandgateError } from '@sandgate/contracts';
-import type { BackendLogger } from '../shared/logger.ts';
+import type { BackendLogger } from '../logger.ts';
 
 /** How long one API call may take before it is abandoned (and, when transient, retried). */
 export const CALL_TIMEOUT_MS = 10_000;

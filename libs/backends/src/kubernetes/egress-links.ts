@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
-import type { EgressProxy } from '../shared/egress-proxy.ts';
-import type { BackendLogger } from '../shared/logger.ts';
+import type { EgressProxy } from '../network/egress-proxy.ts';
+import type { BackendLogger } from '../logger.ts';
 
 /** Connections kept parked with a session Pod's agent, ready for its sandbox's next connections out. */
 const PARKED = 4;

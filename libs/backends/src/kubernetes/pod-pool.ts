@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import { runPooled, type PooledRunContext } from '../shared/pooled-run.ts';
-import { SandboxPool, type PoolMember } from '../shared/sandbox-pool.ts';
+import { runPooled, type PooledRunContext } from '../pool/pooled-run.ts';
+import { SandboxPool, type PoolMember } from '../pool/sandbox-pool.ts';
 import { clusterError } from './api.ts';
 import type { AgentPods } from './agent-pods.ts';
 import { poolPod } from './pod-spec.ts';

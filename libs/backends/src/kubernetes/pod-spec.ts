@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { ExecutionJob } from '@sandgate/contracts';
-import { programFor, WORKDIR } from '../shared/sandbox.ts';
-import { ownershipLabels, poolLabels, sessionLabels } from '../shared/labels.ts';
+import { programFor, WORKDIR } from '../run/sandbox.ts';
+import { ownershipLabels, poolLabels, sessionLabels } from '../housekeeping/labels.ts';
 import { SERVICES_TOKEN_ENV, servicesTokenSha256 } from '../services.ts';
 
 /** Where the runtime image keeps the program each sandbox Pod container runs (images/runtime/agent/sandgate_pod.py). */
@@ -241,8 +241,8 @@ interface AgentPod {
   name: string;
   labels: Record<string, string>;
   limits: { memory_mb: number; cpus: number };
-  /** `never` for stateful sessions (the agent is the interpreter), `always` for process ones, `fresh` in the pool. */
-  prewarm: 'never' | 'fresh' | 'always';
+  /** `interpreter` for stateful sessions (their interpreter), `always` for process ones, `fresh` in the pool. */
+  prewarm: 'interpreter' | 'fresh' | 'always';
   token: string;
   /** Session Pods: the token of the services port, on which the agent then listens. */
   servicesToken?: string;
@@ -313,7 +313,7 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
 }
 
 /**
- * A session's long-lived Pod: a stateful session's interpreter lives in its agent between runs; a process session
+ * A session's long-lived Pod: a stateful session's interpreter lives beside its agent between runs; a process session
  * keeps a python started ahead for its next run.
  */
 export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParams): k8s.V1Pod {
@@ -323,7 +323,7 @@ export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParam
       labels: sessionLabels(job, s.deployment, p.replaces),
       egress: job.network === 'egress',
       limits: job,
-      prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
+      prewarm: job.sandbox === 'stateful' ? 'interpreter' : 'always',
       token: p.token,
       servicesToken: p.servicesToken,
     },

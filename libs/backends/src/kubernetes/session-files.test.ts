@@ -4,8 +4,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AgentChannel, MAX_MANIFEST_ENTRIES } from '../shared/agent-channel.ts';
-import { silentLogger } from '../shared/logger.ts';
+import { AgentChannel, MAX_MANIFEST_ENTRIES } from '../agent/agent-channel.ts';
+import { silentLogger } from '../logger.ts';
 import { pullFiles } from './session-files.ts';
 
 /**

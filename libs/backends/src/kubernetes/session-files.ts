@@ -2,11 +2,11 @@ import { lutimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { openInside, removeInside, walkTree, writeFileInside, type TreeEntry } from '@sandgate/storage';
-import type { AgentChannel } from '../shared/agent-channel.ts';
-import type { ManifestEntry } from '../shared/agent-frames.ts';
-import { MAX_WALK_ENTRIES } from '../shared/artifacts.ts';
-import type { BackendLogger } from '../shared/logger.ts';
-import type { TransferFailure } from '../shared/artifact-store.ts';
+import type { AgentChannel } from '../agent/agent-channel.ts';
+import type { ManifestEntry } from '../agent/agent-frames.ts';
+import { MAX_WALK_ENTRIES } from '../artifacts/artifacts.ts';
+import type { BackendLogger } from '../logger.ts';
+import type { TransferFailure } from '../artifacts/artifact-store.ts';
 
 /** A manifest answers at once; a file gets this much plus a second per 20 MB. */
 const REQUEST_MS = 30_000;

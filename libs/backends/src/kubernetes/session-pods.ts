@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
-import type { Death } from '../shared/agent-run.ts';
-import type { TransferFailure } from '../shared/artifact-store.ts';
-import { AttachCache } from '../shared/attach-cache.ts';
-import { deploymentOf, LABELS } from '../shared/labels.ts';
-import type { HeldSandbox, SessionHost } from '../shared/session-run.ts';
+import type { Death } from '../agent/agent-run.ts';
+import type { TransferFailure } from '../artifacts/artifact-store.ts';
+import { AttachCache } from '../agent/attach-cache.ts';
+import { deploymentOf, LABELS } from '../housekeeping/labels.ts';
+import type { HeldSandbox, SessionHost } from '../run/session-run.ts';
 import { clusterError, messageOf, statusOf } from './api.ts';
 import type { AgentPods } from './agent-pods.ts';
 import type { EgressLinks } from './egress-links.ts';

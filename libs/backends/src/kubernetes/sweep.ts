@@ -1,6 +1,6 @@
 import type { LiveSet } from '../backend.ts';
-import { isOrphan, LABELS, ownerOf } from '../shared/labels.ts';
-import type { BackendLogger } from '../shared/logger.ts';
+import { isOrphan, LABELS, ownerOf } from '../housekeeping/labels.ts';
+import type { BackendLogger } from '../logger.ts';
 import { clusterError, messageOf, statusOf, type PodApi } from './api.ts';
 
 /**

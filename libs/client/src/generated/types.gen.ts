@@ -137,7 +137,7 @@ export type ExecutionResult = {
      */
     artifacts_truncated?: boolean;
     duration_ms: number;
-    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown' | 'disk_quota' | 'tests_not_run';
+    reason?: 'oom' | 'timeout' | 'cancelled' | 'worker_lost' | 'backend_unavailable' | 'output_limit' | 'shutdown' | 'disk_quota' | 'pids_limit' | 'tests_not_run';
     /**
      * Why the platform ended the run, for people.
      */
@@ -976,7 +976,7 @@ export type SharePreview = {
  */
 export type ServicePreview = {
     /**
-     * Opens the service without an API key until expires_at: for a browser, or to share. Pages are served sandboxed (Content-Security-Policy: sandbox), in an origin of their own.
+     * Opens this start of the service without an API key until expires_at, or until its links are revoked (DELETE …/preview): for a browser, or to share. Under /preview/ on the gateway, pages are served sandboxed (Content-Security-Policy: sandbox, an opaque origin); where the deployment sets SANDGATE_PREVIEW_ORIGIN, the link is a host of its own with the service at its root.
      */
     url: string;
     expires_at: string;
@@ -991,7 +991,7 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1016,7 +1016,7 @@ export type GetReadinessData = {
 
 export type GetReadinessErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1057,7 +1057,7 @@ export type GetWebhookSecretErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1094,7 +1094,7 @@ export type ListRuntimesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1131,7 +1131,7 @@ export type GetMetricsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1172,7 +1172,7 @@ export type GetSystemStatsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1230,7 +1230,7 @@ export type ListSessionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1279,7 +1279,7 @@ export type CreateSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1330,7 +1330,7 @@ export type DeleteSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1377,7 +1377,7 @@ export type GetSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1428,7 +1428,7 @@ export type RestartSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1475,7 +1475,7 @@ export type MakeSessionPrivateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1539,7 +1539,7 @@ export type ListFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1603,7 +1603,7 @@ export type UploadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1666,7 +1666,7 @@ export type DeleteFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1737,7 +1737,7 @@ export type PutFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1797,7 +1797,7 @@ export type ListExecutionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1855,7 +1855,7 @@ export type RunExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1915,7 +1915,7 @@ export type GetExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1979,7 +1979,7 @@ export type GetExecutionOutputErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2026,7 +2026,7 @@ export type CancelExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2084,7 +2084,7 @@ export type StreamExecutionEventsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2125,7 +2125,7 @@ export type ListScriptsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2178,7 +2178,7 @@ export type SaveScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2232,7 +2232,7 @@ export type DeleteScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2282,7 +2282,7 @@ export type GetScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2319,7 +2319,7 @@ export type ListToolsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2372,7 +2372,7 @@ export type CallToolErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2419,7 +2419,7 @@ export type ListServicesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2478,7 +2478,7 @@ export type StartServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2537,7 +2537,7 @@ export type DeleteServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2592,7 +2592,7 @@ export type GetServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2656,7 +2656,7 @@ export type GetServiceLogsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2715,7 +2715,7 @@ export type StopServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2734,6 +2734,57 @@ export type StopServiceResponses = {
 };
 
 export type StopServiceResponse = StopServiceResponses[keyof StopServiceResponses];
+
+export type RevokeServicePreviewsData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services/{name}/preview';
+};
+
+export type RevokeServicePreviewsErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type RevokeServicePreviewsError = RevokeServicePreviewsErrors[keyof RevokeServicePreviewsErrors];
+
+export type RevokeServicePreviewsResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type RevokeServicePreviewsResponse = RevokeServicePreviewsResponses[keyof RevokeServicePreviewsResponses];
 
 export type ShareServiceData = {
     body: SharePreview;
@@ -2774,7 +2825,7 @@ export type ShareServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2833,7 +2884,7 @@ export type ProxyServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2887,7 +2938,7 @@ export type PreviewServiceErrors = {
      */
     409: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2959,7 +3010,7 @@ export type DownloadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };

@@ -1,0 +1,62 @@
+import { CAPABILITIES } from '@sandgate/backends/capabilities';
+import { SandgateError, type Session, type SessionMode } from '@sandgate/contracts';
+import type { SessionRecord } from '@sandgate/state';
+import { egressEntries } from '@sandgate/config';
+import type { GatewayDeps } from '../deps.ts';
+import { presentSession } from './present.ts';
+
+export interface OpenSession {
+  mode?: SessionMode | undefined;
+  /** Idle TTL; default SANDGATE_SESSION_TTL_M. */
+  ttlSeconds?: number | undefined;
+  metadata?: Record<string, string> | undefined;
+}
+
+/** Opening and closing sessions, as the REST routes and the MCP tools both do it. */
+export class SessionControl {
+  constructor(private readonly d: GatewayDeps) {}
+
+  /** A new session of the tenant, within its limit of live sessions, with its (empty) directory. */
+  async open(tenant: string, { mode, ttlSeconds, metadata }: OpenSession = {}): Promise<SessionRecord> {
+    const { config, sessions, workspaces } = this.d;
+    if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
+      throw new SandgateError(
+        'unsupported_by_backend',
+        `stateful sessions are not available on the ${config.backend} ` +
+          'backend of this deployment; use a process session (mode "process"), whose files persist between runs',
+      );
+    }
+    const s = await sessions.create(tenant, {
+      ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds,
+      maxSessions: config.maxSessions,
+      metadata: metadata ?? {},
+      mode,
+    });
+    await workspaces.create(s.id);
+    return s;
+  }
+
+  /** The API shape of a session of `tenant`, with the network its tenant is allowed. */
+  present(s: SessionRecord): Session {
+    return presentSession(s, egressEntries(this.d.config.egress, s.tenant).length > 0);
+  }
+
+  /**
+   * Marks the tenant's session as holding private data: from now on nothing in it reaches the network (the egress
+   * proxy refuses it at once; its next run gets a sandbox without network, files kept). It cannot be undone.
+   */
+  async makePrivate(tenant: string, id: string): Promise<SessionRecord> {
+    const s = await this.d.sessions.require(tenant, id);
+    return s.private ? s : this.d.sessions.markPrivate(s);
+  }
+
+  /** Deletes the tenant's session and its files; a run it holds is cancelled. session_not_found if there is none. */
+  async close(tenant: string, id: string): Promise<void> {
+    const { sessions, executions, workspaces } = this.d;
+    const s = await sessions.require(tenant, id);
+    if (s.currentExecutionId) await executions.requestCancel(s.currentExecutionId);
+    await sessions.delete(s, true);
+    await workspaces.remove(s.id);
+    await this.d.ledger.forget(tenant, s.id);
+  }
+}

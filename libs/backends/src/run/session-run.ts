@@ -1,0 +1,134 @@
+import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
+import type { EventSink } from '../backend.ts';
+import type { SubvolumeQuota } from '@sandgate/storage';
+import type { AgentChannel } from '../agent/agent-channel.ts';
+import type { BackendLogger } from '../logger.ts';
+import { runInAgent, type AgentOutcome, type Death } from '../agent/agent-run.ts';
+import type { ArtifactStore, TransferFailure } from '../artifacts/artifact-store.ts';
+import { ToolBroker, type ToolSettings } from './tool-broker.ts';
+
+/** A session's sandbox, held for one run. */
+export interface HeldSandbox {
+  channel: AgentChannel;
+  /** It took the place of an earlier sandbox of this session: its first interpreter is a restart. */
+  replaces: boolean;
+}
+
+/** Where sessions' long-lived sandboxes come from: Docker containers, or Kubernetes session Pods. */
+export interface SessionHost<S extends HeldSandbox> {
+  /** The session's running sandbox, made or replaced as needed, with the job's limits and generation. */
+  acquire(job: ExecutionJob, dir: string): Promise<S>;
+  /** Done with a run: the connection is kept for the session's next run, unless the sandbox ended. */
+  release(sandbox: S): void;
+  /** Ends a sandbox whose run could not be ended otherwise; the next run replaces it and reports the restart. */
+  kill(sandbox: S): Promise<void>;
+  /** How a sandbox that stopped mid-run ended. */
+  death(sandbox: S, job: ExecutionJob, sinceMs: number): Promise<Death>;
+  /** The error a failure to get a sandbox becomes (engine or cluster unavailable, image missing …). */
+  failure(err: unknown): Error;
+  /** Where the sandbox's workspace is its own: moves the session's files in before a run and back after it. */
+  prepare?(sandbox: S, job: ExecutionJob, dir: string): Promise<void>;
+  collect?(sandbox: S, job: ExecutionJob, dir: string): Promise<{ failed: TransferFailure[] }>;
+}
+
+export interface SessionRunContext<S extends HeldSandbox> {
+  sessions: SessionHost<S>;
+  maxOutputBytes: number;
+  quota?: SubvolumeQuota;
+  interruptGraceMs: number;
+  artifacts: ArtifactStore;
+  /** The tools runs may call (sandgate.tools), by tenant. */
+  tools?: ToolSettings;
+  log: BackendLogger;
+}
+
+/**
+ * Runs a job in its session's long-lived sandbox: a new process (`session`) or a cell of the session's live
+ * interpreter (`stateful`). A sandbox found dead before it took the run is replaced and the run sent again, once.
+ */
+export async function runInSession<S extends HeldSandbox>(
+  ctx: SessionRunContext<S>,
+  job: ExecutionJob,
+  dir: string,
+  events: EventSink,
+  signal: AbortSignal,
+): Promise<ExecutionResult> {
+  // Only python has a live interpreter; anything else in a stateful session is a new process, as in `session`, and so
+  // is a test run.
+  const stateful = job.sandbox === 'stateful' && job.language === 'python' && job.mode !== 'test';
+  const host = ctx.sessions;
+  for (let attempt = 1; ; attempt++) {
+    const sandbox = await host.acquire(job, dir).catch((err: unknown) => {
+      throw host.failure(err);
+    });
+    let outcome: AgentOutcome;
+    const startedAt = Date.now();
+    try {
+      outcome = await runInAgent({
+        job,
+        events,
+        signal,
+        dir,
+        channel: sandbox.channel,
+        mode: stateful ? 'stateful' : 'process',
+        interruptGraceMs: ctx.interruptGraceMs,
+        maxOutputBytes: ctx.maxOutputBytes,
+        quota: ctx.quota,
+        artifacts: ctx.artifacts,
+        tools: ToolBroker.of(ctx.tools, job.tenant, events),
+        kill: () => host.kill(sandbox),
+        postMortem: () => postMortem(ctx, job, sandbox, startedAt),
+        ...(host.prepare ? { prepare: () => host.prepare!(sandbox, job, dir) } : {}),
+        ...(host.collect ? { collect: () => host.collect!(sandbox, job, dir) } : {}),
+      });
+    } finally {
+      host.release(sandbox);
+    }
+    if (!outcome.started && outcome.retryable) {
+      if (attempt < 2) continue;
+      throw host.failure(new Error('the session sandbox stopped before it could take the run, twice'));
+    }
+    const result = outcome.result;
+    if (stateful) {
+      const exit = outcome.started ? outcome.exit : undefined;
+      // A fresh interpreter is a restart only where an earlier one existed: the first run of a session is not.
+      result.interpreter_restarted = exit?.restarted === true && sandbox.replaces;
+      if (exit?.value !== undefined && result.state === 'completed') result.value = exit.value;
+    }
+    ctx.log.info(
+      {
+        executionId: job.execution_id,
+        sessionId: job.session_id,
+        sandbox: job.sandbox,
+        state: result.state,
+        durationMs: result.duration_ms,
+      },
+      'execution finished',
+    );
+    return result;
+  }
+}
+
+/**
+ * How a session sandbox that stopped mid-run ended. It is left stopped: the next run replaces it and reports the
+ * restart.
+ */
+async function postMortem<S extends HeldSandbox>(
+  ctx: SessionRunContext<S>,
+  job: ExecutionJob,
+  sandbox: S,
+  sinceMs: number,
+): Promise<Death & { message: string }> {
+  const death = await ctx.sessions.death(sandbox, job, sinceMs);
+  const what = job.sandbox === 'stateful' ? 'The Python interpreter of this session' : 'The session sandbox';
+  const after =
+    job.sandbox === 'stateful'
+      ? 'its variables are gone; the next run starts a fresh interpreter'
+      : 'the next run starts a fresh sandbox';
+  ctx.log.warn(
+    { executionId: job.execution_id, sessionId: job.session_id, exitCode: death.exitCode, oomKilled: death.oomKilled },
+    'session sandbox died mid-run',
+  );
+  const message = `${what} died during this run (exit status ${death.exitCode}); ${after}.`;
+  return { ...death, message };
+}

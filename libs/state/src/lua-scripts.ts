@@ -1,0 +1,193 @@
+import type { Redis } from 'ioredis';
+import { TIME_INDEX_LUA } from './time-index.ts';
+
+/** Lua: a new session under the tenant's limit (false when at the limit). */
+const CREATE_SESSION = `${TIME_INDEX_LUA}
+  local function createSession(key, tenantSessions, sessionList, expiry, id, tenant, now, ttl, maxSessions, metadata,
+      mode)
+    if redis.call('ZCOUNT', tenantSessions, now, '+inf') >= tonumber(maxSessions) then return false end
+    redis.call('HSET', key, 'tenant', tenant, 'created_at', now, 'last_used_at', now, 'ttl', ttl, 'metadata', metadata,
+      'mode', mode, 'generation', 0)
+    local exp = tonumber(now) + tonumber(ttl) * 1000
+    redis.call('ZADD', tenantSessions, exp, id)
+    redis.call('ZADD', expiry, exp, id)
+    indexAdd(sessionList, now, id)
+    return true
+  end`;
+
+/** Lua shared by the scripts below: appends ARGV[from..] (type, data pairs) to an execution's event stream. */
+const APPEND_EVENTS = `
+  local function appendEvents(key, from)
+    for i = from, #ARGV, 2 do redis.call('XADD', key, '*', 'type', ARGV[i], 'data', ARGV[i + 1]) end
+  end`;
+
+/**
+ * Lua shared by the scripts below: drops the members of a tenant's queued or running index whose execution is no
+ * longer in that state (a record lost to a Redis restart without persistence), so a stale entry cannot hold a slot
+ * for ever. Called only when the index is at its limit, so the common case costs nothing.
+ */
+const PRUNE = `
+  local function prune(key, isSet, executionPrefix, state)
+    local ids = isSet and redis.call('SMEMBERS', key) or redis.call('ZRANGE', key, 0, -1)
+    for _, id in ipairs(ids) do
+      if redis.call('HGET', executionPrefix .. id, 'state') ~= state then
+        if isSet then redis.call('SREM', key, id) else redis.call('ZREM', key, id) end
+      end
+    end
+    return isSet and redis.call('SCARD', key) or redis.call('ZCARD', key)
+  end`;
+
+/**
+ * Lua scripts for every state change that must be atomic: a session's busy lock, the one-way
+ * transitions of an execution, and finalisation (state + result event + lock release in one step,
+ * so a worker and the reaper racing to end the same run produce exactly one result).
+ */
+const SCRIPTS = {
+  sgCreateSession: {
+    numberOfKeys: 4, // session, tenantSessions, tenantSessionList, sessionExpiry
+    // ARGV: sessionId, tenant, now, ttlS, maxSessions, metadata, mode
+    lua: `${CREATE_SESSION}
+      return createSession(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6],
+        ARGV[7]) and 1 or 0`,
+  },
+  sgStartExecution: {
+    // session, sessionLock, execution, tenantSessions, sessionExpiry, tenantExecutions, sessionExecutions, events,
+    // tenantSessionList, queued, tenantQueued, tenantRunning
+    numberOfKeys: 12,
+    // ARGV: sessionId, tenant, executionId, now, meta, lockTtlMs, retentionS, queuedEvent, the channel to tell when the
+    // run ends ('' for none), spec (the run's ExecutionJob, kept until it ends), maxInFlight (0: no limit),
+    // maxSessions, oneshot ('1': create the session, as a one-shot's), the session TTL (s), executionPrefix.
+    // Answers the run's rank in its tenant's queue, or why it was refused.
+    lua: `${TIME_INDEX_LUA}${PRUNE}
+      local now = tonumber(ARGV[4])
+      local maxInFlight = tonumber(ARGV[11])
+      if maxInFlight > 0 and redis.call('ZCARD', KEYS[11]) + redis.call('SCARD', KEYS[12]) >= maxInFlight
+        and prune(KEYS[11], false, ARGV[15], 'queued') + prune(KEYS[12], true, ARGV[15], 'running') >= maxInFlight then
+        return 'quota'
+      end
+      local oneshot = ARGV[13] == '1'
+      if oneshot then
+        -- A one-shot's session is no live session: it holds the run's files for the retention, and counts nowhere.
+        redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'created_at', now, 'last_used_at', now, 'ttl', ARGV[14],
+          'metadata', '{}', 'mode', 'process', 'generation', 0, 'oneshot', 1)
+        redis.call('ZADD', KEYS[5], now + tonumber(ARGV[7]) * 1000, ARGV[1])
+      else
+        if redis.call('HGET', KEYS[1], 'tenant') ~= ARGV[2] then return 'not_found' end
+        local exp = redis.call('ZSCORE', KEYS[5], ARGV[1])
+        if (not exp) or tonumber(exp) < now then return 'not_found' end
+        if redis.call('HGET', KEYS[1], 'oneshot') and redis.call('EXISTS', KEYS[2]) == 0 then
+          -- Running again in a one-shot's session makes it a live session, within the tenant's limit.
+          if redis.call('ZCOUNT', KEYS[4], now, '+inf') >= tonumber(ARGV[12]) then return 'max_sessions' end
+          redis.call('HDEL', KEYS[1], 'oneshot')
+          indexAdd(KEYS[9], redis.call('HGET', KEYS[1], 'created_at'), ARGV[1])
+        end
+      end
+      if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[6]) then return 'busy' end
+      local top = redis.call('ZREVRANGE', KEYS[11], 0, 0, 'WITHSCORES')
+      local rank = top[2] and tonumber(top[2]) + 1 or 1
+      redis.call('ZADD', KEYS[11], rank, ARGV[3])
+      redis.call('ZADD', KEYS[10], now, ARGV[3])
+      redis.call('HSET', KEYS[3], 'meta', ARGV[5], 'state', 'queued', 'spec', ARGV[10])
+      if ARGV[9] ~= '' then redis.call('HSET', KEYS[3], 'notify', ARGV[9]) end
+      redis.call('XADD', KEYS[8], '*', 'type', 'phase', 'data', ARGV[8])
+      if not oneshot then
+        local newexp = now + tonumber(redis.call('HGET', KEYS[1], 'ttl')) * 1000
+        redis.call('HSET', KEYS[1], 'last_used_at', ARGV[4])
+        redis.call('ZADD', KEYS[4], newexp, ARGV[1])
+        redis.call('ZADD', KEYS[5], newexp, ARGV[1])
+      end
+      local retention = tonumber(ARGV[7])
+      for _, index in ipairs({ KEYS[6], KEYS[7] }) do
+        indexTrim(index, now - retention * 1000)
+        indexAdd(index, now, ARGV[3])
+        redis.call('EXPIRE', index, retention)
+      end
+      return rank`,
+  },
+  sgMarkRunning: {
+    numberOfKeys: 7, // execution, lease, running, cancelFlag, queued, tenantQueued, tenantRunning
+    // ARGV: executionId, now, workerId, leaseMs, maxRunning (0: no limit), executionPrefix.
+    // { 0 }: no longer queued; { 3 }: the tenant runs its maximum already, so it waits; { 1, spec }: running;
+    // { 2, spec }: running, but a cancel came first.
+    lua: `${PRUNE}
+      if redis.call('HGET', KEYS[1], 'state') ~= 'queued' then return { 0 } end
+      local maxRunning = tonumber(ARGV[5])
+      if maxRunning > 0 and redis.call('SCARD', KEYS[7]) >= maxRunning
+        and prune(KEYS[7], true, ARGV[6], 'running') >= maxRunning then
+        return { 3 }
+      end
+      redis.call('HSET', KEYS[1], 'state', 'running', 'started_at', ARGV[2])
+      redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+      redis.call('SADD', KEYS[3], ARGV[1])
+      redis.call('ZREM', KEYS[5], ARGV[1])
+      redis.call('ZREM', KEYS[6], ARGV[1])
+      redis.call('SADD', KEYS[7], ARGV[1])
+      return { redis.call('EXISTS', KEYS[4]) == 1 and 2 or 1, redis.call('HGET', KEYS[1], 'spec') }`,
+  },
+  sgFinalize: {
+    // execution, events, sessionLock, running, lease, queued, tenantQueued, tenantRunning, webhooksDue
+    numberOfKeys: 9,
+    // ARGV: executionId, now, resultJson, state, retentionS, allowedFromCsv, doneEvent, resultEvent, then the run's
+    // events not yet written, as type, data pairs. The result entry also carries started_at and finished_at (ms),
+    // so whoever waits for it has the whole terminal record without reading it back; so does the notice published
+    // to the channel `start` was given (id, started_at, finished_at and the result event, a line each).
+    // The run's spec goes: its code, env (secrets, maybe) and stdin are kept no longer than the run.
+    lua: `${APPEND_EVENTS}
+      local cur, started, notify = unpack(redis.call('HMGET', KEYS[1], 'state', 'started_at', 'notify'))
+      if not cur then return 0 end
+      local allowed = false
+      for s in string.gmatch(ARGV[6], '[^,]+') do if s == cur then allowed = true end end
+      if not allowed then return 0 end
+      started = started or ''
+      redis.call('HSET', KEYS[1], 'state', ARGV[4], 'finished_at', ARGV[2], 'result', ARGV[3])
+      redis.call('HDEL', KEYS[1], 'spec', 'notify')
+      appendEvents(KEYS[2], 9)
+      redis.call('XADD', KEYS[2], '*', 'type', 'phase', 'data', ARGV[7])
+      redis.call('XADD', KEYS[2], '*', 'type', 'result', 'data', ARGV[8], 'started_at', started, 'finished_at', ARGV[2])
+      if notify then
+        redis.call('PUBLISH', notify, ARGV[1] .. '\\n' .. started .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[8])
+      end
+      if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+      redis.call('SREM', KEYS[4], ARGV[1])
+      redis.call('DEL', KEYS[5])
+      redis.call('ZREM', KEYS[6], ARGV[1])
+      redis.call('ZREM', KEYS[7], ARGV[1])
+      redis.call('SREM', KEYS[8], ARGV[1])
+      -- A run with a callback_url is due for delivery in the same step as its end: no ending can lose its webhook.
+      if redis.call('HEXISTS', KEYS[1], 'callback') == 1 then redis.call('ZADD', KEYS[9], ARGV[2], ARGV[1]) end
+      redis.call('EXPIRE', KEYS[1], ARGV[5])
+      redis.call('EXPIRE', KEYS[2], ARGV[5])
+      return 1`,
+  },
+  sgAppendEvents: {
+    numberOfKeys: 1, // events
+    // ARGV: type, data pairs. One command, so a reader blocked on the stream wakes once for all of them.
+    lua: `${APPEND_EVENTS}
+      appendEvents(KEYS[1], 1)`,
+  },
+  sgExpireSession: {
+    numberOfKeys: 5, // session, sessionLock, tenantSessions, sessionExpiry, tenantSessionList
+    // ARGV: sessionId, now, force ('1' deletes even when not yet expired)
+    lua: `${TIME_INDEX_LUA}
+      if redis.call('EXISTS', KEYS[2]) == 1 and ARGV[3] ~= '1' then return 0 end
+      local exp = redis.call('ZSCORE', KEYS[4], ARGV[1])
+      if ARGV[3] ~= '1' and exp and tonumber(exp) > tonumber(ARGV[2]) then return 0 end
+      local created = redis.call('HGET', KEYS[1], 'created_at')
+      if created then redis.call('ZREM', KEYS[5], indexMember(created, ARGV[1])) end
+      redis.call('DEL', KEYS[1])
+      redis.call('ZREM', KEYS[3], ARGV[1])
+      redis.call('ZREM', KEYS[4], ARGV[1])
+      return 1`,
+  },
+} as const;
+
+type ScriptName = keyof typeof SCRIPTS;
+export type LuaRedis = Redis & { [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
+
+/** Registers sandgate's scripts on a connection (EVALSHA with automatic fallback to EVAL). */
+export function withLuaScripts(redis: Redis): LuaRedis {
+  for (const [name, def] of Object.entries(SCRIPTS)) {
+    if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
+  }
+  return redis as LuaRedis;
+}
