@@ -684,6 +684,10 @@ export type SystemStats = {
         concurrency: number;
         running: number;
         /**
+         * False while its backend is unusable and another live worker can run sandboxes: it leaves runs to them until its own backend answers again.
+         */
+        taking_runs: boolean;
+        /**
          * Whether its execution backend can run sandboxes, as its last probe (the engine answers a ping, the Kubernetes API server a list of Pods) found. /readyz is ready only while some live worker's is usable.
          */
         backend: {
