@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, TEST_BACKEND } from './harness.ts';
 import { noopBackend } from './noop-backend.ts';
+import { mcpClient, toolsOf } from './mcp-client.ts';
 
 const KEY_A = 'a'.repeat(32);
 const KEY_B = 'b'.repeat(32);
@@ -313,6 +314,30 @@ test('sessions share a volume: one writer, many readers, read-only for real, del
       ].sort(),
     );
     assert.equal((await a('DELETE', `/v1/sessions/${another.body.id}`)).status, 204);
+  });
+
+  await t.test('over MCP: list_volumes, and create_session mounts them under the same rules', async () => {
+    const { client } = await mcpClient(s, { apiKey: KEY_A });
+    t.after(() => client.close());
+    const { ok, fail } = toolsOf(client);
+    const listed = await ok('list_volumes', {});
+    assert.deepEqual(
+      listed.volumes.map((v: { name: string; mounted_by: unknown[] }) => [v.name, v.mounted_by.length]),
+      [['shared', 2]],
+    );
+    const refused = await fail('create_session', { volumes: [{ name: 'shared' }] });
+    assert.equal(refused.error, 'volume_in_use');
+    assert.equal((await fail('create_session', { volumes: [{ name: 'nope' }] })).error, 'volume_not_found');
+    const made = await ok('create_session', {
+      volumes: [{ name: 'shared', path: '/mnt/volumes/ro', read_only: true }],
+    });
+    assert.deepEqual(made.volumes, [{ name: 'shared', path: '/mnt/volumes/ro', read_only: true }]);
+    const read = await ok('run_python', {
+      session_id: made.session_id,
+      code: 'print(open("/mnt/volumes/ro/out/result.txt").read(), end="")',
+    });
+    assert.equal(read.stdout, 'second\n');
+    await ok('close_session', { session_id: made.session_id });
   });
 
   await t.test('a volume in use is not deleted; once its sessions are gone it is, with its files', async () => {
