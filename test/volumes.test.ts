@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startStack, TEST_BACKEND } from './harness.ts';
 import { noopBackend } from './noop-backend.ts';
 import { mcpClient, toolsOf } from './mcp-client.ts';
+import { Sandgate, SandgateApiError } from '@sandgate/client';
 
 const KEY_A = 'a'.repeat(32);
 const KEY_B = 'b'.repeat(32);
@@ -162,6 +163,26 @@ test('volumes: made, listed, limited, and never seen by another tenant', async (
     assert.equal(tooBig.status, 413, JSON.stringify(tooBig.body));
     assert.equal(tooBig.body.code, 'volume_full');
     assert.deepEqual((await a('GET', '/v1/volumes/two/files')).body.files, []);
+  });
+
+  await t.test('the client library: createVolume, uploadToVolume, volumeFiles, volumes', async () => {
+    const client = new Sandgate({ baseUrl: s.url, apiKey: KEY_B });
+    const made = await client.createVolume({ name: 'from-client', size_bytes: 2 * MiB });
+    assert.equal(made.name, 'from-client');
+    const file = await client.uploadToVolume('from-client', 'a/b.txt', 'client bytes');
+    assert.equal(file.size_bytes, 12);
+    assert.deepEqual(
+      (await client.volumeFiles('from-client')).map((f) => f.path),
+      ['a/b.txt'],
+    );
+    assert.equal(await (await fetch(file.download_url)).text(), 'client bytes');
+    assert.deepEqual(
+      (await client.volumes()).map((v) => v.name),
+      ['datasets', 'from-client'],
+    );
+    const taken = await client.createVolume({ name: 'from-client', size_bytes: MiB }).catch((e: unknown) => e);
+    assert.ok(taken instanceof SandgateApiError && taken.code === 'volume_exists', String(taken));
+    assert.equal((await b('DELETE', '/v1/volumes/from-client')).status, 204);
   });
 
   await t.test("another tenant neither sees, reads, writes, mounts nor deletes a tenant's volume", async () => {
