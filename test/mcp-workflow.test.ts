@@ -28,6 +28,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
       'list_tools',
       'list_volumes',
       'read_artifact',
+      'revoke_previews',
       'run_code',
       'run_python',
       'run_tests',

@@ -10,6 +10,7 @@ import { corsPlugin } from './plugins/cors.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
 import { describeRequestDefaults } from './openapi-request-defaults.ts';
 import { openApiTransform } from './openapi-transform.ts';
+import { previewHostRewrite } from './preview-links.ts';
 import { startWebhookDispatcher } from './webhooks/dispatcher.ts';
 import { clientErrorHandler, registerErrorHandling } from './plugins/errors.ts';
 import { hostCheckPlugin } from './plugins/host-check.ts';
@@ -28,6 +29,7 @@ import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { volumeRoutes } from './routes/volumes.ts';
 import { serverTimeouts } from './timeouts.ts';
+import { routeUpgrades } from './upgrades.ts';
 
 export interface AppOptions {
   /** SSE heartbeat interval (ms); default 15 000. */
@@ -80,6 +82,8 @@ export async function buildApp(
     // Closing waits for requests in flight (server.ts bounds the wait by SANDGATE_SHUTDOWN_GRACE_S).
     forceCloseConnections: 'idle',
     clientErrorHandler,
+    // Previews on an origin of their own: every request to a preview host is the preview's.
+    ...(deps.config.previewOrigin ? { rewriteUrl: previewHostRewrite(deps.config.previewOrigin) } : {}),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -154,6 +158,7 @@ export async function buildApp(
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });
   await app.register(dashboardRoutes, { dir: dashboardDir });
+  routeUpgrades(app);
   if (webhooks && deps.config.webhookAllow.length > 0) {
     const dispatcher = startWebhookDispatcher(deps, deps.log);
     app.addHook('onClose', () => dispatcher.close());

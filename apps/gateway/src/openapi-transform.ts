@@ -36,7 +36,7 @@ const PROBLEM_DESCRIPTIONS: Record<string, string> = {
   415: 'Unsupported Content-Type (unsupported_media_type)',
   416: 'The Range cannot be satisfied (range_not_satisfiable)',
   421: "This gateway does not answer to the request's Host (host_not_allowed)",
-  429: 'A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After',
+  429: 'A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After',
   500: 'Internal error',
   503: 'Not ready, or a dependency is unavailable (not_ready, backend_unavailable)',
   507: 'The server is short of disk for files (insufficient_storage)',

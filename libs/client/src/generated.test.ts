@@ -64,6 +64,7 @@ test('the SDK has a function per operation, named by its operationId', async () 
     'putFile',
     'putVolumeFile',
     'restartSession',
+    'revokeServicePreviews',
     'runExecution',
     'saveScript',
     'shareService',

@@ -6,6 +6,40 @@ import { ToolRegistrySchema } from './tools.ts';
 import { TenantOverridesSchema } from './tenant-limits.ts';
 
 /**
+ * SANDGATE_PREVIEW_ORIGIN, parsed: `<scheme>://{preview}.<base>[:<port>]`. Each preview link is the origin
+ * `<scheme>://<token>.<base>[:<port>]`, its token a DNS label (apps/gateway/src/preview-links.ts).
+ */
+export const PreviewOriginSchema = Type.Object({
+  scheme: Type.Union([Type.Literal('http'), Type.Literal('https')]),
+  /** The domain every preview host is one label under, lower-case. */
+  base: Type.String({ minLength: 1 }),
+  /** The port of the links, '' for the scheme's default. Hosts are matched by name whatever the port. */
+  port: Type.String({ pattern: '^(\\d{1,5})?$' }),
+});
+export type PreviewOrigin = Static<typeof PreviewOriginSchema>;
+
+const DOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** SANDGATE_PREVIEW_ORIGIN → its parts; a string says what is wrong with it. */
+export const parsePreviewOrigin = (raw: string): PreviewOrigin | null | string => {
+  if (raw.trim() === '') return null;
+  const m = /^(https?):\/\/\{preview\}\.([^/:]+)(?::(\d{1,5}))?\/?$/i.exec(raw.trim());
+  if (!m) return `"${raw}" is not <scheme>://{preview}.<domain>[:<port>], e.g. https://{preview}.previews.example.com`;
+  const base = m[2]!.toLowerCase();
+  if (!DOMAIN.test(base) || /^[\d.]+$/.test(base)) return `"${base}" is not a domain name preview hosts can be under`;
+  if (m[3] !== undefined && (Number(m[3]) < 1 || Number(m[3]) > 65535)) return `port ${m[3]} is out of range`;
+  return { scheme: m[1]!.toLowerCase() as 'http' | 'https', base, port: m[3] ?? '' };
+};
+
+/** The preview token a host name (with or without a port) carries: its one label under the base; else undefined. */
+export const previewLabelOf = (origin: PreviewOrigin, host: string | undefined): string | undefined => {
+  const name = (host ?? '').toLowerCase().replace(/:\d+$/, '');
+  const suffix = `.${origin.base}`;
+  const label = name.endsWith(suffix) ? name.slice(0, -suffix.length) : '';
+  return label !== '' && !label.includes('.') ? label : undefined;
+};
+
+/**
  * The one schema of sandgate's configuration, read once from the environment at start-up.
  * Every process (gateway, worker, standalone) reads the same variables; each uses what it needs.
  */
@@ -105,6 +139,8 @@ export const ConfigSchema = Type.Object({
   webhookTimeoutMs: Type.Integer({ minimum: 100 }),
   /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
   corsOrigins: Type.Array(Type.String({ pattern: '^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:\\d{1,5})?$' })),
+  /** Where previews are served from an origin of their own (SANDGATE_PREVIEW_ORIGIN); null: under /preview/. */
+  previewOrigin: Type.Union([PreviewOriginSchema, Type.Null()]),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -177,7 +213,7 @@ const list: Parse = (raw) =>
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean);
 /** Parsers whose string answer is a problem, not a value. */
-const STRUCTURED = new Set<Parse>([parseApiKeys, parseOperatorKeys, parseJsonObject]);
+const STRUCTURED = new Set<Parse>([parseApiKeys, parseOperatorKeys, parseJsonObject, parsePreviewOrigin]);
 
 /** variable → [config field, parser, default]. */
 const VARS: Record<string, [keyof Config, Parse, string | null]> = {
@@ -253,6 +289,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_WEBHOOK_ATTEMPTS: ['webhookAttempts', int, '8'],
   SANDGATE_WEBHOOK_BACKOFF_MS: ['webhookBackoffMs', int, '2000'],
   SANDGATE_WEBHOOK_TIMEOUT_S: ['webhookTimeoutMs', (r) => Math.round(Number(num(r)) * 1000), '10'],
+  SANDGATE_PREVIEW_ORIGIN: ['previewOrigin', parsePreviewOrigin, ''],
 };
 
 export class ConfigError extends Error {
@@ -284,6 +321,7 @@ export function loadConfig(env: Env = process.env): Config {
     out[field] = value;
   }
   out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;
+  problems.push(...previewOriginClashes(out));
   if (out.backend === 'kubernetes' && out.k8sGatewayUrl === null) {
     problems.push('SANDGATE_K8S_GATEWAY_URL: the kubernetes backend needs the URL sandbox Pods reach the gateway at');
   }
@@ -296,6 +334,29 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return out as Config;
+}
+
+/** Hosts the gateway answers as itself that the preview origin would take for previews (they would never reach it). */
+function previewOriginClashes(out: Record<string, unknown>): string[] {
+  const origin = out.previewOrigin as PreviewOrigin | null | undefined;
+  if (!origin) return [];
+  const hostOf = (url: unknown) => {
+    try {
+      return new URL(String(url)).hostname;
+    } catch {
+      return undefined;
+    }
+  };
+  const own = [
+    ['SANDGATE_PUBLIC_URL', hostOf(out.publicUrl)],
+    ['SANDGATE_K8S_GATEWAY_URL', out.k8sGatewayUrl ? hostOf(out.k8sGatewayUrl) : undefined],
+    ...((out.allowedHosts as string[] | undefined) ?? []).map((h) => ['SANDGATE_ALLOWED_HOSTS', h]),
+  ] as const;
+  return own
+    .filter(([, host]) => host !== undefined && previewLabelOf(origin, host) !== undefined)
+    .map(
+      ([name, host]) => `SANDGATE_PREVIEW_ORIGIN: ${host} (${name}) would be taken for a preview; use another domain`,
+    );
 }
 
 /** An IP address of the loopback interface (127.0.0.0/8, ::1, or IPv4-mapped 127/8); names are not addresses. */

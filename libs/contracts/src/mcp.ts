@@ -253,6 +253,12 @@ export const ServiceInputSchema = Type.Object(
 );
 export type ServiceInput = Static<typeof ServiceInputSchema>;
 
+export const RevokePreviewsInputSchema = Type.Object(
+  { session_id: SessionIdInput(true), name: ServiceNameSchema },
+  { additionalProperties: false },
+);
+export type RevokePreviewsInput = Static<typeof RevokePreviewsInputSchema>;
+
 export const ServiceLogsInputSchema = Type.Object(
   {
     session_id: SessionIdInput(true),
@@ -278,6 +284,13 @@ export const ServiceOutputSchema = Type.Object({
   ),
 });
 export type ServiceOutput = Static<typeof ServiceOutputSchema>;
+
+export const RevokePreviewsOutputSchema = Type.Object({
+  session_id: SessionId,
+  name: Type.String(),
+  status: Type.Literal('revoked'),
+});
+export type RevokePreviewsOutput = Static<typeof RevokePreviewsOutputSchema>;
 
 export const ServiceListOutputSchema = Type.Object({ session_id: SessionId, services: Type.Array(McpServiceSchema) });
 
@@ -473,6 +486,16 @@ export const MCP_TOOLS = [
     description: 'Stop a service: SIGTERM, then SIGKILL after grace_ms (default 5000). Answers once it has ended.',
     inputSchema: ServiceInputSchema,
     outputSchema: orError(ServiceOutputSchema),
+    annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  },
+  {
+    name: 'revoke_previews',
+    title: "Revoke a service's preview links",
+    description:
+      'Revoke every preview_url of the service handed out so far: none opens it again. The service keeps running; ' +
+      'a link made later (a new start_service) works.',
+    inputSchema: RevokePreviewsInputSchema,
+    outputSchema: orError(RevokePreviewsOutputSchema),
     annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
   },
   {

@@ -273,7 +273,7 @@ export class AgentChannel {
 
   /**
    * Lists the agent's workspace (Kubernetes session Pods, whose workspace is their own), at most `maxEntries` files: an
-   * agent may be hostile (a stateful session's code runs inside it), so what it sends is bounded here.
+   * agent is on hostile ground (the session's code runs beside it), so what it sends is bounded here.
    */
   manifest(timeoutMs: number, maxEntries: number = MAX_MANIFEST_ENTRIES, root?: string): Promise<AgentManifest> {
     const files: ManifestEntry[] = [];

@@ -118,7 +118,7 @@ export const encodeMessage = (message: AgentMessage): string => `${JSON.stringif
 
 /**
  * A frame from one line, or undefined for anything else. The agent's stdout carries nothing but frames, but a
- * stateful run's code shares the agent's process and could write there, so every field is checked.
+ * sandbox is hostile ground all the same, so every field is checked.
  */
 export function parseFrame(line: string): AgentFrame | undefined {
   let value: unknown;

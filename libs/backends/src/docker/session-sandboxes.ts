@@ -221,18 +221,16 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
     replaces: boolean,
     network: 'egress' | undefined,
   ): Promise<SessionSandbox> {
-    // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
-    const prewarm: Prewarm = job.sandbox === 'stateful' ? 'never' : 'always';
+    // A stateful session's interpreter starts with its agent; process sessions keep a python started ahead.
+    const prewarm: Prewarm = job.sandbox === 'stateful' ? 'interpreter' : 'always';
     // A new sandbox, a new services socket: what ran in the one it replaces has ended with it. A data disk too full
     // for its token costs the session its services, not its run.
-    const tokenSha256 = await prepareServices(
-      this.#dataDir,
-      job.session_id,
-      agentUid({ prewarm }, this.#settings),
-    ).catch((err: unknown) => {
-      this.#log.warn({ sessionId: job.session_id, err }, 'no services socket for this session sandbox');
-      return undefined;
-    });
+    const tokenSha256 = await prepareServices(this.#dataDir, job.session_id, agentUid(this.#settings)).catch(
+      (err: unknown) => {
+        this.#log.warn({ sessionId: job.session_id, err }, 'no services socket for this session sandbox');
+        return undefined;
+      },
+    );
     const volumes = await this.#volumes(job);
     const spec = agentSpec(
       {

@@ -173,7 +173,7 @@ test("a session Pod: valid, one locked-down container, the agent on its ports, o
   ]);
   assert.ok(agent!.command!.includes('--listen=8700'));
   assert.ok(agent!.command!.includes('--services-port=8701'));
-  assert.ok(agent!.command!.includes('--prewarm=never'), 'stateful: the interpreter is the agent');
+  assert.ok(agent!.command!.includes('--prewarm=interpreter'), 'stateful: the agent starts its interpreter');
   const sc = agent!.securityContext!;
   assert.equal(sc.runAsNonRoot, true);
   assert.equal(sc.readOnlyRootFilesystem, true);

@@ -248,8 +248,8 @@ interface AgentPod {
   name: string;
   labels: Record<string, string>;
   limits: { memory_mb: number; cpus: number };
-  /** `never` for stateful sessions (the agent is the interpreter), `always` for process ones, `fresh` in the pool. */
-  prewarm: 'never' | 'fresh' | 'always';
+  /** `interpreter` for stateful sessions (their interpreter), `always` for process ones, `fresh` in the pool. */
+  prewarm: 'interpreter' | 'fresh' | 'always';
   token: string;
   /** Session Pods: the token of the services port, on which the agent then listens. */
   servicesToken?: string;
@@ -366,7 +366,7 @@ function volumesContainer(volumes: readonly JobVolume[], s: PodSettings, tokenSh
 }
 
 /**
- * A session's long-lived Pod: a stateful session's interpreter lives in its agent between runs; a process session
+ * A session's long-lived Pod: a stateful session's interpreter lives beside its agent between runs; a process session
  * keeps a python started ahead for its next run.
  */
 export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParams): k8s.V1Pod {
@@ -376,7 +376,7 @@ export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParam
       labels: sessionLabels(job, s.deployment, p.replaces),
       egress: job.network === 'egress',
       limits: job,
-      prewarm: job.sandbox === 'stateful' ? 'never' : 'always',
+      prewarm: job.sandbox === 'stateful' ? 'interpreter' : 'always',
       token: p.token,
       servicesToken: p.servicesToken,
       ...(job.volumes?.length ? { volumes: job.volumes } : {}),

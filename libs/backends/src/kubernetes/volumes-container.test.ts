@@ -50,7 +50,7 @@ async function volumesContainer(t: TestContext): Promise<{ ip: string; volume: s
   });
   t.after(() => container.remove({ force: true }).catch(() => {}));
   await container.start();
-  const ip = (await container.inspect()).NetworkSettings.IPAddress;
+  const ip = (await container.inspect()).NetworkSettings.Networks.bridge!.IPAddress;
   return { ip, volume, other };
 }
 

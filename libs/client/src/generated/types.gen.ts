@@ -728,6 +728,10 @@ export type SystemStats = {
         concurrency: number;
         running: number;
         /**
+         * False while its backend is unusable and another live worker can run sandboxes: it leaves runs to them until its own backend answers again.
+         */
+        taking_runs: boolean;
+        /**
          * Whether its execution backend can run sandboxes, as its last probe (the engine answers a ping, the Kubernetes API server a list of Pods) found. /readyz is ready only while some live worker's is usable.
          */
         backend: {
@@ -1020,7 +1024,7 @@ export type SharePreview = {
  */
 export type ServicePreview = {
     /**
-     * Opens the service without an API key until expires_at: for a browser, or to share. Pages are served sandboxed (Content-Security-Policy: sandbox), in an origin of their own.
+     * Opens this start of the service without an API key until expires_at, or until its links are revoked (DELETE …/preview): for a browser, or to share. Under /preview/ on the gateway, pages are served sandboxed (Content-Security-Policy: sandbox, an opaque origin); where the deployment sets SANDGATE_PREVIEW_ORIGIN, the link is a host of its own with the service at its root.
      */
     url: string;
     expires_at: string;
@@ -1090,7 +1094,7 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1115,7 +1119,7 @@ export type GetReadinessData = {
 
 export type GetReadinessErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1156,7 +1160,7 @@ export type GetWebhookSecretErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1193,7 +1197,7 @@ export type ListRuntimesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1230,7 +1234,7 @@ export type GetMetricsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1271,7 +1275,7 @@ export type GetSystemStatsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1329,7 +1333,7 @@ export type ListSessionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1382,7 +1386,7 @@ export type CreateSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1433,7 +1437,7 @@ export type DeleteSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1480,7 +1484,7 @@ export type GetSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1531,7 +1535,7 @@ export type RestartSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1578,7 +1582,7 @@ export type MakeSessionPrivateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1642,7 +1646,7 @@ export type ListFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1706,7 +1710,7 @@ export type UploadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1769,7 +1773,7 @@ export type DeleteFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1840,7 +1844,7 @@ export type PutFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -1889,7 +1893,7 @@ export type ListVolumesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1942,7 +1946,7 @@ export type CreateVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -1996,7 +2000,7 @@ export type DeleteVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2046,7 +2050,7 @@ export type GetVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2113,7 +2117,7 @@ export type ListVolumeFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2176,7 +2180,7 @@ export type UploadVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2242,7 +2246,7 @@ export type DeleteVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2312,7 +2316,7 @@ export type PutVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2372,7 +2376,7 @@ export type ListExecutionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2430,7 +2434,7 @@ export type RunExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -2490,7 +2494,7 @@ export type GetExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2554,7 +2558,7 @@ export type GetExecutionOutputErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2601,7 +2605,7 @@ export type CancelExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2659,7 +2663,7 @@ export type StreamExecutionEventsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2700,7 +2704,7 @@ export type ListScriptsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2753,7 +2757,7 @@ export type SaveScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2807,7 +2811,7 @@ export type DeleteScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2857,7 +2861,7 @@ export type GetScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2894,7 +2898,7 @@ export type ListToolsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2947,7 +2951,7 @@ export type CallToolErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -2994,7 +2998,7 @@ export type ListServicesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -3053,7 +3057,7 @@ export type StartServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -3112,7 +3116,7 @@ export type DeleteServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -3167,7 +3171,7 @@ export type GetServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -3231,7 +3235,7 @@ export type GetServiceLogsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -3290,7 +3294,7 @@ export type StopServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -3309,6 +3313,57 @@ export type StopServiceResponses = {
 };
 
 export type StopServiceResponse = StopServiceResponses[keyof StopServiceResponses];
+
+export type RevokeServicePreviewsData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits and dashes, starting with a letter; at most 32 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/services/{name}/preview';
+};
+
+export type RevokeServicePreviewsErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type RevokeServicePreviewsError = RevokeServicePreviewsErrors[keyof RevokeServicePreviewsErrors];
+
+export type RevokeServicePreviewsResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type RevokeServicePreviewsResponse = RevokeServicePreviewsResponses[keyof RevokeServicePreviewsResponses];
 
 export type ShareServiceData = {
     body: SharePreview;
@@ -3349,7 +3404,7 @@ export type ShareServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -3408,7 +3463,7 @@ export type ProxyServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -3462,7 +3517,7 @@ export type PreviewServiceErrors = {
      */
     409: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
     /**
@@ -3534,7 +3589,7 @@ export type DownloadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
@@ -3606,7 +3661,7 @@ export type DownloadVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
      */
     429: Problem;
 };
