@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { SandgateError, type SessionMode } from '@sandgate/contracts';
+import { SandgateError, type JobVolume, type SessionMode } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import type { LuaRedis } from './lua-scripts.ts';
@@ -48,6 +48,8 @@ export interface SessionRecord {
   oneshot: boolean;
   /** It holds private data: its sandbox has no network for the rest of its life (the ratchet never reverses). */
   private: boolean;
+  /** The volumes it mounts, resolved when it was made (VolumeStore.claim). */
+  volumes: JobVolume[];
 }
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
@@ -127,6 +129,7 @@ export class SessionStore {
       currentExecutionId: lock,
       oneshot: h.oneshot === '1',
       private: h.private === '1',
+      volumes: h.volumes ? (JSON.parse(h.volumes) as JobVolume[]) : [],
     };
   }
 
