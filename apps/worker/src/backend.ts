@@ -90,6 +90,7 @@ async function kubernetesBackend(
     cpuRequestRatio: config.k8sCpuRequestRatio,
     agentPort: config.k8sAgentPort,
     servicesPort: config.k8sServicesPort,
+    volumesPort: config.k8sVolumesPort,
     ...(tools ? { tools } : {}),
     ...(Object.keys(config.egress).length > 0 ? { egress: egressSettings(config) } : {}),
     instanceId,

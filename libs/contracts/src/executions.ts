@@ -8,6 +8,7 @@ import {
   ref,
 } from './common.ts';
 import { InlineFileSchema } from './files.ts';
+import { JobVolumeSchema } from './volumes.ts';
 
 export const LANGUAGES = ['python', 'javascript', 'typescript', 'bash'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -396,6 +397,8 @@ export const ExecutionJobSchema = Type.Object(
     network: Type.Optional(Type.Literal('egress')),
     /** The run starts `code` as the session's service of this name (POST /v1/sessions/:id/services) and ends then. */
     service: Type.Optional(Type.String()),
+    /** The volumes the session mounts (absent: none). */
+    volumes: Type.Optional(Type.Array(JobVolumeSchema)),
   },
   { $id: 'ExecutionJob', title: 'ExecutionJob' },
 );

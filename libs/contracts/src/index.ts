@@ -9,9 +9,11 @@ export * from './mcp.ts';
 export * from './scripts.ts';
 export * from './tools.ts';
 export * from './services.ts';
+export * from './volumes.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
+import { CreateVolumeSchema, MountVolumeSchema, VolumeListSchema, VolumeMountSchema, VolumeSchema } from './volumes.ts';
 import {
   FileEntrySchema,
   FileListSchema,
@@ -70,6 +72,8 @@ export const SHARED_SCHEMAS = [
   ExecutionSchema,
   ExecutionListSchema,
   CreateExecutionSchema,
+  VolumeMountSchema,
+  MountVolumeSchema,
   SessionSchema,
   SessionListSchema,
   CreateSessionSchema,
@@ -105,4 +109,7 @@ export const SHARED_SCHEMAS = [
   StopServiceSchema,
   SharePreviewSchema,
   ServicePreviewSchema,
+  VolumeSchema,
+  VolumeListSchema,
+  CreateVolumeSchema,
 ];

@@ -9,10 +9,6 @@ declare module 'fastify' {
     /** The tenant of the API key, or null when the request carried none (public routes, signed downloads). */
     tenant: string | null;
   }
-  interface FastifyInstance {
-    /** The tenant of an `Authorization: Bearer` header, for requests no route hook sees (websocket upgrades). */
-    tenantOfAuthorization(header: string | undefined): string | null;
-  }
   interface FastifyContextConfig {
     /** Routes that authorise by other means (health, docs, signed downloads). */
     public?: boolean;
@@ -49,11 +45,6 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   const tenantOfKey = matcher(Object.entries(opts.apiKeys));
   const isOperator = matcher(opts.operatorKeys.map((k) => [k, true]));
   app.decorateRequest('tenant', null);
-  app.decorate('tenantOfAuthorization', (header: string | undefined): string | null => {
-    if (open) return OPEN_TENANT;
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-    return m ? tenantOfKey(m[1]!) : null;
-  });
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (open) {
       req.tenant = OPEN_TENANT;
