@@ -94,14 +94,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "$DIR/cni/net.d"
     max_conf_num = 1
 EOF
-# No masquerade: Pods reach this host (the bridge's address) and nothing beyond it.
+# A default route through this host, as every CNI gives Pods, and no masquerade: what stops a Pod's packets is the
+# firewall below (as a NetworkPolicy would drop them), not a missing route, so a sandbox sees what it sees on a
+# cluster — a connection that times out.
 put "$DIR/cni/net.d/10-sandgate.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "sandgate-kube",
   "plugins": [
     {
-      "type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "isDefaultGateway": true, "ipMasq": false, "hairpinMode": true,
       "ipam": { "type": "host-local", "ranges": [[{ "subnet": "$POD_SUBNET", "gateway": "$POD_GATEWAY" }]],
                 "dataDir": "$DIR/cni/ipam" }
     }

@@ -10,6 +10,7 @@ eval "$env_lines"
 echo "==> test cluster ready in $((SECONDS - t0)) s"
 E2E='reference-workflow|sse|executions|typescript|scripts|one-shots|worker-lost|output-polling|client|run-logs|files'
 E2E+='|storage-quota|queued|slow-clients|webhooks|session-sandboxes|pool-tenants|test-mode|tools|services|network-modes'
+E2E+='|volumes'
 export SANDGATE_TEST_BACKEND=kubernetes
 export SANDGATE_TEST_ONLY="^test/(($E2E)\\.test\\.ts|kubernetes/.*\\.test\\.ts)\$"
 status=0
