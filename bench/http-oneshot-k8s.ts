@@ -1,22 +1,21 @@
 /**
  * http-oneshot-k8s: the Kubernetes backend through a real sandgate (`npm start`'s standalone process) with
  * SANDGATE_BACKEND=kubernetes against the test cluster (scripts/start-kube.sh: the real kube-apiserver, scheduler and
- * kubelet with containerd), or with BENCH_K8S=double against the Kubernetes API double, which runs every Pod on this
- * Docker engine; interleaved with the same runs through Docker-backend sandgates, so each ratio compares the two:
+ * kubelet with containerd), interleaved with the same runs through Docker-backend sandgates, so each ratio compares
+ * the two:
  *
  * - one-shot, cold: a Pod of its own (stage, runner, harvest; SANDGATE_POOL_SIZE=0) vs the Docker cold path;
  * - one-shot, pool: a warm pool Pod, reset and reused for the tenant, vs the Docker warm pool;
  * - process-session run over HTTP: the session's Pod (files moved by the worker) vs the Docker session path;
  * - stateful run ("1+1" in the session's live interpreter), against 20 ms.
  *
- * And the API calls each kind of run costs (the API server's audit log, or the double's record, has every request),
+ * And the API calls each kind of run costs (the API server's audit log has every request),
  * with the request rate one-shots make at 10 runs/s. The test cluster has no image pulls (the image is on the node).
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { K8sDouble } from '@sandgate/k8s-double';
 import { TestNamespace } from '../test/kubernetes/cluster.ts';
 import { freePort } from '../test/redis-and-ports.ts';
 import { createSession, deleteSession, runWait } from './lib/api.ts';
@@ -67,7 +66,7 @@ main(async () => {
   try {
     const ports = [await freePort(), await freePort()];
     const relayPorts = [await freePort(), await freePort()];
-    cluster = process.env.BENCH_K8S === 'double' ? await onDouble(dir, relayPorts) : await onCluster(dir, relayPorts);
+    cluster = await onCluster(dir, relayPorts);
     const { kubeconfig } = cluster;
     const onK8s = async (i: number, env: Record<string, string>) => {
       relays.push(await relay(cluster!.hostIP, relayPorts[i]!, ports[i]!));
@@ -187,7 +186,7 @@ main(async () => {
   }
 });
 
-/** Where the Kubernetes stacks run: the test cluster (a namespace of their own) or the API double. */
+/** Where the Kubernetes stacks run: the test cluster, in a namespace of their own. */
 interface BenchCluster {
   name: string;
   hostIP: string;
@@ -210,20 +209,5 @@ async function onCluster(dir: string, hostPorts: number[]): Promise<BenchCluster
     callCount: async () => (await calls()).length,
     verbs: async () => [...new Set(await calls())].sort(),
     close: () => ns.close(),
-  };
-}
-
-async function onDouble(dir: string, hostPorts: number[]): Promise<BenchCluster> {
-  const double = await K8sDouble.start({ hostPorts });
-  const kubeconfig = join(dir, 'kubeconfig.yaml');
-  await writeFile(kubeconfig, double.kubeconfigYaml(), { mode: 0o600 });
-  return {
-    name: 'API double (libs/k8s-double)',
-    hostIP: double.hostIP,
-    namespace: double.namespace,
-    kubeconfig,
-    callCount: async () => double.calls.length,
-    verbs: async () => double.verbs(),
-    close: () => double.close(),
   };
 }

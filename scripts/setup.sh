@@ -400,4 +400,15 @@ else
   bash "$ROOT/images/runtime/build.sh"
 fi
 
+# --- the Kubernetes test cluster, started ahead (--for-tests) ----------------------------
+# npm run test:all runs npm test before test:kubernetes: the cluster starts meanwhile (about a minute, most of it
+# importing the runtime image into the node), after the build above if that is still under way. start-kube.sh takes
+# a lock, so test:kubernetes's own call waits for this one, checks the cluster, and starts what is not up (this start
+# may fail while a fault test stops the Docker engine; that call then does it again).
+if ((for_tests && is_root)) && have go && [[ ${SANDGATE_KUBE_AHEAD:-1} == 1 ]]; then
+  kube_log="${SANDGATE_KUBE_DIR:-/var/lib/sandgate-kube}.start.log"
+  say "starting the Kubernetes test cluster in the background (log: $kube_log)"
+  setsid nohup bash "$ROOT/scripts/start-kube.sh" </dev/null >"$kube_log" 2>&1 &
+fi
+
 say "setup done in $((SECONDS - T0))s"

@@ -43,6 +43,7 @@ RUNTIME_IMAGE="${SANDGATE_IMAGE:-sandgate/runtime:1}"
 NAMESPACE=sandgate
 RELEASE=sg
 T0=$SECONDS
+COLD_BUILD="a cold build takes about 10 min of CPU on 2 cores, longer when other work shares them"
 
 say() { printf '==> [%ss] start-kube: %s\n' "$((SECONDS - T0))" "$*" >&2; }
 die() { printf 'error: start-kube: %s\n' "$*" >&2; exit 1; }
@@ -110,13 +111,22 @@ if [[ -n ${SANDGATE_KUBE_BIN:-} ]]; then
 else
 BIN="$(bash "$ROOT/scripts/build-kube.sh" --dir)" || {
   if [[ -f $BIN.pid ]] && kill -0 "$(cat "$BIN.pid")" 2>/dev/null; then
-    say "waiting for the Kubernetes build under way (log: $BIN.log)"
-    while kill -0 "$(cat "$BIN.pid")" 2>/dev/null; do sleep 5; done
+    # Started by scripts/setup.sh --for-tests. Say every minute how far it is, so a long wait is not taken for a hang.
+    say "waiting for the Kubernetes build under way (log: $BIN.log; $COLD_BUILD)"
+    waited=0
+    while kill -0 "$(cat "$BIN.pid")" 2>/dev/null; do
+      sleep 5
+      waited=$((waited + 5))
+      ((waited % 60)) || say "still building, ${waited} s waited here: $(tail -n 1 "$BIN.log" 2>/dev/null | cut -c1-120)"
+    done
   fi
   bash "$ROOT/scripts/build-kube.sh" --dir >/dev/null || {
-    [[ -f $BIN.status && $(cat "$BIN.status") != 0 && -f $BIN.log ]] && tail -n 20 "$BIN.log" >&2
-    say "building the Kubernetes binaries (once per machine; minutes)"
-    bash "$ROOT/scripts/build-kube.sh" >/dev/null || die "scripts/build-kube.sh failed"
+    if [[ -f $BIN.status && $(cat "$BIN.status") != 0 && -f $BIN.log ]]; then
+      say "the background build failed (status $(cat "$BIN.status")); the end of $BIN.log:"
+      tail -n 20 "$BIN.log" >&2
+    fi
+    say "building the Kubernetes binaries now (once per machine; $COLD_BUILD)"
+    bash "$ROOT/scripts/build-kube.sh" >/dev/null || die "scripts/build-kube.sh failed (its output is above)"
   }
 }
 fi

@@ -1,8 +1,16 @@
 import { ApiError } from './status.ts';
-import { fieldPath } from './validate.ts';
 
 /** The typed model of a kind, with the schema check kubernetes-models generated from the Kubernetes OpenAPI. */
 type ModelClass = new (data: object) => { validate(): void };
+
+/** `/spec/containers/0/name` → `spec.containers[0].name`, the API server's field paths. */
+function fieldPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .filter(Boolean)
+    .map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`))
+    .join('');
+}
 
 /** `apps/v1` + `Deployment` → the kubernetes-models module path (`apps/v1/Deployment`; core kinds under `v1/`). */
 export function modelPath(apiVersion: string, kind: string): string {
