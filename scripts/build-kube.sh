@@ -57,7 +57,7 @@ done
 status=0
 t0=$SECONDS
 echo "build-kube.sh: building ${bins[*]} $release into $dir (Go $(go env GOVERSION)), once per machine:" \
-  "~560 MB of modules, then about 10 min of CPU on 2 cores (longer when other work shares them)" >&2
+  "~560 MB of modules, then ~19 min of CPU: ~10 min on 2 idle cores, longer when other work shares them" >&2
 (
   cd "$MODULE"
   go mod download || { echo "build-kube.sh: go mod download failed: the build needs the Go module proxy" \

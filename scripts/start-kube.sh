@@ -43,7 +43,7 @@ RUNTIME_IMAGE="${SANDGATE_IMAGE:-sandgate/runtime:1}"
 NAMESPACE=sandgate
 RELEASE=sg
 T0=$SECONDS
-COLD_BUILD="a cold build takes about 10 min of CPU on 2 cores, longer when other work shares them"
+COLD_BUILD="a cold build takes ~19 min of CPU: ~10 min on 2 idle cores, longer when other work shares them"
 
 say() { printf '==> [%ss] start-kube: %s\n' "$((SECONDS - T0))" "$*" >&2; }
 die() { printf 'error: start-kube: %s\n' "$*" >&2; exit 1; }
