@@ -18,7 +18,8 @@
 #     tests (scripts/install-n8n.sh, in the background the first time), Docker Compose v2 for the compose test
 #     (scripts/install-compose.sh, built from its Go module in the background the first time), and the Kubernetes
 #     control plane for the Kubernetes tests (scripts/build-kube.sh: etcd, kube-apiserver and kubelet from source; in
-#     the background the first time; needs Go >= 1.24);
+#     the background the first time; needs Go >= 1.24), and as root that cluster started in the background
+#     (scripts/start-kube.sh; SANDGATE_KUBE_AHEAD=0 leaves it to npm run test:kubernetes);
 #   - builds the runtime image (images/runtime/build.sh; no registry needed).
 # As another user it says what is missing and how to get it, then fails.
 #
