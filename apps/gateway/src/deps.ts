@@ -19,6 +19,9 @@ import {
   StorageLedger,
   TransferGrants,
   ScriptStore,
+  TemplateStore,
+  buildQueueName,
+  type BuildJob,
 } from '@sandgate/state';
 import { type Config } from '@sandgate/config';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
@@ -31,6 +34,7 @@ import { SessionControl } from './core/session-control.ts';
 import { SessionFiles } from './core/session-files.ts';
 import { SystemStatsReader } from './core/system-stats.ts';
 import { TenantTools } from './core/tenant-tools.ts';
+import { TemplateControl } from './core/template-control.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -48,6 +52,10 @@ export interface GatewayDeps {
   workspaces: Workspaces;
   /** The tenants' saved scripts. */
   scripts: ScriptStore;
+  /** The operator's templates and their builds. */
+  templates: TemplateStore;
+  /** Template builds, for the workers (apps/worker/src/template-builds.ts). */
+  builds: Queue<BuildJob>;
   /** Sandbox Pods' tokens for a session's files (the Kubernetes backend's stage and harvest). */
   transfers: TransferGrants;
   signer: UrlSigner;
@@ -73,6 +81,7 @@ export interface GatewayDeps {
   tenantTools: TenantTools;
   /** Users' long-running programs in their sessions' sandboxes (POST /v1/sessions/:id/services). */
   serviceManager: ServiceManager;
+  templateControl: TemplateControl;
   close(): Promise<void>;
 }
 
@@ -98,6 +107,11 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     connection: queueConnection,
     prefix: queuePrefix(config.redisPrefix),
     // The execution record holds the run's state and result: a job has nothing left to tell once it has ended.
+    defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
+  });
+  const builds = new Queue<BuildJob>(buildQueueName(config.queueName), {
+    connection: queueConnection,
+    prefix: queuePrefix(config.redisPrefix),
     defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
   });
   const key = await signingKey(redis, k, config.signingKey);
@@ -140,6 +154,8 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ledger: new StorageLedger(redis, k),
     transfers: new TransferGrants(redis, k),
     scripts: new ScriptStore(redis, k),
+    templates: new TemplateStore(redis, k),
+    builds,
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
     workspaces,
@@ -151,6 +167,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
       await hub.close();
       notices.close();
       await queue.close();
+      await builds.close();
       queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
@@ -162,5 +179,8 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.sessionFiles = new SessionFiles(deps);
   deps.tenantTools = new TenantTools(deps);
   deps.serviceManager = new ServiceManager(deps);
+  deps.templateControl = new TemplateControl(deps);
+  // The templates file is the operator's word at every start: what it declares is made (built if it changed).
+  await deps.templateControl.applyFile();
   return deps;
 }

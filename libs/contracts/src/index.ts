@@ -9,6 +9,7 @@ export * from './mcp.ts';
 export * from './scripts.ts';
 export * from './tools.ts';
 export * from './services.ts';
+export * from './templates.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -55,6 +56,15 @@ import {
   StartServiceSchema,
   StopServiceSchema,
 } from './services.ts';
+import {
+  TemplateBuildResultEventSchema,
+  TemplateBuildSchema,
+  TemplateBuildStreamEventSchema,
+  TemplateListSchema,
+  TemplateLogEventSchema,
+  TemplateRecipeSchema,
+  TemplateSchema,
+} from './templates.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -105,4 +115,11 @@ export const SHARED_SCHEMAS = [
   StopServiceSchema,
   SharePreviewSchema,
   ServicePreviewSchema,
+  TemplateRecipeSchema,
+  TemplateBuildSchema,
+  TemplateSchema,
+  TemplateListSchema,
+  TemplateLogEventSchema,
+  TemplateBuildResultEventSchema,
+  TemplateBuildStreamEventSchema,
 ];

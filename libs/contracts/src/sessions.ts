@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { NextCursorSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
+import { TemplateNameSchema } from './templates.ts';
 
 export const SessionModeSchema = Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
   description:
@@ -31,6 +32,9 @@ export const SessionSchema = Type.Object(
         'The session holds private data (POST /v1/sessions/{id}/private, or an upload with private=true): it has ' +
         'no network for the rest of its life. Once true, never false again.',
     }),
+    template: Type.Union([Type.String(), Type.Null()], {
+      description: 'The template its sandbox is made from (GET /v1/templates/{name}); null: the runtime image.',
+    }),
   },
   { $id: 'Session', title: 'Session' },
 );
@@ -46,6 +50,14 @@ export const CreateSessionSchema = Type.Object(
       Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), {
         maxProperties: 16,
         description: 'Free-form labels kept with the session.',
+      }),
+    ),
+    template: Type.Optional(
+      Type.Unsafe<string>({
+        ...TemplateNameSchema,
+        description:
+          "The template of the session's sandbox (GET /v1/templates): its packages, files and environment, and its " +
+          'limits unless a run gives its own. Default: the runtime image.',
       }),
     ),
   },

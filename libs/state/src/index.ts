@@ -15,3 +15,4 @@ export * from './deployment-stats.ts';
 export * from './storage-ledger.ts';
 export * from './transfer-grants.ts';
 export * from './script-store.ts';
+export * from './templates.ts';

@@ -10,6 +10,8 @@ export interface OpenSession {
   /** Idle TTL; default SANDGATE_SESSION_TTL_M. */
   ttlSeconds?: number | undefined;
   metadata?: Record<string, string> | undefined;
+  /** The template of its sandbox (GET /v1/templates); default: the runtime image. */
+  template?: string | undefined;
 }
 
 /** Opening and closing sessions, as the REST routes and the MCP tools both do it. */
@@ -17,7 +19,7 @@ export class SessionControl {
   constructor(private readonly d: GatewayDeps) {}
 
   /** A new session of the tenant, within its limit of live sessions, with its (empty) directory. */
-  async open(tenant: string, { mode, ttlSeconds, metadata }: OpenSession = {}): Promise<SessionRecord> {
+  async open(tenant: string, { mode, ttlSeconds, metadata, template }: OpenSession = {}): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
       throw new SandgateError(
@@ -26,12 +28,20 @@ export class SessionControl {
           'backend of this deployment; use a process session (mode "process"), whose files persist between runs',
       );
     }
+    // Resolved now, once: the session's runs all use the image its template has at this moment.
+    const resolved = template === undefined ? undefined : await this.d.templateControl.resolve(tenant, template);
     const s = await sessions.create(tenant, {
       ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds,
       maxSessions: config.maxSessions,
       metadata: metadata ?? {},
       mode,
+      ...(resolved ? { template: resolved } : {}),
     });
+    // A template deleted while this session was being made (its delete saw no session using it): the session goes.
+    if (resolved && !(await this.d.templates.get(resolved.name))) {
+      await sessions.delete(s, true);
+      throw new SandgateError('template_not_found', `template "${resolved.name}" was deleted meanwhile`);
+    }
     await workspaces.create(s.id);
     return s;
   }

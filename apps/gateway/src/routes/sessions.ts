@@ -29,7 +29,14 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         tags: ['sessions'],
         summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
         body: ref(CreateSessionSchema),
-        response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), 501: ref(ProblemSchema), ...errors },
+        response: {
+          201: ref(SessionSchema),
+          403: ref(ProblemSchema),
+          409: ref(ProblemSchema),
+          429: ref(ProblemSchema),
+          501: ref(ProblemSchema),
+          ...errors,
+        },
       },
     },
     async (req, reply) => {
@@ -37,6 +44,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         ttlSeconds: req.body.ttl_seconds,
         metadata: req.body.metadata,
         mode: req.body.mode,
+        template: req.body.template,
       });
       return reply
         .status(201)
