@@ -44,6 +44,8 @@ test('one-shots never lock a tenant out: they do not count as live sessions, and
   const refused = await reuse(first.session_id);
   assert.equal(refused.status, 429, 'reusing a one-shot session at the limit is refused like creating one');
   assert.equal(refused.body.code, 'max_sessions');
+  const after = Number(refused.headers.get('retry-after'));
+  assert.ok(after > s.config.sessionTtlSeconds - 60 && after <= s.config.sessionTtlSeconds, `Retry-After ${after}`);
   assert.equal((await s.api('DELETE', `/v1/sessions/${sessions[0]}`)).status, 204);
   const reused = await reuse(first.session_id);
   assert.equal(reused.status, 200, JSON.stringify(reused.body));

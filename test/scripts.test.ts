@@ -137,5 +137,6 @@ test('saved scripts: saved once per content, listed, run by name with arguments,
     const over = await a('POST', '/v1/scripts', { name: 'one-more', language: 'bash', code: 'echo more' });
     assert.equal(over.status, 429);
     assert.equal(over.body.code, 'quota_exceeded');
+    assert.equal(over.headers.get('retry-after'), '60', 'every 429 says when to retry');
   });
 });

@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { request, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import Dockerode from 'dockerode';
 import WebSocket from 'ws';
 import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT } from '@sandgate/backends/testing';
@@ -15,8 +17,30 @@ import { mcpClient, structured } from './mcp-client.ts';
 
 const ACME = 'a'.repeat(32);
 const GLOBEX = 'g'.repeat(32);
+/** A tenant with a limit of 2 requests a minute. */
+const INITECH = 'i'.repeat(32);
 
-/** A web app as an agent would write one: stdlib only; /ws is a websocket that echoes one message in capitals. */
+/** Headers a hostile service answers /origin-headers with: all but the last act on the origin they come from. */
+const ORIGIN_HEADERS: [string, string][] = [
+  ['Set-Cookie', 'flood=1; Path=/'],
+  ['Set-Cookie', 'more=2; Path=/; Max-Age=99999'],
+  ['Set-Cookie', 'wide=3; Domain=previews.test; Path=/'],
+  ['Clear-Site-Data', '"storage", "cookies"'],
+  ['Service-Worker-Allowed', '/'],
+  ['Strict-Transport-Security', 'max-age=0'],
+  ['Origin-Agent-Cluster', '?0'],
+  ['Alt-Svc', 'h2=":9999"'],
+  ['NEL', '{"report_to": "x", "max_age": 86400}'],
+  ['Report-To', '{"group": "x", "max_age": 86400, "endpoints": [{"url": "https://evil.example/r"}]}'],
+  ['Accept-CH', 'Sec-CH-UA-Model'],
+  ['WWW-Authenticate', 'Basic realm="sandgate"'],
+  ['X-Kept', 'yes'],
+];
+
+/**
+ * A web app as an agent would write one: stdlib only; /ws is a websocket that echoes one message in capitals,
+ * /origin-headers answers with ORIGIN_HEADERS.
+ */
 const APP = String.raw`
 import base64, hashlib, http.server, json, os, signal, sys
 def bye(*_):
@@ -27,6 +51,13 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/ws":
             return self.ws()
+        if self.path == "/origin-headers":
+            self.send_response(200)
+            for k, v in ${JSON.stringify(ORIGIN_HEADERS)}:
+                self.send_header(k, v)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         self.answer(b"")
     def do_POST(self):
         self.answer(self.rfile.read(int(self.headers.get("content-length", 0))))
@@ -87,10 +118,41 @@ async function echo(url: string, text: string, headers: Record<string, string> =
   }
 }
 
+/** The answer to a websocket request that does not upgrade: its status and headers. */
+async function refusedUpgrade(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders }> {
+  const ws = new WebSocket(url, { headers });
+  try {
+    return await new Promise((resolve, reject) => {
+      ws.once('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+      ws.once('open', () => reject(new Error('the websocket opened')));
+      ws.once('error', reject);
+    });
+  } finally {
+    ws.terminate();
+  }
+}
+
+/** Sends `bytes` to the server at `url` and answers everything it sends back until it closes. */
+async function rawRequest(url: string, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.end(bytes);
+  let answer = '';
+  for await (const chunk of socket) answer += String(chunk);
+  return answer;
+}
+
 test('services', async (t) => {
   const s = await startStack({
-    // An allowed host turns on the Host and Origin checks (always on in open mode).
-    env: { SANDGATE_API_KEYS: `${ACME}:acme,${GLOBEX}:globex`, SANDGATE_ALLOWED_HOSTS: 'sandgate.test' },
+    env: {
+      SANDGATE_API_KEYS: `${ACME}:acme,${GLOBEX}:globex,${INITECH}:initech`,
+      // An allowed host turns on the Host and Origin checks (always on in open mode).
+      SANDGATE_ALLOWED_HOSTS: 'sandgate.test',
+      SANDGATE_TENANT_LIMITS: JSON.stringify({ initech: { requests_per_min: 2 } }),
+    },
   });
   t.after(() => s.close());
   const as = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -130,13 +192,18 @@ test('services', async (t) => {
     assert.equal(svc.port, 8000);
     assert.equal(svc.proxy_url, `${s.url}/v1/sessions/${id}/services/web/proxy/`);
 
-    const res = await fetch(`${svc.proxy_url}hello?x=1`, { headers: as(ACME) });
+    // What a client claims of the hops before it is not passed on: the gateway trusts no proxy in front of it.
+    const claims = { 'x-forwarded-for': '203.0.113.9', forwarded: 'for=203.0.113.9', 'x-real-ip': '203.0.113.9' };
+    const res = await fetch(`${svc.proxy_url}hello?x=1`, { headers: { ...as(ACME), ...claims } });
     assert.equal(res.status, 200, await res.clone().text());
     assert.match(res.headers.get('content-security-policy') ?? '', /^sandbox /, 'pages are sandboxed');
     const seen = (await res.json()) as { path: string; method: string; headers: Record<string, string> };
     assert.equal(seen.path, '/hello?x=1');
     assert.equal(seen.headers.authorization, undefined, "the tenant's API key never reaches the service");
     assert.equal(seen.headers['x-forwarded-prefix'], `/v1/sessions/${id}/services/web/proxy`);
+    assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1', "the socket's peer, not what the client said");
+    assert.equal(seen.headers.forwarded, undefined);
+    assert.equal(seen.headers['x-real-ip'], undefined);
 
     const posted = await fetch(`${svc.proxy_url}form`, {
       method: 'POST',
@@ -152,17 +219,48 @@ test('services', async (t) => {
   });
 
   await t.test("a websocket from another site's page is refused, as any request of it would be", async () => {
-    const ws = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/sessions/${id}/services/web/proxy/ws`, {
-      headers: { ...as(ACME), origin: 'http://evil.example' },
-    });
-    const status = await new Promise<number>((resolve, reject) => {
-      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
-      ws.once('open', () => reject(new Error('the websocket opened')));
-      ws.once('error', reject);
-    });
-    ws.terminate();
-    assert.equal(status, 403);
+    const url = `${s.url.replace(/^http/, 'ws')}/v1/sessions/${id}/services/web/proxy/ws`;
+    const refused = await refusedUpgrade(url, { ...as(ACME), origin: 'http://evil.example' });
+    assert.equal(refused.status, 403);
   });
+
+  await t.test(
+    "websockets meet what requests meet: rate limits, metrics, the gateway's headers on a refusal",
+    async () => {
+      const ws = s.url.replace(/^http/, 'ws');
+      // A service that answers a websocket request without upgrading: its answer is relayed as any response is.
+      const plain = await refusedUpgrade(`${ws}/v1/sessions/${id}/services/web/proxy/origin-headers`, as(ACME));
+      assert.equal(plain.status, 200);
+      assert.equal(plain.headers['x-kept'], 'yes', 'the answer came from the service');
+      assert.match(String(plain.headers['content-security-policy']), /^sandbox /, 'sandboxed like any page');
+      const passed = ORIGIN_HEADERS.filter(([k]) => k !== 'X-Kept' && plain.headers[k.toLowerCase()] !== undefined);
+      assert.deepEqual(passed, []);
+      // Counted against the tenant's requests per minute (2 for this one), before anything else is looked at.
+      const elsewhere = `${ws}/v1/sessions/sess_000000000000/services/web/proxy/ws`;
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push(await refusedUpgrade(elsewhere, as(INITECH)));
+      assert.deepEqual(
+        statuses.map((r) => r.status),
+        [404, 404, 429],
+      );
+      assert.ok(Number(statuses[2]!.headers['retry-after']) >= 1, 'a 429 says when to retry');
+      // Any other route answers an upgrade request as a request (and closes); only GET is upgraded.
+      assert.equal((await refusedUpgrade(`${ws}/v1/sessions/${id}/services`, as(ACME))).status, 200);
+      const post = await rawRequest(
+        s.url,
+        `POST /v1/sessions/${id}/services/web/proxy/ws HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+          `Authorization: Bearer ${ACME}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 0\r\n\r\n`,
+      );
+      assert.match(post, /^HTTP\/1.1 405 /);
+      assert.match(post, /"code":"method_not_allowed"/);
+      // Upgrades are measured (and logged) as requests: the 101s of the websockets above.
+      const metrics = await s.deps.metrics.registry.getSingleMetricAsString('sandgate_http_request_duration_seconds');
+      assert.match(
+        metrics,
+        /_count\{method="GET",route="\/v1\/sessions\/:id\/services\/:name\/proxy\/\*",status_code="101"\} [1-9]/,
+      );
+    },
+  );
 
   await t.test('another tenant, or no key, gets nothing; a preview link opens it without a key', async () => {
     const proxy = `${s.url}/v1/sessions/${id}/services/web/proxy/`;
@@ -175,14 +273,78 @@ test('services', async (t) => {
     assert.equal(viaLink.status, 200);
     assert.equal(((await viaLink.json()) as { path: string }).path, '/page');
     const forged = url.replace(
-      /\.([A-Za-z0-9_-]{43})\/$/,
-      (_, sig: string) => `.${sig.slice(0, -1)}${sig.endsWith('A') ? 'B' : 'A'}/`,
+      /-([0-9a-z]{25})\/$/,
+      (_, sig: string) => `-${sig.slice(0, -1)}${sig.endsWith('a') ? 'b' : 'a'}/`,
     );
     assert.notEqual(forged, url);
     const refused = await fetch(`${forged}page`);
     assert.equal(refused.status, 403);
     assert.equal(await echo(`${url.replace(/^http/, 'ws')}ws`, 'by link'), 'echo: BY LINK');
   });
+
+  await t.test(
+    'a preview link opens the start of the service it was made for, until its links are revoked',
+    async () => {
+      const mine = await session();
+      const page = (n: number) => ({
+        name: 'page',
+        command: `echo start ${n} > index.html; exec python3 -m http.server 8002`,
+      });
+      const share = async () => {
+        const r = await s.api('POST', `/v1/sessions/${mine}/services/page/preview`, {}, as(ACME));
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        return (r.body as { url: string }).url;
+      };
+      const open = (url: string) =>
+        until('an answer from the service', async () => {
+          const res = await fetch(url);
+          return res.status !== 409 && res.status !== 502 && { status: res.status, text: await res.text() };
+        });
+      assert.equal((await start(mine, page(1))).status, 201);
+      const first = await share();
+      assert.deepEqual(await open(first), { status: 200, text: 'start 1\n' });
+      // Deleted, and a new service under the same name: the old link does not open it.
+      assert.equal((await s.api('DELETE', `/v1/sessions/${mine}/services/page`, undefined, as(ACME))).status, 204);
+      assert.equal((await start(mine, page(2))).status, 201);
+      const old = await fetch(first);
+      assert.equal(old.status, 403, 'a link of the deleted service opens nothing');
+      assert.equal(((await old.json()) as { code: string }).code, 'forbidden');
+      const second = await share();
+      assert.deepEqual(await open(second), { status: 200, text: 'start 2\n' });
+      // Revoked: every link made so far stops working; one made afterwards works.
+      const third = await share();
+      const revoke = (key: string, name = 'page') =>
+        s.api('DELETE', `/v1/sessions/${mine}/services/${name}/preview`, undefined, as(key));
+      assert.equal((await revoke(GLOBEX)).status, 404, "another tenant's session is not there");
+      assert.equal((await revoke(ACME, 'nothing')).body.code, 'service_not_found');
+      assert.equal((await revoke(ACME)).status, 204);
+      for (const url of [second, third]) assert.equal((await fetch(url)).status, 403, url);
+      assert.equal((await refusedUpgrade(`${second.replace(/^http/, 'ws')}ws`)).status, 403, 'websockets too');
+      assert.deepEqual(await open(await share()), { status: 200, text: 'start 2\n' });
+    },
+  );
+
+  await t.test(
+    "on the gateway's origin a service sets nothing that acts on the origin, and gets no cookie",
+    async () => {
+      const shared = await s.api('POST', `/v1/sessions/${id}/services/web/preview`, {}, as(ACME));
+      const proxy = `${s.url}/v1/sessions/${id}/services/web/proxy/`;
+      for (const [url, headers] of [
+        [(shared.body as { url: string }).url, {}],
+        [proxy, as(ACME)],
+      ] as const) {
+        const res = await fetch(`${url}origin-headers`, { headers });
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get('x-kept'), 'yes', 'the answer came from the service');
+        const passed = ORIGIN_HEADERS.filter(([k]) => k !== 'X-Kept' && res.headers.has(k)).map(([k]) => k);
+        assert.deepEqual(passed, [], `${url}: headers that act on the gateway's origin`);
+        assert.match(res.headers.get('content-security-policy') ?? '', /^sandbox /);
+        const echoed = await fetch(`${url}cookies`, { headers: { ...headers, cookie: 'dashboard=the-operators' } });
+        const seen = (await echoed.json()) as { headers: Record<string, string> };
+        assert.equal(seen.headers.cookie, undefined, "the gateway origin's cookies never reach the service");
+      }
+    },
+  );
 
   await t.test('logs: from an offset, and only what is new after next_offset', async () => {
     const first = await s.api('GET', `/v1/sessions/${id}/services/web/logs`, undefined, as(ACME));
@@ -245,16 +407,13 @@ test('services', async (t) => {
       'except OSError as e:',
       '    print("refused", type(e).__name__)',
     ].join('\n');
-    // A process session on Docker: the directory is the agent's (another uid) alone. On Kubernetes the token alone
-    // keeps code off, as in every stateful session.
-    assert.equal(
-      (await run(id, probe)).stdout.trim(),
-      TEST_BACKEND === 'kubernetes' ? "answer b''" : 'refused PermissionError',
-    );
-    // A stateful session, whose code runs as the agent's uid: the token keeps it off.
+    // On Docker the directory is the agent's (another uid) alone, in a stateful session too, whose interpreter is a
+    // program the agent starts as the sandbox user. On Kubernetes (one uid) the token alone keeps code off.
+    const refused = TEST_BACKEND === 'kubernetes' ? "answer b''" : 'refused PermissionError';
+    assert.equal((await run(id, probe)).stdout.trim(), refused);
     const stateful = await session('stateful');
     assert.equal((await start(stateful, { name: 'idle', command: 'sleep 600' })).status, 201);
-    assert.equal((await run(stateful, probe)).stdout.trim(), "answer b''");
+    assert.equal((await run(stateful, probe)).stdout.trim(), refused);
     assert.equal((await get(stateful, 'idle')).state, 'running', 'services run in stateful sessions too');
   });
 
@@ -336,6 +495,8 @@ test('services', async (t) => {
     const ninth = await start(other, { name: 's8', command: 'sleep 600' });
     assert.equal(ninth.status, 429);
     assert.equal(ninth.body.code, 'too_many_services');
+    assert.equal(ninth.headers.get('retry-after'), '10', 'every 429 says when to retry');
+    assert.equal(ninth.body.retry_after, 10);
     const list = await s.api('GET', `/v1/sessions/${other}/services`, undefined, as(ACME));
     assert.equal(list.body.services.length, 8);
     assert.ok(list.body.services.every((x: Service) => x.state === 'running'));
@@ -372,6 +533,9 @@ test('services', async (t) => {
       assert.match(logs.output, /"GET \/ HTTP\/1.1" 200/);
       const again = await call('service_logs', { session_id: mine, name: 'files', offset: logs.next_offset });
       assert.equal(again.output, '');
+      const revoked = await call('revoke_previews', { session_id: mine, name: 'files' });
+      assert.deepEqual(revoked, { session_id: mine, name: 'files', status: 'revoked' });
+      assert.equal((await fetch(started.preview_url as string)).status, 403, 'the link handed out is revoked');
       const stopped = await call('stop_service', { session_id: mine, name: 'files' });
       assert.equal(stopped.service.state, 'stopped');
       const unknown = await client.callTool({ name: 'stop_service', arguments: { session_id: mine, name: 'nope' } });
@@ -391,6 +555,88 @@ test('services', async (t) => {
     assert.equal(del.status, 204);
     assert.equal((await s.api('GET', `/v1/sessions/${id}/services/broken`, undefined, as(ACME))).status, 404);
   });
+});
+
+/** A GET to the gateway at `url` naming `host`, as a browser on that host sends it (fetch cannot set Host). */
+async function viaHost(
+  url: string,
+  host: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path, headers: { ...headers, host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+test('previews on an origin of their own (SANDGATE_PREVIEW_ORIGIN): a host per link, the service at its root', async (t) => {
+  const s = await startStack({
+    env: {
+      SANDGATE_API_KEYS: `${ACME}:acme`,
+      SANDGATE_ALLOWED_HOSTS: 'sandgate.test',
+      SANDGATE_PREVIEW_ORIGIN: 'http://{preview}.previews.test',
+    },
+  });
+  t.after(() => s.close());
+  const auth = { authorization: `Bearer ${ACME}` };
+  const id = (await s.api('POST', '/v1/sessions', { mode: 'process' }, auth)).body.id as string;
+  const wrote = await s.api(
+    'POST',
+    '/v1/executions?wait=60',
+    { session_id: id, language: 'python', code: `open("app.py", "w").write(${JSON.stringify(APP)})` },
+    auth,
+  );
+  assert.equal(wrote.body.result?.state, 'completed', JSON.stringify(wrote.body));
+  const started = await s.api(
+    'POST',
+    `/v1/sessions/${id}/services`,
+    { name: 'web', command: 'exec python3 -u app.py' },
+    auth,
+  );
+  assert.equal(started.status, 201, JSON.stringify(started.body));
+  await until('the service to listen', async () => {
+    const r = await s.api('GET', `/v1/sessions/${id}/services/web`, undefined, auth);
+    return r.body.port !== null;
+  });
+  const shared = await s.api('POST', `/v1/sessions/${id}/services/web/preview`, {}, auth);
+  const link = new URL((shared.body as { url: string }).url);
+  assert.match(link.href, /^http:\/\/[0-9a-z-]{1,63}\.previews\.test\/$/, 'a host of its own, its token a DNS label');
+  const host = link.host;
+  const token = host.split('.')[0]!;
+
+  // At the root of its origin, every path is the service's (the gateway's own paths too), with its own credentials.
+  const page = await viaHost(s.url, host, '/v1/sessions?x=1', { cookie: 'app=1', authorization: 'Basic dTpw' });
+  assert.equal(page.status, 200, page.body);
+  const seen = JSON.parse(page.body) as { path: string; headers: Record<string, string> };
+  assert.equal(seen.path, '/v1/sessions?x=1');
+  assert.equal(seen.headers.cookie, 'app=1', "the origin's cookies are the service's own");
+  assert.equal(seen.headers.authorization, 'Basic dTpw');
+  assert.equal(seen.headers['x-forwarded-host'], host);
+  assert.equal(seen.headers['x-forwarded-prefix'], undefined, 'served at the root');
+  // Its headers act on its own origin only: passed, but cookies kept to its host; no sandbox needed.
+  const own = await viaHost(s.url, host, '/origin-headers');
+  assert.deepEqual(own.headers['set-cookie'], ['flood=1; Path=/', 'more=2; Path=/; Max-Age=99999', 'wide=3; Path=/']);
+  assert.equal(own.headers['clear-site-data'], '"storage", "cookies"');
+  assert.equal(own.headers['content-security-policy'], undefined);
+  assert.equal(await echo(`${s.url.replace(/^http/, 'ws')}/ws`, 'own origin', { host }), 'echo: OWN ORIGIN');
+
+  // Nothing of the gateway is served on a preview host: a host that is no link is refused, key or not.
+  const other = await viaHost(s.url, 'nothing.previews.test', '/v1/sessions', auth);
+  assert.equal(other.status, 403);
+  assert.equal(JSON.parse(other.body).code, 'forbidden');
+  // On the gateway's origin a link's /preview/ path leads to its host; the API is there as ever.
+  const moved = await fetch(`${s.url}/preview/${token}/page?q=1`, { redirect: 'manual' });
+  assert.equal(moved.status, 308);
+  assert.equal(moved.headers.get('location'), `http://${host}/page?q=1`);
+  assert.equal((await s.api('GET', `/v1/sessions/${id}/services/web`, undefined, auth)).status, 200);
 });
 
 const runsc =

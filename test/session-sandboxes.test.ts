@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack } from './harness.ts';
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import Dockerode from 'dockerode';
+import { startStack, TEST_BACKEND } from './harness.ts';
+import { assertGenuine, forger } from './stateful-forger.ts';
 
 test('stateful sessions keep a live interpreter, like a notebook', async (t) => {
   const s = await startStack();
@@ -107,3 +110,133 @@ test("a session sandbox removed behind sandgate's back is recreated with the fil
 
   assert.equal((await s.api('DELETE', `/v1/sessions/${sid}`)).status, 204);
 });
+
+/** Where the cell stands: which other processes (it starts none) it can signal, trace, or look into through /proc. */
+const PROBE = String.raw`
+import ctypes, json, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+me = os.getpid()
+report = {"signal": [], "ptrace": [], "fds": [], "mem": []}
+for name in os.listdir("/proc"):
+    if not name.isdigit() or int(name) == me:
+        continue
+    pid = int(name)
+    try:
+        os.kill(pid, 0)
+        report["signal"].append(pid)
+    except OSError:
+        pass
+    if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+        report["ptrace"].append(pid)
+        libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+    try:
+        os.listdir("/proc/%d/fd" % pid)
+        report["fds"].append(pid)
+    except OSError:
+        pass
+    try:
+        open("/proc/%d/mem" % pid, "rb").close()
+        report["mem"].append(pid)
+    except OSError:
+        pass
+print(json.dumps(report))
+`;
+
+test('a stateful cell can neither forge its run result nor reach the agent', async (t) => {
+  const s = await startStack();
+  t.after(() => s.close());
+  const sid = (await s.api('POST', '/v1/sessions', { mode: 'stateful' })).body.id as string;
+  const run = async (code: string) =>
+    (await s.api('POST', '/v1/executions?wait=60', { session_id: sid, language: 'python', code })).body;
+  assert.equal((await run('x = 41')).result.state, 'completed');
+
+  await t.test('a forged exit frame never becomes the result: the run ends when the cell does', async () => {
+    const queued = await s.api('POST', '/v1/executions', { session_id: sid, language: 'python', code: forger(true) });
+    assert.equal(queued.status, 202, JSON.stringify(queued.body));
+    const id = queued.body.id as string;
+    const put = await s.api('PUT', `/v1/sessions/${sid}/files/run-id.txt`, id, { 'content-type': 'text/plain' });
+    assert.equal(put.status, 201, JSON.stringify(put.body));
+    const done = (await s.api('GET', `/v1/executions/${id}?wait=60`)).body;
+    assert.equal(assertGenuine(done.result).idKnown, true, 'the cell knew its run id: the forged exit was a real try');
+    const after = await run('x + 1');
+    assert.deepEqual([after.result.value, after.result.interpreter_restarted], ['42', false], 'the session is intact');
+    // What it wrote into its own plumbing (the interrupt pipe too) costs no later cell anything: interrupts still work.
+    const slow = (
+      await s.api('POST', '/v1/executions?wait=60', {
+        session_id: sid,
+        language: 'python',
+        code: 'import time\ntime.sleep(100)',
+        timeout_ms: 1500,
+      })
+    ).body;
+    assert.deepEqual([slow.result.state, slow.result.exit_code], ['timeout', -1]);
+    assert.match(slow.result.stderr, /KeyboardInterrupt/);
+    assert.deepEqual(
+      [(await run('x')).result.value, (await run('1')).result.interpreter_restarted],
+      ['41', false],
+      'interrupted, not killed',
+    );
+  });
+
+  await t.test('the cell cannot signal, trace or look into any process it did not start', async () => {
+    const r = await run(PROBE);
+    assert.equal(r.result.state, 'completed', r.result.stderr);
+    assert.deepEqual(JSON.parse(r.result.stdout), { signal: [], ptrace: [], fds: [], mem: [] });
+  });
+
+  if (TEST_BACKEND === 'docker') {
+    await t.test("no process but the init and the agent holds the container's stdio (the channel)", async () => {
+      // From the host (these tests run as root), which sees every process of the container and its descriptors.
+      const container = new Dockerode().getContainer((await s.sessionSandbox(sid))!);
+      const init = (await container.inspect()).State.Pid;
+      const top = await container.top({ ps_args: '-o pid' });
+      const pids = top.Processes.map((p: string[]) => Number(p[0]));
+      const fds = async (pid: number) => {
+        const names = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
+        const targets = await Promise.all(names.map((n) => readlink(`/proc/${pid}/fd/${n}`).catch(() => '')));
+        return new Set(targets.filter((x) => x !== ''));
+      };
+      const stdio = [...(await fds(init))].filter((x) => x.startsWith('pipe:'));
+      assert.ok(stdio.length > 0, 'the init holds the stdio pipes');
+      const holders: string[] = [];
+      for (const pid of pids) {
+        if (pid === init) continue;
+        const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'latin1').catch(() => '')).split('\0').join(' ');
+        const held = [...(await fds(pid))].filter((x) => stdio.includes(x));
+        if (held.length > 0) holders.push(cmdline);
+      }
+      assert.equal(holders.length, 1, holders.join('\n'));
+      assert.match(holders[0]!, /sandgate_agent\.py/);
+    });
+  }
+});
+
+const runsc =
+  TEST_BACKEND === 'docker' && 'runsc' in ((await new Dockerode().info()) as { Runtimes?: object }).Runtimes!;
+
+test(
+  'a stateful session under gVisor: its own interpreter, no forged result, interrupts and deaths as under runc',
+  { skip: runsc ? false : 'the Docker engine has no runsc runtime (docker info)' },
+  async (t) => {
+    const s = await startStack({ env: { SANDGATE_RUNTIME: 'runsc' } });
+    t.after(() => s.close());
+    const sid = (await s.api('POST', '/v1/sessions', { mode: 'stateful' })).body.id as string;
+    const run = async (code: string, extra: object = {}) =>
+      (await s.api('POST', '/v1/executions?wait=60', { session_id: sid, language: 'python', code, ...extra })).body
+        .result;
+    // Under gVisor the agent is the sandbox user too (no ambient capabilities across exec): the interpreter is its
+    // child, of the same uid.
+    const first = await run('x = 41\nimport os\nos.getuid(), os.getppid() != 1');
+    assert.deepEqual([first.state, first.value], ['completed', '(1000, True)'], first.stderr);
+    assertGenuine(await run(forger(false)), 'pipes');
+    const slow = await run('import time\ntime.sleep(100)', { timeout_ms: 1500 });
+    assert.deepEqual([slow.state, slow.exit_code], ['timeout', -1]);
+    const kept = await run('x');
+    assert.deepEqual([kept.value, kept.interpreter_restarted], ['41', false]);
+    const died = await run('import os\nos._exit(3)');
+    assert.deepEqual([died.state, died.exit_code], ['failed', 3]);
+    assert.match(died.message ?? '', /interpreter of this session died during this run/);
+    const fresh = await run('"x" in globals()');
+    assert.deepEqual([fresh.value, fresh.interpreter_restarted], ['False', true]);
+  },
+);

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -48,9 +49,14 @@ async function toolServer(): Promise<{ server: Server; url: string; seen: Seen[]
   return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen };
 }
 
-/** A remote MCP server (streamable HTTP, stateless) with two tools: `add` and `fail`. */
-async function mcpToolServer(): Promise<{ server: Server; url: string }> {
-  const server = createServer((req, res) => {
+/**
+ * A remote MCP server (streamable HTTP, with MCP sessions) with two tools: `add` and `fail`. `calls` holds the MCP
+ * session of every tools/call, so that a test can tell which connection made it.
+ */
+async function mcpToolServer(): Promise<{ server: Server; url: string; calls: { session: string; args: unknown }[] }> {
+  const calls: { session: string; args: unknown }[] = [];
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const connect = async (): Promise<StreamableHTTPServerTransport> => {
     const mcp = new McpServer({ name: 'test-tools', version: '1' }, { capabilities: { tools: {} } });
     mcp.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: [
@@ -66,17 +72,28 @@ async function mcpToolServer(): Promise<{ server: Server; url: string }> {
         { name: 'fail', description: 'always fails', inputSchema: { type: 'object' } },
       ],
     }));
-    mcp.setRequestHandler(CallToolRequestSchema, async (r) => {
+    mcp.setRequestHandler(CallToolRequestSchema, async (r, extra) => {
+      calls.push({ session: extra.sessionId ?? '', args: r.params.arguments });
       if (r.params.name === 'fail') return { isError: true, content: [{ type: 'text', text: 'it failed on purpose' }] };
       const { a, b } = r.params.arguments as { a: number; b: number };
       return { content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } };
     });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => void transport.close());
-    void mcp.connect(transport).then(() => transport.handleRequest(req, res));
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => void transports.set(id, transport),
+    });
+    transport.onclose = () => transport.sessionId && transports.delete(transport.sessionId);
+    await mcp.connect(transport);
+    return transport;
+  };
+  const server = createServer((req, res) => {
+    const id = req.headers['mcp-session-id'];
+    const known = typeof id === 'string' ? transports.get(id) : undefined;
+    if (typeof id === 'string' && known === undefined) return void res.writeHead(404).end();
+    void (known ? Promise.resolve(known) : connect()).then((t) => t.handleRequest(req, res));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp` };
+  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`, calls };
 }
 
 const registry = (url: string, mcpUrl: string) =>
@@ -99,6 +116,8 @@ const registry = (url: string, mcpUrl: string) =>
       slow: { url: `${url}/slow` },
       math: { mcp_url: mcpUrl },
     },
+    // The same MCP server for another tenant: each tenant gets a connection (an MCP session) of its own.
+    globex: { math: { mcp_url: mcpUrl } },
     '*': { 'clock.now': { url: `${url}/clock` } },
   });
 
@@ -255,6 +274,29 @@ test("tools: sandboxed code calls the tenant's tools through the worker, bounded
     );
     const fast = await s.api('POST', '/v1/tools/math.add', { a: 1, b: 2 }, { authorization: `Bearer ${KEY_A}` });
     assert.deepEqual([fast.body.ok, fast.body.result], [true, { sum: 3 }]);
+  });
+
+  await t.test('two tenants offered the same MCP server each have a session of their own with it', async () => {
+    const calls = async (key: string, a: number) => {
+      const fast = await s.api('POST', '/v1/tools/math.add', { a, b: 0 }, { authorization: `Bearer ${key}` });
+      assert.deepEqual([fast.body.ok, fast.body.result], [true, { sum: a }], JSON.stringify(fast.body));
+      const r = await run(s, key, { code: `from sandgate import tools\nprint(tools.math.add(a=${a + 1}, b=0))` });
+      assert.equal(r.result.stdout, `{'sum': ${a + 1}}\n`, r.result.stderr);
+    };
+    await calls(KEY_A, 1000);
+    await calls(KEY_B, 2000);
+    await calls(KEY_A, 3000);
+    const sessionOf = (a: number) => mcp.calls.find((c) => (c.args as { a: number }).a === a)!.session;
+    // The gateway's calls (the fast path) and the worker's (from a run), per tenant.
+    for (const [a, b] of [
+      [1000, 2000],
+      [1001, 2001],
+    ] as const) {
+      assert.ok(sessionOf(a) && sessionOf(b), JSON.stringify(mcp.calls));
+      assert.notEqual(sessionOf(a), sessionOf(b), "another tenant's calls come over a session of their own");
+    }
+    assert.equal(sessionOf(3000), sessionOf(1000), "a tenant's connection is kept between its calls");
+    assert.equal(sessionOf(3001), sessionOf(1001));
   });
 
   await t.test('javascript and typescript: the same library, awaited', async () => {

@@ -6,7 +6,9 @@ import { startStack, until } from './harness.ts';
 
 const WORKER_MAIN = fileURLToPath(new URL('../apps/worker/src/main.ts', import.meta.url));
 
-test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost and its container is removed', async (t) => {
+const LINES = Array.from({ length: 6 }, (_, i) => `line ${i}\n`).join('');
+
+test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost, with what it streamed, and its container is removed', async (t) => {
   const s = await startStack({ worker: false });
   t.after(() => s.close());
   const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], {
@@ -21,7 +23,8 @@ test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost an
     if (child.exitCode === null) child.kill('SIGKILL');
   });
 
-  const created = await s.api('POST', '/v1/executions', { language: 'python', code: 'import time\ntime.sleep(120)\n' });
+  const code = 'import time\nfor i in range(6):\n    print(f"line {i}", flush=True)\ntime.sleep(120)\n';
+  const created = await s.api('POST', '/v1/executions', { language: 'python', code });
   assert.equal(created.status, 202);
   const id = created.body.id as string;
   await until(
@@ -30,6 +33,11 @@ test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost an
     60_000,
   );
   await until('its sandbox', async () => (await s.sandboxesOf(id)) > 0, 20_000);
+  await until(
+    'its six lines to be streamed',
+    async () => (await s.api('GET', `/v1/executions/${id}/output`)).body.stdout === LINES,
+    20_000,
+  );
 
   child.kill('SIGKILL');
   await new Promise((r) => child.once('exit', r));
@@ -47,6 +55,9 @@ test('a worker killed with SIGKILL mid-run: the execution ends as worker_lost an
   );
   assert.equal(ended.state, 'error', stderr);
   assert.equal(ended.result.reason, 'worker_lost');
+  assert.equal(ended.result.stdout, LINES, 'the result carries what the run streamed before its worker stopped');
+  assert.equal(ended.result.stdout_truncated, false);
+  assert.ok(ended.result.duration_ms > 0, `duration_ms ${ended.result.duration_ms}`);
   await until('the orphaned sandbox to be removed', async () => (await s.sandboxesOf(id)) === 0, 30_000);
   const took = Date.now() - killedAt;
   assert.ok(took < 20_000, `cleaned up ${took} ms after the kill (lease 3 s, sweep every 2 s)`);

@@ -10,6 +10,7 @@ import {
   sessionPodName,
 } from '@sandgate/backends/testing';
 import { startStack, until, type Stack } from '../harness.ts';
+import { assertGenuine, forger } from '../stateful-forger.ts';
 
 /**
  * Sessions on the Kubernetes backend: a long-lived Pod per session whose agent the worker reaches over TCP at the Pod
@@ -141,6 +142,29 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
     assert.equal(r.result.value, '1');
   });
 
+  await t.test("a cell can neither forge its run's result nor reach the agent, its Pod's init", async () => {
+    assertGenuine((await run(s, { session_id: sid, code: forger(false) })).result);
+    // The agent is the Pod's PID 1, of the same uid: signals reach it but are the init's to ignore or handle (no
+    // SIGSTOP or SIGKILL from inside), and it is not dumpable and traces are refused (its seccomp filter).
+    const probe = await run(s, {
+      session_id: sid,
+      code: [
+        'import ctypes, os, signal',
+        'for sig in (signal.SIGSTOP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL):',
+        '    os.kill(1, sig)',
+        'print("ptrace", ctypes.CDLL(None).ptrace(16, 1, None, None))',
+        'try:',
+        '    os.listdir("/proc/1/fd")',
+        '    print("fds readable")',
+        'except OSError as e:',
+        '    print("fds", type(e).__name__)',
+      ].join('\n'),
+    });
+    assert.equal(probe.result.stdout, 'ptrace -1\nfds PermissionError\n', probe.result.stderr);
+    const after = await run(s, { session_id: sid, code: 'n' });
+    assert.deepEqual([after.result.value, after.result.interpreter_restarted], ['1', false], 'the agent lives on');
+  });
+
   await t.test("another Pod cannot reach a session Pod's agent", async () => {
     const ip = podOf(s, sid).status.podIP as string;
     const r = await run(s, {
@@ -214,6 +238,25 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
     assert.notEqual(pod.metadata.uid, uid);
     assert.equal(pod.spec.containers[0].resources.limits.memory, '384Mi');
   });
+
+  await t.test(
+    'an interpreter killed for memory fails its run with reason oom; the next run has a fresh one',
+    async () => {
+      const limits = { memory_mb: 384 };
+      const r = await run(s, { session_id: sid, limits, code: 'x = bytearray(1 << 30)' });
+      assert.equal(r.result.state, 'failed', JSON.stringify(r.result));
+      assert.equal(r.result.reason, 'oom');
+      const next = await run(s, {
+        session_id: sid,
+        limits,
+        code: 'import os\nprint(os.path.exists("in/data.bin"))\n"n" in globals()',
+      });
+      assert.deepEqual(
+        [next.result.stdout, next.result.value, next.result.interpreter_restarted],
+        ['True\n', 'False', true],
+      );
+    },
+  );
 
   await t.test('a deleted session takes its Pod with it', async () => {
     assert.equal((await s.api('DELETE', `/v1/sessions/${sid}`)).status, 204);

@@ -10,6 +10,7 @@ import { corsPlugin } from './plugins/cors.ts';
 import { mcpRoutes } from './mcp/mcp-routes.ts';
 import { describeRequestDefaults } from './openapi-request-defaults.ts';
 import { openApiTransform } from './openapi-transform.ts';
+import { previewHostRewrite } from './preview-links.ts';
 import { startWebhookDispatcher } from './webhooks/dispatcher.ts';
 import { clientErrorHandler, registerErrorHandling } from './plugins/errors.ts';
 import { hostCheckPlugin } from './plugins/host-check.ts';
@@ -18,7 +19,7 @@ import { limitsPlugin } from './plugins/limits.ts';
 import { dashboardRoutes } from './routes/dashboard.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
-import { fileRoutes } from './routes/files.ts';
+import { fileRoutes, VOLUME_FILES } from './routes/files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
@@ -27,7 +28,9 @@ import { scriptRoutes } from './routes/scripts.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { templateRoutes } from './routes/templates.ts';
+import { volumeRoutes } from './routes/volumes.ts';
 import { serverTimeouts } from './timeouts.ts';
+import { routeUpgrades } from './upgrades.ts';
 
 export interface AppOptions {
   /** SSE heartbeat interval (ms); default 15 000. */
@@ -43,6 +46,12 @@ const API_VERSION = '1.0.0';
 const TAGS = [
   { name: 'sessions', description: 'Working directories (/mnt/data in the sandbox) that persist across executions.' },
   { name: 'files', description: 'Upload, list, download and delete the files of a session.' },
+  {
+    name: 'volumes',
+    description:
+      "A tenant's storage that outlives sessions: made with a size, mounted by sessions under /mnt/volumes/, its " +
+      "files reached like a session's.",
+  },
   { name: 'executions', description: 'Run code, wait for it, follow its events, cancel it.' },
   { name: 'scripts', description: 'Saved scripts of a tenant, run by name with arguments.' },
   { name: 'tools', description: "Tools the operator offers a tenant's code, and one call of one with no sandbox." },
@@ -79,6 +88,8 @@ export async function buildApp(
     // Closing waits for requests in flight (server.ts bounds the wait by SANDGATE_SHUTDOWN_GRACE_S).
     forceCloseConnections: 'idle',
     clientErrorHandler,
+    // Previews on an origin of their own: every request to a preview host is the preview's.
+    ...(deps.config.previewOrigin ? { rewriteUrl: previewHostRewrite(deps.config.previewOrigin) } : {}),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -143,6 +154,8 @@ export async function buildApp(
   await app.register(operatorRoutes, { deps });
   await app.register(sessionRoutes, { prefix: '/v1/sessions', deps });
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
+  await app.register(volumeRoutes, { prefix: '/v1/volumes', deps });
+  await app.register(fileRoutes, { prefix: '/v1/volumes', deps, owner: VOLUME_FILES });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(scriptRoutes, { prefix: '/v1/scripts', deps });
   await app.register(toolRoutes, { prefix: '/v1/tools', deps });
@@ -152,6 +165,7 @@ export async function buildApp(
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });
   await app.register(dashboardRoutes, { dir: dashboardDir });
+  routeUpgrades(app);
   if (webhooks && deps.config.webhookAllow.length > 0) {
     const dispatcher = startWebhookDispatcher(deps, deps.log);
     app.addHook('onClose', () => dispatcher.close());

@@ -22,6 +22,7 @@ import {
   TemplateStore,
   buildQueueName,
   type BuildJob,
+  VolumeStore,
 } from '@sandgate/state';
 import { type Config } from '@sandgate/config';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
@@ -35,6 +36,7 @@ import { SessionFiles } from './core/session-files.ts';
 import { SystemStatsReader } from './core/system-stats.ts';
 import { TenantTools } from './core/tenant-tools.ts';
 import { TemplateControl } from './core/template-control.ts';
+import { VolumeControl } from './core/volume-control.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -56,6 +58,8 @@ export interface GatewayDeps {
   templates: TemplateStore;
   /** Template builds, for the workers (apps/worker/src/template-builds.ts). */
   builds: Queue<BuildJob>;
+  /** The tenants' volumes and the sessions that mount them. */
+  volumes: VolumeStore;
   /** Sandbox Pods' tokens for a session's files (the Kubernetes backend's stage and harvest). */
   transfers: TransferGrants;
   signer: UrlSigner;
@@ -78,6 +82,7 @@ export interface GatewayDeps {
   scriptLibrary: ScriptLibrary;
   sessionControl: SessionControl;
   sessionFiles: SessionFiles;
+  volumeControl: VolumeControl;
   tenantTools: TenantTools;
   /** Users' long-running programs in their sessions' sandboxes (POST /v1/sessions/:id/services). */
   serviceManager: ServiceManager;
@@ -156,6 +161,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     scripts: new ScriptStore(redis, k),
     templates: new TemplateStore(redis, k),
     builds,
+    volumes: new VolumeStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
     workspaces,
@@ -177,6 +183,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.executionControl = new ExecutionControl(deps);
   deps.sessionControl = new SessionControl(deps);
   deps.sessionFiles = new SessionFiles(deps);
+  deps.volumeControl = new VolumeControl(deps);
   deps.tenantTools = new TenantTools(deps);
   deps.serviceManager = new ServiceManager(deps);
   deps.templateControl = new TemplateControl(deps);

@@ -1,30 +1,9 @@
-import { request, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { request, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
-import { SandgateError } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
-import type { ServiceManager } from './core/service-manager.ts';
-
-/**
- * Pages a service serves run in an opaque origin of their own: they cannot read what the gateway's origin keeps (the
- * dashboard's API key) nor call the API with its credentials. Scripts, forms and popups still work.
- */
-const SANDBOX_CSP = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads';
-/** Headers of one hop only (RFC 9110 §7.6.1), never passed on; and the tenant's credentials. */
-const HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'authorization',
-  'host',
-]);
+import { problem } from './plugins/errors.ts';
+import { requestHeaders, responseHeaders, type Hop } from './proxy-headers.ts';
+import type { Upgrade } from './upgrades.ts';
 
 /** What a request to a service's proxy names: the session, the service, and the path the service gets. */
 export interface ProxyTarget {
@@ -32,8 +11,10 @@ export interface ProxyTarget {
   name: string;
   /** From the first '/' after the proxy prefix, with the query. */
   path: string;
-  /** The public prefix the service is served under (X-Forwarded-Prefix). */
+  /** The public prefix the service is served under (X-Forwarded-Prefix); '' at the root of its own origin. */
   prefix: string;
+  /** Reached on a preview's own origin (SANDGATE_PREVIEW_ORIGIN), not the gateway's. */
+  ownOrigin: boolean;
 }
 
 const PROXY_PATH = /^\/v1\/sessions\/(sess_[0-9a-f]{12})\/services\/([a-z][a-z0-9-]{0,31})\/proxy(\/[^]*)?$/;
@@ -68,77 +49,20 @@ export function splitProxyUrl(
   return undefined;
 }
 
-function forwardHeaders(
-  headers: IncomingHttpHeaders,
-  prefix: string,
-  port: number,
-  secure: boolean,
-): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  const named = new Set(
-    String(headers.connection ?? '')
-      .split(',')
-      .map((h) => h.trim().toLowerCase()),
-  );
-  for (const [k, v] of Object.entries(headers)) {
-    if (v !== undefined && !HOP.has(k) && !named.has(k)) out[k] = v;
-  }
-  out.host = `127.0.0.1:${port}`;
-  out['x-forwarded-host'] = headers.host ?? '';
-  out['x-forwarded-proto'] = secure ? 'https' : 'http';
-  out['x-forwarded-prefix'] = prefix;
-  return out;
+/** Where a proxied request goes: the path the service gets, and the hop (port, prefix, TLS). */
+export interface ProxyTo extends Hop {
+  path: string;
 }
 
 /** Relays one HTTP request to the service over `upstream` and its response back; never throws once hijacked. */
-export function proxyHttp(
-  raw: IncomingMessage,
-  res: import('node:http').ServerResponse,
-  upstream: Socket,
-  target: { path: string; prefix: string; port: number; secure: boolean },
-): Promise<void> {
+export function proxyHttp(raw: IncomingMessage, res: ServerResponse, upstream: Socket, to: ProxyTo): Promise<void> {
   return new Promise((resolve) => {
     const out = request(
-      {
-        method: raw.method,
-        path: target.path,
-        headers: forwardHeaders(raw.headers, target.prefix, target.port, target.secure),
-        // No agent: with one, Node would make its own connection instead of using this one.
-        createConnection: () => upstream,
-      },
-      (answer) => {
-        const headers: OutgoingHttpHeaders = {};
-        for (const [k, v] of Object.entries(answer.headers)) {
-          if (v !== undefined && !HOP.has(k) && k !== 'content-security-policy') headers[k] = v;
-        }
-        headers['content-security-policy'] = SANDBOX_CSP;
-        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, headers);
-        answer.pipe(res);
-        answer.once('end', () => resolve());
-        answer.once('error', () => {
-          res.destroy();
-          resolve();
-        });
-      },
+      // No agent: with one, Node would make its own connection instead of using this one.
+      { method: raw.method, path: to.path, headers: requestHeaders(raw, to), createConnection: () => upstream },
+      (answer) => relay(answer, res, to, resolve),
     );
-    // The connection was paused once the agent's answer to our header was read: reading resumes with the response.
-    out.once('socket', (socket) => socket.resume());
-    out.once('error', (err) => {
-      if (!res.headersSent) {
-        const problem = {
-          type: 'about:blank',
-          title: 'Bad Gateway',
-          status: 502,
-          code: 'service_unreachable',
-          detail: `the service did not answer: ${err.message}`,
-        };
-        res.writeHead(502, { 'content-type': 'application/problem+json' }).end(JSON.stringify(problem));
-      } else {
-        res.destroy();
-      }
-      upstream.destroy();
-      resolve();
-    });
+    relayFailure(out, res, upstream, resolve);
     res.once('close', () => {
       if (!res.writableFinished) out.destroy();
     });
@@ -147,49 +71,65 @@ export function proxyHttp(
 }
 
 /**
- * Websockets (and any other upgrade) to a service: the request goes to the service as it came (minus the tenant's
- * credentials), and from then on the bytes flow both ways. Authorised like the HTTP proxy: an API key of the session's
- * tenant, or a preview link.
+ * A websocket (or another upgrade) to the service over `upstream`. A 101 from the service is relayed (its headers as
+ * responseHeaders keeps them), then the bytes flow both ways; any other answer is relayed as an HTTP response is (on
+ * the gateway's origin: the sandbox CSP, nothing that acts on the origin), and the connection closes after it.
  */
-export function serveUpgrades(
-  app: FastifyInstance,
-  resolve: (url: string, headers: IncomingHttpHeaders) => Promise<ProxyTarget | undefined>,
-  services: ServiceManager,
-): void {
-  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    void (async () => {
-      const target = await resolve(req.url ?? '', req.headers);
-      if (target === undefined) {
-        refuse(socket, 404, 'not_found', 'no such service');
-        return;
-      }
-      const { socket: upstream, port } = await services.connect(target.session, target.name);
-      const headers = forwardHeaders(req.headers, target.prefix, port, false);
-      headers.connection = 'Upgrade';
-      if (req.headers.upgrade) headers.upgrade = req.headers.upgrade;
-      const lines = [`${req.method ?? 'GET'} ${target.path} HTTP/1.1`];
-      for (const [k, v] of Object.entries(headers)) {
-        for (const one of Array.isArray(v) ? v : [v]) {
-          if (one !== undefined && !/[\r\n]/.test(String(one))) lines.push(`${k}: ${String(one)}`);
-        }
-      }
-      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
-      if (head.length > 0) upstream.write(head);
-      upstream.on('error', () => socket.destroy());
-      socket.on('error', () => upstream.destroy());
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    })().catch((err: unknown) => {
-      const e = err instanceof SandgateError ? err : new SandgateError('internal', 'the upgrade failed');
-      refuse(socket, e.status, e.code, e.message);
+export function proxyUpgrade(
+  raw: IncomingMessage,
+  res: ServerResponse,
+  upgrade: Upgrade,
+  upstream: Socket,
+  to: ProxyTo,
+): Promise<void> {
+  return new Promise((resolve) => {
+    const headers = { ...requestHeaders(raw, to), connection: 'Upgrade', upgrade: raw.headers.upgrade ?? 'websocket' };
+    const out = request({ method: 'GET', path: to.path, headers, createConnection: () => upstream });
+    out.once('upgrade', (answer, tunnel: Socket, head: Buffer) => {
+      const { 'content-security-policy': _, ...mine } = responseHeaders(answer, to);
+      upgrade.tunnelled = true;
+      // Written through the response, so that the request log and metrics see its 101.
+      res.writeHead(101, { ...mine, connection: 'Upgrade', upgrade: answer.headers.upgrade ?? '' }).end();
+      const { socket } = upgrade;
+      if (head.length > 0) socket.write(head);
+      if (upgrade.head.length > 0) tunnel.write(upgrade.head);
+      tunnel.once('error', () => socket.destroy()).once('close', () => socket.destroy());
+      socket.once('error', () => tunnel.destroy()).once('close', () => tunnel.destroy());
+      tunnel.pipe(socket).pipe(tunnel);
+      resolve();
     });
+    out.once('response', (answer) => relay(answer, res, to, resolve));
+    relayFailure(out, res, upstream, resolve);
+    upgrade.socket.once('close', () => {
+      if (!upgrade.tunnelled) out.destroy();
+    });
+    out.end();
   });
 }
 
-function refuse(socket: Duplex, status: number, code: string, detail: string): void {
-  const body = JSON.stringify({ type: 'about:blank', title: code, status, code, detail });
-  socket.end(
-    `HTTP/1.1 ${status} ${code}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Connection: close\r\n\r\n${body}`,
-  );
+/** Sends a service's response on to the client. */
+function relay(answer: IncomingMessage, res: ServerResponse, to: ProxyTo, done: () => void): void {
+  res.writeHead(answer.statusCode ?? 502, answer.statusMessage, responseHeaders(answer, to));
+  answer.pipe(res);
+  answer.once('end', done);
+  answer.once('error', () => {
+    res.destroy();
+    done();
+  });
+}
+
+/** A request to the service that fails: 502 service_unreachable if nothing was sent yet, else the response ends. */
+function relayFailure(out: ClientRequest, res: ServerResponse, upstream: Socket, done: () => void): void {
+  // The connection was paused once the agent's answer to our header was read: reading resumes with the response.
+  out.once('socket', (socket) => socket.resume());
+  out.once('error', (err) => {
+    if (!res.headersSent) {
+      const body = problem('service_unreachable', `the service did not answer: ${err.message}`);
+      res.writeHead(502, { 'content-type': 'application/problem+json' }).end(JSON.stringify(body));
+    } else {
+      res.destroy();
+    }
+    upstream.destroy();
+    done();
+  });
 }

@@ -4,6 +4,7 @@ import type { ExecutionBackend } from '@sandgate/backends';
 import {
   WORKER_ALIVE_MS,
   platformResult,
+  streamedParts,
   type ExecutionStore,
   type LuaRedis,
   type SessionStore,
@@ -102,11 +103,14 @@ export class Housekeeping {
       }
       const rec = await executions.get(lost);
       if (!rec) continue;
-      const ended = await executions.finalize(
-        rec,
-        platformResult('error', 'worker_lost', 'the worker running this execution stopped'),
-        ['running'],
-      );
+      // The result carries what the run streamed before its worker stopped: its clients saw that output.
+      const streamed = await streamedParts(this.o.redis, executions.eventsKey(lost), config.maxOutputBytes);
+      const result = {
+        ...platformResult('error', 'worker_lost', 'the worker running this execution stopped'),
+        ...streamed,
+        duration_ms: rec.started_at === null ? 0 : Date.now() - rec.started_at,
+      };
+      const ended = await executions.finalize(rec, result, ['running']);
       if (ended) {
         const ids = { execution_id: lost, session_id: rec.session_id, tenant: rec.tenant };
         wlog.warn(ids, 'execution ended: its worker was lost');

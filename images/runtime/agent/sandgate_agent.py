@@ -13,7 +13,9 @@ A ping is answered at once, even during a run, with {"t":"pong","id"}: Docker st
 attach's output a moment after it has answered the attach, so a client pings until a pong comes back
 before it sends anything whose answer it must not miss.
 
-  python3 -u sandgate_agent.py [--prewarm=never|fresh|always]   (pre-started python for process mode)
+  python3 -u sandgate_agent.py [--prewarm=never|fresh|always|interpreter]
+                                                                 (pre-started python for process mode; or the
+                                                                 stateful interpreter, started at once)
                                 [--listen=PORT]                  (Kubernetes session Pods, see below)
                                 [--services-port=PORT]           (Kubernetes session Pods: sandgate_services.py)
 
@@ -24,7 +26,8 @@ connection; a newer authenticated connection takes the place of the older one. S
 the worker also moves the session's files over the channel (sandgate_files.py).
 
 Anything a program prints lands on fd 1/2 of that program, which are pipes this agent reads and frames:
-nothing it writes, even with os.write(1, ...) from C, can forge or corrupt a frame.
+nothing it writes, even with os.write(1, ...) from C, can forge or corrupt a frame. A stateful run's code runs in
+the session's interpreter, a process of its own that this agent drives (sandgate_stateful.py), never in the agent.
 """
 import ctypes
 import json
@@ -37,7 +40,7 @@ import socket
 import sys
 import threading
 
-from sandgate_io import Protocol, Pump, oom_kills, write_all
+from sandgate_io import Protocol, oom_kills, write_all
 import sandgate_egress
 import sandgate_files
 from sandgate_tools import ToolBridge
@@ -61,7 +64,7 @@ def harden():
         pass
     # Harmless no-op handlers rather than SIG_IGN: handlers reset to default across exec, so programs
     # we start still die of these signals, while a stray one sent to the agent does not end it.
-    for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"):
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"):
         signal.signal(getattr(signal, name), lambda *_: None)
 
 
@@ -134,18 +137,20 @@ class Agent:
         self.puts = sandgate_files.Puts()
         # The current run's tool channel, when its tenant has tools (sandgate_tools.py).
         self.tools = None
-        # fd 0 becomes /dev/null and fd 1/2 pipes that the pump frames: code run in this process (stateful
-        # mode, C extensions included) can neither read control messages nor write to the protocol.
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        # fd 0, 1 and 2 become /dev/null: nothing the agent itself prints (a library's warning, a crash of a thread)
+        # can reach the protocol, and no program it starts has the protocol as a standard stream.
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
         os.close(null)
-        self.pump = Pump(self.proto)
-        self.pump.attach_std_fds()
         # Set by an interrupt, cleared when the next run is queued: one that arrives before its run has
         # started its program still stops it.
         self.interrupted = threading.Event()
-        self.process = ProcessRunner(self.proto, self.base_env, self.interrupted, prewarm)
-        self.stateful = sandgate_stateful.Interpreter(self.pump, self.interrupted)
+        # A stateful session's interpreter is started with the agent, so its start-up overlaps the worker's.
+        self.start_interpreter = prewarm == "interpreter"
+        self.process = ProcessRunner(self.proto, self.base_env, self.interrupted,
+                                     "never" if self.start_interpreter else prewarm)
+        self.stateful = sandgate_stateful.Interpreter(self.proto, self.base_env, self.interrupted)
         self.requests = queue.Queue()
 
     def read_control(self):
@@ -226,6 +231,8 @@ class Agent:
             threading.Thread(target=self.accept_loop, daemon=True).start()
         else:
             threading.Thread(target=self.read_control, daemon=True).start()
+        if self.start_interpreter:
+            self.stateful.start()
         self.proto.send({"t": "ready"})
         self.process.warm_up()
         while True:
@@ -274,14 +281,14 @@ class Agent:
 
     def end_leftovers(self):
         """Nothing a run started outlives it: daemons (setsid, double forks) would otherwise live on in a session
-        sandbox for as long as the session, outside every run's limits. A stateful session's interpreter is this
-        agent itself, so its state stays; a pre-started interpreter is started afresh after the run."""
+        sandbox for as long as the session, outside every run's limits. A stateful session's interpreter stays, with
+        its state (what its cells started does not); a pre-started python is started afresh after the run."""
         self.process.forget_zygote()
         try:
-            sandgate_reset.kill_all_others(spare_sessions=self.services.sids())
+            sandgate_reset.kill_all_others(spare_sessions=self.services.sids(), spare_pids=self.stateful.pids())
         except sandgate_reset.ResetError as e:
             self.proto.send({"t": "err", "d": "sandgate agent: %s\n" % e})
-        reap(self.services.pids())
+        reap(tuple(self.services.pids()) + self.stateful.pids())
 
     def run(self, msg):
         cap = msg.get("cap") if isinstance(msg.get("cap"), int) else 100_000

@@ -134,37 +134,30 @@ def drain_pipes(proto, caps, wake_r):
 
 
 class Pump:
-    """The agent's own fd 1 and 2, as pipes framed by a thread: what code run inside the agent prints
-    (stateful mode) is framed while a run is active and dropped between runs."""
+    """Pipes read by a thread of their own and framed while a run is active (between begin and end), dropped
+    otherwise: a stateful session's interpreter's output (sandgate_stateful.py), which its threads may write to at
+    any time."""
 
     def __init__(self, proto):
         self.proto = proto
         self.lock = threading.Lock()
         self.caps = None
-        self.writers = {}
         self.readers = []
 
-    def attach_std_fds(self):
-        for target, kind in ((1, "out"), (2, "err")):
-            r, w = os.pipe()
+    def follow(self, readers):
+        """Reads the pipes [(fd, "out" | "err")] from now on."""
+        for r, _ in readers:
             os.set_blocking(r, False)
-            os.dup2(w, target)
-            self.writers[target] = w
-            self.readers.append((r, kind))
+        self.readers = list(readers)
         threading.Thread(target=self._loop, daemon=True).start()
-
-    def restore_std_fds(self):
-        """Points fd 1/2 back at the pipes, should earlier code have closed or redirected them."""
-        for target, w in self.writers.items():
-            os.dup2(w, target)
 
     def begin(self, cap):
         with self.lock:
             self.caps = {r: StreamCap(kind, cap) for r, kind in self.readers}
 
     def end(self):
-        """Frames everything written so far, then stops framing: called after the code has returned and
-        its streams were flushed, so every byte of the run goes out before its exit frame."""
+        """Frames everything written so far, then stops framing: called once the code's streams are flushed, so every
+        byte of the run goes out before its exit frame."""
         with self.lock:
             for r, _ in self.readers:
                 drain_available(self.proto, r, self._cap(r))
@@ -177,7 +170,9 @@ class Pump:
         sel = selectors.DefaultSelector()
         for r, _ in self.readers:
             sel.register(r, selectors.EVENT_READ)
-        while True:
+        while sel.get_map():
             for key, _ in sel.select():
                 with self.lock:
-                    read_into(self.proto, key.fd, self._cap(key.fd))
+                    if not read_into(self.proto, key.fd, self._cap(key.fd)):
+                        sel.unregister(key.fd)
+        sel.close()

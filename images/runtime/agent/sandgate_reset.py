@@ -59,10 +59,11 @@ def clean():
     remove_sysv_ipc()
 
 
-def kill_all_others(spare_sessions=frozenset()):
-    """Every process but init and the caller; with `spare_sessions`, every one outside those sessions (SIDs)."""
-    if spare_sessions:
-        return kill_all_but(spare_sessions)
+def kill_all_others(spare_sessions=frozenset(), spare_pids=()):
+    """Every process but init and the caller; with `spare_sessions` (SIDs) or `spare_pids`, every one outside those
+    sessions but those processes (a stateful session's interpreter: what it starts is not spared)."""
+    if spare_sessions or spare_pids:
+        return kill_all_but(spare_sessions, spare_pids)
     deadline = time.monotonic() + KILL_DEADLINE_S
     while True:
         try:
@@ -79,12 +80,13 @@ def kill_all_others(spare_sessions=frozenset()):
         time.sleep(0.002)
 
 
-def kill_all_but(sessions):
-    """Kills, one by one, each process outside `sessions`; each is stopped first, so none forks while its turn comes.
-    No process can enter a session it did not start (setsid makes a new one), so none can hide in a spared one."""
+def kill_all_but(sessions, pids=()):
+    """Kills, one by one, each process outside `sessions` but `pids`; each is stopped first, so none forks while its
+    turn comes. No process can enter a session it did not start (setsid makes a new one), so none can hide in a spared
+    one; a spared process's children are not spared."""
     deadline = time.monotonic() + KILL_DEADLINE_S
     while True:
-        left = [pid for pid in living_others() if session_of(pid) not in sessions]
+        left = [pid for pid in living_others() if pid not in pids and session_of(pid) not in sessions]
         if not left:
             return
         for sig in (signal.SIGSTOP, signal.SIGKILL):

@@ -1,157 +1,239 @@
-"""The stateful interpreter of the sandgate agent: one globals dict for the life of the sandbox, like a
-notebook kernel. Code runs on the agent's main thread, so an interrupt (SIGINT sent to that thread by the
-control thread) raises KeyboardInterrupt in it and the interpreter keeps its state."""
-import ast
-import io
-import linecache
+"""The agent's side of a stateful session: it starts the session's interpreter (sandgate_interpreter.py) as a process
+of its own, as the sandbox user, and drives it.
+
+The interpreter runs the user's code, so it is as hostile as that code: it holds no descriptor of the agent's channel
+to the worker (close_fds, and the agent's own descriptors are not inheritable), cannot read the agent's memory or
+descriptors through /proc (the agent is not dumpable, and where the sandbox lets it, another uid), nor trace it
+(sandgate_seccomp.py). What it tells the agent is data: a line of at most a bounded size, valid JSON, of the command's
+seq, an exit status in 0..255 and a value of at most the cap, else it is dropped. When the run started and ended, its
+output within the caps, an OOM kill, the interpreter's death: the agent sees those itself. What a cell can still do is
+lie about its own value and status (which it chooses anyway), or answer for its cell before the cell has ended, which
+gives it nothing a thread it starts would not: the next command waits in the channel until the interpreter reads it.
+
+The interpreter's life is the session sandbox's: when it dies (os._exit, an OOM kill, a crash) the agent frames what
+it printed and exits with its status, so the host sees the sandbox end as it did when the interpreter was the agent,
+reports the death, and replaces the sandbox for the next run.
+"""
+import json
 import os
+import selectors
 import signal
-import sys
+import socket
+import struct
+import subprocess
 import threading
-import traceback
 
-import sandgate_plots
+from sandgate_io import WORKDIR, Pump
+import sandgate_process
 
-# Cells keep their source in linecache, so tracebacks show the offending lines; the oldest are forgotten.
-KEPT_CELLS = 200
-AGENT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+INTERPRETER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandgate_interpreter.py")
+STOP = struct.Struct("!Q")
+RECV_BYTES = 1 << 16
+# An answer is a few fields and the value, whose characters JSON may write as up to 12 bytes each (a surrogate pair).
+ANSWER_OVERHEAD = 4096
 
 
 class Interpreter:
-    def __init__(self, pump, interrupted):
-        self.pump = pump
+    def __init__(self, proto, base_env, interrupted):
+        self.proto = proto
+        self.base_env = base_env
         self.interrupted = interrupted
-        self.globals = {"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None}
-        self.env_keys = {}
+        self.lock = threading.Lock()
+        self.proc = None
+        self.seq = 0
+        self.running = False
+        self.dead = False
         self.fresh = True
-        self.cells = 0
-        self.in_user_code = False
-        self.main_ident = threading.main_thread().ident
-        # Like `python3 -c`: the working directory first on sys.path, so modules in /mnt/data import.
-        sys.path[0] = ""
-        signal.signal(signal.SIGINT, self._on_sigint)
-        sandgate_plots.install()
-        self._frame_output_on_exit()
 
-    def _frame_output_on_exit(self):
-        # os._exit in a cell ends the agent at once, before the pump has read what the cell printed: that is
-        # framed first, as a dying program's pipes would still be read. (Not in forked children: their copy of
-        # the pump is not theirs to drain.)
-        real_exit, agent_pid = os._exit, os.getpid()
+    def start(self):
+        """Starts the interpreter. Its first run reports `restarted`: a fresh interpreter, no variables."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        stop_r, stop_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        # A socket pair rather than a pipe: where the sandbox user may reopen the agent's descriptors through /proc
+        # (gVisor, whose /proc ignores that the agent is not dumpable), a socket cannot be reopened.
+        dead_r, dead_w = socket.socketpair()
+        # It starts with SIGINT ignored (kept across exec) until it has its own handler: an interrupt that comes while
+        # it starts up waits in the stop pipe for the cell, instead of ending the interpreter.
+        agent_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self.proc = subprocess.Popen(
+                sandgate_process.AS_USER + ["python3", "-u", INTERPRETER, str(theirs.fileno()), str(stop_r)],
+                cwd=WORKDIR, env=self.base_env, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
+                process_group=0, close_fds=True, pass_fds=(theirs.fileno(), stop_r))
+        except BaseException:
+            for fd in (stop_w, out_r, err_r):
+                os.close(fd)
+            for s in (ours, dead_r, dead_w):
+                s.close()
+            raise
+        finally:
+            signal.signal(signal.SIGINT, agent_handler)
+            theirs.close()
+            for fd in (stop_r, out_w, err_w):
+                os.close(fd)
+        self.channel = ours
+        self.stop_w = stop_w
+        os.set_blocking(stop_w, False)
+        self.dead_r, self.dead_w = dead_r, dead_w
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(ours, selectors.EVENT_READ)
+        self.selector.register(dead_r, selectors.EVENT_READ)
+        self.pump = Pump(self.proto)
+        self.pump.follow([(out_r, "out"), (err_r, "err")])
+        self.fresh = True
+        threading.Thread(target=self._watch, daemon=True).start()
 
-        def _exit(status):
-            if os.getpid() == agent_pid and self.in_user_code:
-                flush()
-                self.pump.end()
-            real_exit(status)
+    def pids(self):
+        """The interpreter's process, which outlives every run (and no other process: what a cell starts does not)."""
+        return () if self.proc is None else (self.proc.pid,)
 
-        os._exit = _exit
+    def _watch(self):
+        self.proc.wait()
+        with self.lock:
+            self.dead = True
+            if not self.running:
+                # Between runs: the agent ends with its interpreter at once, as the sandbox did when they were one.
+                os._exit(self.status())
+        self.dead_w.close()  # the run in progress sees it, frames what is left of the output, and ends the agent
 
-    def _on_sigint(self, signum, frame):
-        # Runs on the main thread between bytecodes; only user code is interrupted, never the agent.
-        if self.in_user_code:
-            raise KeyboardInterrupt
+    def status(self):
+        code = self.proc.returncode
+        return 128 - code if code < 0 else code & 0xFF
 
     def interrupt(self):
-        if self.in_user_code:
-            # A real signal to the main thread, so a blocking call (time.sleep, a read) is cut short too.
-            signal.pthread_kill(self.main_ident, signal.SIGINT)
+        with self.lock:
+            if not self.running:
+                return
+            try:
+                os.write(self.stop_w, STOP.pack(self.seq))
+                os.kill(self.proc.pid, signal.SIGINT)
+            except OSError:
+                pass  # gone already, or its interrupts unread by the thousand: the host's grace period ends it
 
     def run(self, msg, cap):
-        self._apply_env(msg.get("env") or {})
-        sys.stdin = io.StringIO(msg.get("stdin") or "")
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        self.pump.restore_std_fds()
+        if self.proc is None:
+            self.start()
+        with self.lock:
+            self.seq += 1
+            seq = self.seq
+            self.running = True
+        tools = msg.get("tools_fd") if isinstance(msg.get("tools_fd"), int) else None
+        command = {"op": "run", "seq": seq, "code": msg.get("code", ""), "env": msg.get("env") or {},
+                   "stdin": msg.get("stdin"), "cap": cap, "tools": tools is not None}
+        self._discard_unread()
         self.pump.begin(cap)
-        restarted, self.fresh = self.fresh, False
         try:
-            code, value = self._execute(msg.get("code", ""))
-        finally:
-            flush()
-            self.pump.end()
-        frame = {"code": code, "restarted": restarted}
-        if value is not None:
-            frame["value"] = value if len(value) <= cap else value[:cap] + "..."
+            sent = self._send(command, tools)
+            if sent and self.interrupted.is_set():
+                self.interrupt()
+            answer = self._answer(seq, cap) if sent else None
+        except BaseException:
+            with self.lock:
+                self.running = False
+            raise
+        with self.lock:
+            alive = answer is not None and not self.dead
+            if alive:
+                self.running = False
+        if not alive:
+            self._die()  # still "running": the watcher leaves the end to it
+        self.pump.end()
+        restarted, self.fresh = self.fresh, False
+        frame = {"code": answer["code"], "restarted": restarted}
+        if "value" in answer:
+            frame["value"] = answer["value"]
         return frame
 
-    def _remember(self, source):
-        self.cells += 1
-        linecache.cache.pop("<cell-%d>" % (self.cells - KEPT_CELLS), None)
-        filename = "<cell-%d>" % self.cells
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        return filename
+    def _send(self, command, fd):
+        data = (json.dumps(command, separators=(",", ":")) + "\n").encode("ascii")
+        try:
+            n = socket.send_fds(self.channel, [data], [fd]) if fd is not None else 0
+            self.channel.sendall(data[n:])
+            return True
+        except OSError:
+            return False
 
-    def _execute(self, source):
-        filename = self._remember(source)
-        try:
-            tree = ast.parse(source, filename, "exec")
-        except (SyntaxError, ValueError) as e:
-            print_exception(e, skip=0)
-            return 1, None
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        try:
+    def _discard_unread(self):
+        """What the interpreter wrote between runs is no answer to the next one."""
+        while True:
             try:
-                self.in_user_code = True
-                if self.interrupted.is_set():
-                    raise KeyboardInterrupt
-                exec(compile(tree, filename, "exec"), self.globals)
-                result = None if last is None else eval(compile(last, filename, "eval"), self.globals)
-            finally:
-                self.in_user_code = False
-            sandgate_plots.patch_loaded()
-            return 0, None if result is None else safe_repr(result)
-        except SystemExit as e:
-            return exit_status(e), None
-        except BaseException as e:  # the user's exception, KeyboardInterrupt included
-            sandgate_plots.patch_loaded()
-            print_exception(e, skip=1)
-            return 1, None
+                if not self.channel.recv(RECV_BYTES, socket.MSG_DONTWAIT):
+                    return
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
 
-    def _apply_env(self, env):
-        # The previous run's variables go unless the code changed them; the new run's are set. Variables the
-        # code set itself stay, as they would in a notebook.
-        for key, value in self.env_keys.items():
-            if os.environ.get(key) == value:
-                del os.environ[key]
-        os.environ.update(env)
-        self.env_keys = dict(env)
+    def _answer(self, seq, cap):
+        """The interpreter's answer to `seq`, checked; None if it died (or can no longer answer) first."""
+        limit = 12 * (cap + 3) + ANSWER_OVERHEAD
+        pending = bytearray()
+        skipping = False
+        while True:
+            for key, _ in self.selector.select():
+                if key.fileobj is self.dead_r:
+                    return None
+                try:
+                    data = self.channel.recv(RECV_BYTES)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    return None  # it closed its end of the channel: it cannot be driven any more
+                start = 0
+                for nl in iter_newlines(data):
+                    if not skipping:
+                        pending += data[start:nl]
+                        if pending and len(pending) <= limit:
+                            answer = parse_answer(bytes(pending), seq, cap)
+                            if answer is not None:
+                                return answer
+                    pending.clear()
+                    skipping = False
+                    start = nl + 1
+                if not skipping:
+                    pending += data[start:]
+                    if len(pending) > limit:
+                        pending.clear()
+                        skipping = True
+
+    def _die(self):
+        """The interpreter is gone, or can no longer be driven: the agent frames what it printed and ends with it."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.proc.wait()
+        self.pump.end()
+        os._exit(self.status())
 
 
-def safe_repr(value):
+def iter_newlines(data):
+    i = data.find(b"\n")
+    while i >= 0:
+        yield i
+        i = data.find(b"\n", i + 1)
+
+
+def parse_answer(line, seq, cap):
+    """The interpreter's answer to `seq` as {"code", "value"?}, or None for anything else."""
     try:
-        return repr(value)
-    except BaseException as e:
-        return "<repr failed: %s: %s>" % (type(e).__name__, e)
-
-
-def exit_status(e):
-    if e.code is None:
-        return 0
-    if isinstance(e.code, int):
-        return e.code & 0xFF
-    print(e.code, file=sys.stderr)
-    return 1
-
-
-def print_exception(e, skip):
-    """A normal traceback, minus the agent's own frames (the exec call, the SIGINT handler)."""
-    tb = e.__traceback__
-    for _ in range(skip):
-        if tb is not None:
-            tb = tb.tb_next
-    try:
-        te = traceback.TracebackException(type(e), e, tb)
-        te.stack = traceback.StackSummary.from_list([f for f in te.stack if not f.filename.startswith(AGENT_DIR)])
-        sys.stderr.write("".join(te.format()))
-    except BaseException:
-        sys.stderr.write("%s: %s\n" % (type(e).__name__, e))
-
-
-def flush():
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
+        answer = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or answer.get("t") != "done" or type(answer.get("seq")) is not int:
+        return None
+    if answer["seq"] != seq:
+        return None
+    code, value = answer.get("code"), answer.get("value")
+    if type(code) is not int or not 0 <= code <= 255:
+        return None
+    if value is None:
+        return {"code": code}
+    if not isinstance(value, str):
+        return None
+    return {"code": code, "value": value if len(value) <= cap + 3 else value[:cap] + "..."}

@@ -119,3 +119,51 @@ test('SANDGATE_EGRESS: allow-lists per tenant, checked, on either backend', () =
   });
   assert.deepEqual(egressEntries(k8s.egress, 'acme'), ['pypi.org']);
 });
+
+test('SANDGATE_PREVIEW_ORIGIN: previews on hosts of their own, one label under a domain', () => {
+  assert.equal(loadConfig({}).previewOrigin, null);
+  assert.deepEqual(loadConfig({ SANDGATE_PREVIEW_ORIGIN: 'https://{preview}.Previews.Example.com' }).previewOrigin, {
+    scheme: 'https',
+    base: 'previews.example.com',
+    port: '',
+  });
+  assert.deepEqual(loadConfig({ SANDGATE_PREVIEW_ORIGIN: 'http://{preview}.localhost:8080/' }).previewOrigin, {
+    scheme: 'http',
+    base: 'localhost',
+    port: '8080',
+  });
+  const problems = (env: Record<string, string>): string[] => {
+    try {
+      loadConfig(env);
+    } catch (e) {
+      assert.ok(e instanceof ConfigError);
+      return e.problems;
+    }
+    return [];
+  };
+  for (const bad of [
+    'https://previews.example.com',
+    'https://{preview}previews.example.com',
+    'ftp://{preview}.example.com',
+    'https://{preview}.127.0.0.1',
+    'https://{preview}.example.com:99999',
+    'https://{preview}.example.com/path',
+    'https://{preview}.-bad-.com',
+  ]) {
+    const listed = problems({ SANDGATE_PREVIEW_ORIGIN: bad, SANDGATE_PORT: 'x' });
+    assert.equal(listed.length, 2, `${bad}: ${listed.join('; ')}`);
+    // One error lists it beside every other bad variable.
+    assert.deepEqual(listed.map((p) => p.split(':')[0]).sort(), ['SANDGATE_PORT', 'SANDGATE_PREVIEW_ORIGIN']);
+  }
+  // A host the gateway answers as itself must not look like a preview's: requests to it would never reach the API.
+  const origin = { SANDGATE_PREVIEW_ORIGIN: 'https://{preview}.previews.example.com' };
+  assert.deepEqual(
+    problems({ ...origin, SANDGATE_PUBLIC_URL: 'https://gw.previews.example.com', SANDGATE_ALLOWED_HOSTS: 'a.b.com' }),
+    [
+      'SANDGATE_PREVIEW_ORIGIN: gw.previews.example.com (SANDGATE_PUBLIC_URL) would be taken for a preview; use another domain',
+    ],
+  );
+  assert.match(problems({ ...origin, SANDGATE_ALLOWED_HOSTS: 'x.previews.example.com:8443' }).join(), /ALLOWED_HOSTS/);
+  assert.deepEqual(problems({ ...origin, SANDGATE_PUBLIC_URL: 'https://previews.example.com' }), []);
+  assert.deepEqual(problems({ ...origin, SANDGATE_PUBLIC_URL: 'https://sandgate.example.com' }), []);
+});

@@ -8,6 +8,40 @@ import { readTemplatesFile, TenantTemplatesSchema } from './templates.ts';
 import type { TemplateRecipe } from '@sandgate/contracts';
 
 /**
+ * SANDGATE_PREVIEW_ORIGIN, parsed: `<scheme>://{preview}.<base>[:<port>]`. Each preview link is the origin
+ * `<scheme>://<token>.<base>[:<port>]`, its token a DNS label (apps/gateway/src/preview-links.ts).
+ */
+export const PreviewOriginSchema = Type.Object({
+  scheme: Type.Union([Type.Literal('http'), Type.Literal('https')]),
+  /** The domain every preview host is one label under, lower-case. */
+  base: Type.String({ minLength: 1 }),
+  /** The port of the links, '' for the scheme's default. Hosts are matched by name whatever the port. */
+  port: Type.String({ pattern: '^(\\d{1,5})?$' }),
+});
+export type PreviewOrigin = Static<typeof PreviewOriginSchema>;
+
+const DOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** SANDGATE_PREVIEW_ORIGIN → its parts; a string says what is wrong with it. */
+export const parsePreviewOrigin = (raw: string): PreviewOrigin | null | string => {
+  if (raw.trim() === '') return null;
+  const m = /^(https?):\/\/\{preview\}\.([^/:]+)(?::(\d{1,5}))?\/?$/i.exec(raw.trim());
+  if (!m) return `"${raw}" is not <scheme>://{preview}.<domain>[:<port>], e.g. https://{preview}.previews.example.com`;
+  const base = m[2]!.toLowerCase();
+  if (!DOMAIN.test(base) || /^[\d.]+$/.test(base)) return `"${base}" is not a domain name preview hosts can be under`;
+  if (m[3] !== undefined && (Number(m[3]) < 1 || Number(m[3]) > 65535)) return `port ${m[3]} is out of range`;
+  return { scheme: m[1]!.toLowerCase() as 'http' | 'https', base, port: m[3] ?? '' };
+};
+
+/** The preview token a host name (with or without a port) carries: its one label under the base; else undefined. */
+export const previewLabelOf = (origin: PreviewOrigin, host: string | undefined): string | undefined => {
+  const name = (host ?? '').toLowerCase().replace(/:\d+$/, '');
+  const suffix = `.${origin.base}`;
+  const label = name.endsWith(suffix) ? name.slice(0, -suffix.length) : '';
+  return label !== '' && !label.includes('.') ? label : undefined;
+};
+
+/**
  * The one schema of sandgate's configuration, read once from the environment at start-up.
  * Every process (gateway, worker, standalone) reads the same variables; each uses what it needs.
  */
@@ -35,6 +69,8 @@ export const ConfigSchema = Type.Object({
   k8sAgentPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
   /** Kubernetes: the port session Pods' agents serve services on (the chart's NetworkPolicy admits gateways to it). */
   k8sServicesPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
+  /** Kubernetes: the port a session Pod's volumes container serves its volumes' files on (for the worker only). */
+  k8sVolumesPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
   /** Kubernetes: a kubeconfig file; null: the in-cluster service account, or $KUBECONFIG. */
   k8sKubeconfig: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
   image: Type.String({ minLength: 1 }),
@@ -51,6 +87,10 @@ export const ConfigSchema = Type.Object({
   maxArtifactReadBytes: Type.Integer({ minimum: 1 }),
   maxOutputBytes: Type.Integer({ minimum: 1024 }),
   maxCodeBytes: Type.Integer({ minimum: 1 }),
+  /** Volumes per tenant (POST /v1/volumes). */
+  maxVolumes: Type.Integer({ minimum: 0 }),
+  /** The largest size a volume may be made with. */
+  maxVolumeBytes: Type.Integer({ minimum: 1 << 20 }),
   /** Saved scripts per tenant (POST /v1/scripts). */
   maxScripts: Type.Integer({ minimum: 0 }),
   dataDir: Type.String({ pattern: '^/' }),
@@ -123,6 +163,8 @@ export const ConfigSchema = Type.Object({
   maxTemplates: Type.Integer({ minimum: 0, maximum: 10_000 }),
   /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
   corsOrigins: Type.Array(Type.String({ pattern: '^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:\\d{1,5})?$' })),
+  /** Where previews are served from an origin of their own (SANDGATE_PREVIEW_ORIGIN); null: under /preview/. */
+  previewOrigin: Type.Union([PreviewOriginSchema, Type.Null()]),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -195,7 +237,7 @@ const list: Parse = (raw) =>
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean);
 /** Parsers whose string answer is a problem, not a value. */
-const STRUCTURED = new Set<Parse>([parseApiKeys, parseOperatorKeys, parseJsonObject]);
+const STRUCTURED = new Set<Parse>([parseApiKeys, parseOperatorKeys, parseJsonObject, parsePreviewOrigin]);
 
 /** variable → [config field, parser, default]. */
 const VARS: Record<string, [keyof Config, Parse, string | null]> = {
@@ -213,6 +255,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_K8S_TRANSFER_TIMEOUT_S: ['k8sTransferTimeoutS', int, '60'],
   SANDGATE_K8S_AGENT_PORT: ['k8sAgentPort', int, '8700'],
   SANDGATE_K8S_SERVICES_PORT: ['k8sServicesPort', int, '8701'],
+  SANDGATE_K8S_VOLUMES_PORT: ['k8sVolumesPort', int, '8702'],
   SANDGATE_IMAGE: ['image', str, 'sandgate/runtime:1'],
   SANDGATE_RUNTIME: ['runtime', str, 'runc'],
   SANDGATE_MEMORY_LIMIT: ['memoryMb', (r) => Math.floor(parseBytes(r) / (1 << 20)), '512m'],
@@ -227,6 +270,8 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MAX_OUTPUT_BYTES: ['maxOutputBytes', parseBytes, '100KB'],
   SANDGATE_MAX_CODE_BYTES: ['maxCodeBytes', parseBytes, '100KB'],
   SANDGATE_MAX_SCRIPTS: ['maxScripts', int, '100'],
+  SANDGATE_MAX_VOLUMES: ['maxVolumes', int, '10'],
+  SANDGATE_MAX_VOLUME_BYTES: ['maxVolumeBytes', parseBytes, '10GiB'],
   SANDGATE_DATA_DIR: ['dataDir', str, '/var/lib/sandgate'],
   SANDGATE_HOST: ['host', str, '127.0.0.1'],
   SANDGATE_PORT: ['port', int, '8080'],
@@ -279,6 +324,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_TEMPLATE_LOG_BYTES: ['templateLogBytes', parseBytes, '1MiB'],
   SANDGATE_TEMPLATE_MAX_FILE_BYTES: ['templateMaxFileBytes', parseBytes, '8MiB'],
   SANDGATE_MAX_TEMPLATES: ['maxTemplates', int, '100'],
+  SANDGATE_PREVIEW_ORIGIN: ['previewOrigin', parsePreviewOrigin, ''],
 };
 
 export class ConfigError extends Error {
@@ -310,6 +356,7 @@ export function loadConfig(env: Env = process.env): Config {
     out[field] = value;
   }
   out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;
+  problems.push(...previewOriginClashes(out));
   if (out.backend === 'kubernetes' && out.k8sGatewayUrl === null) {
     problems.push('SANDGATE_K8S_GATEWAY_URL: the kubernetes backend needs the URL sandbox Pods reach the gateway at');
   }
@@ -328,6 +375,29 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return out as Config;
+}
+
+/** Hosts the gateway answers as itself that the preview origin would take for previews (they would never reach it). */
+function previewOriginClashes(out: Record<string, unknown>): string[] {
+  const origin = out.previewOrigin as PreviewOrigin | null | undefined;
+  if (!origin) return [];
+  const hostOf = (url: unknown) => {
+    try {
+      return new URL(String(url)).hostname;
+    } catch {
+      return undefined;
+    }
+  };
+  const own = [
+    ['SANDGATE_PUBLIC_URL', hostOf(out.publicUrl)],
+    ['SANDGATE_K8S_GATEWAY_URL', out.k8sGatewayUrl ? hostOf(out.k8sGatewayUrl) : undefined],
+    ...((out.allowedHosts as string[] | undefined) ?? []).map((h) => ['SANDGATE_ALLOWED_HOSTS', h]),
+  ] as const;
+  return own
+    .filter(([, host]) => host !== undefined && previewLabelOf(origin, host) !== undefined)
+    .map(
+      ([name, host]) => `SANDGATE_PREVIEW_ORIGIN: ${host} (${name}) would be taken for a preview; use another domain`,
+    );
 }
 
 /** An IP address of the loopback interface (127.0.0.0/8, ::1, or IPv4-mapped 127/8); names are not addresses. */

@@ -9,6 +9,7 @@ import {
 } from './common.ts';
 import { InlineFileSchema } from './files.ts';
 import { TemplateNameSchema } from './templates.ts';
+import { JobVolumeSchema } from './volumes.ts';
 
 export const LANGUAGES = ['python', 'javascript', 'typescript', 'bash'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -409,6 +410,8 @@ export const ExecutionJobSchema = Type.Object(
      */
     template: Type.Optional(Type.String()),
     image: Type.Optional(Type.String()),
+    /** The volumes the session mounts (absent: none). */
+    volumes: Type.Optional(Type.Array(JobVolumeSchema)),
   },
   { $id: 'ExecutionJob', title: 'ExecutionJob' },
 );

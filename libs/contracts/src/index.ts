@@ -10,9 +10,11 @@ export * from './scripts.ts';
 export * from './tools.ts';
 export * from './services.ts';
 export * from './templates.ts';
+export * from './volumes.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
+import { CreateVolumeSchema, MountVolumeSchema, VolumeListSchema, VolumeMountSchema, VolumeSchema } from './volumes.ts';
 import {
   FileEntrySchema,
   FileListSchema,
@@ -80,6 +82,8 @@ export const SHARED_SCHEMAS = [
   ExecutionSchema,
   ExecutionListSchema,
   CreateExecutionSchema,
+  VolumeMountSchema,
+  MountVolumeSchema,
   SessionSchema,
   SessionListSchema,
   CreateSessionSchema,
@@ -122,4 +126,7 @@ export const SHARED_SCHEMAS = [
   TemplateLogEventSchema,
   TemplateBuildResultEventSchema,
   TemplateBuildStreamEventSchema,
+  VolumeSchema,
+  VolumeListSchema,
+  CreateVolumeSchema,
 ];

@@ -122,12 +122,15 @@ export const ServicePreviewSchema = Type.Object(
   {
     url: Type.String({
       description:
-        'Opens the service without an API key until expires_at: for a browser, or to share. Pages are served ' +
-        'sandboxed (Content-Security-Policy: sandbox), in an origin of their own.',
+        'Opens this start of the service without an API key until expires_at, or until its links are revoked ' +
+        '(DELETE …/preview): for a browser, or to share. Under /preview/ on the gateway, pages are served sandboxed ' +
+        '(Content-Security-Policy: sandbox, an opaque origin); where the deployment sets SANDGATE_PREVIEW_ORIGIN, ' +
+        'the link is a host of its own with the service at its root.',
     }),
     expires_at: TimestampSchema,
   },
   { $id: 'ServicePreview', title: 'ServicePreview' },
 );
+export type ServicePreview = Static<typeof ServicePreviewSchema>;
 
 export const ServiceParamsSchema = Type.Object({ id: SessionIdSchema, name: ServiceNameSchema });

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { NextCursorSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
 import { TemplateNameSchema } from './templates.ts';
+import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeMountSchema } from './volumes.ts';
 
 export const SessionModeSchema = Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
   description:
@@ -35,6 +36,7 @@ export const SessionSchema = Type.Object(
     template: Type.Union([Type.String(), Type.Null()], {
       description: 'The template its sandbox is made from (GET /v1/templates/{name}); null: the runtime image.',
     }),
+    volumes: Type.Array(ref(VolumeMountSchema), { description: 'The volumes it mounts (POST /v1/volumes).' }),
   },
   { $id: 'Session', title: 'Session' },
 );
@@ -58,6 +60,14 @@ export const CreateSessionSchema = Type.Object(
         description:
           "The template of the session's sandbox (GET /v1/templates): its packages, files and environment, and its " +
           'limits unless a run gives its own. Default: the runtime image.',
+      }),
+    ),
+    volumes: Type.Optional(
+      Type.Array(ref(MountVolumeSchema), {
+        maxItems: MAX_SESSION_VOLUMES,
+        description:
+          "The tenant's volumes to mount, for the session's life (default none). A volume has one writer at a time " +
+          '(409 volume_in_use); readers are always allowed.',
       }),
     ),
   },

@@ -19,17 +19,18 @@ interface Connection {
 }
 
 /**
- * Clients of the MCP servers tools come from (streamable HTTP, the official SDK), one per server, connected when first
- * needed and again after a failure.
+ * Clients of the MCP servers tools come from (streamable HTTP, the official SDK), one per tenant and server, connected
+ * when first needed and again after a failure. Per tenant: a server that keeps state per MCP session (a login, a
+ * working directory, what earlier calls left) must never hand one tenant's state to another offered the same server.
  */
 export class McpToolClients {
   readonly #connections = new Map<string, Promise<Connection>>();
 
   constructor(private readonly name = 'sandgate') {}
 
-  /** The server's tools (cached for a minute). */
-  async list(server: McpToolServer, limits: ToolLimits): Promise<McpTool[]> {
-    const c = await this.#connect(server, limits);
+  /** The server's tools as `tenant` sees them (cached for a minute). */
+  async list(tenant: string, server: McpToolServer, limits: ToolLimits): Promise<McpTool[]> {
+    const c = await this.#connect(tenant, server, limits);
     if (c.tools && Date.now() - c.tools.at < LIST_TTL_MS) return c.tools.list;
     try {
       const { tools } = await c.client.listTools(undefined, { timeout: limits.timeoutMs });
@@ -41,19 +42,25 @@ export class McpToolClients {
       c.tools = { at: Date.now(), list };
       return list;
     } catch (err) {
-      this.#forget(server);
+      this.#forget(tenant, server);
       throw err;
     }
   }
 
-  /** Calls `tool` of the server, within `limits`; never throws. */
-  async call(server: McpToolServer, tool: string, args: unknown, limits: ToolLimits): Promise<ToolAnswer> {
+  /** Calls `tool` of the server for `tenant`, within `limits`; never throws. */
+  async call(
+    tenant: string,
+    server: McpToolServer,
+    tool: string,
+    args: unknown,
+    limits: ToolLimits,
+  ): Promise<ToolAnswer> {
     try {
-      const listed = (await this.list(server, limits)).find((t) => t.name === tool);
+      const listed = (await this.list(tenant, server, limits)).find((t) => t.name === tool);
       if (listed === undefined) return { ok: false, error: `the MCP server lists no tool "${tool}"` };
       const problem = argumentsProblem({ input_schema: listed.input_schema ?? undefined }, args);
       if (problem !== undefined) return { ok: false, error: `invalid arguments: ${problem}` };
-      const c = await this.#connect(server, limits);
+      const c = await this.#connect(tenant, server, limits);
       const r = await c.client.callTool({ name: tool, arguments: args as Record<string, unknown> }, undefined, {
         timeout: limits.timeoutMs,
       });
@@ -70,7 +77,7 @@ export class McpToolClients {
       }
       return { ok: true, result };
     } catch (err) {
-      this.#forget(server);
+      this.#forget(tenant, server);
       const e = err as Error;
       if (/timed? ?out/i.test(e.message))
         return { ok: false, error: `the tool did not answer within ${limits.timeoutMs} ms` };
@@ -84,8 +91,8 @@ export class McpToolClients {
     await Promise.all(all.map((p) => p.then((c) => c.client.close()).catch(() => {})));
   }
 
-  #connect(server: McpToolServer, limits: ToolLimits): Promise<Connection> {
-    const key = JSON.stringify([server.mcp_url, server.headers ?? {}]);
+  #connect(tenant: string, server: McpToolServer, limits: ToolLimits): Promise<Connection> {
+    const key = connectionKey(tenant, server);
     let c = this.#connections.get(key);
     if (!c) {
       c = (async () => {
@@ -102,13 +109,16 @@ export class McpToolClients {
     return c;
   }
 
-  #forget(server: McpToolServer): void {
-    const key = JSON.stringify([server.mcp_url, server.headers ?? {}]);
+  #forget(tenant: string, server: McpToolServer): void {
+    const key = connectionKey(tenant, server);
     const c = this.#connections.get(key);
     this.#connections.delete(key);
     void c?.then((x) => x.client.close()).catch(() => {});
   }
 }
+
+const connectionKey = (tenant: string, server: McpToolServer): string =>
+  JSON.stringify([tenant, server.mcp_url, server.headers ?? {}]);
 
 /** A tool as a tenant sees it: HTTP tools by their name, an MCP server's by `<server>.<tool>`. */
 export interface OfferedTool {
@@ -121,8 +131,9 @@ export interface OfferedTool {
 export class ToolCaller {
   readonly #mcp = new McpToolClients();
 
-  /** Calls `name`; undefined when the tenant has no such tool. */
+  /** Calls `name` for `tenant`, one of whose tools `tools` are; undefined when it has no such tool. */
   async call(
+    tenant: string,
     tools: Record<string, ToolSource>,
     name: string,
     args: unknown,
@@ -131,11 +142,12 @@ export class ToolCaller {
     const found = resolveTool(tools, name);
     if (found === undefined) return undefined;
     if ('http' in found) return callHttpTool(found.http, args, limits);
-    return this.#mcp.call(found.server, found.tool, args, limits);
+    return this.#mcp.call(tenant, found.server, found.tool, args, limits);
   }
 
-  /** Every tool offered, by name; an MCP server that cannot be listed is reported to `failed` and left out. */
+  /** The tools offered to `tenant`, by name; an MCP server that cannot be listed is reported to `failed`, left out. */
   async list(
+    tenant: string,
     tools: Record<string, ToolSource>,
     limits: ToolLimits,
     failed: (server: string, err: unknown) => void = () => {},
@@ -146,7 +158,7 @@ export class ToolCaller {
           return [{ name, description: source.description ?? null, input_schema: source.input_schema ?? null }];
         }
         try {
-          return (await this.#mcp.list(source, limits)).map((t) => ({ ...t, name: `${name}.${t.name}` }));
+          return (await this.#mcp.list(tenant, source, limits)).map((t) => ({ ...t, name: `${name}.${t.name}` }));
         } catch (err) {
           failed(name, err);
           return [];

@@ -30,6 +30,21 @@ export function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {
  * connection per process: a single multi-key XREAD, restarted (CLIENT UNBLOCK) when the set of
  * watched streams changes. Subscribers replay what they missed with XRANGE, then follow live.
  */
+/** The entries of a stream in (after, until], read in pages of 1,000 on `redis` (no subscription). */
+export async function* readStream(
+  redis: Pick<Redis, 'xrange'>,
+  key: string,
+  after = '0-0',
+  until = '+',
+): AsyncGenerator<StoredEvent> {
+  for (let from = after; ;) {
+    const page = (await redis.xrange(key, `(${from}`, until, 'COUNT', 1000)) as [string, string[]][];
+    for (const raw of page) yield toStoredEvent(raw);
+    if (page.length < 1000) return;
+    from = page[page.length - 1]![0];
+  }
+}
+
 export class EventHub {
   private readonly streams = new Map<string, Entry>();
   private readerId: number | null = null;
@@ -117,14 +132,8 @@ export class EventHub {
   }
 
   /** Entries in (after, until], paged. */
-  private async *range(key: string, after: string, until: string): AsyncGenerator<StoredEvent> {
-    let from = after;
-    for (;;) {
-      const page = (await this.control.xrange(key, `(${from}`, until, 'COUNT', 1000)) as [string, string[]][];
-      for (const raw of page) yield toStoredEvent(raw);
-      if (page.length < 1000) return;
-      from = page[page.length - 1]![0];
-    }
+  private range(key: string, after: string, until: string): AsyncGenerator<StoredEvent> {
+    return readStream(this.control, key, after, until);
   }
 
   /** Makes the reader loop notice a changed set of streams. */

@@ -115,7 +115,7 @@ export class ExecutionStore {
       k.executionPrefix(),
     );
     if (typeof r === 'number') return r;
-    if (r === 'max_sessions') throw maxSessionsError(maxSessions);
+    if (r === 'max_sessions') throw await maxSessionsError(this.redis, k, meta.tenant, maxSessions);
     if (r === 'not_found')
       throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
     if (r === 'quota') {

@@ -1,4 +1,5 @@
-import { SandgateError, type SessionMode, type TemplateLimits } from '@sandgate/contracts';
+import type { Redis } from 'ioredis';
+import { SandgateError, type JobVolume, type SessionMode, type TemplateLimits } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import type { LuaRedis } from './lua-scripts.ts';
@@ -16,6 +17,16 @@ export interface ServiceRecord {
 }
 
 const SERVICE_FIELD = 'service:';
+/** How many times the preview links of a service (by name) were revoked: they are signed over it (ServiceManager). */
+const REVOKED_FIELD = 'service-previews-revoked:';
+
+/** What a session's preview links are signed over and checked against (SessionStore.previewState). */
+export interface PreviewState {
+  tenant: string;
+  services: ServiceRecord[];
+  /** Service name → how many times its preview links were revoked (0: never). */
+  revocations: Record<string, number>;
+}
 
 export interface SessionRecord {
   id: string;
@@ -39,6 +50,8 @@ export interface SessionRecord {
   private: boolean;
   /** The template its sandbox is made from, as resolved when it was made; null: the runtime image. */
   template: SessionTemplate | null;
+  /** The volumes it mounts, resolved when it was made (VolumeStore.claim). */
+  volumes: JobVolume[];
 }
 
 /** A session's template as it was when the session was made: its runs use this image, env and limits. */
@@ -51,9 +64,20 @@ export interface SessionTemplate {
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
 
-/** A tenant at its limit of live sessions, whether creating one or starting a one-shot (which creates one). */
-export const maxSessionsError = (max: number): SandgateError =>
-  new SandgateError('max_sessions', `tenant already has ${max} live sessions; delete one or wait for one to expire`);
+/**
+ * A tenant at its limit of live sessions, whether creating one or starting a one-shot (which creates one). Retry-After
+ * is the time until the soonest of its sessions expires, if none is used before: the earliest a retry can find room.
+ */
+export async function maxSessionsError(redis: Redis, k: Keys, tenant: string, max: number): Promise<SandgateError> {
+  const now = Date.now();
+  const [, soonest] = await redis.zrangebyscore(k.tenantSessions(tenant), now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1);
+  const retryAfter = Math.max(1, Math.ceil(((soonest === undefined ? now : Number(soonest)) - now) / 1000));
+  return new SandgateError(
+    'max_sessions',
+    `tenant already has ${max} live sessions; delete one or wait for one to expire (the next in ${retryAfter} s)`,
+    { extra: { retry_after: retryAfter } },
+  );
+}
 
 /** Session records, their per-tenant index and their busy lock, in Redis. */
 export class SessionStore {
@@ -89,7 +113,7 @@ export class SessionStore {
       opts.mode ?? 'process',
       ...(opts.template ? templateFields(opts.template) : []),
     );
-    if (ok !== 1) throw maxSessionsError(opts.maxSessions);
+    if (ok !== 1) throw await maxSessionsError(this.redis, this.k, tenant, opts.maxSessions);
     return (await this.get(tenant, id))!;
   }
 
@@ -130,6 +154,7 @@ export class SessionStore {
             limits: JSON.parse(h.template_limits ?? '{}') as TemplateLimits,
           }
         : null,
+      volumes: h.volumes ? (JSON.parse(h.volumes) as JobVolume[]) : [],
     };
   }
 
@@ -192,7 +217,31 @@ export class SessionStore {
   }
 
   async removeService(sessionId: string, name: string): Promise<void> {
-    await this.redis.hdel(this.k.session(sessionId), `${SERVICE_FIELD}${name}`);
+    await this.redis.hdel(this.k.session(sessionId), `${SERVICE_FIELD}${name}`, `${REVOKED_FIELD}${name}`);
+  }
+
+  /** The session's tenant, services and their revocations, in one read; null when the session is gone. */
+  async previewState(sessionId: string): Promise<PreviewState | null> {
+    const h = await this.redis.hgetall(this.k.session(sessionId));
+    if (!h.tenant) return null;
+    const state: PreviewState = { tenant: h.tenant, services: [], revocations: {} };
+    for (const [field, value] of Object.entries(h)) {
+      if (field.startsWith(SERVICE_FIELD)) state.services.push(JSON.parse(value) as ServiceRecord);
+      else if (field.startsWith(REVOKED_FIELD)) state.revocations[field.slice(REVOKED_FIELD.length)] = Number(value);
+    }
+    return state;
+  }
+
+  /** Counts one more revocation of the service's preview links; false if the service (or the session) is gone. */
+  async revokePreviews(sessionId: string, name: string): Promise<boolean> {
+    const done = await this.redis.eval(
+      "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0 end redis.call('hincrby', KEYS[1], ARGV[2], 1) return 1",
+      1,
+      this.k.session(sessionId),
+      `${SERVICE_FIELD}${name}`,
+      `${REVOKED_FIELD}${name}`,
+    );
+    return done === 1;
   }
 
   /** Whether the session holds private data; a session that is gone counts as private (it gets no network either). */

@@ -9,3 +9,4 @@ export * from './mime.ts';
 export * from './url-signer.ts';
 export * from './workspaces.ts';
 export * from './disk-quota.ts';
+export * from './volumes.ts';

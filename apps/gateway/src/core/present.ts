@@ -19,6 +19,7 @@ export function presentSession(s: SessionRecord, egress: boolean): Session {
     network: egress && !s.private ? 'egress' : 'none',
     private: s.private,
     template: s.template?.name ?? null,
+    volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
   };
 }
 
@@ -63,8 +64,9 @@ export function presentEventData(type: string, data: string, sessionId: string, 
   return JSON.stringify(parsed);
 }
 
+/** A file of a session or volume (`owner`: its id), with a download URL signed now. */
 export function presentFile(
-  sessionId: string,
+  owner: string,
   e: Pick<TreeEntry, 'path' | 'size' | 'mtimeMs'>,
   signer: UrlSigner,
 ): FileEntry {
@@ -74,6 +76,6 @@ export function presentFile(
     size_bytes: e.size,
     mime_type: mimeFor(e.path),
     modified_at: iso(e.mtimeMs),
-    download_url: signer.downloadUrl(sessionId, e.path),
+    download_url: signer.downloadUrl(owner, e.path),
   };
 }

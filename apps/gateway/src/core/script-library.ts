@@ -78,9 +78,11 @@ export class ScriptLibrary {
           `a script named "${body.name}" exists with other code; delete it first or use another name`,
         );
       case 'full':
+        // Only a delete makes room; Retry-After (every 429 has one) asks for a minute, the window of the other quotas.
         throw new SandgateError(
           'quota_exceeded',
           `the tenant has ${this.d.config.maxScripts} scripts, its maximum (SANDGATE_MAX_SCRIPTS); delete one first`,
+          { extra: { retry_after: 60 } },
         );
     }
   }

@@ -1,20 +1,19 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { CAPABILITIES } from '@sandgate/backends/capabilities';
 import { NoSandbox, ServiceAgents, type AgentService } from '@sandgate/backends/services';
-import { SandgateError, isTerminal, type Service, type StartService } from '@sandgate/contracts';
+import { SandgateError, isTerminal, type Service, type ServicePreview, type StartService } from '@sandgate/contracts';
 import type { ServiceRecord, SessionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import type { ExecutionControl } from './execution-control.ts';
+import { previewSignatureOk, previewToken, previewUrl, readPreviewToken } from '../preview-links.ts';
 
 /** How long POST .../services waits for the service to have started before it answers `starting`. */
 const START_WAIT_SECONDS = 30;
 /** Services a session may have at once (running or starting). */
 export const MAX_SERVICES = 8;
+/** Retry-After of too_many_services: no time frees a slot, only a service that ends. */
+const TOO_MANY_SERVICES_RETRY_S = 10;
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-
-/** A preview link's signed part: `<session>.<name>.<expires>.<sig>`. */
-const PREVIEW_TOKEN = /^(sess_[0-9a-f]{12})\.([a-z][a-z0-9-]{0,31})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})$/;
 
 /**
  * A session's services: long-running programs in its sandbox (images/runtime/agent/sandgate_services.py). A start is
@@ -54,9 +53,11 @@ export class ServiceManager {
     }
     const live = all.filter((s) => s.state === 'running' || s.state === 'starting').length;
     if (live >= MAX_SERVICES) {
+      // Room comes when one is stopped, or ends by itself: a client that stops one need not wait that long.
       throw new SandgateError(
         'too_many_services',
         `session ${sessionId} runs ${live} services, its limit; stop one first`,
+        { extra: { retry_after: TOO_MANY_SERVICES_RETRY_S } },
       );
     }
     const run = await this.#executions.create(
@@ -103,7 +104,7 @@ export class ServiceManager {
 
   async get(tenant: string, sessionId: string, name: string): Promise<Service> {
     const found = (await this.list(tenant, sessionId)).find((s) => s.name === name);
-    if (!found) throw new SandgateError('service_not_found', `session ${sessionId} has no service named ${name}`);
+    if (!found) throw noService(sessionId, name);
     return found;
   }
 
@@ -168,30 +169,46 @@ export class ServiceManager {
     return { socket, port: service.port };
   }
 
-  /** A link that opens the service without an API key until it expires. */
-  share(sessionId: string, name: string, ttlSeconds: number): { url: string; expires_at: string } {
+  /**
+   * A link that opens the service without an API key until it expires, this instance of it only (a service started
+   * again under its name answers none of its links), until its links are revoked.
+   */
+  async share(tenant: string, sessionId: string, name: string, ttlSeconds: number): Promise<ServicePreview> {
+    await this.d.sessions.require(tenant, sessionId);
+    const state = await this.d.sessions.previewState(sessionId);
+    const service = state?.services.find((r) => r.name === name);
+    if (!state || !service) throw noService(sessionId, name);
     const expires = Math.floor(Date.now() / 1000) + ttlSeconds;
-    const token = `${sessionId}.${name}.${expires}.${this.#sign(sessionId, name, String(expires))}`;
+    const claim = { sessionId, executionId: service.executionId, expires };
+    const token = previewToken(this.d.signingKey, claim, { name, revocations: state.revocations[name] ?? 0 });
     return {
-      url: `${this.d.config.publicUrl.replace(/\/+$/, '')}/preview/${token}/`,
+      url: previewUrl(this.d.config, token),
       expires_at: new Date(expires * 1000).toISOString(),
     };
   }
 
-  /** The session and service a preview token opens; undefined when it is not one this deployment signed, or expired. */
-  verifyPreview(token: string): { sessionId: string; name: string } | undefined {
-    const m = PREVIEW_TOKEN.exec(token);
-    if (!m) return undefined;
-    const [, sessionId, name, expires, sig] = m as unknown as [string, string, string, string, string];
-    if (Number(expires) * 1000 <= Date.now()) return undefined;
-    const expected = Buffer.from(this.#sign(sessionId, name, expires));
-    const given = Buffer.from(sig);
-    return given.length === expected.length && timingSafeEqual(given, expected) ? { sessionId, name } : undefined;
+  /** Revokes every preview link of the service made so far: none opens it again. Links made later work. */
+  async revokePreviews(tenant: string, sessionId: string, name: string): Promise<void> {
+    await this.d.sessions.require(tenant, sessionId);
+    if (!(await this.d.sessions.revokePreviews(sessionId, name))) throw noService(sessionId, name);
   }
 
-  #sign(sessionId: string, name: string, expires: string): string {
-    const message = ['sandgate-preview-v1', sessionId, name, expires].map((f) => `${f.length}:${f}`).join('');
-    return createHmac('sha256', this.d.signingKey).update(message).digest('base64url');
+  /**
+   * The session and service a preview token opens; forbidden when it is not one this deployment signed, it expired,
+   * was revoked, or its instance of the service is gone.
+   */
+  async openPreview(token: string): Promise<{ session: SessionRecord; name: string }> {
+    const refused = new SandgateError('forbidden', 'the preview link is not valid: it expired, or was revoked');
+    const read = readPreviewToken(token);
+    if (read === undefined || read.expires * 1000 <= Date.now()) throw refused;
+    const state = await this.d.sessions.previewState(read.sessionId);
+    const service = state?.services.find((r) => r.executionId === read.executionId);
+    if (!state || !service) throw refused;
+    const binding = { name: service.name, revocations: state.revocations[service.name] ?? 0 };
+    if (!previewSignatureOk(this.d.signingKey, read, binding)) throw refused;
+    const session = await this.d.sessions.get(state.tenant, read.sessionId);
+    if (session === null) throw new SandgateError('session_not_found', `session ${read.sessionId} has ended`);
+    return { session, name: service.name };
   }
 
   /** The agent's services of the session; none when its sandbox is gone (or not made yet). */
@@ -245,6 +262,8 @@ export class ServiceManager {
 }
 
 const why = (s: Service): string => (s.message ? `: ${s.message}` : '');
+const noService = (sessionId: string, name: string) =>
+  new SandgateError('service_not_found', `session ${sessionId} has no service named ${name}`);
 
 function unreachable(err: unknown): SandgateError {
   if (err instanceof SandgateError) return err;

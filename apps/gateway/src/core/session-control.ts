@@ -1,5 +1,5 @@
 import { CAPABILITIES } from '@sandgate/backends/capabilities';
-import { SandgateError, type Session, type SessionMode } from '@sandgate/contracts';
+import { SandgateError, type MountVolume, type Session, type SessionMode } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
 import { egressEntries } from '@sandgate/config';
 import type { GatewayDeps } from '../deps.ts';
@@ -12,14 +12,22 @@ export interface OpenSession {
   metadata?: Record<string, string> | undefined;
   /** The template of its sandbox (GET /v1/templates); default: the runtime image. */
   template?: string | undefined;
+  /** The tenant's volumes to mount (POST /v1/volumes); default none. */
+  volumes?: readonly MountVolume[] | undefined;
 }
 
 /** Opening and closing sessions, as the REST routes and the MCP tools both do it. */
 export class SessionControl {
   constructor(private readonly d: GatewayDeps) {}
 
-  /** A new session of the tenant, within its limit of live sessions, with its (empty) directory. */
-  async open(tenant: string, { mode, ttlSeconds, metadata, template }: OpenSession = {}): Promise<SessionRecord> {
+  /**
+   * A new session of the tenant, within its limit of live sessions, with its (empty) directory and the volumes it
+   * mounts: it is not made at all when one of them is missing or already has another writer.
+   */
+  async open(
+    tenant: string,
+    { mode, ttlSeconds, metadata, template, volumes }: OpenSession = {},
+  ): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
       throw new SandgateError(
@@ -30,6 +38,7 @@ export class SessionControl {
     }
     // Resolved now, once: the session's runs all use the image its template has at this moment.
     const resolved = template === undefined ? undefined : await this.d.templateControl.resolve(tenant, template);
+    const mounts = await this.d.volumeControl.mounts(tenant, volumes);
     const s = await sessions.create(tenant, {
       ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds,
       maxSessions: config.maxSessions,
@@ -41,6 +50,15 @@ export class SessionControl {
     if (resolved && !(await this.d.templates.get(resolved.name))) {
       await sessions.delete(s, true);
       throw new SandgateError('template_not_found', `template "${resolved.name}" was deleted meanwhile`);
+    }
+    if (mounts.length > 0) {
+      try {
+        // After the session exists: a claim by a session that does not exist yet would be dropped as stale.
+        s.volumes = await this.d.volumes.claim(s, mounts);
+      } catch (err) {
+        await sessions.delete(s, true);
+        throw err;
+      }
     }
     await workspaces.create(s.id);
     return s;
@@ -66,6 +84,7 @@ export class SessionControl {
     const s = await sessions.require(tenant, id);
     if (s.currentExecutionId) await executions.requestCancel(s.currentExecutionId);
     await sessions.delete(s, true);
+    await this.d.volumes.release(s.id, s.volumes);
     await workspaces.remove(s.id);
     await this.d.ledger.forget(tenant, s.id);
   }

@@ -11,6 +11,7 @@ import {
   type McpToolError,
   type McpToolName,
   type ReadArtifactInput,
+  type RevokePreviewsInput,
   type RunCodeInput,
   type RunTestsInput,
   type ServiceInput,
@@ -94,9 +95,17 @@ export class McpTools {
         return { result: { session_id: a.session_id, status: 'closed' } };
       },
       create_session: async (call, a: CreateSessionInput) => {
-        const s = await this.sessions.open(call.tenant, { mode: a.mode ?? 'process' });
-        return { result: { session_id: s.id, mode: s.mode, expires_at: new Date(s.expiresAt).toISOString() } };
+        const s = await this.sessions.open(call.tenant, { mode: a.mode ?? 'process', volumes: a.volumes });
+        return {
+          result: {
+            session_id: s.id,
+            mode: s.mode,
+            expires_at: new Date(s.expiresAt).toISOString(),
+            volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
+          },
+        };
       },
+      list_volumes: async (call) => ({ result: { volumes: await this.d.volumeControl.list(call.tenant) } }),
       start_service: async (call, a: StartServiceInput) => {
         const id = checkSessionId(a.session_id);
         const service = await this.services.start(call.tenant, id, {
@@ -104,7 +113,10 @@ export class McpTools {
           command: a.command,
           ...(a.port === undefined ? {} : { port: a.port }),
         });
-        const preview = service.state === 'running' ? { preview_url: this.services.share(id, a.name, 3600).url } : {};
+        const preview =
+          service.state === 'running'
+            ? { preview_url: (await this.services.share(call.tenant, id, a.name, 3600)).url }
+            : {};
         return { result: { session_id: id, service, ...preview } };
       },
       list_services: async (call, a: SessionInput) => {
@@ -116,6 +128,11 @@ export class McpTools {
         const logs = await this.services.logs(call.tenant, id, a.name, a.offset ?? 0);
         const { output, offset, next_offset } = logs;
         return { result: { session_id: id, name: a.name, output, offset, next_offset, state: logs.service.state } };
+      },
+      revoke_previews: async (call, a: RevokePreviewsInput) => {
+        const id = checkSessionId(a.session_id);
+        await this.services.revokePreviews(call.tenant, id, a.name);
+        return { result: { session_id: id, name: a.name, status: 'revoked' } };
       },
       list_tools: async (call) => {
         const failed = (server: string, err: unknown) =>

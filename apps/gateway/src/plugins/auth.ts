@@ -11,10 +11,6 @@ declare module 'fastify' {
     /** The request carried an operator key (or the gateway is open): on routes a tenant and an operator may both use. */
     operator: boolean;
   }
-  interface FastifyInstance {
-    /** The tenant of an `Authorization: Bearer` header, for requests no route hook sees (websocket upgrades). */
-    tenantOfAuthorization(header: string | undefined): string | null;
-  }
   interface FastifyContextConfig {
     /** Routes that authorise by other means (health, docs, signed downloads). */
     public?: boolean;
@@ -54,11 +50,6 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   const isOperator = matcher(opts.operatorKeys.map((k) => [k, true]));
   app.decorateRequest('tenant', null);
   app.decorateRequest('operator', false);
-  app.decorate('tenantOfAuthorization', (header: string | undefined): string | null => {
-    if (open) return OPEN_TENANT;
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-    return m ? tenantOfKey(m[1]!) : null;
-  });
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (open) {
       req.tenant = OPEN_TENANT;

@@ -30,6 +30,8 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   // The client may still be sending a body we refused or stopped reading (a full disk): close the connection rather
   // than read it all, or leave the rest to be parsed as the next request.
   if (p.code === 'payload_too_large' || !reply.request.raw.complete) reply.header('connection', 'close');
+  // Every 429 says when to retry (RFC 6585): where its limit named no time, a second.
+  if (p.status === 429 && p.retry_after === undefined) p = { ...p, retry_after: 1 };
   if (p.retry_after !== undefined) reply.header('retry-after', p.retry_after);
   return reply.status(p.status).type('application/problem+json').send(p);
 }

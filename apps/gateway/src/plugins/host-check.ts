@@ -69,10 +69,10 @@ export const hostCheckPlugin = fp(async (app: FastifyInstance, { config }: { con
 });
 
 /**
- * The check of hostCheckPlugin, for requests no route hook sees (websocket upgrades): the error a request with these
- * headers gets, or null when it may pass. Null itself where the check is off.
+ * The check of hostCheckPlugin: the error a request with these headers gets, or null when it may pass. Null itself
+ * where the check is off. Websocket upgrades meet it as every request does (upgrades.ts).
  */
-export function hostGuard(config: Config): ((headers: IncomingHttpHeaders) => SandgateError | null) | null {
+function hostGuard(config: Config): ((headers: IncomingHttpHeaders) => SandgateError | null) | null {
   const open = Object.keys(config.apiKeys).length === 0;
   if (!open && config.allowedHosts.length === 0) return null;
   const allowed = hostPolicy(config);

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -17,10 +17,12 @@ import {
   ref,
   type Service,
 } from '@sandgate/contracts';
+import { previewLabelOf } from '@sandgate/config';
 import type { GatewayDeps } from '../deps.ts';
+import { previewUrl } from '../preview-links.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { hostGuard } from '../plugins/host-check.ts';
-import { proxyHttp, serveUpgrades, splitProxyUrl, type ProxyTarget } from '../service-proxy.ts';
+import { proxyHttp, proxyUpgrade, splitProxyUrl, type ProxyTarget } from '../service-proxy.ts';
+import { upgradeOf } from '../upgrades.ts';
 import { SseWriter } from '../sse.ts';
 import { toProblem } from '../plugins/errors.ts';
 
@@ -49,13 +51,21 @@ const ANY = { '*/*': { schema: { type: 'string', format: 'binary' } } };
 const PROXY_RESPONSES = {
   200: { description: "The service's own response, whatever its status and type.", content: ANY },
 };
+const PREVIEW_RESPONSES = {
+  ...PROXY_RESPONSES,
+  308: {
+    type: 'null',
+    description:
+      'Where previews are served from an origin of their own (SANDGATE_PREVIEW_ORIGIN): the same link there, in ' +
+      '`Location`.',
+  },
+};
 /** Every method but GET (documented on its own; HEAD comes with it). */
 const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 /** /v1/sessions/:id/services: long-running programs in a session's sandbox, and their proxy (docs/services.md). */
 export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const services = deps.serviceManager;
-  const guard = hostGuard(deps.config);
   const errors = { 400: ref(ProblemSchema), 401: ref(ProblemSchema), 404: ref(ProblemSchema) };
   const unsupported = { 501: ref(ProblemSchema) };
   /** The session's sandbox did not answer as an agent should (service_unreachable). */
@@ -241,38 +251,46 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       },
     },
     async (req, reply) => {
-      await services.get(tenantOf(req), req.params.id, req.params.name);
-      return reply.status(201).send(services.share(req.params.id, req.params.name, req.body.ttl_seconds ?? 3600));
+      const { id, name } = req.params;
+      return reply.status(201).send(await services.share(tenantOf(req), id, name, req.body.ttl_seconds ?? 3600));
     },
   );
 
-  /** The session and service a proxied URL names, once its API key or preview token is checked. */
-  async function resolve(url: string, headers: IncomingHttpHeaders): Promise<ProxyTarget | undefined> {
-    const split = splitProxyUrl(url);
+  app.delete(
+    '/v1/sessions/:id/services/:name/preview',
+    {
+      schema: {
+        operationId: 'revokeServicePreviews',
+        tags: ['services'],
+        summary: 'Revoke every preview link of the service made so far (links made afterwards work)',
+        params: ServiceParamsSchema,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (req, reply) => {
+      await services.revokePreviews(tenantOf(req), req.params.id, req.params.name);
+      return reply.status(204).send(null);
+    },
+  );
+
+  /**
+   * The session and service a proxied request names, once its API key (the hooks checked it) or its preview link is
+   * checked; or, for a preview asked for on the gateway's origin where previews have one of their own, where it is.
+   */
+  async function resolve(req: FastifyRequest): Promise<ProxyTarget | { moved: string } | undefined> {
+    const split = splitProxyUrl(req.raw.url ?? req.url);
     if (split === undefined) return undefined;
     if (split.kind === 'api') {
-      // What the gateway's hooks check on every other request (a websocket upgrade passes none of them).
-      const refused = guard?.(headers);
-      if (refused) throw refused;
-      const tenant = app.tenantOfAuthorization(headers.authorization);
-      if (tenant === null) {
-        throw new SandgateError(
-          'unauthorized',
-          'send an API key as "Authorization: Bearer <key>", or use a preview link',
-        );
-      }
-      const session = await deps.sessions.require(tenant, split.sessionId);
-      return { session, name: split.name, path: split.rest, prefix: split.prefix };
+      const session = await deps.sessions.require(tenantOf(req), split.sessionId);
+      return { session, name: split.name, path: split.rest, prefix: split.prefix, ownOrigin: false };
     }
-    const opened = services.verifyPreview(split.token);
-    if (opened === undefined) throw new SandgateError('forbidden', 'the preview link is not valid, or it expired');
-    const owner = await deps.sessions.ownerOf(opened.sessionId);
-    if (owner === null) throw new SandgateError('session_not_found', `session ${opened.sessionId} has ended`);
-    const session = await deps.sessions.require(owner, opened.sessionId);
-    return { session, name: opened.name, path: split.rest, prefix: split.prefix };
+    const origin = deps.config.previewOrigin;
+    // A preview host's requests were rewritten to /preview/<token>/… (previewHostRewrite): that host is the origin.
+    const ownOrigin = origin !== null && previewLabelOf(origin, req.headers.host) !== undefined;
+    if (origin !== null && !ownOrigin) return { moved: previewUrl(deps.config, split.token) + split.rest.slice(1) };
+    const { session, name } = await services.openPreview(split.token);
+    return { session, name, path: split.rest, prefix: ownOrigin ? '' : split.prefix, ownOrigin };
   }
-
-  serveUpgrades(app, resolve, services);
 
   // The proxy takes every body as it comes, as a stream: it is the service's to read.
   await app.register(async (instance) => {
@@ -280,19 +298,24 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
     const proxy = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      const target = await resolve(req.raw.url ?? req.url, req.headers);
+      const target = await resolve(req);
       if (target === undefined) throw new SandgateError('not_found', 'no such service');
+      if ('moved' in target) {
+        await reply.redirect(target.moved, 308);
+        return;
+      }
       const { socket: upstream, port } = await services.connect(target.session, target.name);
       reply.hijack();
       for (const [k, v] of Object.entries(reply.getHeaders())) {
         if (v !== undefined && !reply.raw.hasHeader(k)) reply.raw.setHeader(k, v);
       }
-      await proxyHttp(req.raw, reply.raw, upstream, {
-        path: target.path,
-        prefix: target.prefix,
-        port,
-        secure: req.protocol === 'https',
-      });
+      const { path, prefix, ownOrigin } = target;
+      const to = { path, prefix, ownOrigin, port, secure: req.protocol === 'https' };
+      // A websocket came through the same hooks (apps/gateway/src/upgrades.ts): here it is relayed, or refused.
+      const upgrade = upgradeOf(req.raw);
+      await (upgrade
+        ? proxyUpgrade(req.raw, reply.raw, upgrade, upstream, to)
+        : proxyHttp(req.raw, reply.raw, upstream, to));
     };
     for (const [url, params, operationId, summary, config] of [
       [
@@ -314,7 +337,10 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
       raw.route({
         method: 'GET',
         url,
-        config: { ...config, openapi: { responses: PROXY_RESPONSES } },
+        config: {
+          ...config,
+          openapi: { responses: url.startsWith('/preview') ? PREVIEW_RESPONSES : PROXY_RESPONSES },
+        },
         schema: {
           operationId,
           tags: ['services'],

@@ -45,6 +45,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         metadata: req.body.metadata,
         mode: req.body.mode,
         template: req.body.template,
+        volumes: req.body.volumes,
       });
       return reply
         .status(201)

@@ -21,21 +21,26 @@ class ToolError(Exception):
 _lock = threading.Lock()
 _conn = None
 _reader = None
-_conn_fd = None
+_conn_id = None
 
 
 def _connection():
-    # Each run has a channel of its own (a stateful session's interpreter sees one per run).
-    global _conn, _reader, _conn_fd
+    # Each run has a channel of its own (a stateful session's interpreter sees one per run), which may well have the
+    # number of the last one: it is told apart by its inode.
+    global _conn, _reader, _conn_id
     fd = os.environ.get("SANDGATE_TOOLS_FD")
     if not fd:
         raise ToolError("no tools in this run: the operator offers this tenant none")
-    if _conn is None or _conn_fd != fd:
+    try:
+        ident = (fd, os.fstat(int(fd)).st_ino)
+    except (OSError, ValueError):
+        raise ToolError("the tool channel closed")
+    if _conn is None or _conn_id != ident:
         if _conn is not None:
             _conn.close()
         _conn = socket.socket(fileno=os.dup(int(fd)))
         _reader = _conn.makefile("rb")
-        _conn_fd = fd
+        _conn_id = ident
     return _conn, _reader
 
 

@@ -102,12 +102,15 @@ export interface Reset {
   id: string;
 }
 
-/** File requests, served by agents that own their workspace (Kubernetes session Pods; sandgate_files.py). */
+/**
+ * File requests, served by agents that own their workspace (Kubernetes session Pods; sandgate_files.py). `root`: the
+ * mount path of a volume, for a session Pod's volumes container (sandgate_volumes.py); the agent has none.
+ */
 export type FileRequest =
-  | { op: 'manifest'; id: string }
-  | { op: 'put'; id: string; path: string; d: string; last: boolean; mtime_ms?: number }
-  | { op: 'get'; id: string; path: string; max: number }
-  | { op: 'delete'; id: string; paths: string[] };
+  | { op: 'manifest'; id: string; root?: string }
+  | { op: 'put'; id: string; path: string; d: string; last: boolean; mtime_ms?: number; root?: string }
+  | { op: 'get'; id: string; path: string; max: number; root?: string }
+  | { op: 'delete'; id: string; paths: string[]; root?: string };
 
 export type AgentMessage = RunRequest | Ping | Reset | typeof INTERRUPT | FileRequest | ToolResult;
 
@@ -115,7 +118,7 @@ export const encodeMessage = (message: AgentMessage): string => `${JSON.stringif
 
 /**
  * A frame from one line, or undefined for anything else. The agent's stdout carries nothing but frames, but a
- * stateful run's code shares the agent's process and could write there, so every field is checked.
+ * sandbox is hostile ground all the same, so every field is checked.
  */
 export function parseFrame(line: string): AgentFrame | undefined {
   let value: unknown;

@@ -172,7 +172,7 @@ test('leftovers that keep the output open do not hold the run, and are gone afte
 });
 
 test('stateful runs share one interpreter; an interrupt cuts a blocking call and keeps the state', async (t) => {
-  const a = await agent(t, 'never');
+  const a = await agent(t, 'interpreter');
   const first = await a.run({ mode: 'stateful', code: 'x = 41' });
   assert.deepEqual([first.exit?.code, first.exit?.value, first.exit?.restarted], [0, undefined, true]);
   const second = await a.run({ mode: 'stateful', code: 'print("side")\nx + 1' });
@@ -195,7 +195,9 @@ test('stateful runs share one interpreter; an interrupt cuts a blocking call and
 });
 
 test('an interrupt that is ignored ends in a kill after the grace period', async (t) => {
-  const a = await agent(t, 'never');
+  const a = await agent(t, 'interpreter');
+  // The interpreter has started (an interrupt that comes before the cell does stops it before its first line).
+  assert.equal((await a.run({ mode: 'stateful', code: 'pass' })).exit?.code, 0);
   const r = await a.run(
     { mode: 'stateful', code: 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass' },
     { timeoutMs: 300, interruptGraceMs: 500 },

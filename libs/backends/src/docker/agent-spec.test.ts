@@ -65,26 +65,25 @@ test('an agent sandbox has the same lock-down as a one-execution sandbox, and ke
     ],
     'a pool agent runs as a uid of its own and starts programs as the sandbox user',
   );
-  const stateful = agentSpec(
-    { name: 'sandgate-s-1', labels: {}, limits, workspaceDir: '/d', prewarm: 'never' },
-    settings,
-  );
   assert.deepEqual(
-    stateful.Cmd,
+    agentCommand({ prewarm: 'interpreter' }, { user: '1000:1000', runtime: undefined }),
     [
       'setpriv',
-      '--reuid=1000',
-      '--regid=1000',
+      '--reuid=999',
+      '--regid=999',
       '--clear-groups',
-      '--inh-caps=-all',
-      '--bounding-set=-all',
+      '--inh-caps=-all,+setuid,+setgid,+setpcap,+kill',
+      '--ambient-caps=+setuid,+setgid,+setpcap,+kill',
+      '--bounding-set=-all,+setuid,+setgid,+setpcap,+kill',
       '--',
       'python3',
       '-u',
+      '-S',
       AGENT_PATH,
-      '--prewarm=never',
+      '--prewarm=interpreter',
+      '--run-as=1000:1000',
     ],
-    'a stateful session runs code in the agent, which is the sandbox user there',
+    "a stateful session's agent too: its interpreter is a program it starts as the sandbox user",
   );
   assert.deepEqual(spec.Env, [], 'no variable of the worker, and none of any job');
   assert.equal(spec.User, '0:0', 'root for the init and setpriv alone, which drops to the sandbox user');

@@ -16,11 +16,11 @@ import {
 export const AGENT_PATH = '/usr/lib/sandgate/agent/sandgate_agent.py';
 
 /**
- * Whether the agent keeps a python interpreter started ahead for process-mode runs: `fresh` for pool sandboxes (at
- * start and after each reset, never where a run's leftovers could reach it), `always` for process sessions (after
- * every run), `never` where runs happen in the agent itself (stateful).
+ * What the agent starts ahead: a python for process-mode runs, `fresh` in pool sandboxes (at start and after each
+ * reset, never where a run's leftovers could reach it) or `always` in process sessions (after every run); or, in a
+ * stateful session, `interpreter`: the session's interpreter, a process the agent drives (sandgate_stateful.py).
  */
-export type Prewarm = 'never' | 'fresh' | 'always';
+export type Prewarm = 'never' | 'fresh' | 'always' | 'interpreter';
 
 /** A session's long-lived sandbox: any worker on the host finds it by this name. */
 export const sessionContainerName = (sessionId: string): string => `sandgate-s-${sessionId}`;
@@ -31,12 +31,11 @@ export const AGENT_UID = 999;
 const AGENT_CAPS = ['setuid', 'setgid', 'setpcap', 'kill'].map((c) => `+${c}`).join(',');
 
 /**
- * The agent's command. In pool and process-session sandboxes it runs as AGENT_UID with just AGENT_CAPS, and starts
- * every program as the sandbox user through setpriv, so no run can trace it, change its limits or signal it. A
- * stateful session runs its code inside the agent (the interpreter is the session's state): there the agent is the
- * sandbox user, not dumpable and under its seccomp filter, and the sandbox serves that one session only. So is it
- * under gVisor (`runsc`), which does not carry ambient capabilities across exec: there gVisor's own kernel stands
- * between the sandbox and the host as well.
+ * The agent's command. It runs as AGENT_UID with just AGENT_CAPS, and starts every program (a stateful session's
+ * interpreter too) as the sandbox user through setpriv, so no run can trace it, read its descriptors, change its
+ * limits or signal it. Under gVisor (`runsc`), which does not carry ambient capabilities across exec, the agent is the
+ * sandbox user itself, not dumpable and under its seccomp filter: there gVisor's own kernel stands between the sandbox
+ * and the host as well.
  */
 export function agentCommand(
   sandbox: Pick<AgentSandbox, 'prewarm'>,
@@ -44,7 +43,7 @@ export function agentCommand(
 ): string[] {
   const { user } = s;
   const prewarm = `--prewarm=${sandbox.prewarm}`;
-  if (agentIsSandboxUser(sandbox, s)) return asSandboxUser(user, ['python3', '-u', AGENT_PATH, prewarm]);
+  if (agentIsSandboxUser(s)) return asSandboxUser(user, ['python3', '-u', AGENT_PATH, prewarm]);
   const { uid, gid } = parseUser(user);
   // -S: no site hooks, which would leave files of the agent's uid in /tmp for the sandbox user's reset to trip on.
   return setpriv(
@@ -65,16 +64,24 @@ export interface AgentSandbox {
   egressDir?: string;
   /** A session's services (services.ts): the host directory of the agent's socket, and the SHA-256 of its token. */
   services?: { dir: string; tokenSha256: string };
+  /** A session's volumes: each host directory bind-mounted at its path, read-only where asked. */
+  volumes?: readonly VolumeBind[];
+}
+
+/** A volume's directory on the host, and where and how the sandbox sees it. */
+export interface VolumeBind {
+  source: string;
+  target: string;
+  readOnly: boolean;
 }
 
 /** The uid a sandbox's agent runs as (agentCommand), which alone may enter its services directory. */
-export function agentUid(sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<SandboxSettings, 'user' | 'runtime'>): number {
-  return agentIsSandboxUser(sandbox, s) ? parseUser(s.user).uid : AGENT_UID;
+export function agentUid(s: Pick<SandboxSettings, 'user' | 'runtime'>): number {
+  return agentIsSandboxUser(s) ? parseUser(s.user).uid : AGENT_UID;
 }
 
-/** Stateful sessions and gVisor: the agent is the sandbox user itself (see agentCommand). */
-const agentIsSandboxUser = (sandbox: Pick<AgentSandbox, 'prewarm'>, s: Pick<SandboxSettings, 'runtime'>): boolean =>
-  sandbox.prewarm === 'never' || s.runtime === 'runsc';
+/** gVisor: the agent is the sandbox user itself (see agentCommand). */
+const agentIsSandboxUser = (s: Pick<SandboxSettings, 'runtime'>): boolean => s.runtime === 'runsc';
 
 /**
  * Create options for a sandbox that runs the agent: the same lock-down as a one-execution sandbox, with the
@@ -113,6 +120,13 @@ export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.
         ...(sandbox.services === undefined
           ? []
           : [{ Type: 'bind' as const, Source: sandbox.services.dir, Target: SERVICES_MOUNT, ReadOnly: false }]),
+        // Private propagation (the default): nothing mounted under a volume on the host later reaches the sandbox.
+        ...(sandbox.volumes ?? []).map((v) => ({
+          Type: 'bind' as const,
+          Source: v.source,
+          Target: v.target,
+          ReadOnly: v.readOnly,
+        })),
       ],
     },
   };

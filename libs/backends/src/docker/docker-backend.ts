@@ -235,6 +235,7 @@ export class DockerBackend implements ExecutionBackend {
           {
             ...common,
             sessions: this.#sessions,
+            volumes: this.#workspaces.volumes,
             interruptGraceMs: this.#interruptGraceMs,
           },
           job,

@@ -51,8 +51,9 @@ export async function deathOf(
  * panicking. The cgroup that would show the limit reached is gone with the sandbox (runsc removes it as the sandbox
  * ends), and the engine records only the status (no error, no OOM, no log line). But the agent and its init do not
  * exit with 2 (a program's own exit status comes as a frame, not as the sandbox's), so under gVisor that status is
- * the Sentry's panic, and the pids limit is the panic a run provokes. One exception is left: a stateful cell runs in
- * the agent and could end it with os._exit(2), which then reads as the pids limit; it misleads only its own run.
+ * the Sentry's panic, and the pids limit is the panic a run provokes. One exception is left: the agent of a stateful
+ * session ends with its interpreter's status, so a cell's os._exit(2) reads as the pids limit; it misleads only its own
+ * run.
  */
 const gvisorPanicked = (runtime: string | undefined, exitCode: number): boolean =>
   runtime === 'runsc' && exitCode === GVISOR_PANIC_STATUS;

@@ -1,10 +1,12 @@
+import { lstat } from 'node:fs/promises';
 import type Dockerode from 'dockerode';
 import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
+import { volumeDir } from '@sandgate/storage';
 import { deploymentOf, LABELS, sessionLabels } from '../housekeeping/labels.ts';
 import type { BackendLogger } from '../logger.ts';
 import type { AgentChannel } from '../agent/agent-channel.ts';
 import { attachAgent } from './agent-attach.ts';
-import { agentSpec, agentUid, sessionContainerName, type Prewarm } from './agent-spec.ts';
+import { agentSpec, agentUid, sessionContainerName, type Prewarm, type VolumeBind } from './agent-spec.ts';
 import { prepareServices, servicesDirOf } from '../services.ts';
 import { AttachCache } from '../agent/attach-cache.ts';
 import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
@@ -219,21 +221,21 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
     replaces: boolean,
     network: 'egress' | undefined,
   ): Promise<SessionSandbox> {
-    // Stateful runs happen in the agent itself; process sessions keep a python started ahead for the next run.
-    const prewarm: Prewarm = job.sandbox === 'stateful' ? 'never' : 'always';
+    // A stateful session's interpreter starts with its agent; process sessions keep a python started ahead.
+    const prewarm: Prewarm = job.sandbox === 'stateful' ? 'interpreter' : 'always';
     // A new sandbox, a new services socket: what ran in the one it replaces has ended with it. A data disk too full
     // for its token costs the session its services, not its run.
-    const tokenSha256 = await prepareServices(
-      this.#dataDir,
-      job.session_id,
-      agentUid({ prewarm }, this.#settings),
-    ).catch((err: unknown) => {
-      this.#log.warn({ sessionId: job.session_id, err }, 'no services socket for this session sandbox');
-      return undefined;
-    });
+    const tokenSha256 = await prepareServices(this.#dataDir, job.session_id, agentUid(this.#settings)).catch(
+      (err: unknown) => {
+        this.#log.warn({ sessionId: job.session_id, err }, 'no services socket for this session sandbox');
+        return undefined;
+      },
+    );
+    const volumes = await this.#volumes(job);
     const spec = agentSpec(
       {
         name: sessionContainerName(job.session_id),
+        volumes,
         labels: sessionLabels({ ...job, network }, this.#settings.deployment, replaces),
         limits: job,
         workspaceDir: dir,
@@ -279,6 +281,23 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
       await forceRemove(container).catch(() => {});
       throw err;
     }
+  }
+
+  /**
+   * The session's volumes as bind mounts. A volume whose directory is gone (deleted behind sandgate's back) fails the
+   * run with a clear error: the engine would otherwise make an empty root-owned directory in its place.
+   */
+  async #volumes(job: ExecutionJob): Promise<VolumeBind[]> {
+    const binds: VolumeBind[] = [];
+    for (const v of job.volumes ?? []) {
+      const source = volumeDir(this.#dataDir, v.id);
+      const st = await lstat(source).catch(() => undefined);
+      if (!st?.isDirectory()) {
+        throw new SandgateError('volume_not_found', `volume ${v.name} (${v.id}) has no directory on this worker`);
+      }
+      binds.push({ source, target: v.path, readOnly: v.read_only });
+    }
+    return binds;
   }
 
   #remember(sessionId: string): void {

@@ -74,6 +74,16 @@ test('an interpreter that dies is reported; the next run has a fresh one and say
   assert.equal((await cell(f, '1')).interpreter_restarted, false, 'only the first run after the restart');
 });
 
+test('what an interpreter printed before a segfault is kept; the next run has a fresh one', async (t) => {
+  const f = await fixture(t);
+  await cell(f, 'x = 1');
+  const crashed = await cell(f, 'import ctypes\nprint("before the crash")\nctypes.string_at(0)');
+  assert.deepEqual([crashed.state, crashed.exit_code, crashed.stdout], ['failed', 139, 'before the crash\n']);
+  assert.match(crashed.message ?? '', /interpreter of this session died during this run \(exit status 139\)/);
+  const fresh = await cell(f, '"x" in globals()');
+  assert.deepEqual([fresh.value, fresh.interpreter_restarted], ['False', true]);
+});
+
 test('an interpreter killed for memory is reported as oom, and the next run works', async (t) => {
   const f = await fixture(t);
   const bomb = await cell(f, 'chunks = []\nwhile True:\n    chunks.append(b"\\x01" * (1 << 20))', { memory_mb: 128 });

@@ -26,6 +26,7 @@ export class ToolBroker {
   readonly calls: ToolCallRecord[] = [];
 
   constructor(
+    private readonly tenant: string,
     private readonly tools: Record<string, ToolSource>,
     private readonly settings: ToolSettings,
     private readonly events: EventSink,
@@ -34,7 +35,7 @@ export class ToolBroker {
   /** The broker of a job, or undefined when its tenant has no tools (the run then gets no tool channel). */
   static of(settings: ToolSettings | undefined, tenant: string, events: EventSink): ToolBroker | undefined {
     const tools = settings?.toolsOf(tenant) ?? {};
-    return Object.keys(tools).length > 0 ? new ToolBroker(tools, settings!, events) : undefined;
+    return Object.keys(tools).length > 0 ? new ToolBroker(tenant, tools, settings!, events) : undefined;
   }
 
   async handle(frame: ToolCallFrame): Promise<ToolAnswer> {
@@ -55,7 +56,7 @@ export class ToolBroker {
         error: `this run has made its ${this.settings.maxCalls} tool calls (SANDGATE_TOOL_MAX_CALLS)`,
       };
     }
-    const answer = await this.settings.caller.call(this.tools, name, args, this.settings);
+    const answer = await this.settings.caller.call(this.tenant, this.tools, name, args, this.settings);
     return (
       answer ?? { ok: false, error: `no tool "${name}" for this tenant; its tools: ${ToolCaller.offered(this.tools)}` }
     );

@@ -12,7 +12,8 @@ import { DockerBackend, type DockerBackendOptions } from '../docker/docker-backe
 import { sessionContainerName } from '../docker/agent-spec.ts';
 import { containerName } from '../docker/container-spec.ts';
 
-export const IMAGE = 'sandgate/runtime:1';
+/** The runtime image under test: SANDGATE_IMAGE, as for the rest of the suite. */
+export const IMAGE = process.env.SANDGATE_IMAGE ?? 'sandgate/runtime:1';
 export const docker = new Dockerode();
 export const SANDBOX_UID = 1000;
 
@@ -49,6 +50,7 @@ export async function fixture(t: TestContext, over: Partial<DockerBackendOptions
     artifactUrl,
     deployment,
     instanceId,
+    image: IMAGE,
     poolSize: 0,
     sweepGraceMs: 0,
     ...over,
