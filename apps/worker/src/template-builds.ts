@@ -64,8 +64,8 @@ export interface TemplateBuildsOptions {
 
 /**
  * Builds templates' images, one at a time, from the build queue: a worker whose backend builds images (Docker) takes
- * them; the gateway queued them. The build's log goes to its stream as it comes (GET /v1/templates/{name}/build/events),
- * its lease is renewed while it runs, and its end is recorded on every template waiting for it.
+ * them; the gateway queued them. The build's log goes to its stream as it comes
+ * (GET /v1/templates/{name}/build/events), its lease is renewed while it runs, and its end is recorded on every template waiting for it.
  */
 export class TemplateBuilds {
   readonly #store: TemplateStore;
@@ -123,7 +123,13 @@ export class TemplateBuilds {
       );
       const logTail = await out.end();
       const durationMs = Date.now() - started;
-      await this.#store.finish(id, build.hash, { state: 'ready', image: made.image, cached: made.cached, durationMs, logTail });
+      await this.#store.finish(id, build.hash, {
+        state: 'ready',
+        image: made.image,
+        cached: made.cached,
+        durationMs,
+        logTail,
+      });
       log.info({ image: made.image, cached: made.cached, durationMs }, 'template built');
     } catch (err) {
       const error = timeout.aborted

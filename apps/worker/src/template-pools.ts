@@ -19,7 +19,8 @@ export function poolsOf(templates: TemplateRecord[], config: Pick<Config, 'memor
     };
     // Two templates of one image share its pool: the larger size, the first name (by name).
     const had = byImage.get(t.image);
-    if (had === undefined || spec.size > had.size) byImage.set(t.image, had ? { ...spec, template: had.template } : spec);
+    if (had === undefined || spec.size > had.size)
+      byImage.set(t.image, had ? { ...spec, template: had.template } : spec);
   }
   return [...byImage.values()];
 }

@@ -317,7 +317,11 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_TENANT_TEMPLATES: ['tenantTemplates', parseJsonObject, '{}'],
   SANDGATE_TEMPLATE_WHEELS_DIR: ['templateWheelsDir', (r) => (r.trim() === '' ? null : r), null],
   SANDGATE_TEMPLATE_WHEELS_MAX_BYTES: ['templateWheelsMaxBytes', parseBytes, '2GiB'],
-  SANDGATE_TEMPLATE_PIP_INDEX_URL: ['templatePipIndexUrl', (r) => (r.trim() === 'none' ? null : r), 'https://pypi.org/simple'],
+  SANDGATE_TEMPLATE_PIP_INDEX_URL: [
+    'templatePipIndexUrl',
+    (r) => (r.trim() === 'none' ? null : r),
+    'https://pypi.org/simple',
+  ],
   SANDGATE_TEMPLATE_NPM_REGISTRY: ['templateNpmRegistry', str, 'https://registry.npmjs.org/'],
   SANDGATE_TEMPLATE_CA_FILE: ['templateCaFile', (r) => (r.trim() === '' ? null : r), null],
   SANDGATE_TEMPLATE_BUILD_TIMEOUT_S: ['templateBuildTimeoutMs', seconds, '1200'],

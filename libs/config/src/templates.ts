@@ -108,7 +108,8 @@ export function readTemplatesFile(
     return { problems: [`cannot read ${path}: ${(err as Error).message.split('\n')[0]}`] };
   }
   const list = Array.isArray(doc) ? doc : (doc as { templates?: unknown } | null)?.templates;
-  if (!Array.isArray(list)) return { problems: [`${path} holds no list of templates (a list, or "templates:" with one)`] };
+  if (!Array.isArray(list))
+    return { problems: [`${path} holds no list of templates (a list, or "templates:" with one)`] };
   const problems: string[] = [];
   const names = new Set<string>();
   list.forEach((item: unknown, i) => {

@@ -68,12 +68,19 @@ export class TemplateControl {
     };
     let rec: TemplateRecord;
     if (recipe.image !== undefined) {
-      rec = { ...base, hash: recipeHash(this.spec(recipe), this.sources()), state: 'ready', image: recipe.image, buildId: null };
+      rec = {
+        ...base,
+        hash: recipeHash(this.spec(recipe), this.sources()),
+        state: 'ready',
+        image: recipe.image,
+        buildId: null,
+      };
     } else {
       const spec = this.spec(recipe);
       const hash = recipeHash(spec, this.sources());
       const same = existing && existing.hash === hash && existing.recipe.image === undefined ? existing : undefined;
-      const twin = same?.state === 'ready' ? same : (await templates.list()).find((t) => t.hash === hash && t.state === 'ready');
+      const twin =
+        same?.state === 'ready' ? same : (await templates.list()).find((t) => t.hash === hash && t.state === 'ready');
       if (same && same.state === 'building') {
         rec = { ...base, hash, state: 'building', image: same.image, buildId: same.buildId };
       } else if (twin) {

@@ -8,7 +8,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The tenant of the API key, or null when the request carried none (public routes, signed downloads). */
     tenant: string | null;
-    /** The request carried an operator key (or the gateway is open): on routes a tenant and an operator may both use. */
+    /** The request carried an operator key (or the gateway is open), on routes a tenant and an operator both use. */
     operator: boolean;
   }
   interface FastifyContextConfig {

@@ -32,7 +32,8 @@ const BUILD_EVENTS_RESPONSES = {
   },
   204: {
     type: 'null',
-    description: 'Nothing (more) to stream: the build has ended and nothing is left after Last-Event-ID, or it has none.',
+    description:
+      'Nothing (more) to stream: the build has ended and nothing is left after Last-Event-ID, or it has none.',
   },
 };
 

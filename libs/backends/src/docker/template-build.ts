@@ -6,11 +6,7 @@ import type Dockerode from 'dockerode';
 import { pack as tarPack, type Pack } from 'tar-stream';
 import type { TemplateImageSpec } from '@sandgate/contracts';
 import { CONTEXT, templateDockerfile } from '../templates/template-dockerfile.ts';
-import {
-  TEMPLATE_IMAGE_LABELS,
-  templateImageRef,
-  type TemplateBuildSettings,
-} from '../templates/template-image.ts';
+import { TEMPLATE_IMAGE_LABELS, templateImageRef, type TemplateBuildSettings } from '../templates/template-image.ts';
 import { isNotFound } from './engine-errors.ts';
 
 /** One template build, as a worker hands it to a backend. */
@@ -81,17 +77,20 @@ export async function buildTemplateImage(
     tar.destroy(err as Error);
     throw err;
   });
-  const stream = await docker.buildImage(tar as unknown as NodeJS.ReadableStream, {
-    t: image,
-    labels: {
-      [TEMPLATE_IMAGE_LABELS.hash]: req.hash,
-      [TEMPLATE_IMAGE_LABELS.base]: base.Id,
-      [TEMPLATE_IMAGE_LABELS.deployment]: scope.deployment,
-    },
-    rm: true,
-    forcerm: true,
-    abortSignal: signal,
-  } as Dockerode.ImageBuildOptions);
+  const stream = await docker.buildImage(
+    tar as unknown as NodeJS.ReadableStream,
+    {
+      t: image,
+      labels: {
+        [TEMPLATE_IMAGE_LABELS.hash]: req.hash,
+        [TEMPLATE_IMAGE_LABELS.base]: base.Id,
+        [TEMPLATE_IMAGE_LABELS.deployment]: scope.deployment,
+      },
+      rm: true,
+      forcerm: true,
+      abortSignal: signal,
+    } as Dockerode.ImageBuildOptions,
+  );
   const [, failure] = await Promise.all([packing, followBuild(stream, log, signal)]);
   if (failure !== undefined) throw new TemplateBuildError(failure);
   return { image, cached: false };

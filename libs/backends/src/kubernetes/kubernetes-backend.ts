@@ -216,9 +216,7 @@ export class KubernetesBackend implements ExecutionBackend {
       // A template's one-shot takes from its template's pool; the runtime image's, from the deployment's.
       const limits = { memory_mb: job.memory_mb, cpus: job.cpus };
       const pool =
-        job.image === undefined
-          ? this.#pool
-          : this.#templatePools.for(job.image, job.template ?? job.image, limits);
+        job.image === undefined ? this.#pool : this.#templatePools.for(job.image, job.template ?? job.image, limits);
       // A run whose tenant has tools needs an agent (the tool channel): a Pod is made for it when none is ready.
       const taken = pool?.fits(job) ? pool.take(job.tenant) : undefined;
       const warm =

@@ -93,7 +93,10 @@ export class TemplatePools<T extends PoolMember, P extends SandboxPool<T>> {
     if (!entry) return;
     this.#pools.delete(image);
     const s = entry.pool.stats();
-    this.#gone.set(entry.spec.template, add(this.#gone.get(entry.spec.template), { ...s, size: 0, ready: 0, starting: 0, recycled: 0 }));
+    this.#gone.set(
+      entry.spec.template,
+      add(this.#gone.get(entry.spec.template), { ...s, size: 0, ready: 0, starting: 0, recycled: 0 }),
+    );
     const closing = entry.pool.close().catch((err: unknown) => {
       this.log.warn({ template: entry.spec.template, err }, 'could not close a template pool');
     });

@@ -54,7 +54,11 @@ const [registry, version, integrity, dest] = process.argv.slice(2);
  * the base with the Debian packages, the files and the setup command. RUN steps reach the package mirrors through the
  * engine's default bridge, as the runtime image's build does.
  */
-export function templateDockerfile(spec: TemplateImageSpec, s: TemplateBuildSettings, hash: string): TemplateBuildContext {
+export function templateDockerfile(
+  spec: TemplateImageSpec,
+  s: TemplateBuildSettings,
+  hash: string,
+): TemplateBuildContext {
   const files: TemplateBuildContext['files'] = [];
   const python = spec.python_packages.length > 0;
   const npm = spec.npm_packages.length > 0;
