@@ -65,7 +65,8 @@ export interface TemplateBuildsOptions {
 /**
  * Builds templates' images, one at a time, from the build queue: a worker whose backend builds images (Docker) takes
  * them; the gateway queued them. The build's log goes to its stream as it comes
- * (GET /v1/templates/{name}/build/events), its lease is renewed while it runs, and its end is recorded on every template waiting for it.
+ * (GET /v1/templates/{name}/build/events), its lease is renewed while it runs, and its end is recorded on every
+ * template waiting for it.
  */
 export class TemplateBuilds {
   readonly #store: TemplateStore;
