@@ -142,7 +142,7 @@ export const ConfigSchema = Type.Object({
   /** The templates file (JSON or YAML) the templates below were read from; null: none. */
   templatesFile: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
   /** The operator's templates from that file, checked (libs/config/src/templates.ts). */
-  templates: Type.Array(Type.Unsafe<TemplateRecipe>({})),
+  templates: Type.Array(Type.Unsafe<TemplateRecipe>(Type.Any())),
   /** The templates each tenant may use (libs/config/src/templates.ts); a tenant without an entry: all. */
   tenantTemplates: TenantTemplatesSchema,
   /** Docker template builds: a directory of wheels on the worker's host, pip's --find-links. */

@@ -89,6 +89,9 @@ export const ProblemSchema = Type.Object(
         description: 'Validation failures, one per bad field.',
       }),
     ),
+    log: Type.Optional(
+      Type.String({ description: 'template_build_failed: the end of the build log (GET /v1/templates/{name}).' }),
+    ),
   },
   { $id: 'Problem', title: 'Problem' },
 );

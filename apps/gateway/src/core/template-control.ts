@@ -43,11 +43,17 @@ export class TemplateControl {
    */
   async put(recipe: TemplateRecipe, source: 'file' | 'api'): Promise<TemplateRecord> {
     const { config, templates } = this.d;
-    const problems = [...recipeSchemaProblems(recipe), ...recipeProblems(recipe, config)];
-    if (problems.length > 0) {
-      throw new SandgateError('validation_failed', `the recipe is not valid: ${problems.join('; ')}`, {
-        extra: { errors: problems.map((p) => ({ path: p.split(':')[0]!, message: p })) },
+    const schema = recipeSchemaProblems(recipe);
+    if (schema.length > 0) {
+      throw new SandgateError('validation_failed', `the recipe is not valid: ${schema.join('; ')}`, {
+        extra: { errors: schema.map((p) => ({ path: p.split(':')[0]!, message: p })) },
       });
+    }
+    // What the schema lets through but this deployment refuses (paths, sizes, limits): said, with no `errors` list,
+    // which is kept for the schema's own complaints.
+    const problems = recipeProblems(recipe, config);
+    if (problems.length > 0) {
+      throw new SandgateError('validation_failed', `the recipe is not valid: ${problems.join('; ')}`);
     }
     const existing = await templates.get(recipe.name);
     if (source === 'api' && existing?.source === 'file') {

@@ -124,7 +124,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps; hear
         throw new SandgateError(
           'template_build_failed',
           `template "${rec.name}" did not build: ${rec.error ?? 'see its build log'}`,
-          { extra: { template: await control.show(rec), log: rec.logTail ?? '' } },
+          { extra: { log: rec.logTail ?? '' } },
         );
       }
       return reply

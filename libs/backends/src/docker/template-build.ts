@@ -92,8 +92,17 @@ export async function buildTemplateImage(
     } as Dockerode.ImageBuildOptions,
   );
   const [, failure] = await Promise.all([packing, followBuild(stream, log, signal)]);
-  if (failure !== undefined) throw new TemplateBuildError(failure);
+  if (failure !== undefined) throw new TemplateBuildError(shortFailure(failure));
   return { image, cached: false };
+}
+
+/** The engine's failure, without the whole command it quotes (the log has it): which step failed, and how. */
+function shortFailure(failure: string): string {
+  const m = /^The command '(?:\/bin\/\S+ (?:\S+ )*?-c )?([\s\S]*)' returned a non-zero code: (\d+)$/.exec(failure);
+  if (!m) return failure;
+  const step = m[1]!.replace(/\s+/g, ' ').trim();
+  const shown = step.length > 80 ? `${step.slice(0, 77)}...` : step;
+  return `a step of the recipe exited with code ${m[2]} (${shown}); its build log says why`;
 }
 
 /** Reads the engine's build output to its end: each line to `log`; answers the error it ended with, if any. */

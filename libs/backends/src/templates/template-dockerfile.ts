@@ -83,7 +83,7 @@ export function templateDockerfile(
     ];
     lines.push(
       '# pip runs from its wheel (python3-pip-whl, in the runtime image; installed here if the base lacks it).',
-      'RUN set -eu; pip="$(ls /usr/share/python-wheels/pip-*.whl 2>/dev/null | head -n1)"; \\',
+      'RUN set -eu; pip="$(ls /usr/share/python-wheels/pip-*.whl 2>/dev/null | head -n1 || true)"; \\',
       '    if [ -z "$pip" ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive \\',
       '      apt-get install -y -q --no-install-recommends python3-pip-whl; \\',
       '      pip="$(ls /usr/share/python-wheels/pip-*.whl | head -n1)"; fi; \\',
