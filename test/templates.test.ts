@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
-import { startStack, TEST_BACKEND, type Stack } from './harness.ts';
+import { startStack, TEST_BACKEND, until, type Stack } from './harness.ts';
 import { readSse } from './sse-client.ts';
 
 const KEY_A = 'a'.repeat(32);
@@ -263,5 +263,50 @@ test(
       const s2 = await a('POST', '/v1/sessions', { template: 'tables' });
       assert.equal(s2.body.code, 'template_not_found');
     });
+  },
+);
+
+test(
+  "a template's warm pool serves its one-shots, its hits and misses in /metrics and the operator's stats",
+  { skip: TEST_BACKEND !== 'docker' && 'Docker builds template images; Kubernetes names them (kubernetes test)' },
+  async (t) => {
+    const s = await startStack({ env: { SANDGATE_API_KEYS: `${KEY_A}:tenantA`, SANDGATE_OPERATOR_KEYS: OPERATOR } });
+    t.after(async () => {
+      await s.close();
+      await removeTemplateImages(s);
+    });
+    const a = as(s, KEY_A);
+    const op = as(s, OPERATOR);
+    const made = await op('POST', '/v1/templates?wait=300', {
+      name: 'pooled',
+      files: [{ path: '/opt/pooled.txt', content: 'from the pool\n' }],
+      pool_size: 1,
+    });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    assert.equal(made.body.pool_size, 1);
+
+    const pools = async () => (await op('GET', '/v1/system/stats')).body.pool.templates;
+    await until('the template pool to hold its warm sandbox', async () =>
+      (await pools()).pooled?.ready === 1 ? true : null,
+    );
+    const run = await a('POST', '/v1/executions?wait=60', {
+      language: 'bash',
+      template: 'pooled',
+      code: 'cat /opt/pooled.txt',
+    });
+    assert.equal(run.body.state, 'completed', JSON.stringify(run.body));
+    assert.equal(run.body.result.stdout, 'from the pool\n');
+    const figures = await until('the hit to be counted', async () => {
+      const p = (await pools()).pooled;
+      return p?.hits >= 1 ? p : null;
+    });
+    assert.equal(figures.misses, 0, 'the run was served by the pool');
+    const stats = (await op('GET', '/v1/system/stats')).body;
+    assert.ok(stats.pool.hits >= figures.hits, "the deployment's pool figures count the template's too");
+
+    const metrics = await (await fetch(`${s.url}/metrics`, { headers: bearer(OPERATOR) })).text();
+    assert.match(metrics, /^sandgate_pool_events_total\{[^}]*event="hit"[^}]*template="pooled"[^}]*\} [1-9]/m);
+    assert.match(metrics, /^sandgate_template_pool_ready\{template="pooled"\} \d+$/m);
+    assert.equal((await op('DELETE', '/v1/templates/pooled')).status, 204);
   },
 );
