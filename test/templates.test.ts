@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import { startStack, TEST_BACKEND, until, type Stack } from './harness.ts';
 import { readSse } from './sse-client.ts';
+import { mcpClient, toolsOf } from './mcp-client.ts';
 
 const KEY_A = 'a'.repeat(32);
 const KEY_B = 'b'.repeat(32);
@@ -240,6 +241,24 @@ test(
         assert.equal(r.status, 404, JSON.stringify(r.body));
         assert.equal(r.body.code, 'template_not_found');
       }
+    });
+
+    await t.test('over MCP: list_templates, and create_session makes a session of one', async () => {
+      const { client } = await mcpClient(s, { apiKey: KEY_B });
+      t.after(() => client.close());
+      const { ok, fail } = toolsOf(client);
+      const listed = await ok('list_templates', {});
+      assert.deepEqual(
+        listed.templates.map((x: { name: string; state: string }) => [x.name, x.state]),
+        [['greet', 'ready']],
+      );
+      assert.equal((await fail('create_session', { template: 'tables' })).error, 'template_not_allowed');
+      assert.equal((await fail('create_session', { template: 'nope' })).error, 'template_not_found');
+      const made = await ok('create_session', { template: 'greet' });
+      assert.equal(made.template, 'greet');
+      const run = await ok('run_code', { session_id: made.session_id, language: 'bash', code: 'echo "$GREETING"' });
+      assert.equal(run.stdout, 'hello-from-greet\n');
+      await ok('close_session', { session_id: made.session_id });
     });
 
     await t.test('a recipe that fails answers with its build log and template_build_failed', async () => {
