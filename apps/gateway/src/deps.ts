@@ -19,6 +19,9 @@ import {
   StorageLedger,
   TransferGrants,
   ScriptStore,
+  TemplateStore,
+  buildQueueName,
+  type BuildJob,
   VolumeStore,
 } from '@sandgate/state';
 import { type Config } from '@sandgate/config';
@@ -32,6 +35,7 @@ import { SessionControl } from './core/session-control.ts';
 import { SessionFiles } from './core/session-files.ts';
 import { SystemStatsReader } from './core/system-stats.ts';
 import { TenantTools } from './core/tenant-tools.ts';
+import { TemplateControl } from './core/template-control.ts';
 import { VolumeControl } from './core/volume-control.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
@@ -50,6 +54,10 @@ export interface GatewayDeps {
   workspaces: Workspaces;
   /** The tenants' saved scripts. */
   scripts: ScriptStore;
+  /** The operator's templates and their builds. */
+  templates: TemplateStore;
+  /** Template builds, for the workers (apps/worker/src/template-builds.ts). */
+  builds: Queue<BuildJob>;
   /** The tenants' volumes and the sessions that mount them. */
   volumes: VolumeStore;
   /** Sandbox Pods' tokens for a session's files (the Kubernetes backend's stage and harvest). */
@@ -78,6 +86,7 @@ export interface GatewayDeps {
   tenantTools: TenantTools;
   /** Users' long-running programs in their sessions' sandboxes (POST /v1/sessions/:id/services). */
   serviceManager: ServiceManager;
+  templateControl: TemplateControl;
   close(): Promise<void>;
 }
 
@@ -103,6 +112,11 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     connection: queueConnection,
     prefix: queuePrefix(config.redisPrefix),
     // The execution record holds the run's state and result: a job has nothing left to tell once it has ended.
+    defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
+  });
+  const builds = new Queue<BuildJob>(buildQueueName(config.queueName), {
+    connection: queueConnection,
+    prefix: queuePrefix(config.redisPrefix),
     defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
   });
   const key = await signingKey(redis, k, config.signingKey);
@@ -145,6 +159,8 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ledger: new StorageLedger(redis, k),
     transfers: new TransferGrants(redis, k),
     scripts: new ScriptStore(redis, k),
+    templates: new TemplateStore(redis, k),
+    builds,
     volumes: new VolumeStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
@@ -157,6 +173,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
       await hub.close();
       notices.close();
       await queue.close();
+      await builds.close();
       queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
@@ -169,5 +186,8 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.volumeControl = new VolumeControl(deps);
   deps.tenantTools = new TenantTools(deps);
   deps.serviceManager = new ServiceManager(deps);
+  deps.templateControl = new TemplateControl(deps);
+  // The templates file is the operator's word at every start: what it declares is made (built if it changed).
+  await deps.templateControl.applyFile();
   return deps;
 }

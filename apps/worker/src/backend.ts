@@ -43,6 +43,13 @@ export async function createBackend(
     artifactUrl,
     ...(tools ? { tools } : {}),
     ...(Object.keys(config.egress).length > 0 ? { egress: egressSettings(config) } : {}),
+    templateBuilds: {
+      pipIndexUrl: config.templatePipIndexUrl,
+      npmRegistry: config.templateNpmRegistry,
+      wheelsDir: config.templateWheelsDir,
+      caFile: config.templateCaFile,
+      wheelsMaxBytes: config.templateWheelsMaxBytes,
+    },
     logger: log.child({ component: 'docker' }),
   });
 }

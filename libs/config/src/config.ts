@@ -4,6 +4,8 @@ import { Value } from '@sinclair/typebox/value';
 import { EgressRegistrySchema } from './egress.ts';
 import { ToolRegistrySchema } from './tools.ts';
 import { TenantOverridesSchema } from './tenant-limits.ts';
+import { readTemplatesFile, TenantTemplatesSchema } from './templates.ts';
+import type { TemplateRecipe } from '@sandgate/contracts';
 
 /**
  * SANDGATE_PREVIEW_ORIGIN, parsed: `<scheme>://{preview}.<base>[:<port>]`. Each preview link is the origin
@@ -142,6 +144,28 @@ export const ConfigSchema = Type.Object({
   webhookAttempts: Type.Integer({ minimum: 1, maximum: 30 }),
   webhookBackoffMs: Type.Integer({ minimum: 10 }),
   webhookTimeoutMs: Type.Integer({ minimum: 100 }),
+  /** The templates file (JSON or YAML) the templates below were read from; null: none. */
+  templatesFile: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
+  /** The operator's templates from that file, checked (libs/config/src/templates.ts). */
+  templates: Type.Array(Type.Unsafe<TemplateRecipe>(Type.Any())),
+  /** The templates each tenant may use (libs/config/src/templates.ts); a tenant without an entry: all. */
+  tenantTemplates: TenantTemplatesSchema,
+  /** Docker template builds: a directory of wheels on the worker's host, pip's --find-links. */
+  templateWheelsDir: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
+  /** Docker template builds: bytes the wheels directory may hold (it goes into each build that installs from it). */
+  templateWheelsMaxBytes: Type.Integer({ minimum: 0 }),
+  /** Docker template builds: pip's index; null: none (the wheels directory only). */
+  templatePipIndexUrl: Type.Union([Type.String({ pattern: '^https?://' }), Type.Null()]),
+  /** Docker template builds: the npm registry. */
+  templateNpmRegistry: Type.String({ pattern: '^https?://' }),
+  /** Docker template builds: a CA bundle (PEM) pip and npm trust, e.g. a TLS-inspecting proxy's; null: the image's. */
+  templateCaFile: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
+  templateBuildTimeoutMs: Type.Integer({ minimum: 10_000 }),
+  /** Bytes of a build's log kept and streamed; past them only its end is kept. */
+  templateLogBytes: Type.Integer({ minimum: 4096 }),
+  /** Bytes of all of one recipe's files. */
+  templateMaxFileBytes: Type.Integer({ minimum: 0 }),
+  maxTemplates: Type.Integer({ minimum: 0, maximum: 10_000 }),
   /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
   corsOrigins: Type.Array(Type.String({ pattern: '^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:\\d{1,5})?$' })),
   /** Where previews are served from an origin of their own (SANDGATE_PREVIEW_ORIGIN); null: under /preview/. */
@@ -295,6 +319,21 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_WEBHOOK_ATTEMPTS: ['webhookAttempts', int, '8'],
   SANDGATE_WEBHOOK_BACKOFF_MS: ['webhookBackoffMs', int, '2000'],
   SANDGATE_WEBHOOK_TIMEOUT_S: ['webhookTimeoutMs', (r) => Math.round(Number(num(r)) * 1000), '10'],
+  SANDGATE_TEMPLATES: ['templatesFile', (r) => (r.trim() === '' ? null : r), null],
+  SANDGATE_TENANT_TEMPLATES: ['tenantTemplates', parseJsonObject, '{}'],
+  SANDGATE_TEMPLATE_WHEELS_DIR: ['templateWheelsDir', (r) => (r.trim() === '' ? null : r), null],
+  SANDGATE_TEMPLATE_WHEELS_MAX_BYTES: ['templateWheelsMaxBytes', parseBytes, '2GiB'],
+  SANDGATE_TEMPLATE_PIP_INDEX_URL: [
+    'templatePipIndexUrl',
+    (r) => (r.trim() === 'none' ? null : r),
+    'https://pypi.org/simple',
+  ],
+  SANDGATE_TEMPLATE_NPM_REGISTRY: ['templateNpmRegistry', str, 'https://registry.npmjs.org/'],
+  SANDGATE_TEMPLATE_CA_FILE: ['templateCaFile', (r) => (r.trim() === '' ? null : r), null],
+  SANDGATE_TEMPLATE_BUILD_TIMEOUT_S: ['templateBuildTimeoutMs', seconds, '1200'],
+  SANDGATE_TEMPLATE_LOG_BYTES: ['templateLogBytes', parseBytes, '1MiB'],
+  SANDGATE_TEMPLATE_MAX_FILE_BYTES: ['templateMaxFileBytes', parseBytes, '8MiB'],
+  SANDGATE_MAX_TEMPLATES: ['maxTemplates', int, '100'],
   SANDGATE_PREVIEW_ORIGIN: ['previewOrigin', parsePreviewOrigin, ''],
 };
 
@@ -330,6 +369,12 @@ export function loadConfig(env: Env = process.env): Config {
   problems.push(...previewOriginClashes(out));
   if (out.backend === 'kubernetes' && out.k8sGatewayUrl === null) {
     problems.push('SANDGATE_K8S_GATEWAY_URL: the kubernetes backend needs the URL sandbox Pods reach the gateway at');
+  }
+  out.templates = [];
+  if (problems.length === 0 && out.templatesFile !== null) {
+    const read = readTemplatesFile(String(out.templatesFile), out as unknown as Config);
+    if ('problems' in read) problems.push(...read.problems.map((p) => `SANDGATE_TEMPLATES: ${p}`));
+    else out.templates = read.recipes;
   }
   if (problems.length === 0) {
     for (const e of Value.Errors(ConfigSchema, out)) {

@@ -8,6 +8,7 @@ import {
   ref,
 } from './common.ts';
 import { InlineFileSchema } from './files.ts';
+import { TemplateNameSchema } from './templates.ts';
 import { JobVolumeSchema } from './volumes.ts';
 
 export const LANGUAGES = ['python', 'javascript', 'typescript', 'bash'] as const;
@@ -213,8 +214,6 @@ export const ExecutionListSchema = Type.Object(
 );
 export type ExecutionList = Static<typeof ExecutionListSchema>;
 
-export const EnvNameSchema = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' });
-
 export const CreateExecutionSchema = Type.Object(
   {
     session_id: Type.Optional(SessionIdSchema),
@@ -263,6 +262,14 @@ export const CreateExecutionSchema = Type.Object(
     ),
     timeout_ms: Type.Optional(
       Type.Integer({ minimum: 100, description: 'Wall-clock limit; capped by SANDGATE_EXEC_TIMEOUT_S.' }),
+    ),
+    template: Type.Optional(
+      Type.Unsafe<string>({
+        ...TemplateNameSchema,
+        description:
+          'A one-shot (no session_id) runs in a sandbox of this template (GET /v1/templates); default: the runtime ' +
+          "image. A session's runs use the template the session was made with.",
+      }),
     ),
     limits: Type.Optional(ref(LimitsSchema)),
     env: Type.Optional(
@@ -397,6 +404,12 @@ export const ExecutionJobSchema = Type.Object(
     network: Type.Optional(Type.Literal('egress')),
     /** The run starts `code` as the session's service of this name (POST /v1/sessions/:id/services) and ends then. */
     service: Type.Optional(Type.String()),
+    /**
+     * The template its sandbox is made from, and that template's image as the gateway resolved it when the run (or
+     * its session) was made: a worker never looks a template up. Absent: the runtime image (SANDGATE_IMAGE).
+     */
+    template: Type.Optional(Type.String()),
+    image: Type.Optional(Type.String()),
     /** The volumes the session mounts (absent: none). */
     volumes: Type.Optional(Type.Array(JobVolumeSchema)),
   },

@@ -9,6 +9,7 @@ export * from './mcp.ts';
 export * from './scripts.ts';
 export * from './tools.ts';
 export * from './services.ts';
+export * from './templates.ts';
 export * from './volumes.ts';
 
 import { ProblemSchema } from './errors.ts';
@@ -57,6 +58,15 @@ import {
   StartServiceSchema,
   StopServiceSchema,
 } from './services.ts';
+import {
+  TemplateBuildResultEventSchema,
+  TemplateBuildSchema,
+  TemplateBuildStreamEventSchema,
+  TemplateListSchema,
+  TemplateLogEventSchema,
+  TemplateRecipeSchema,
+  TemplateSchema,
+} from './templates.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -109,6 +119,13 @@ export const SHARED_SCHEMAS = [
   StopServiceSchema,
   SharePreviewSchema,
   ServicePreviewSchema,
+  TemplateRecipeSchema,
+  TemplateBuildSchema,
+  TemplateSchema,
+  TemplateListSchema,
+  TemplateLogEventSchema,
+  TemplateBuildResultEventSchema,
+  TemplateBuildStreamEventSchema,
   VolumeSchema,
   VolumeListSchema,
   CreateVolumeSchema,

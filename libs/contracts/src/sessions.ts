@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { NextCursorSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
+import { TemplateNameSchema } from './templates.ts';
 import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeMountSchema } from './volumes.ts';
 
 export const SessionModeSchema = Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
@@ -32,6 +33,9 @@ export const SessionSchema = Type.Object(
         'The session holds private data (POST /v1/sessions/{id}/private, or an upload with private=true): it has ' +
         'no network for the rest of its life. Once true, never false again.',
     }),
+    template: Type.Union([Type.String(), Type.Null()], {
+      description: 'The template its sandbox is made from (GET /v1/templates/{name}); null: the runtime image.',
+    }),
     volumes: Type.Array(ref(VolumeMountSchema), { description: 'The volumes it mounts (POST /v1/volumes).' }),
   },
   { $id: 'Session', title: 'Session' },
@@ -48,6 +52,14 @@ export const CreateSessionSchema = Type.Object(
       Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), {
         maxProperties: 16,
         description: 'Free-form labels kept with the session.',
+      }),
+    ),
+    template: Type.Optional(
+      Type.Unsafe<string>({
+        ...TemplateNameSchema,
+        description:
+          "The template of the session's sandbox (GET /v1/templates): its packages, files and environment, and its " +
+          'limits unless a run gives its own. Default: the runtime image.',
       }),
     ),
     volumes: Type.Optional(

@@ -46,10 +46,13 @@ const PRUNE = `
 const SCRIPTS = {
   sgCreateSession: {
     numberOfKeys: 4, // session, tenantSessions, tenantSessionList, sessionExpiry
-    // ARGV: sessionId, tenant, now, ttlS, maxSessions, metadata, mode
+    // ARGV: sessionId, tenant, now, ttlS, maxSessions, metadata, mode, then more fields of the record as field, value
+    // pairs (its template's, …)
     lua: `${CREATE_SESSION}
-      return createSession(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6],
-        ARGV[7]) and 1 or 0`,
+      local ok = createSession(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6],
+        ARGV[7])
+      if ok and #ARGV > 7 then redis.call('HSET', KEYS[1], unpack(ARGV, 8)) end
+      return ok and 1 or 0`,
   },
   sgStartExecution: {
     // session, sessionLock, execution, tenantSessions, sessionExpiry, tenantExecutions, sessionExecutions, events,

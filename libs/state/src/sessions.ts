@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { SandgateError, type JobVolume, type SessionMode } from '@sandgate/contracts';
+import { SandgateError, type JobVolume, type SessionMode, type TemplateLimits } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import type { LuaRedis } from './lua-scripts.ts';
@@ -48,8 +48,18 @@ export interface SessionRecord {
   oneshot: boolean;
   /** It holds private data: its sandbox has no network for the rest of its life (the ratchet never reverses). */
   private: boolean;
+  /** The template its sandbox is made from, as resolved when it was made; null: the runtime image. */
+  template: SessionTemplate | null;
   /** The volumes it mounts, resolved when it was made (VolumeStore.claim). */
   volumes: JobVolume[];
+}
+
+/** A session's template as it was when the session was made: its runs use this image, env and limits. */
+export interface SessionTemplate {
+  name: string;
+  image: string;
+  env: Record<string, string>;
+  limits: TemplateLimits;
 }
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
@@ -79,7 +89,13 @@ export class SessionStore {
   /** Creates a session, enforcing the tenant's limit of live sessions atomically. */
   async create(
     tenant: string,
-    opts: { ttlSeconds: number; maxSessions: number; mode?: SessionMode; metadata?: Record<string, string> },
+    opts: {
+      ttlSeconds: number;
+      maxSessions: number;
+      mode?: SessionMode;
+      metadata?: Record<string, string>;
+      template?: SessionTemplate;
+    },
   ) {
     const id = newSessionId();
     const now = Date.now();
@@ -95,6 +111,7 @@ export class SessionStore {
       opts.maxSessions,
       JSON.stringify(opts.metadata ?? {}),
       opts.mode ?? 'process',
+      ...(opts.template ? templateFields(opts.template) : []),
     );
     if (ok !== 1) throw await maxSessionsError(this.redis, this.k, tenant, opts.maxSessions);
     return (await this.get(tenant, id))!;
@@ -129,6 +146,14 @@ export class SessionStore {
       currentExecutionId: lock,
       oneshot: h.oneshot === '1',
       private: h.private === '1',
+      template: h.template
+        ? {
+            name: h.template,
+            image: h.image ?? '',
+            env: JSON.parse(h.template_env ?? '{}') as Record<string, string>,
+            limits: JSON.parse(h.template_limits ?? '{}') as TemplateLimits,
+          }
+        : null,
       volumes: h.volumes ? (JSON.parse(h.volumes) as JobVolume[]) : [],
     };
   }
@@ -264,8 +289,40 @@ export class SessionStore {
     return ids.map((id, i) => ({ id, tenant: tenants[i] ?? null }));
   }
 
+  /** Records the template of a session made without one on the record (a one-shot's, made as its run starts). */
+  async setTemplate(id: string, t: SessionTemplate): Promise<void> {
+    await this.redis.hset(this.k.session(id), ...templateFields(t));
+  }
+
+  /** The templates of live sessions (process and stateful, not one-shots'), each with one session using it. */
+  async templatesInUse(): Promise<Map<string, string>> {
+    const ids = await this.redis.zrangebyscore(this.k.sessionExpiry(), Date.now(), '+inf');
+    const m = this.redis.multi();
+    for (const id of ids) m.hmget(this.k.session(id), 'template', 'oneshot');
+    const rows = ((await m.exec()) ?? []) as [unknown, [string | null, string | null]][];
+    const used = new Map<string, string>();
+    rows.forEach(([, [template, oneshot]], i) => {
+      if (template && oneshot !== '1' && !used.has(template)) used.set(template, ids[i]!);
+    });
+    return used;
+  }
+
   /** Removes an index entry whose record is already gone. */
   async forget(id: string): Promise<void> {
     await this.redis.zrem(this.k.sessionExpiry(), id);
   }
+}
+
+/** A template's fields on a session's record. */
+function templateFields(t: SessionTemplate): string[] {
+  return [
+    'template',
+    t.name,
+    'image',
+    t.image,
+    'template_env',
+    JSON.stringify(t.env),
+    'template_limits',
+    JSON.stringify(t.limits),
+  ];
 }

@@ -17,6 +17,8 @@ import {
   type ExecutionMeta,
   type ExecutionRecord,
   type NoticeWait,
+  type SessionRecord,
+  type SessionTemplate,
   type StartOptions,
 } from '@sandgate/state';
 import { egressEntries, limitsFor, maxInFlight } from '@sandgate/config';
@@ -72,6 +74,8 @@ export class ExecutionControl {
     }
     await this.checkStorage(tenant);
     const session = body.session_id ? await this.d.sessions.require(tenant, body.session_id) : null;
+    const template = await this.templateOf(tenant, body, session);
+    if (template) withTemplate(job, body, template);
     const sandbox = !session ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
     if (sandbox === 'stateful' && job.args !== undefined) {
       throw new SandgateError(
@@ -119,6 +123,8 @@ export class ExecutionControl {
         ...(ending ? { notify: this.d.notices.channel } : {}),
       };
       await this.startAndEnqueue(meta, data, start, files, body.callback_url);
+      // A one-shot's session keeps its template, should a later run use the session.
+      if (!session && template) await this.d.sessions.setTemplate(sessionId, template);
       const record: ExecutionRecord = {
         ...meta,
         state: 'queued',
@@ -176,6 +182,28 @@ export class ExecutionControl {
     } catch (err) {
       await this.failToQueue(meta, err);
     }
+  }
+
+  /**
+   * The template a run uses: its session's, as resolved when the session was made, or for a one-shot the one it names,
+   * resolved now. A run cannot name another template than its session's.
+   */
+  private async templateOf(
+    tenant: string,
+    body: CreateExecution,
+    session: SessionRecord | null,
+  ): Promise<SessionTemplate | null> {
+    if (session) {
+      if (body.template !== undefined && body.template !== session.template?.name) {
+        const has = session.template ? `template "${session.template.name}"` : 'the runtime image';
+        throw new SandgateError(
+          'validation_failed',
+          `session ${session.id} runs ${has}; a session's runs use the template it was made with`,
+        );
+      }
+      return session.template;
+    }
+    return body.template === undefined ? null : this.d.templateControl.resolve(tenant, body.template);
   }
 
   /** A tenant at its storage quota runs nothing more (runs write files) until it deletes files or sessions. */
@@ -340,4 +368,21 @@ export class ExecutionControl {
     if (ended) await this.d.queue.remove(rec.id).catch(() => 0);
     return this.wait((await this.d.executions.get(rec.id)) ?? rec, waitSeconds);
   }
+}
+
+/**
+ * A run of a template: its image, its env under the run's own, and its default limits where the request gives none
+ * (a template's limits are within the deployment's, checked when it was made).
+ */
+function withTemplate(
+  job: Pick<ExecutionJob, 'timeout_ms' | 'memory_mb' | 'cpus' | 'env' | 'template' | 'image'>,
+  body: CreateExecution,
+  t: SessionTemplate,
+): void {
+  job.template = t.name;
+  job.image = t.image;
+  job.env = { ...t.env, ...job.env };
+  if (body.timeout_ms === undefined && t.limits.timeout_ms !== undefined) job.timeout_ms = t.limits.timeout_ms;
+  if (body.limits?.memory_mb === undefined && t.limits.memory_mb !== undefined) job.memory_mb = t.limits.memory_mb;
+  if (body.limits?.cpus === undefined && t.limits.cpus !== undefined) job.cpus = t.limits.cpus;
 }

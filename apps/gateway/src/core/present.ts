@@ -18,6 +18,7 @@ export function presentSession(s: SessionRecord, egress: boolean): Session {
     metadata: s.metadata,
     network: egress && !s.private ? 'egress' : 'none',
     private: s.private,
+    template: s.template?.name ?? null,
     volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
   };
 }

@@ -10,6 +10,8 @@ export interface OpenSession {
   /** Idle TTL; default SANDGATE_SESSION_TTL_M. */
   ttlSeconds?: number | undefined;
   metadata?: Record<string, string> | undefined;
+  /** The template of its sandbox (GET /v1/templates); default: the runtime image. */
+  template?: string | undefined;
   /** The tenant's volumes to mount (POST /v1/volumes); default none. */
   volumes?: readonly MountVolume[] | undefined;
 }
@@ -22,7 +24,10 @@ export class SessionControl {
    * A new session of the tenant, within its limit of live sessions, with its (empty) directory and the volumes it
    * mounts: it is not made at all when one of them is missing or already has another writer.
    */
-  async open(tenant: string, { mode, ttlSeconds, metadata, volumes }: OpenSession = {}): Promise<SessionRecord> {
+  async open(
+    tenant: string,
+    { mode, ttlSeconds, metadata, template, volumes }: OpenSession = {},
+  ): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
       throw new SandgateError(
@@ -31,13 +36,21 @@ export class SessionControl {
           'backend of this deployment; use a process session (mode "process"), whose files persist between runs',
       );
     }
+    // Resolved now, once: the session's runs all use the image its template has at this moment.
+    const resolved = template === undefined ? undefined : await this.d.templateControl.resolve(tenant, template);
     const mounts = await this.d.volumeControl.mounts(tenant, volumes);
     const s = await sessions.create(tenant, {
       ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds,
       maxSessions: config.maxSessions,
       metadata: metadata ?? {},
       mode,
+      ...(resolved ? { template: resolved } : {}),
     });
+    // A template deleted while this session was being made (its delete saw no session using it): the session goes.
+    if (resolved && !(await this.d.templates.get(resolved.name))) {
+      await sessions.delete(s, true);
+      throw new SandgateError('template_not_found', `template "${resolved.name}" was deleted meanwhile`);
+    }
     if (mounts.length > 0) {
       try {
         // After the session exists: a claim by a session that does not exist yet would be dropped as stale.

@@ -31,6 +31,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         body: ref(CreateSessionSchema),
         response: {
           201: ref(SessionSchema),
+          403: ref(ProblemSchema),
           409: ref(ProblemSchema),
           429: ref(ProblemSchema),
           501: ref(ProblemSchema),
@@ -43,6 +44,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         ttlSeconds: req.body.ttl_seconds,
         metadata: req.body.metadata,
         mode: req.body.mode,
+        template: req.body.template,
         volumes: req.body.volumes,
       });
       return reply

@@ -188,7 +188,8 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string, {
       containers: [
         {
           name: CONTAINERS.runner,
-          image: s.image,
+          // The job's template's image (stage and harvest stay on the helper image).
+          image: job.image ?? s.image,
           command: runnerCommand,
           workingDir: WORKDIR,
           // Only the job's variables: nothing of the platform's reaches the user's code.
@@ -287,6 +288,8 @@ interface AgentPod {
   servicesToken?: string;
   /** The agent relays the sandbox's proxy port to connections the worker parks with it (EgressLinks). */
   egress?: boolean;
+  /** A template's image; absent: the runtime image (settings). */
+  image?: string | undefined;
   /** A session's volumes: an emptyDir each, filled and emptied by the worker through the volumes container. */
   volumes?: readonly JobVolume[];
 }
@@ -335,7 +338,7 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
       containers: [
         {
           name: AGENT_CONTAINER,
-          image: s.image,
+          image: p.image ?? s.image,
           command: [
             'python3',
             '-u',
@@ -404,6 +407,7 @@ export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParam
       name: sessionPodName(job.session_id),
       labels: sessionLabels(job, s.deployment, p.replaces),
       egress: job.network === 'egress',
+      image: job.image,
       limits: job,
       prewarm: job.sandbox === 'stateful' ? 'interpreter' : 'always',
       token: p.token,
@@ -421,6 +425,17 @@ export function poolPod(
   limits: { memory_mb: number; cpus: number },
   s: PodSettings,
   token: string,
+  template?: { name: string; image: string },
 ): k8s.V1Pod {
-  return agentPod({ name, labels: poolLabels(s.deployment, instanceId), limits, prewarm: 'fresh', token }, s);
+  return agentPod(
+    {
+      name,
+      labels: poolLabels(s.deployment, instanceId, template?.name),
+      limits,
+      prewarm: 'fresh',
+      token,
+      image: template?.image,
+    },
+    s,
+  );
 }
