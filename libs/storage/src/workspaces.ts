@@ -1,16 +1,13 @@
-import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandgateError, SESSION_ID_PATTERN } from '@sandgate/contracts';
-import { errno, openRoot } from './fd-path.ts';
-import { removeDirAt } from './remove-tree.ts';
-import { walkTree } from './walk-tree.ts';
+import { errno } from './fd-path.ts';
 import { SubvolumeQuota } from './disk-quota.ts';
 import type { Owner } from './write-inside.ts';
 import { Volumes } from './volumes.ts';
+import { handOver, removeOwnedDir, usedBytesOf } from './owned-dir.ts';
 
 const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
-const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 
 export interface WorkspacesOptions {
   /** Root of sandgate's files (SANDGATE_DATA_DIR); sessions live in `${dataDir}/sessions/<id>`. */
@@ -64,16 +61,7 @@ export class Workspaces {
         if (errno(e) !== 'EEXIST') throw e;
       });
     }
-    // Through an fd opened without following, so nothing planted at that name can redirect the chown.
-    const handle = await open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW).catch((e: unknown) => {
-      throw new SandgateError('invalid_path', `${dir} exists and is not a directory`, { cause: e });
-    });
-    try {
-      await handle.chmod(0o755);
-      if (this.#owner) await handle.chown(this.#owner.uid, this.#owner.gid);
-    } finally {
-      await handle.close();
-    }
+    await handOver(dir, this.#owner);
     return dir;
   }
 
@@ -82,38 +70,13 @@ export class Workspaces {
    * as a bounded walk sees). 0 for a session with no directory.
    */
   async usedBytes(sessionId: string): Promise<number> {
-    const dir = this.dir(sessionId);
-    // A one-shot that left nothing has no directory: nothing to ask btrfs (a command per run) about.
-    if (
-      !(await lstat(dir).then(
-        () => true,
-        () => false,
-      ))
-    )
-      return 0;
-    if (this.quota) return (await this.quota.usage(dir).catch(() => ({ used: 0 }))).used;
-    const walked = await walkTree(dir).catch(() => ({ entries: [] }));
-    return walked.entries.reduce((sum, e) => sum + e.size, 0);
+    return usedBytesOf(this.dir(sessionId), this.quota);
   }
 
   /** Deletes the session directory and everything in it; a missing one is not an error. */
   async remove(sessionId: string): Promise<void> {
     this.dir(sessionId);
-    let sessions: FileHandle;
-    try {
-      sessions = await openRoot(this.#sessionsDir);
-    } catch (e) {
-      if (errno(e) === 'ENOENT') return;
-      throw e;
-    }
-    // The contents were written by the sandbox, so they are removed without following anything.
-    const remove = () => removeDirAt(sessions, sessionId);
-    try {
-      if (this.quota) await this.quota.removing(join(this.#sessionsDir, sessionId), remove);
-      else await remove();
-    } finally {
-      await sessions.close();
-    }
+    await removeOwnedDir(this.#sessionsDir, sessionId, this.quota);
   }
 }
 
