@@ -26,6 +26,7 @@ import { machine } from './lib/machine.ts';
 import { forwardSignals, isInterrupted, startBench, type BenchRun, type Fig } from './lib/run-bench.ts';
 import { ROOT } from './lib/stack.ts';
 import { round } from './lib/stats.ts';
+import { textTable } from './lib/text-table.ts';
 
 interface Check {
   id: string;
@@ -130,13 +131,7 @@ function table(outcomes: Outcome[]): string {
       verdict(o),
     ]);
   }
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows
-    .map((r, j) => {
-      const line = r.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-      return j === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
-    })
-    .join('\n');
+  return textTable(rows);
 }
 
 /** The budgets file as read, or an error naming what is wrong in it: a check that names no figure measured here. */

@@ -10,6 +10,7 @@ import { loadavg } from 'node:os';
 import { machine } from './lib/machine.ts';
 import { docker } from './lib/raw-docker.ts';
 import { forwardSignals, isInterrupted, runBench, type Fig } from './lib/run-bench.ts';
+import { textTable } from './lib/text-table.ts';
 
 const BENCHES: { file: string; figures: string[] }[] = [
   { file: 'raw-docker-cold', figures: ['raw-docker-cold', 'raw-docker-cold-throughput'] },
@@ -53,13 +54,7 @@ function table(figures: Fig[]): string {
       f.pass ? 'PASS' : 'MISS',
     ]);
   }
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows
-    .map((r, j) => {
-      const line = r.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-      return j === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
-    })
-    .join('\n');
+  return textTable(rows);
 }
 
 async function main() {

@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Queue, Worker } from 'bullmq';
 import { createRedis, queuePrefix } from '@sandgate/state';
+import { serve } from './serve.ts';
 
 const QUEUE = 'executions';
 
@@ -69,17 +70,11 @@ async function main() {
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((r) => server.listen(port, host, r));
-  const stop = async () => {
+  return async () => {
     server.close();
     await worker.close();
     await queue.close();
-    process.exit(0);
   };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
 }
 
-main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.stack : err);
-  process.exit(1);
-});
+serve(main);

@@ -8,6 +8,7 @@ import { createLogger, loadConfig } from '@sandgate/config';
 import { Workspaces } from '@sandgate/storage';
 import { newWorkerId, startWorker } from '@sandgate/worker';
 import { noopBackend } from '../../test/noop-backend.ts';
+import { serve } from './serve.ts';
 
 /** BENCH_NOOP_ROLE=worker runs the no-op worker alone, beside a real gateway process (bench/profile.ts noop-split). */
 async function main() {
@@ -22,17 +23,11 @@ async function main() {
   const app = deps ? await buildApp(deps) : null;
   const worker = await startWorker({ config, log, backend: noopBackend, workspaces, id: newWorkerId() });
   await app?.listen({ host: config.host, port: config.port });
-  const stop = async () => {
+  return async () => {
     await app?.close();
     await worker.close();
     await deps?.close();
-    process.exit(0);
   };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
 }
 
-main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.stack : err);
-  process.exit(1);
-});
+serve(main);
