@@ -290,6 +290,11 @@ class PodFollower {
           `${stage.exitCode}${stage.message ? `: ${stage.message}` : ''}).`,
       );
     }
+    // Harvest gives up on a runner that never comes (its image not pulled, …): the runner's reason is the run's, not
+    // an exit the runner did not report.
+    if (view.harvest?.terminated && this.#runningSince === undefined && view.stuck) {
+      throw new SandgateError('backend_unavailable', `The sandbox's runner could not start: ${view.stuck.message}.`);
+    }
     if (view.harvest?.terminated) return { kind: 'harvested' };
     if (view.phase === 'Failed' || view.phase === 'Succeeded') {
       return {
