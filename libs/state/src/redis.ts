@@ -112,7 +112,7 @@ function sentinelOptions(
     ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
     ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
     db,
-    failoverDetector: true,
+    failoverDetector: false,
     // Every sentinel is tried in turn, then again after this long, for as long as it takes (the default gives up
     // never either, but grows to 1 s between rounds).
     sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
