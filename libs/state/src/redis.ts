@@ -91,8 +91,10 @@ export function createRedis(
 /**
  * A connection through Redis Sentinel: ioredis asks the sentinels for the primary's address at every (re)connect and
  * checks the server it reached is a primary (`role: 'master'`), so after a failover it reconnects to the new one.
- * Two ways it learns of a failover without the old primary dying: the sentinels' `+switch-master` message
- * (`failoverDetector`), and a write refused with READONLY by a primary demoted to a replica (`reconnectOnError`).
+ * A primary demoted while alive (a manual failover, a partition healed) has its clients killed by the sentinels that
+ * reconfigure it; a write it refuses with READONLY meanwhile makes the connection reconnect (`reconnectOnError`).
+ * No `failoverDetector`: its `+switch-master` message, arriving while a connection is between servers, made ioredis
+ * end that connection for good (a BullMQ worker then took no job again: docs/adr/0014-redis-sentinel.md).
  * Duplicates (BullMQ's blocking connections, subscribers) keep these options.
  */
 function sentinelOptions(
@@ -112,7 +114,6 @@ function sentinelOptions(
     ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
     ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
     db,
-    failoverDetector: false,
     // Every sentinel is tried in turn, then again after this long, for as long as it takes (the default gives up
     // never either, but grows to 1 s between rounds).
     sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
