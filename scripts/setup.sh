@@ -88,6 +88,8 @@ if ((for_tests)); then
   have make || missing+=(make)
   have python3 || missing+=(python3)
   [[ -d /usr/share/fonts/truetype/dejavu ]] || missing+=(fonts-dejavu-core)
+  # The Sentinel fault test runs a primary, a replica and three sentinels of its own.
+  have redis-sentinel || missing+=(redis-sentinel)
 fi
 # Docker loads its AppArmor profile when the kernel has AppArmor enabled; that
 # needs apparmor_parser (docker.io only recommends it).

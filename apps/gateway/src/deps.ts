@@ -92,10 +92,10 @@ export interface GatewayDeps {
 
 export async function createGatewayDeps(config: Config, log: Logger): Promise<GatewayDeps> {
   // The connections requests use fail fast: while Redis is away a request gets 503 redis_unavailable at once.
-  const redis = withLuaScripts(createRedis(config.redisUrl, 'sandgate-gateway', { failFast: true }));
+  const redis = withLuaScripts(createRedis(config, 'sandgate-gateway', { failFast: true }));
   // One blocking XREAD at a time: nothing to batch.
-  const reader = createRedis(config.redisUrl, 'sandgate-gateway-events', { autoPipelining: false });
-  const queueConnection = createRedis(config.redisUrl, 'sandgate-gateway-queue', {
+  const reader = createRedis(config, 'sandgate-gateway-events', { autoPipelining: false });
+  const queueConnection = createRedis(config, 'sandgate-gateway-queue', {
     autoPipelining: false,
     failFast: true,
   });
@@ -103,10 +103,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   await Promise.all([whenReady(redis), whenReady(queueConnection)]);
   const k = keys(config.redisPrefix);
   const hub = new EventHub(reader, redis, log);
-  const notices = new EndedNotices(
-    createRedis(config.redisUrl, 'sandgate-gateway-notices', { autoPipelining: false }),
-    k,
-  );
+  const notices = new EndedNotices(createRedis(config, 'sandgate-gateway-notices', { autoPipelining: false }), k);
   await notices.listen();
   const queue = new Queue<QueuedExecution>(config.queueName, {
     connection: queueConnection,
@@ -126,7 +123,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ttlSeconds: config.downloadUrlTtlSeconds,
   });
   const draining = new AbortController();
-  const watched = createRedis(config.redisUrl, 'sandgate-gateway-watchdog', { autoPipelining: false, failFast: true });
+  const watched = createRedis(config, 'sandgate-gateway-watchdog', { autoPipelining: false, failFast: true });
   // Requests are refused while the watchdog's connection is not ready: it must be before the first one comes.
   await whenReady(watched);
   const watchdog = new RedisWatchdog(watched);

@@ -69,7 +69,7 @@ async function kubernetesBackend(
   const kubeConfig = new k8s.KubeConfig();
   if (config.k8sKubeconfig !== null) kubeConfig.loadFromFile(config.k8sKubeconfig);
   else kubeConfig.loadFromDefault();
-  const redis = createRedis(config.redisUrl, 'sandgate-worker-transfers');
+  const redis = createRedis(config, 'sandgate-worker-transfers');
   const grants = new TransferGrants(redis, keys(config.redisPrefix));
   const grantTransfer: GrantTransfer = async (job, ttlSeconds) => {
     const token = await grants.grant(
@@ -117,8 +117,8 @@ async function kubernetesBackend(
  * Redis on every connection and followed on its channel, so that the proxy cuts a session's connections at once.
  */
 function egressSettings(config: Config): EgressSettings {
-  const redis = withLuaScripts(createRedis(config.redisUrl, 'sandgate-worker-egress'));
-  const subscriber = createRedis(config.redisUrl, 'sandgate-worker-private');
+  const redis = withLuaScripts(createRedis(config, 'sandgate-worker-egress'));
+  const subscriber = createRedis(config, 'sandgate-worker-private');
   const k = keys(config.redisPrefix);
   const sessions = new SessionStore(redis, k);
   const listeners: ((sessionId: string) => void)[] = [];

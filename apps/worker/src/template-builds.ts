@@ -80,7 +80,7 @@ export class TemplateBuilds {
 
   async start(): Promise<void> {
     if (!this.o.backend.buildTemplate) return;
-    this.#connection = createRedis(this.o.config.redisUrl, 'sandgate-worker-builds', { autoPipelining: false });
+    this.#connection = createRedis(this.o.config, 'sandgate-worker-builds', { autoPipelining: false });
     this.#worker = new Worker<BuildJob>(
       buildQueueName(this.o.config.queueName),
       async (job: Job<BuildJob>) => {

@@ -41,7 +41,7 @@ export class TemplatePoolSync {
     private readonly o: { config: Config; log: Logger; backend: ExecutionBackend; redis: LuaRedis; k: Keys },
   ) {
     this.#store = new TemplateStore(o.redis, o.k);
-    this.#subscriber = createRedis(o.config.redisUrl, 'sandgate-worker-templates');
+    this.#subscriber = createRedis(o.config, 'sandgate-worker-templates');
   }
 
   async start(): Promise<void> {

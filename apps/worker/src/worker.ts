@@ -67,8 +67,8 @@ export async function startWorker({
 }: WorkerOptions): Promise<RunningWorker> {
   const k = keys(config.redisPrefix);
   // A run's commands depend on each other's answers, so auto-pipelining would only add its own cost.
-  const redis = withLuaScripts(createRedis(config.redisUrl, 'sandgate-worker', { autoPipelining: false }));
-  const subscriber = createRedis(config.redisUrl, 'sandgate-worker-cancel');
+  const redis = withLuaScripts(createRedis(config, 'sandgate-worker', { autoPipelining: false }));
+  const subscriber = createRedis(config, 'sandgate-worker-cancel');
   const sessions = new SessionStore(redis, k);
   const executions = new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds });
   const registry = new WorkerRegistry(redis, k);
@@ -109,7 +109,7 @@ export async function startWorker({
   await subscriber.subscribe(k.cancelChannel());
   subscriber.on('message', (_channel: string, executionId: string) => runs.cancel(executionId));
 
-  const queueConnection = createRedis(config.redisUrl, 'sandgate-worker-queue', { autoPipelining: false });
+  const queueConnection = createRedis(config, 'sandgate-worker-queue', { autoPipelining: false });
   const worker = new Worker<QueuedExecution>(
     config.queueName,
     async (job: Job<QueuedExecution>, token?: string) => {

@@ -78,6 +78,14 @@ seccompProfile:
     secretKeyRef:
       name: {{ include "sandgate.redisSecretName" . }}
       key: REDIS_URL
+{{- if .Values.redis.sentinels }}
+- name: SANDGATE_REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "sandgate.redisSecretName" . }}
+      key: SANDGATE_REDIS_SENTINEL_PASSWORD
+      optional: true
+{{- end }}
 - name: SANDGATE_API_KEYS
   valueFrom:
     secretKeyRef:

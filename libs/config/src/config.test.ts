@@ -167,3 +167,52 @@ test('SANDGATE_PREVIEW_ORIGIN: previews on hosts of their own, one label under a
   assert.deepEqual(problems({ ...origin, SANDGATE_PUBLIC_URL: 'https://previews.example.com' }), []);
   assert.deepEqual(problems({ ...origin, SANDGATE_PUBLIC_URL: 'https://sandgate.example.com' }), []);
 });
+
+test('SANDGATE_REDIS_SENTINELS: Redis through Sentinel, checked at start', () => {
+  const none = loadConfig({});
+  assert.deepEqual(none.redisSentinels, []);
+  assert.equal(none.redisSentinelName, 'mymaster');
+  assert.equal(none.redisSentinelPassword, null);
+
+  const c = loadConfig({
+    SANDGATE_REDIS_SENTINELS: 'sentinel-0.redis:26379, 10.0.0.7:26380,[::1]:26381,sentinel-3',
+    SANDGATE_REDIS_SENTINEL_NAME: 'sandgate-primary',
+    SANDGATE_REDIS_SENTINEL_PASSWORD: 'sentinel secret',
+    REDIS_URL: 'redis://:node-secret@ignored:6379/2',
+  });
+  assert.deepEqual(c.redisSentinels, [
+    { host: 'sentinel-0.redis', port: 26379 },
+    { host: '10.0.0.7', port: 26380 },
+    { host: '::1', port: 26381 },
+    { host: 'sentinel-3', port: 26379 },
+  ]);
+  assert.equal(c.redisSentinelName, 'sandgate-primary');
+  assert.equal(c.redisSentinelPassword, 'sentinel secret');
+
+  const problems = (env: Record<string, string>): string => {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      return err.message;
+    }
+    assert.fail('the configuration was accepted');
+  };
+  assert.match(problems({ SANDGATE_REDIS_SENTINELS: 'a:1,a:99999' }), /SANDGATE_REDIS_SENTINELS: port 99999 .*range/);
+  assert.match(problems({ SANDGATE_REDIS_SENTINELS: '::1:26379' }), /SANDGATE_REDIS_SENTINELS: .*IPv6 .*brackets/);
+  assert.match(problems({ SANDGATE_REDIS_SENTINELS: 'bad_host!:1' }), /"bad_host!" is not a host name/);
+  assert.match(problems({ SANDGATE_REDIS_SENTINELS: 'a:1,a:1' }), /"a:1" is listed twice/);
+  assert.match(problems({ SANDGATE_REDIS_SENTINELS: 'a:x' }), /"a:x" is not host:port/);
+  assert.match(
+    problems({ SANDGATE_REDIS_SENTINELS: 'a:1', SANDGATE_REDIS_SENTINEL_NAME: 'has space' }),
+    /SANDGATE_REDIS_SENTINEL_NAME: /,
+  );
+  assert.match(
+    problems({ SANDGATE_REDIS_SENTINELS: 'a:1', REDIS_URL: 'rediss://r:6380' }),
+    /TLS .* not supported with Sentinel/,
+  );
+  assert.match(
+    problems({ SANDGATE_REDIS_SENTINEL_PASSWORD: 'x' }),
+    /SANDGATE_REDIS_SENTINEL_PASSWORD: set without SANDGATE_REDIS_SENTINELS/,
+  );
+});

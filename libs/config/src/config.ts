@@ -20,6 +20,39 @@ export const PreviewOriginSchema = Type.Object({
 });
 export type PreviewOrigin = Static<typeof PreviewOriginSchema>;
 
+/** One sentinel's address. */
+export const RedisSentinelSchema = Type.Object({
+  host: Type.String({ minLength: 1 }),
+  port: Type.Integer({ minimum: 1, maximum: 65535 }),
+});
+export type RedisSentinel = Static<typeof RedisSentinelSchema>;
+
+const HOST_NAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$/;
+
+/**
+ * SANDGATE_REDIS_SENTINELS: `host:port,host:port,…` (the port defaults to 26379; an IPv6 address in brackets, as in
+ * a URL) → the sentinels; a string says what is wrong. Empty: none (no Sentinel).
+ */
+export const parseSentinels = (raw: string): RedisSentinel[] | string => {
+  const out: RedisSentinel[] = [];
+  for (const item of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(item);
+    const host = m?.[1] ?? m?.[2];
+    if (!m || host === undefined) return `"${item}" is not host:port (an IPv6 address goes in brackets: [::1]:26379)`;
+    if (m[1] !== undefined ? !isIPv6(host) : !isIPv4(host) && !HOST_NAME.test(host)) {
+      return `"${host}" is not a host name or IP address`;
+    }
+    const port = m[3] === undefined ? 26379 : Number(m[3]);
+    if (port < 1 || port > 65535) return `port ${m[3]} of "${item}" is out of range`;
+    if (out.some((s) => s.host === host && s.port === port)) return `"${item}" is listed twice`;
+    out.push({ host, port });
+  }
+  return out;
+};
+
 const DOMAIN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 /** SANDGATE_PREVIEW_ORIGIN → its parts; a string says what is wrong with it. */
@@ -46,7 +79,14 @@ export const previewLabelOf = (origin: PreviewOrigin, host: string | undefined):
  * Every process (gateway, worker, standalone) reads the same variables; each uses what it needs.
  */
 export const ConfigSchema = Type.Object({
+  /** Redis's URL; with sentinels, only its credentials and database number are used (the primary is asked for). */
   redisUrl: Type.String({ pattern: '^rediss?://' }),
+  /** Redis Sentinel: the sentinels to ask for the primary's address; empty: connect to redisUrl itself. */
+  redisSentinels: Type.Array(RedisSentinelSchema),
+  /** The name the sentinels monitor the primary under (`sentinel monitor <name> …`). */
+  redisSentinelName: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$' }),
+  /** The sentinels' own password (their `requirepass`), when they have one; null: none. */
+  redisSentinelPassword: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
   redisPrefix: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,32}$' }),
   queueName: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
   /** Where sandboxes run: the local Docker engine, or Pods of a Kubernetes cluster (docs/kubernetes.md). */
@@ -242,11 +282,20 @@ const list: Parse = (raw) =>
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean);
 /** Parsers whose string answer is a problem, not a value. */
-const STRUCTURED = new Set<Parse>([parseApiKeys, parseOperatorKeys, parseJsonObject, parsePreviewOrigin]);
+const STRUCTURED = new Set<Parse>([
+  parseApiKeys,
+  parseOperatorKeys,
+  parseJsonObject,
+  parsePreviewOrigin,
+  parseSentinels,
+]);
 
 /** variable → [config field, parser, default]. */
 const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   REDIS_URL: ['redisUrl', str, 'redis://127.0.0.1:6379'],
+  SANDGATE_REDIS_SENTINELS: ['redisSentinels', parseSentinels, ''],
+  SANDGATE_REDIS_SENTINEL_NAME: ['redisSentinelName', str, 'mymaster'],
+  SANDGATE_REDIS_SENTINEL_PASSWORD: ['redisSentinelPassword', (r) => (r === '' ? null : r), null],
   SANDGATE_REDIS_PREFIX: ['redisPrefix', str, 'sandgate'],
   SANDGATE_QUEUE: ['queueName', str, 'executions'],
   SANDGATE_BACKEND: ['backend', str, 'docker'],
@@ -367,6 +416,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   out.publicUrl ??= `http://${String(out.host).includes(':') ? `[${out.host}]` : out.host}:${out.port}`;
   problems.push(...previewOriginClashes(out));
+  problems.push(...sentinelProblems(out));
   if (out.backend === 'kubernetes' && out.k8sGatewayUrl === null) {
     problems.push('SANDGATE_K8S_GATEWAY_URL: the kubernetes backend needs the URL sandbox Pods reach the gateway at');
   }
@@ -385,6 +435,18 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return out as Config;
+}
+
+/** What Sentinel needs beside the sentinels' addresses. */
+function sentinelProblems(out: Record<string, unknown>): string[] {
+  const sentinels = out.redisSentinels as RedisSentinel[] | undefined;
+  if (!sentinels || sentinels.length === 0) {
+    return out.redisSentinelPassword ? ['SANDGATE_REDIS_SENTINEL_PASSWORD: set without SANDGATE_REDIS_SENTINELS'] : [];
+  }
+  // TLS to sentinels and to the nodes behind them is a set of options of its own in ioredis, and untested here.
+  return String(out.redisUrl).startsWith('rediss://')
+    ? ['SANDGATE_REDIS_SENTINELS: TLS (a rediss:// REDIS_URL) is not supported with Sentinel; use redis://']
+    : [];
 }
 
 /** Hosts the gateway answers as itself that the preview origin would take for previews (they would never reach it). */

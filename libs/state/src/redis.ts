@@ -1,4 +1,17 @@
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions as IORedisOptions } from 'ioredis';
+
+/**
+ * Where Redis is: a URL, or sandgate's configuration (its REDIS_URL and, when set, the sentinels that say which server
+ * is the primary). Every connection a process makes is created from the same target.
+ */
+export type RedisTarget =
+  | string
+  | {
+      redisUrl: string;
+      redisSentinels?: readonly { host: string; port: number }[];
+      redisSentinelName?: string;
+      redisSentinelPassword?: string | null;
+    };
 
 export interface RedisOptions {
   /** Batch our own commands of one tick into one write; default true. Off for BullMQ's connections (see below). */
@@ -45,11 +58,11 @@ export const countRedisError = (): void => {
  * costing more CPU than the batching saves.
  */
 export function createRedis(
-  url: string,
+  target: RedisTarget,
   name: string,
   { autoPipelining = true, failFast = false }: RedisOptions = {},
 ): Redis {
-  const redis = new Redis(url, {
+  const options: IORedisOptions = {
     connectionName: name,
     enableAutoPipelining: autoPipelining,
     lazyConnect: false,
@@ -61,12 +74,53 @@ export function createRedis(
           commandTimeout: REDIS_REQUEST_TIMEOUT_MS,
         }
       : { maxRetriesPerRequest: null }),
-  });
+  };
+  const url = typeof target === 'string' ? target : target.redisUrl;
+  const sentinels = typeof target === 'string' ? [] : (target.redisSentinels ?? []);
+  const redis =
+    sentinels.length === 0
+      ? new Redis(url, options)
+      : new Redis({ ...options, ...sentinelOptions(url, sentinels, target as Exclude<RedisTarget, string>, failFast) });
   // Counted, not printed: ioredis would print every failed reconnect of an outage; the processes log the outage once.
   redis.on('error', () => {
     errors++;
   });
   return redis;
+}
+
+/**
+ * A connection through Redis Sentinel: ioredis asks the sentinels for the primary's address at every (re)connect and
+ * checks the server it reached is a primary (`role: 'master'`), so after a failover it reconnects to the new one.
+ * A primary demoted while alive (a manual failover, a partition healed) has its clients killed by the sentinels that
+ * reconfigure it; a write it refuses with READONLY meanwhile makes the connection reconnect (`reconnectOnError`).
+ * No `failoverDetector`: its `+switch-master` message, arriving while a connection is between servers, made ioredis
+ * end that connection for good (a BullMQ worker then took no job again: docs/adr/0014-redis-sentinel.md).
+ * Duplicates (BullMQ's blocking connections, subscribers) keep these options.
+ */
+function sentinelOptions(
+  url: string,
+  sentinels: readonly { host: string; port: number }[],
+  target: Exclude<RedisTarget, string>,
+  failFast: boolean,
+): IORedisOptions {
+  // REDIS_URL still gives the nodes' credentials and database; its host and port are the sentinels' to say.
+  const u = new URL(url);
+  const db = Number(u.pathname.replace(/^\//, '') || '0');
+  return {
+    sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+    name: target.redisSentinelName ?? 'mymaster',
+    role: 'master',
+    ...(target.redisSentinelPassword ? { sentinelPassword: target.redisSentinelPassword } : {}),
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    db,
+    // Every sentinel is tried in turn, then again after this long, for as long as it takes (the default gives up
+    // never either, but grows to 1 s between rounds).
+    sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+    // A write the server refused because it is now a replica was not applied: reconnect (to the primary the sentinels
+    // name) and, where commands wait for Redis, send it again there. Request-path commands fail instead: 503.
+    reconnectOnError: (err: Error) => (/^READONLY/.test(err.message) ? (failFast ? 1 : 2) : false),
+  };
 }
 
 /** Resolves once `redis` is connected (at once if it is); rejects only if it is closed for good. */
@@ -118,6 +172,9 @@ const UNAVAILABLE = [
   /Reached the max retries per request limit/,
   /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH/,
   /LOADING Redis is loading/,
+  // A primary demoted by a failover, until the connection has moved to the new one.
+  /^READONLY /,
+  /All sentinels are unreachable/,
 ];
 
 /** True for an error that says Redis could not be reached or did not answer (not one Redis answered with). */

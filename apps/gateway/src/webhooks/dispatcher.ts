@@ -29,8 +29,8 @@ export function startWebhookDispatcher(deps: GatewayDeps, log: Logger): WebhookD
   const allow = new HostAllowList(config.webhookAllow, 'SANDGATE_WEBHOOK_ALLOW');
   const due = keys(config.redisPrefix).webhooksDue();
   const name = `${config.queueName}-webhooks`;
-  const producer = createRedis(config.redisUrl, 'sandgate-webhooks', { autoPipelining: false });
-  const consumer = createRedis(config.redisUrl, 'sandgate-webhooks-worker', { autoPipelining: false });
+  const producer = createRedis(config, 'sandgate-webhooks', { autoPipelining: false });
+  const consumer = createRedis(config, 'sandgate-webhooks-worker', { autoPipelining: false });
   const queue = new Queue<{ execution_id: string }>(name, {
     connection: producer,
     prefix: queuePrefix(config.redisPrefix),
