@@ -9,6 +9,8 @@ export * from './mcp.ts';
 export * from './scripts.ts';
 export * from './tools.ts';
 export * from './services.ts';
+export * from './session-lifecycle.ts';
+export * from './undo-mode.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -55,6 +57,21 @@ import {
   StartServiceSchema,
   StopServiceSchema,
 } from './services.ts';
+import {
+  CreateSnapshotSchema,
+  ForkSessionSchema,
+  PauseSessionSchema,
+  ResumedEventSchema,
+  SavedVariablesSchema,
+  SessionForkSchema,
+  SessionPauseSchema,
+  SessionResumeSchema,
+  SessionUndoSchema,
+  SnapshotListSchema,
+  SnapshotRestoreSchema,
+  SnapshotSchema,
+  UnsavedVariableSchema,
+} from './session-lifecycle.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -64,6 +81,8 @@ export const SHARED_SCHEMAS = [
   TestCaseSchema,
   TestReportSchema,
   ToolCallRecordSchema,
+  UnsavedVariableSchema,
+  ResumedEventSchema,
   ExecutionResultSchema,
   WebhookAttemptSchema,
   WebhookStatusSchema,
@@ -73,6 +92,17 @@ export const SHARED_SCHEMAS = [
   SessionSchema,
   SessionListSchema,
   CreateSessionSchema,
+  SavedVariablesSchema,
+  PauseSessionSchema,
+  SessionPauseSchema,
+  SessionResumeSchema,
+  ForkSessionSchema,
+  SessionForkSchema,
+  CreateSnapshotSchema,
+  SnapshotSchema,
+  SnapshotListSchema,
+  SnapshotRestoreSchema,
+  SessionUndoSchema,
   FileEntrySchema,
   FileListSchema,
   UploadResultSchema,

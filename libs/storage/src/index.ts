@@ -9,3 +9,5 @@ export * from './mime.ts';
 export * from './url-signer.ts';
 export * from './workspaces.ts';
 export * from './disk-quota.ts';
+export * from './session-copies.ts';
+export * from './btrfs.ts';

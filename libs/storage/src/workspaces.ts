@@ -76,7 +76,11 @@ export class Workspaces {
    * as a bounded walk sees). 0 for a session with no directory.
    */
   async usedBytes(sessionId: string): Promise<number> {
-    const dir = this.dir(sessionId);
+    return this.usedBytesAt(this.dir(sessionId));
+  }
+
+  /** Bytes the files under `dir` take (a session's directory, or a copy of one): as usedBytes counts them. */
+  async usedBytesAt(dir: string): Promise<number> {
     // A one-shot that left nothing has no directory: nothing to ask btrfs (a command per run) about.
     if (
       !(await lstat(dir).then(

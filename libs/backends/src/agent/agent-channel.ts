@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { SandgateError } from '@sandgate/contracts';
 import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import {
   encodeMessage,
@@ -45,9 +46,32 @@ export interface AgentRunEnd {
   durationMs: number;
 }
 
-type RequestFrame = Extract<AgentFrame, { t: 'manifest' | 'chunk' } | DoneFrame>;
+type RequestFrame = Extract<AgentFrame, { t: 'manifest' | 'chunk' | 'bytes' } | DoneFrame>;
+
+/** What the agent said of a save of a stateful session's variables (its bytes went to the sink). */
+export interface SavedState {
+  size: number;
+  saved: number;
+  unsaved: { name: string; reason: string }[];
+}
+
+/** Where saved variables go as they come: `restart` drops what was written so far (the agent starts again). */
+export interface StateSink {
+  write(bytes: Buffer): Promise<void>;
+  restart(): Promise<void>;
+}
+
+/** Bytes of saved variables per load_state message. */
+const STATE_CHUNK = 1 << 20;
 
 const newId = (): string => randomBytes(6).toString('hex');
+
+const stateTooLarge = (size: number, max: number): SandgateError =>
+  new SandgateError(
+    'state_too_large',
+    `the interpreter's variables take more than ${max} bytes saved (SANDGATE_MAX_STATE_BYTES; ${size} so far): ` +
+      'delete large ones (del df), or pause with discard_variables',
+  );
 
 interface Listener {
   frame(frame: AgentFrame): void;
@@ -363,6 +387,77 @@ export class AgentChannel {
     });
   }
 
+  /**
+   * Saves the stateful interpreter's variables (at most `maxBytes`) into `sink`, which sets the pace: the connection
+   * waits while it writes. Rejects with `state_too_large` (code) past the limit, or with what the agent said.
+   */
+  saveState(sink: StateSink, maxBytes: number, timeoutMs: number): Promise<SavedState> {
+    let writing: Promise<void> = Promise.resolve();
+    let received = 0;
+    return this.#request<SavedState>({ op: 'save_state', id: newId(), max: maxBytes }, timeoutMs, (frame, done) => {
+      if (frame.t === 'bytes') {
+        received = frame.restart ? 0 : received + frame.data.length;
+        if (received > maxBytes) return done(stateTooLarge(received, maxBytes));
+        this.#stream.pause();
+        writing = writing
+          .then(() => (frame.restart ? sink.restart() : sink.write(frame.data)))
+          .finally(() => this.#stream.resume());
+        writing.catch((err: Error) => done(err));
+      } else if (frame.t === 'done') {
+        if (!frame.ok) {
+          return done(
+            frame.error === 'state_too_large'
+              ? stateTooLarge(frame.size ?? received, maxBytes)
+              : new Error(frame.error),
+          );
+        }
+        const unsaved = (frame.unsaved ?? []).map(([name, reason]) => ({ name, reason }));
+        writing.then(
+          () => done(undefined, { size: received, saved: frame.saved ?? 0, unsaved }),
+          (err: Error) => done(err),
+        );
+      }
+    });
+  }
+
+  /** Loads variables saved by saveState into the stateful interpreter; answers how many it has then. */
+  async loadState(source: Readable, timeoutMs: number): Promise<{ restored: number }> {
+    const id = newId();
+    const answer = this.#request<{ restored: number }>(undefined, timeoutMs, (frame, done) => {
+      if (frame.t !== 'done' || frame.id !== id) return;
+      done(frame.ok ? undefined : new Error(frame.error ?? 'the variables could not be loaded'), {
+        restored: frame.restored ?? 0,
+      });
+    });
+    answer.catch(() => {});
+    let pending: Buffer = Buffer.alloc(0);
+    const send = async (data: Buffer, last: boolean): Promise<void> => {
+      const head = encodeMessage({ op: 'load_state', id, n: data.length, last });
+      if (this.#closed) return;
+      // The agent writes what it gets on to the interpreter: its pace is the pace of this stream.
+      if (!this.#stream.write(head) || !this.#stream.write(data)) {
+        await new Promise<void>((resolve) => {
+          const go = (): void => {
+            this.#stream.off('close', go);
+            this.#stream.off('drain', go);
+            resolve();
+          };
+          this.#stream.once('drain', go);
+          this.#stream.once('close', go);
+        });
+      }
+    };
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      while (pending.length >= STATE_CHUNK) {
+        await send(pending.subarray(0, STATE_CHUNK), false);
+        pending = pending.subarray(STATE_CHUNK);
+      }
+    }
+    await send(pending, true);
+    return answer;
+  }
+
   /** Sends `message` (when given) and feeds the frames of its id to `onFrame` until it calls done. */
   #request<T = void>(
     message: AgentMessage | undefined,
@@ -383,7 +478,7 @@ export class AgentChannel {
       );
       const listener: Listener = {
         frame: (frame) => {
-          if (frame.t !== 'manifest' && frame.t !== 'chunk' && frame.t !== 'done') return;
+          if (frame.t !== 'manifest' && frame.t !== 'chunk' && frame.t !== 'bytes' && frame.t !== 'done') return;
           if (id !== undefined && frame.id !== id) return;
           onFrame(frame, done);
         },

@@ -1,4 +1,4 @@
-import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
+import type { ExecutionJob, ExecutionResult, ResumedEvent } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
 import type { SubvolumeQuota } from '@sandgate/storage';
 import type { AgentChannel } from '../agent/agent-channel.ts';
@@ -6,12 +6,15 @@ import type { BackendLogger } from '../logger.ts';
 import { runInAgent, type AgentOutcome, type Death } from '../agent/agent-run.ts';
 import type { ArtifactStore, TransferFailure } from '../artifacts/artifact-store.ts';
 import { ToolBroker, type ToolSettings } from './tool-broker.ts';
+import { keepUndoStep, restoreVariables, type SessionStateSettings } from './session-state.ts';
 
 /** A session's sandbox, held for one run. */
 export interface HeldSandbox {
   channel: AgentChannel;
   /** It took the place of an earlier sandbox of this session: its first interpreter is a restart. */
   replaces: boolean;
+  /** It was made for this acquire (a new sandbox): a paused session comes back in one. */
+  created?: boolean;
 }
 
 /** Where sessions' long-lived sandboxes come from: Docker containers, or Kubernetes session Pods. */
@@ -20,6 +23,10 @@ export interface SessionHost<S extends HeldSandbox> {
   acquire(job: ExecutionJob, dir: string): Promise<S>;
   /** Done with a run: the connection is kept for the session's next run, unless the sandbox ended. */
   release(sandbox: S): void;
+  /** The session's sandbox if one is running and answers, connected; none is made. */
+  find(sessionId: string): Promise<S | undefined>;
+  /** Removes the session's sandbox, if it has one (a pause: no container or Pod left, the files kept). */
+  remove(sessionId: string): Promise<void>;
   /** Ends a sandbox whose run could not be ended otherwise; the next run replaces it and reports the restart. */
   kill(sandbox: S): Promise<void>;
   /** How a sandbox that stopped mid-run ended. */
@@ -39,6 +46,8 @@ export interface SessionRunContext<S extends HeldSandbox> {
   artifacts: ArtifactStore;
   /** The tools runs may call (sandgate.tools), by tenant. */
   tools?: ToolSettings;
+  /** Where sessions' saved variables and undo steps are kept; absent: neither is. */
+  state?: SessionStateSettings;
   log: BackendLogger;
 }
 
@@ -57,13 +66,38 @@ export async function runInSession<S extends HeldSandbox>(
   // is a test run.
   const stateful = job.sandbox === 'stateful' && job.language === 'python' && job.mode !== 'test';
   const host = ctx.sessions;
+  let resumed: ResumedEvent | undefined;
   for (let attempt = 1; ; attempt++) {
+    const acquiredFrom = Date.now();
     const sandbox = await host.acquire(job, dir).catch((err: unknown) => {
       throw host.failure(err);
     });
+    const created = sandbox.created === true;
+    sandbox.created = false;
     let outcome: AgentOutcome;
     const startedAt = Date.now();
     try {
+      if (created && ctx.state !== undefined) {
+        // A new sandbox: a stateful session's saved variables (a pause, a fork, a restore kept them) come back.
+        const variables = await restoreVariables(
+          ctx.state,
+          sandbox,
+          job.session_id,
+          job.sandbox === 'stateful',
+          ctx.log,
+        );
+        if (job.paused_at !== undefined && resumed === undefined) {
+          resumed = {
+            paused_at: new Date(job.paused_at).toISOString(),
+            duration_ms: Date.now() - acquiredFrom,
+            variables,
+          };
+          events.resumed?.(resumed);
+        }
+      }
+      if (ctx.state !== undefined && attempt === 1) {
+        await keepUndoStep(ctx.state, job, stateful ? sandbox.channel : undefined, ctx.log);
+      }
       outcome = await runInAgent({
         job,
         events,
@@ -89,6 +123,7 @@ export async function runInSession<S extends HeldSandbox>(
       throw host.failure(new Error('the session sandbox stopped before it could take the run, twice'));
     }
     const result = outcome.result;
+    if (resumed !== undefined) result.resumed = resumed;
     if (stateful) {
       const exit = outcome.started ? outcome.exit : undefined;
       // A fresh interpreter is a restart only where an earlier one existed: the first run of a session is not.
