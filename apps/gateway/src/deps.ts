@@ -15,6 +15,7 @@ import {
   watchOutages,
   whenReady,
   withLuaScripts,
+  type Keys,
   type LuaRedis,
   StorageLedger,
   TransferGrants,
@@ -29,6 +30,7 @@ import { ScriptLibrary } from './core/script-library.ts';
 import { ServiceManager } from './core/service-manager.ts';
 import { SessionControl } from './core/session-control.ts';
 import { SessionFiles } from './core/session-files.ts';
+import { SessionLifecycle } from './core/session-lifecycle.ts';
 import { SystemStatsReader } from './core/system-stats.ts';
 import { TenantTools } from './core/tenant-tools.ts';
 
@@ -37,6 +39,8 @@ export interface GatewayDeps {
   config: Config;
   log: Logger;
   redis: LuaRedis;
+  /** Every Redis key, under this deployment's prefix. */
+  keys: Keys;
   hub: EventHub;
   notices: EndedNotices;
   queue: Queue<QueuedExecution>;
@@ -73,6 +77,8 @@ export interface GatewayDeps {
   tenantTools: TenantTools;
   /** Users' long-running programs in their sessions' sandboxes (POST /v1/sessions/:id/services). */
   serviceManager: ServiceManager;
+  /** Pause, resume, fork, snapshots and undo of sessions (done by workers). */
+  sessionLifecycle: SessionLifecycle;
   close(): Promise<void>;
 }
 
@@ -125,6 +131,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     config,
     log,
     redis,
+    keys: k,
     hub,
     notices,
     queue,
@@ -162,5 +169,6 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.sessionFiles = new SessionFiles(deps);
   deps.tenantTools = new TenantTools(deps);
   deps.serviceManager = new ServiceManager(deps);
+  deps.sessionLifecycle = new SessionLifecycle(deps);
   return deps;
 }

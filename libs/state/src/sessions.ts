@@ -75,6 +75,10 @@ export interface NewSession {
 }
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
+/** The id of a session operation (pause, fork …): what its session's lock holds while it goes on. */
+export const newOpId = () => `op_${randomHex(8)}`;
+/** How long a session operation may hold its session's lock: saving 1 GiB of variables takes a while. */
+export const SESSION_OP_LOCK_MS = 5 * 60_000;
 
 /**
  * A tenant at its limit of live sessions, whether creating one or starting a one-shot (which creates one). Retry-After

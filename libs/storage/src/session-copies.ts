@@ -97,6 +97,16 @@ export class SessionCopies {
     }
   }
 
+  /** Makes `file` (a checkpoint of another session's interpreter) the session's saved interpreter. */
+  async adoptState(file: string, sessionId: string): Promise<void> {
+    await this.#copyState(file, this.stateFile(sessionId));
+  }
+
+  /** Whether an undo step kept the interpreter's variables too. */
+  hasUndoState(step: UndoStep): Promise<boolean> {
+    return exists(join(step.dir, INTERPRETER_FILE));
+  }
+
   /** Where an undo step keeps the interpreter's variables (undo "state"). */
   undoStateFile(step: UndoStep): string {
     return join(step.dir, INTERPRETER_FILE);
@@ -250,6 +260,7 @@ export class SessionCopies {
   async #copyState(from: string, to: string): Promise<void> {
     if (!(await exists(from))) return;
     await mkdir(join(to, '..'), { recursive: true, mode: 0o700 });
+    await rm(to, { force: true });
     await copyFile(from, to, constants.COPYFILE_FICLONE);
   }
 

@@ -6,6 +6,7 @@ import { errno, openRoot } from './fd-path.ts';
 import { removeDirAt } from './remove-tree.ts';
 import { walkTree } from './walk-tree.ts';
 import { SubvolumeQuota } from './disk-quota.ts';
+import { SessionCopies } from './session-copies.ts';
 import type { Owner } from './write-inside.ts';
 
 const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
@@ -94,9 +95,13 @@ export class Workspaces {
     return walked.entries.reduce((sum, e) => sum + e.size, 0);
   }
 
-  /** Deletes the session directory and everything in it; a missing one is not an error. */
+  /**
+   * Deletes the session directory and everything in it, and everything kept beside it (saved interpreter, snapshots,
+   * undo steps); a missing one is not an error.
+   */
   async remove(sessionId: string): Promise<void> {
     this.dir(sessionId);
+    await new SessionCopies(this).removeAll(sessionId);
     let sessions: FileHandle;
     try {
       sessions = await openRoot(this.#sessionsDir);

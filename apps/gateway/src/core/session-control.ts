@@ -1,15 +1,18 @@
 import { CAPABILITIES } from '@sandgate/backends/capabilities';
-import { SandgateError, type Session, type SessionMode } from '@sandgate/contracts';
+import { SandgateError, type Session, type SessionMode, type UndoMode } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
-import { egressEntries } from '@sandgate/config';
+import { egressEntries, limitsFor } from '@sandgate/config';
 import type { GatewayDeps } from '../deps.ts';
 import { presentSession } from './present.ts';
 
 export interface OpenSession {
   mode?: SessionMode | undefined;
-  /** Idle TTL; default SANDGATE_SESSION_TTL_M. */
+  /** Retention: how long it is kept unused; default (and at most) the tenant's, SANDGATE_SESSION_RETENTION_S. */
   ttlSeconds?: number | undefined;
   metadata?: Record<string, string> | undefined;
+  /** Idle seconds after which it pauses by itself; default SANDGATE_SESSION_IDLE_PAUSE_S. */
+  idlePauseSeconds?: number | undefined;
+  undo?: UndoMode | undefined;
 }
 
 /** Opening and closing sessions, as the REST routes and the MCP tools both do it. */
@@ -17,7 +20,10 @@ export class SessionControl {
   constructor(private readonly d: GatewayDeps) {}
 
   /** A new session of the tenant, within its limit of live sessions, with its (empty) directory. */
-  async open(tenant: string, { mode, ttlSeconds, metadata }: OpenSession = {}): Promise<SessionRecord> {
+  async open(
+    tenant: string,
+    { mode, ttlSeconds, metadata, idlePauseSeconds, undo }: OpenSession = {},
+  ): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
       throw new SandgateError(
@@ -27,13 +33,27 @@ export class SessionControl {
       );
     }
     const s = await sessions.create(tenant, {
-      ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds,
+      ttlSeconds: this.retention(tenant, ttlSeconds),
       maxSessions: config.maxSessions,
       metadata: metadata ?? {},
       mode,
+      idleSeconds: idlePauseSeconds ?? config.sessionIdlePauseSeconds,
+      undo: undo ?? 'files',
     });
     await workspaces.create(s.id);
     return s;
+  }
+
+  /** A session's retention: what it asks for, within its tenant's (which is the default). */
+  retention(tenant: string, asked: number | undefined): number {
+    const most = limitsFor(this.d.config, tenant).session_retention_s;
+    if (asked !== undefined && asked > most) {
+      throw new SandgateError(
+        'validation_failed',
+        `ttl_seconds ${asked} is longer than this tenant's retention of ${most} s (SANDGATE_SESSION_RETENTION_S)`,
+      );
+    }
+    return asked ?? most;
   }
 
   /** The API shape of a session of `tenant`, with the network its tenant is allowed. */
