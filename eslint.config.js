@@ -5,12 +5,17 @@ import tseslint from 'typescript-eslint';
 
 /** Test support: the Kubernetes API double, and the `testing` export of any workspace. */
 const TEST_SUPPORT = /^@sandgate\/(k8s-double(\/.*)?|[a-z0-9-]+\/testing)$/;
-const TEST_SUPPORT_WHY = 'test support (the Kubernetes API double, a package\'s testing export) is for tests only';
+const TEST_SUPPORT_WHY = "test support (the Kubernetes API double, a package's testing export) is for tests only";
 
 export default tseslint.config(
   {
     ignores: [
-      '**/node_modules/**', '.cache/**', '**/dist/**', 'libs/client/src/generated/**', 'apps/dashboard/web/dist/**',
+      '**/node_modules/**',
+      '.cache/**',
+      '**/dist/**',
+      'libs/client/src/generated/**',
+      'apps/dashboard/web/dist/**',
+      'apps/dashboard/build/**',
     ],
   },
   js.configs.recommended,
@@ -37,10 +42,17 @@ export default tseslint.config(
     files: ['**/*.{ts,tsx}'],
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'max-len': ['error', {
-        code: 120, ignoreStrings: true, ignoreTemplateLiterals: true, ignoreRegExpLiterals: true, ignoreUrls: true,
-        ignorePattern: '^\\s*(test|it|describe|await t\\.test)\\(',
-      }],
+      'max-len': [
+        'error',
+        {
+          code: 120,
+          ignoreStrings: true,
+          ignoreTemplateLiterals: true,
+          ignoreRegExpLiterals: true,
+          ignoreUrls: true,
+          ignorePattern: '^\\s*(test|it|describe|await t\\.test)\\(',
+        },
+      ],
     },
   },
 );

@@ -104,6 +104,7 @@ main(async () => {
     ] as const) {
       const put = await fetch(`${stack.url}/v1/sessions/${id}/files/note.txt`, {
         method: 'PUT',
+        headers: stack.headers,
         body: 'x'.repeat(1000),
       });
       if (put.status !== 201) throw new Error(`upload: ${put.status} ${await put.text()}`);

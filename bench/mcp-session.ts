@@ -24,7 +24,9 @@ main(async () => {
   try {
     stack = await startStack(['standalone'], { SANDGATE_MAX_SESSIONS: '100000' });
     client = new Client({ name: 'sandgate-bench', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${stack.url}/mcp`)));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${stack.url}/mcp`), { requestInit: { headers: stack.headers } }),
+    );
     const opened = await client.callTool({ name: 'create_session', arguments: {} });
     const mcpSession = (opened.structuredContent as { session_id: string }).session_id;
     const restSession = (await createSession(stack)).id as string;
@@ -49,7 +51,11 @@ main(async () => {
       mcp.push(await mcpRun());
       rest.push(await restRun());
       const t0 = performance.now();
-      const listed = await fetch(`${stack.url}/mcp`, { method: 'POST', headers: LIST_HEADERS, body: LIST });
+      const listed = await fetch(`${stack.url}/mcp`, {
+        method: 'POST',
+        headers: { ...LIST_HEADERS, ...stack.headers },
+        body: LIST,
+      });
       if (!(await listed.text()).includes('"run_python"')) throw new Error(`tools/list answered ${listed.status}`);
       list.push(performance.now() - t0);
     }

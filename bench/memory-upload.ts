@@ -30,7 +30,7 @@ main(async () => {
     const put = async (bytes: number) => {
       const res = await request('PUT', `${stack!.url}/v1/sessions/${session.id}/files/big.bin?overwrite=true`, {
         body: Readable.from(body(bytes)),
-        headers: { 'content-type': 'application/octet-stream' },
+        headers: { ...stack!.headers, 'content-type': 'application/octet-stream' },
       });
       expectStatus(res, [200, 201], 'PUT /v1/sessions/:id/files/big.bin');
       const size = res.json?.files?.[0]?.size_bytes ?? res.json?.size_bytes;

@@ -5,13 +5,11 @@
  * report them beside the raw runs they interleave with their own samples (their ratios use the latter).
  * BENCH_ONLY=name,name runs a subset; BENCH_OUT=file also writes the JSON lines there.
  */
-import { spawn } from 'node:child_process';
 import { appendFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { machine } from './lib/machine.ts';
 import { docker } from './lib/raw-docker.ts';
-import { ROOT } from './lib/stack.ts';
+import { forwardSignals, isInterrupted, runBench, type Fig } from './lib/run-bench.ts';
 
 const BENCHES: { file: string; figures: string[] }[] = [
   { file: 'raw-docker-cold', figures: ['raw-docker-cold', 'raw-docker-cold-throughput'] },
@@ -29,74 +27,7 @@ const BENCHES: { file: string; figures: string[] }[] = [
   { file: 'k8s-double-pod', figures: ['k8s-double-pod', 'k8s-double-pod-3c'] },
   { file: 'http-oneshot-k8s', figures: ['http-oneshot-k8s'] },
 ];
-const BENCH_TIMEOUT_MS = 300_000;
-/** The bench running now (its own process group): Ctrl-C or SIGTERM here is passed on, so it cleans up. */
-let current: number | null = null;
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    interrupted = true;
-    if (current === null) process.exit(130);
-    try {
-      process.kill(-current, signal);
-    } catch {
-      /* gone */
-    }
-  });
-}
-
-type Fig = Record<string, any>;
-
-function runOne(file: string, env: Record<string, string>): Promise<{ figures: Fig[]; exit: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join('bench', `${file}.ts`)], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-      detached: true,
-    });
-    current = child.pid ?? null;
-    const figures: Fig[] = [];
-    let buf = '';
-    child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (chunk: string) => {
-      buf += chunk;
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        process.stdout.write(`${line}\n`);
-        try {
-          const f = JSON.parse(line) as Fig;
-          if (typeof f.bench === 'string') figures.push(f);
-        } catch {
-          /* not a figure */
-        }
-      }
-    });
-    const timer = setTimeout(() => {
-      process.stderr.write(`run-all: ${file} still running after ${BENCH_TIMEOUT_MS} ms; stopping it\n`);
-      try {
-        process.kill(-child.pid!, 'SIGTERM');
-      } catch {
-        /* gone */
-      }
-      // SIGTERM lets it clean up (bench/lib/main.ts); only if that hangs is the group killed outright.
-      setTimeout(() => {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }, 60_000).unref();
-    }, BENCH_TIMEOUT_MS);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      current = null;
-      resolve({ figures, exit: signal ? `killed by ${signal}` : `exit ${code}` });
-    });
-  });
-}
+forwardSignals();
 
 function keyFigure(f: Fig): string {
   if (f.error) return `error: ${String(f.error).slice(0, 70)}`;
@@ -150,7 +81,7 @@ async function main() {
   const env: Record<string, string> = {};
   const all: Fig[] = [];
   for (const b of BENCHES) {
-    if (interrupted) break;
+    if (isInterrupted()) break;
     if (only.length && !only.some((o) => b.file === o || b.figures.includes(o))) continue;
     const t0 = Date.now();
     // Noise indicators: this machine is shared, and other people's containers compete for the same 2 cores.
@@ -162,19 +93,7 @@ async function main() {
     process.stderr.write(
       `run-all: ${b.file} ... (load ${context.load1_before}, ${running} containers running on the engine)\n`,
     );
-    const { figures, exit } = await runOne(b.file, env);
-    for (const name of b.figures) {
-      if (figures.some((f) => f.bench === name)) continue;
-      const missing = {
-        bench: name,
-        n: 0,
-        error: `${b.file}.ts ended (${exit}) without this figure`,
-        target: '',
-        pass: false,
-      };
-      process.stdout.write(`${JSON.stringify(missing)}\n`);
-      figures.push(missing);
-    }
+    const { figures, exit } = await runBench(b.file, env, b.figures);
     process.stderr.write(`run-all: ${b.file} done in ${((Date.now() - t0) / 1000).toFixed(1)} s (${exit})\n`);
     const raw = figures.find((f) => f.bench === 'raw-docker-cold' && !f.error);
     if (raw) env.BENCH_RAW_COLD_P50_MS = String(raw.p50_ms);
@@ -186,7 +105,7 @@ async function main() {
   const loadEnd = loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
-  if (interrupted) process.exitCode = 130;
+  if (isInterrupted()) process.exitCode = 130;
   process.stderr.write(
     `\n${table(all)}\n\n${all.filter((f) => f.pass).length}/${all.length} pass — ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end: ${loadEnd}\n`,
   );

@@ -29,10 +29,14 @@ interface Subscriber {
   error: string | null;
 }
 
-function subscribe(url: string, agent: Agent): { sub: Subscriber; done: Promise<void> } {
+function subscribe(
+  url: string,
+  agent: Agent,
+  headers: Record<string, string>,
+): { sub: Subscriber; done: Promise<void> } {
   const sub: Subscriber = { connectedAt: null, ids: [], receivedAt: new Map(), types: [], endedAt: null, error: null };
   const done = new Promise<void>((resolve) => {
-    const req = get(url, { agent, headers: { accept: 'text/event-stream' } }, (res) => {
+    const req = get(url, { agent, headers: { ...headers, accept: 'text/event-stream' } }, (res) => {
       if (res.statusCode !== 200) {
         sub.error = `HTTP ${res.statusCode}`;
         res.resume();
@@ -84,14 +88,17 @@ main(async () => {
     stack = await startStack(['standalone'], {});
     const gatewayLimit = await openFilesLimit(stack.procs[0]!.pid);
     const created = expectStatus(
-      await request('POST', `${stack.url}/v1/executions`, { json: { language: 'python', code: CODE } }),
+      await request('POST', `${stack.url}/v1/executions`, {
+        json: { language: 'python', code: CODE },
+        headers: stack.headers,
+      }),
       [202],
       'POST /v1/executions',
     );
     const id: string = created.json.id;
     const t0 = Date.now();
     const subs = Array.from({ length: SSE_SUBSCRIBERS }, () =>
-      subscribe(`${stack!.url}/v1/executions/${id}/events`, agent),
+      subscribe(`${stack!.url}/v1/executions/${id}/events`, agent, stack!.headers),
     );
     await within(90_000, 'the SSE streams', Promise.all(subs.map((s) => s.done)));
     const all = subs.map((s) => s.sub);

@@ -26,6 +26,7 @@ main(async () => {
     const created = expectStatus(
       await request('POST', `${stack.url}/v1/executions`, {
         json: { language: 'python', code: 'import time\ntime.sleep(280)', timeout_ms: 300_000 },
+        headers: stack.headers,
       }),
       [202],
       'POST',
@@ -45,17 +46,21 @@ main(async () => {
       200,
       () =>
         new Promise<void>((resolve) => {
-          const req = get(`${stack!.url}/v1/executions/${created.json.id}/events`, { agent }, (res) => {
-            responses.push(res);
-            res.setEncoding('utf8');
-            res.on('data', (chunk: string) => {
-              if (chunk.includes(': heartbeat')) heartbeats++;
-            });
-            res.on('close', () => {
-              if (!closedByUs) failed('closed by the server');
-            });
-            resolve();
-          });
+          const req = get(
+            `${stack!.url}/v1/executions/${created.json.id}/events`,
+            { agent, headers: stack!.headers },
+            (res) => {
+              responses.push(res);
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => {
+                if (chunk.includes(': heartbeat')) heartbeats++;
+              });
+              res.on('close', () => {
+                if (!closedByUs) failed('closed by the server');
+              });
+              resolve();
+            },
+          );
           req.on('error', (e) => {
             failed(e.message);
             resolve();

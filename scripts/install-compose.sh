@@ -7,7 +7,7 @@
 # reaches ships v2's binary, so v2 is built from its source: the Go module github.com/docker/compose/v2 at the pinned
 # tag, from the Go module proxy, checked against the Go checksum database, built with its own go.mod and go.sum (a
 # `go install` cannot: the module has exclude directives). Needs Go >= 1.24 (go on PATH or /usr/local/go); takes a
-# few minutes of CPU the first time (docs/adr/compose-images.md).
+# few minutes of CPU the first time (docs/adr/0012-compose-images.md).
 #
 #   bash scripts/install-compose.sh
 set -euo pipefail

@@ -185,6 +185,11 @@ if [[ ${SANDGATE_SESSION_DISK_BYTES:-} == 0 ]]; then
   say "per-session disk quotas are off (SANDGATE_SESSION_DISK_BYTES=0)"
 elif on_btrfs "$data_dir"; then
   ((is_root)) && btrfs quota enable "$data_dir" 2>/dev/null
+  # Sandboxes get their session's and volumes' directories as bind mounts, which keep the flags of the mount they
+  # come from: nosuid and nodev there make a set-uid file or a device node in them mean nothing, in any sandbox.
+  if ((is_root)) && mountpoint -q "$data_dir" && ! findmnt -n -o OPTIONS "$data_dir" | grep -q 'nosuid.*nodev'; then
+    mount -o remount,nosuid,nodev "$data_dir" && say "data directory $data_dir remounted nosuid,nodev"
+  fi
   say "data directory $data_dir is on btrfs (per-session disk quotas)"
 elif ((is_root)) && have mkfs.btrfs; then
   if [[ -d $data_dir && -n $(ls -A "$data_dir" 2>/dev/null) ]]; then
@@ -201,7 +206,7 @@ elif ((is_root)) && have mkfs.btrfs; then
       say "made $data_image ($((size_kb / 1024 / 1024)) GiB, sparse) for the data directory"
     fi
     mkdir -p "$data_dir"
-    mount -o loop "$data_image" "$data_dir" || die "could not mount $data_image at $data_dir"
+    mount -o loop,nosuid,nodev "$data_image" "$data_dir" || die "could not mount $data_image at $data_dir"
     btrfs quota enable "$data_dir" || die "could not enable btrfs quotas on $data_dir"
     chmod 0711 "$data_dir"
     say "data directory $data_dir: btrfs on $data_image with quotas (mounted until reboot; this script mounts it again)"

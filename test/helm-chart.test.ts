@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import {
   DEFAULT_AGENT_PORT,
   DEFAULT_SERVICES_PORT,
+  DEFAULT_VOLUMES_PORT,
   ownershipLabels,
   poolLabels,
   sessionLabels,
@@ -183,7 +184,14 @@ test('helm chart, default values: schema-valid objects, RBAC is the exact contra
     'app.kubernetes.io/instance': 'sg',
     'app.kubernetes.io/component': 'worker',
   });
-  assert.deepEqual(iSpec.ingress[0]!.ports, [{ protocol: 'TCP', port: 8700 }]);
+  assert.deepEqual(
+    iSpec.ingress[0]!.ports,
+    [
+      { protocol: 'TCP', port: 8700 },
+      { protocol: 'TCP', port: DEFAULT_VOLUMES_PORT },
+    ],
+    "the workers reach the agent, and a session Pod's volumes container on the port the backend makes it serve on",
+  );
   assert.deepEqual(iSpec.ingress[1]!.from[0]!.podSelector.matchLabels, {
     'app.kubernetes.io/name': 'sandgate',
     'app.kubernetes.io/instance': 'sg',

@@ -33,6 +33,7 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
     'list_artifacts',
     'list_services',
     'list_tools',
+    'list_volumes',
     'read_artifact',
     'revoke_previews',
     'run_code',

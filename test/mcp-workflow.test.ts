@@ -26,6 +26,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
       'list_artifacts',
       'list_services',
       'list_tools',
+      'list_volumes',
       'read_artifact',
       'revoke_previews',
       'run_code',

@@ -87,7 +87,7 @@ test("/readyz follows the workers' engines: 503 with the reason while none is us
   assert.equal(ran.body.result.state, 'completed', JSON.stringify(ran.body.result));
 
   // A second worker on the machine's engine keeps the deployment ready when the first one's engine goes again.
-  await s.startWorker();
+  const other = await s.startWorker();
   await engine.down();
   const partly = await until('one worker of two to report its engine gone', async () => {
     const r = await s.api('GET', '/readyz');
@@ -107,4 +107,25 @@ test("/readyz follows the workers' engines: 503 with the reason while none is us
       ])
     );
   });
+  // The worker without an engine stops taking runs while the other can run them: none fails for want of an engine.
+  await until('the worker without an engine to leave runs to the other', async () => {
+    const workers = (await s.api('GET', '/v1/system/stats')).body.workers as { id: string; taking_runs: boolean }[];
+    return workers.find((w) => w.id === worker.id)?.taking_runs === false;
+  });
+  const burst = await Promise.all(
+    Array.from({ length: 8 }, () => s.api('POST', '/v1/executions?wait=120', { language: 'python', code: 'print(2)' })),
+  );
+  assert.deepEqual(
+    burst.map((r) => [r.body.result?.state, r.body.result?.reason ?? null]),
+    Array.from({ length: 8 }, () => ['completed', null]),
+  );
+  // Alone again, it takes runs and ends them at once with the reason, rather than leave them queued.
+  await other.close();
+  await until('the lone worker to take runs again', async () => {
+    const workers = (await s.api('GET', '/v1/system/stats')).body.workers as { id: string; taking_runs: boolean }[];
+    return workers.length === 1 && workers[0]!.taking_runs;
+  });
+  const alone = await s.api('POST', '/v1/executions?wait=30', { language: 'python', code: 'print(3)' });
+  assert.equal(alone.status, 200);
+  assert.equal(alone.body.result.reason, 'backend_unavailable');
 });

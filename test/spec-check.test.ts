@@ -17,6 +17,7 @@ const session = {
   metadata: {},
   network: 'none',
   private: false,
+  volumes: [],
 };
 const x = (over: Partial<Exchange>): Exchange => ({
   method: 'GET',

@@ -12,21 +12,33 @@ export interface Timed {
   res: Response;
 }
 
-export async function timed(method: string, url: string, json?: unknown): Promise<Timed> {
+export async function timed(
+  method: string,
+  url: string,
+  json?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Timed> {
   const sentAt = Date.now();
   const t0 = performance.now();
-  const res = await request(method, url, json === undefined ? {} : { json });
+  const res = await request(method, url, json === undefined ? { headers } : { json, headers });
   const ms = performance.now() - t0;
   return { ms, sentAt, doneAt: Date.now(), res };
 }
 
 export async function createSession(stack: Stack, body: Record<string, unknown> = {}): Promise<any> {
-  return expectStatus(await request('POST', `${stack.url}/v1/sessions`, { json: body }), [201], 'POST /v1/sessions')
-    .json;
+  return expectStatus(
+    await request('POST', `${stack.url}/v1/sessions`, { json: body, headers: stack.headers }),
+    [201],
+    'POST /v1/sessions',
+  ).json;
 }
 
 export async function deleteSession(stack: Stack, id: string): Promise<void> {
-  expectStatus(await request('DELETE', `${stack.url}/v1/sessions/${id}`), [204, 404], `DELETE /v1/sessions/${id}`);
+  expectStatus(
+    await request('DELETE', `${stack.url}/v1/sessions/${id}`, { headers: stack.headers }),
+    [204, 404],
+    `DELETE /v1/sessions/${id}`,
+  );
 }
 
 /**
@@ -38,7 +50,7 @@ export async function runWait(
   body: Record<string, unknown>,
   { wait = 30, expectStdout = '1\n' as string | null } = {},
 ): Promise<Timed & { exec: any }> {
-  const t = await timed('POST', `${stack.url}/v1/executions?wait=${wait}`, body);
+  const t = await timed('POST', `${stack.url}/v1/executions?wait=${wait}`, body, stack.headers);
   expectStatus(t.res, [200], 'POST /v1/executions?wait');
   const exec = t.res.json;
   const r = exec?.result;

@@ -1,4 +1,5 @@
 /** Running a bench script: figures printed as measured, cleanup that also happens on Ctrl-C or SIGTERM. */
+import { takeEmitted } from './stats.ts';
 
 const cleanups = new Set<() => Promise<unknown>>();
 
@@ -34,6 +35,48 @@ export function main(fn: () => Promise<void>): void {
       process.exit(1);
     },
   );
+}
+
+/** What the runner (bench:ci) said over the IPC channel and no one has read yet; kept from the start. */
+const said: string[] = [];
+let hear: (() => void) | null = null;
+process.on('message', (m: unknown) => {
+  const type = (m as { type?: unknown } | null)?.type;
+  if (typeof type !== 'string') return;
+  said.push(type);
+  hear?.();
+});
+// The channel alone does not keep a bench alive.
+process.channel?.unref();
+
+/** The next thing the runner says that is one of `types`. */
+async function next(types: string[]): Promise<string> {
+  for (;;) {
+    const i = said.findIndex((t) => types.includes(t));
+    if (i >= 0) return said.splice(i, 1)[0]!;
+    await new Promise<void>((resolve) => {
+      hear = resolve;
+    });
+    hear = null;
+  }
+}
+
+/**
+ * Runs `measure` (a bench's timed part, after its stack is up and warm) when the runner lets it, and again as long as
+ * the runner asks. Run by `npm run bench:ci` (an IPC channel): the bench says `ready` and waits for `go` — bench:ci
+ * prepares its benches side by side and lets them measure one at a time — then answers `measured` with the figures it
+ * printed, and measures again on `go` (a retry of a figure over budget, on the same warm stack) until told `finish`.
+ * Run any other way (no IPC channel), `measure` runs once, at once.
+ */
+export async function rounds(measure: () => Promise<void>): Promise<void> {
+  if (!process.send) return measure();
+  process.send({ type: 'ready' });
+  process.channel?.ref();
+  while ((await next(['go', 'finish'])) === 'go') {
+    await measure();
+    process.send({ type: 'measured', figures: takeEmitted() });
+  }
+  process.channel?.unref();
 }
 
 /** Time-boxed: a figure that takes longer than `ms` fails with a clear error instead of hanging the run. */

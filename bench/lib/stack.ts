@@ -14,6 +14,7 @@ import { deleteKeys, freePort, REDIS_URL } from '../../test/redis-and-ports.ts';
 import { cpuMsOfAll } from './proc.ts';
 import { docker } from './raw-docker.ts';
 import { request } from './http.ts';
+import { API_KEYS } from './knobs.ts';
 import { onCleanup } from './main.ts';
 import { sleep } from './stats.ts';
 
@@ -25,6 +26,8 @@ export const ENTRY = {
   worker: 'apps/worker/src/main.ts',
   /** Gateway + worker in one process with a backend that does nothing (bench/lib/noop-stack.ts). */
   noop: 'bench/lib/noop-stack.ts',
+  /** No sandgate at all: a bare BullMQ queue behind node:http, the accept path's baseline (bench/lib/bare-queue.ts). */
+  bare: 'bench/lib/bare-queue.ts',
 } as const;
 export type EntryName = keyof typeof ENTRY;
 
@@ -40,6 +43,8 @@ export interface Proc {
 
 export interface Stack {
   url: string;
+  /** What every request to it carries: the API key when the stack has one (BENCH_API_KEYS=1). */
+  headers: Record<string, string>;
   prefix: string;
   dataDir: string;
   env: Record<string, string>;
@@ -96,12 +101,16 @@ export async function startStack(
     SANDGATE_TENANT_UPLOADS_PER_MIN: '1000000000',
     SANDGATE_TENANT_MAX_RUNNING: '1000000',
     SANDGATE_TENANT_MAX_QUEUED: '1000000000',
+    ...(API_KEYS ? { SANDGATE_API_KEYS: `${randomBytes(16).toString('hex')}:bench-tenant` } : {}),
     ...env,
   };
+  // The first key of SANDGATE_API_KEYS (`key:tenant,…`), if any, is the one the bench's requests carry.
+  const apiKey = fullEnv.SANDGATE_API_KEYS?.split(',')[0]?.split(':')[0];
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 3, connectionName: 'sandgate-bench' });
   let closing: Promise<Record<string, string>> | null = null;
   const stack: Stack = {
     url: `http://127.0.0.1:${fullEnv.SANDGATE_PORT}`,
+    headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
     prefix,
     dataDir,
     env: fullEnv,

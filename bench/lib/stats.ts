@@ -33,6 +33,19 @@ export function summarize(samples: readonly number[]): Summary {
   };
 }
 
+/**
+ * p25(samples) / p25(baseline): on a busy machine a share of the samples of either side waits for a CPU, which moves
+ * the medians; the lower quartiles are runs that mostly did not, so their ratio moves less (reported beside `ratio`).
+ */
+export function ratioP25(samples: readonly number[], baseline: readonly number[]): number {
+  const q = (a: readonly number[]) =>
+    percentile(
+      [...a].sort((x, y) => x - y),
+      25,
+    );
+  return round(q(samples) / q(baseline), 3);
+}
+
 /** Median of each named segment over many samples. */
 export function medians(rows: readonly Record<string, number>[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -58,6 +71,11 @@ export interface Figure extends Partial<Summary> {
   [extra: string]: unknown;
 }
 
+const emitted: Record<string, unknown>[] = [];
+
+/** The figures printed since the last call (what a bench answers bench:ci after a round: bench/lib/main.ts). */
+export const takeEmitted = (): Record<string, unknown>[] => emitted.splice(0);
+
 /** Prints one figure as one JSON line on stdout (what run-all collects) and returns it. */
 export function emit(figure: Figure): Figure {
   const { bench, n, p50_ms, p95_ms, p99_ms, mean_ms, target, ratio, pass, ...extra } = figure;
@@ -74,6 +92,7 @@ export function emit(figure: Figure): Figure {
     pass,
   };
   process.stdout.write(`${JSON.stringify(ordered)}\n`);
+  emitted.push(ordered);
   return figure;
 }
 

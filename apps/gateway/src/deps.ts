@@ -20,6 +20,7 @@ import {
   StorageLedger,
   TransferGrants,
   ScriptStore,
+  VolumeStore,
 } from '@sandgate/state';
 import { type Config } from '@sandgate/config';
 import { openWorkspaces, UrlSigner, type Workspaces } from '@sandgate/storage';
@@ -33,6 +34,7 @@ import { SessionFiles } from './core/session-files.ts';
 import { SessionLifecycle } from './core/session-lifecycle.ts';
 import { SystemStatsReader } from './core/system-stats.ts';
 import { TenantTools } from './core/tenant-tools.ts';
+import { VolumeControl } from './core/volume-control.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -52,6 +54,8 @@ export interface GatewayDeps {
   workspaces: Workspaces;
   /** The tenants' saved scripts. */
   scripts: ScriptStore;
+  /** The tenants' volumes and the sessions that mount them. */
+  volumes: VolumeStore;
   /** Sandbox Pods' tokens for a session's files (the Kubernetes backend's stage and harvest). */
   transfers: TransferGrants;
   signer: UrlSigner;
@@ -74,6 +78,7 @@ export interface GatewayDeps {
   scriptLibrary: ScriptLibrary;
   sessionControl: SessionControl;
   sessionFiles: SessionFiles;
+  volumeControl: VolumeControl;
   tenantTools: TenantTools;
   /** Users' long-running programs in their sessions' sandboxes (POST /v1/sessions/:id/services). */
   serviceManager: ServiceManager;
@@ -147,6 +152,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ledger: new StorageLedger(redis, k),
     transfers: new TransferGrants(redis, k),
     scripts: new ScriptStore(redis, k),
+    volumes: new VolumeStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
     workspaces,
@@ -167,6 +173,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.executionControl = new ExecutionControl(deps);
   deps.sessionControl = new SessionControl(deps);
   deps.sessionFiles = new SessionFiles(deps);
+  deps.volumeControl = new VolumeControl(deps);
   deps.tenantTools = new TenantTools(deps);
   deps.serviceManager = new ServiceManager(deps);
   deps.sessionLifecycle = new SessionLifecycle(deps);

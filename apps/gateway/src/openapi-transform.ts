@@ -17,17 +17,22 @@ declare module 'fastify' {
 /** A Fastify wildcard (`/files/*`) as the document names it: a parameter that may contain `/`. */
 export const WILDCARD_PARAM = 'path';
 const WILDCARD_DESCRIPTION =
-  'A path relative to the session root. It may contain `/` (sent as is or as %2F); ' + 'no `..`, no absolute path.';
+  "A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); " +
+  'no `..`, no absolute path.';
 
 const PROBLEM_REF = 'Problem';
 const PROBLEM_DESCRIPTIONS: Record<string, string> = {
   400: 'The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)',
   401: 'No valid API key (unauthorized)',
   403: "The request's Origin is not allowed (origin_not_allowed, forbidden)",
-  404: 'No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)',
+  404:
+    'No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, ' +
+    'not_found)',
   405: 'Method not allowed',
-  409: 'Conflicts with the current state (file_exists, session_busy)',
-  413: "Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)",
+  409: 'Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)',
+  413:
+    "Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's " +
+    'size (volume_full)',
   415: 'Unsupported Content-Type (unsupported_media_type)',
   416: 'The Range cannot be satisfied (range_not_satisfiable)',
   421: "This gateway does not answer to the request's Host (host_not_allowed)",

@@ -93,6 +93,7 @@ async function kubernetesBackend(
     transferTimeoutS: config.k8sTransferTimeoutS,
     agentPort: config.k8sAgentPort,
     servicesPort: config.k8sServicesPort,
+    volumesPort: config.k8sVolumesPort,
     ...(tools ? { tools } : {}),
     ...(Object.keys(config.egress).length > 0 ? { egress: egressSettings(config) } : {}),
     instanceId,

@@ -121,7 +121,11 @@ export class RunExecutor {
         jlog.error({ err }, 'execution failed in the platform');
         const reason =
           err instanceof SandgateError && err.code === 'backend_unavailable' ? 'backend_unavailable' : undefined;
-        if (reason) stats.engineErrors++;
+        if (reason) {
+          stats.engineErrors++;
+          // Learn at once whether the engine is gone, rather than at the next heartbeat: runs keep coming meanwhile.
+          stats.probe();
+        }
         result = platformResult(
           'error',
           reason,

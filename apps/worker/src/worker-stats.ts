@@ -16,6 +16,8 @@ export interface WorkerStatsOptions {
   concurrency: number;
   /** Runs the worker holds now. */
   running: () => number;
+  /** Whether it takes runs now (see EngineGate). */
+  takingRuns: () => boolean;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
 
@@ -40,6 +42,8 @@ const COUNTERS: [string, CounterName, Labels][] = [
 export class WorkerStats {
   /** Engine failures seen by this worker (a run's, a sweep's, a stats read's). */
   engineErrors = 0;
+  /** Told what each probe of the backend found (whether or not it changed). */
+  onHealth: ((health: BackendHealth) => void) | undefined;
   #backend: BackendStats | undefined;
   /** What the last probe of the backend found; undefined until one has answered. */
   #health: BackendHealth | undefined;
@@ -58,12 +62,23 @@ export class WorkerStats {
   async beat(): Promise<void> {
     if (this.#stopped) return;
     await this.o.registry.beat(this.o.id, this.#snapshot());
+    this.probe();
+    void this.#refresh();
+  }
+
+  /** Stamps the heartbeat with the numbers known now (a change the stats should show before the next beat). */
+  async stamp(): Promise<void> {
+    if (!this.#stopped) await this.o.registry.beat(this.o.id, this.#snapshot());
+  }
+
+  /** Probes the backend now (unless a probe is under way): a run that just failed on the engine asks for one. */
+  probe(): void {
+    if (this.#stopped) return;
     this.#probing ??= this.#probe()
       .catch((err: unknown) => this.o.log.warn({ err }, 'could not probe the backend'))
       .finally(() => {
         this.#probing = null;
       });
-    void this.#refresh();
   }
 
   /** No stamp after this resolves, so that the worker's goodbye (WorkerRegistry.leave) is its last word. */
@@ -78,6 +93,7 @@ export class WorkerStats {
     return {
       concurrency: this.o.concurrency,
       running: this.o.running(),
+      taking_runs: this.o.takingRuns(),
       pool_ready: b?.pool.ready ?? 0,
       session_sandboxes: b?.sessionSandboxes ?? 0,
       engine: b?.engine ?? '',
@@ -95,11 +111,12 @@ export class WorkerStats {
     const health: BackendHealth = (await this.o.backend.health?.(HEALTH_TIMEOUT_MS)) ?? { usable: true };
     const before = this.#health;
     this.#health = health;
+    this.onHealth?.(health);
     if (before?.usable === health.usable && before.reason === health.reason) return;
     const backend = this.o.backend.name;
     if (health.usable) this.o.log.info({ backend }, 'backend usable');
     else this.o.log.warn({ backend, reason: health.reason }, 'backend unusable: runs fail with backend_unavailable');
-    if (!this.#stopped) await this.o.registry.beat(this.o.id, this.#snapshot());
+    await this.stamp();
   }
 
   async #refresh(): Promise<void> {

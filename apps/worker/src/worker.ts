@@ -23,6 +23,7 @@ import { Housekeeping } from './housekeeping.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { RunExecutor } from './run-executor.ts';
 import { SessionOps } from './session-ops.ts';
+import { EngineGate } from './engine-gate.ts';
 import { WorkerStats } from './worker-stats.ts';
 
 export interface WorkerOptions {
@@ -82,6 +83,8 @@ export async function startWorker({
     concurrency: config.workerConcurrency,
     log: wlog,
     running: (): number => runs.size,
+    // The gate is made once the queue worker exists (below), before the first heartbeat.
+    takingRuns: (): boolean => gate.takingRuns,
   });
   const leases = new LeaseKeeper({ executions, workerId: id, leaseMs: config.leaseMs });
   leases.start();
@@ -126,6 +129,8 @@ export async function startWorker({
       maxStalledCount: 1,
     },
   );
+  const gate = new EngineGate({ id, registry, queue: worker, log: wlog, onChange: (): Promise<void> => stats.stamp() });
+  stats.onHealth = (health) => void gate.follow(health.usable);
   worker.on('error', (err) => wlog.error({ err }, 'queue error'));
   worker.on('failed', (job, err) => wlog.error({ err, jobId: job?.id }, 'job failed'));
 

@@ -4,6 +4,8 @@ A session Pod's workspace is its own emptyDir; the session store lives with the 
 compares the store with `manifest` and sends what differs with `put` (and `delete`s what the store no longer has);
 after it, it fetches what the run wrote with `get`. Every path is relative to the workspace and every component is
 opened without following links: the workspace belongs to code that may have made any of them a link meanwhile.
+The session's volumes are moved the same way by the Pod's volumes container (sandgate_volumes.py), whose requests
+name the volume's mount path as their `root`.
 
   {"op":"manifest","id"}            -> {"t":"manifest","id","files":[[path,size,mtime_ms],...],"more"} ...
   {"op":"put","id","path","d","last","mtime_ms"?}   d: base64; the file takes its name with the last chunk
@@ -37,9 +39,9 @@ def segments(path):
     return parts
 
 
-def open_parent(parts, create):
+def open_parent(parts, create, root=WORKDIR):
     """The directory holding the last part, opened component by component without following links."""
-    fd = os.open(WORKDIR, DIR_FLAGS)
+    fd = os.open(root, DIR_FLAGS)
     try:
         for name in parts[:-1]:
             try:
@@ -57,11 +59,11 @@ def open_parent(parts, create):
         raise
 
 
-def manifest(send, request_id):
+def manifest(send, request_id, root=WORKDIR):
     """Regular, single-linked files, never following a link, in frames of MANIFEST_FRAME."""
     batch = []
     count = 0
-    for rel, st in regular_files(WORKDIR):
+    for rel, st in regular_files(root):
         if rel.startswith(TEMP_PREFIX) or "/" + TEMP_PREFIX in rel:
             continue
         if count >= MAX_FILES:
@@ -83,7 +85,7 @@ class Puts:
         # Requests that failed: their later chunks are dropped, up to the last.
         self.failed = set()
 
-    def chunk(self, msg):
+    def chunk(self, msg, root=WORKDIR):
         """Writes one chunk; answers (a done frame) only after the last one, or the first failure."""
         request_id = msg.get("id")
         if request_id in self.failed:
@@ -94,7 +96,7 @@ class Puts:
         try:
             if entry is None:
                 parts = segments(msg.get("path"))
-                dir_fd = open_parent(parts, create=True)
+                dir_fd = open_parent(parts, create=True, root=root)
                 temp = TEMP_PREFIX + str(request_id)[:32]
                 try:
                     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
@@ -133,13 +135,13 @@ class Puts:
         os.close(entry["dir"])
 
 
-def get(send, msg):
+def get(send, msg, root=WORKDIR):
     """Sends one regular file, at most `max` bytes of it; O_NOFOLLOW and fstat, as the run may swap it for a link."""
     request_id = msg.get("id")
     limit = msg.get("max") if isinstance(msg.get("max"), int) else 0
     try:
         parts = segments(msg.get("path"))
-        dir_fd = open_parent(parts, create=False)
+        dir_fd = open_parent(parts, create=False, root=root)
         try:
             fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
         finally:
@@ -163,14 +165,14 @@ def get(send, msg):
         send({"t": "done", "id": request_id, "ok": False, "error": "%s: %s" % (type(e).__name__, e)})
 
 
-def delete(send, msg):
+def delete(send, msg, root=WORKDIR):
     request_id = msg.get("id")
     paths = msg.get("paths") if isinstance(msg.get("paths"), list) else []
     failed = []
     for path in paths:
         try:
             parts = segments(path)
-            dir_fd = open_parent(parts, create=False)
+            dir_fd = open_parent(parts, create=False, root=root)
             try:
                 os.unlink(parts[-1], dir_fd=dir_fd)
             finally:

@@ -1,6 +1,24 @@
 import { createClient, createConfig, type Client } from './generated/client/index.js';
-import { createSession, getExecution, listFiles, putFile, runExecution } from './generated/sdk.gen.js';
-import type { CreateExecution, CreateSession, Execution, FileEntry, Session } from './generated/types.gen.js';
+import {
+  createSession,
+  createVolume,
+  getExecution,
+  listFiles,
+  listVolumeFiles,
+  listVolumes,
+  putFile,
+  putVolumeFile,
+  runExecution,
+} from './generated/sdk.gen.js';
+import type {
+  CreateExecution,
+  CreateSession,
+  CreateVolume,
+  Execution,
+  FileEntry,
+  Session,
+  Volume,
+} from './generated/types.gen.js';
 import { SandgateApiError, errorOf } from './errors.js';
 import { tailEvents, type TailOptions } from './events.js';
 import { bodyOf, saveTo, type UploadSource } from './files.js';
@@ -29,6 +47,20 @@ async function ok<T>(call: Promise<{ data?: T; error?: unknown; response?: Respo
   const { data, error, response } = await call;
   if (error !== undefined || !response?.ok) throw new SandgateApiError(response?.status ?? 0, (error ?? null) as never);
   return data as T;
+}
+
+/** Every item of a paged file listing. */
+async function allPages(
+  page: (cursor: string | undefined) => Promise<{ files: FileEntry[]; next_cursor: string | null }>,
+): Promise<FileEntry[]> {
+  const all: FileEntry[] = [];
+  let cursor: string | undefined;
+  do {
+    const next = await page(cursor);
+    all.push(...next.files);
+    cursor = next.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  return all;
 }
 
 /**
@@ -106,14 +138,42 @@ export class Sandgate {
 
   /** Every file of a session, page after page. */
   async files(sessionId: string): Promise<FileEntry[]> {
-    const all: FileEntry[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await ok(listFiles({ client: this.client, path: { id: sessionId }, query: { cursor } }));
-      all.push(...page.files);
-      cursor = page.next_cursor ?? undefined;
-    } while (cursor !== undefined);
-    return all;
+    return allPages((cursor) => ok(listFiles({ client: this.client, path: { id: sessionId }, query: { cursor } })));
+  }
+
+  /** A volume: files that outlive sessions, mounted by the sessions made with `volumes: [{ name }]`. */
+  createVolume(body: CreateVolume): Promise<Volume> {
+    return ok(createVolume({ client: this.client, body }));
+  }
+
+  /** The tenant's volumes, by name. */
+  async volumes(): Promise<Volume[]> {
+    return (await ok(listVolumes({ client: this.client }))).volumes;
+  }
+
+  /** Uploads one file to `path` in the volume `name`, streamed, as upload() does to a session. */
+  async uploadToVolume(
+    name: string,
+    path: string,
+    source: UploadSource,
+    { overwrite = false } = {},
+  ): Promise<FileEntry> {
+    const body = await bodyOf(source);
+    const result = await ok(
+      putVolumeFile({
+        client: this.client,
+        path: { name, path },
+        query: { overwrite },
+        body: body as never,
+        ...({ duplex: 'half' } as object),
+      }),
+    );
+    return result.files[0]!;
+  }
+
+  /** Every file of a volume, page after page. */
+  async volumeFiles(name: string): Promise<FileEntry[]> {
+    return allPages((cursor) => ok(listVolumeFiles({ client: this.client, path: { name }, query: { cursor } })));
   }
 
   /**

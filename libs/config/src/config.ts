@@ -67,6 +67,8 @@ export const ConfigSchema = Type.Object({
   k8sAgentPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
   /** Kubernetes: the port session Pods' agents serve services on (the chart's NetworkPolicy admits gateways to it). */
   k8sServicesPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
+  /** Kubernetes: the port a session Pod's volumes container serves its volumes' files on (for the worker only). */
+  k8sVolumesPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
   /** Kubernetes: a kubeconfig file; null: the in-cluster service account, or $KUBECONFIG. */
   k8sKubeconfig: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
   image: Type.String({ minLength: 1 }),
@@ -92,6 +94,10 @@ export const ConfigSchema = Type.Object({
   maxArtifactReadBytes: Type.Integer({ minimum: 1 }),
   maxOutputBytes: Type.Integer({ minimum: 1024 }),
   maxCodeBytes: Type.Integer({ minimum: 1 }),
+  /** Volumes per tenant (POST /v1/volumes). */
+  maxVolumes: Type.Integer({ minimum: 0 }),
+  /** The largest size a volume may be made with. */
+  maxVolumeBytes: Type.Integer({ minimum: 1 << 20 }),
   /** Saved scripts per tenant (POST /v1/scripts). */
   maxScripts: Type.Integer({ minimum: 0 }),
   dataDir: Type.String({ pattern: '^/' }),
@@ -234,6 +240,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_K8S_TRANSFER_TIMEOUT_S: ['k8sTransferTimeoutS', int, '60'],
   SANDGATE_K8S_AGENT_PORT: ['k8sAgentPort', int, '8700'],
   SANDGATE_K8S_SERVICES_PORT: ['k8sServicesPort', int, '8701'],
+  SANDGATE_K8S_VOLUMES_PORT: ['k8sVolumesPort', int, '8702'],
   SANDGATE_IMAGE: ['image', str, 'sandgate/runtime:1'],
   SANDGATE_RUNTIME: ['runtime', str, 'runc'],
   SANDGATE_MEMORY_LIMIT: ['memoryMb', (r) => Math.floor(parseBytes(r) / (1 << 20)), '512m'],
@@ -252,6 +259,8 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MAX_OUTPUT_BYTES: ['maxOutputBytes', parseBytes, '100KB'],
   SANDGATE_MAX_CODE_BYTES: ['maxCodeBytes', parseBytes, '100KB'],
   SANDGATE_MAX_SCRIPTS: ['maxScripts', int, '100'],
+  SANDGATE_MAX_VOLUMES: ['maxVolumes', int, '10'],
+  SANDGATE_MAX_VOLUME_BYTES: ['maxVolumeBytes', parseBytes, '10GiB'],
   SANDGATE_DATA_DIR: ['dataDir', str, '/var/lib/sandgate'],
   SANDGATE_HOST: ['host', str, '127.0.0.1'],
   SANDGATE_PORT: ['port', int, '8080'],

@@ -2,6 +2,12 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 export const SESSION_ID_PATTERN = '^sess_[0-9a-f]{12}$';
 export const EXECUTION_ID_PATTERN = '^exec_[0-9a-f]{16}$';
+export const VOLUME_ID_PATTERN = '^vol_[0-9a-f]{12}$';
+/**
+ * The names a tenant gives what it keeps (volumes, snapshots): lowercase letters, digits, `_` and `-`, starting with a
+ * letter or digit, at most 63. They become path segments on the host, so nothing else is ever accepted.
+ */
+export const NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
 
 export const SessionIdSchema = Type.String({ pattern: SESSION_ID_PATTERN, examples: ['sess_3f9a1c2b7d4e'] });
 export const ExecutionIdSchema = Type.String({ pattern: EXECUTION_ID_PATTERN, examples: ['exec_3f9a1c2b7d4e5f60'] });

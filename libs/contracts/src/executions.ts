@@ -9,6 +9,7 @@ import {
 } from './common.ts';
 import { ResumedEventSchema } from './session-lifecycle.ts';
 import { InlineFileSchema } from './files.ts';
+import { JobVolumeSchema } from './volumes.ts';
 
 export const LANGUAGES = ['python', 'javascript', 'typescript', 'bash'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -402,6 +403,8 @@ export const ExecutionJobSchema = Type.Object(
     paused_at: Type.Optional(Type.Integer()),
     /** Keep an undo step before the run: the session's files (`files`), and its interpreter's variables (`state`). */
     undo: Type.Optional(Type.Union([Type.Literal('files'), Type.Literal('state')])),
+    /** The volumes the session mounts (absent: none). */
+    volumes: Type.Optional(Type.Array(JobVolumeSchema)),
   },
   { $id: 'ExecutionJob', title: 'ExecutionJob' },
 );

@@ -3,7 +3,9 @@ import { NextCursorSchema, PageQuerySchema, ref } from './common.ts';
 
 export const FileEntrySchema = Type.Object(
   {
-    path: Type.String({ description: 'Path relative to the session root (/mnt/data in the sandbox).' }),
+    path: Type.String({
+      description: "Path relative to the session's root (/mnt/data in the sandbox), or to the volume's.",
+    }),
     filename: Type.String(),
     size_bytes: Type.Integer(),
     mime_type: Type.String(),

@@ -11,9 +11,11 @@ export * from './tools.ts';
 export * from './services.ts';
 export * from './session-lifecycle.ts';
 export * from './undo-mode.ts';
+export * from './volumes.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
+import { CreateVolumeSchema, MountVolumeSchema, VolumeListSchema, VolumeMountSchema, VolumeSchema } from './volumes.ts';
 import {
   FileEntrySchema,
   FileListSchema,
@@ -89,6 +91,8 @@ export const SHARED_SCHEMAS = [
   ExecutionSchema,
   ExecutionListSchema,
   CreateExecutionSchema,
+  VolumeMountSchema,
+  MountVolumeSchema,
   SessionSchema,
   SessionListSchema,
   CreateSessionSchema,
@@ -135,4 +139,7 @@ export const SHARED_SCHEMAS = [
   StopServiceSchema,
   SharePreviewSchema,
   ServicePreviewSchema,
+  VolumeSchema,
+  VolumeListSchema,
+  CreateVolumeSchema,
 ];

@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { LANGUAGES } from './executions.ts';
 import { ServiceNameSchema, ServiceSchema, StartServiceSchema } from './services.ts';
+import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeSchema, VolumeUserSchema } from './volumes.ts';
 
 /**
  * The tools sandgate serves over MCP at /mcp. Names, fields and error codes are those of the Python-sandbox tool
@@ -117,6 +118,15 @@ export const CreateSessionInputSchema = Type.Object(
           'variables between runs, like a notebook, and a run returns the value of its last expression (python only).',
       }),
     ),
+    volumes: Type.Optional(
+      Type.Array(Type.Object({ ...MountVolumeSchema.properties }, { additionalProperties: false }), {
+        maxItems: MAX_SESSION_VOLUMES,
+        description:
+          'Volumes to mount for the life of the session (list_volumes shows them): files that outlive sessions, ' +
+          'shared between them, at /mnt/volumes/<name> unless path says otherwise. One session at a time may mount ' +
+          'a volume read-write (volume_in_use otherwise); any number read-only.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -214,6 +224,9 @@ export const CreateSessionOutputSchema = Type.Object({
   session_id: SessionId,
   mode: Type.Union([Type.Literal('process'), Type.Literal('stateful')]),
   expires_at: Type.String({ format: 'date-time', description: 'When the session expires if left idle.' }),
+  volumes: Type.Array(Type.Object({ name: Type.String(), path: Type.String(), read_only: Type.Boolean() }), {
+    description: 'The volumes it mounts, and where.',
+  }),
 });
 export type CreateSessionOutput = Static<typeof CreateSessionOutputSchema>;
 
@@ -322,6 +335,16 @@ export const CallToolOutputSchema = Type.Object({
   duration_ms: Type.Integer(),
 });
 
+export const ListVolumesOutputSchema = Type.Object({
+  volumes: Type.Array(
+    Type.Object({
+      ...VolumeSchema.properties,
+      mounted_by: Type.Array(Type.Object({ ...VolumeUserSchema.properties })),
+    }),
+    { description: "The tenant's volumes, by name." },
+  ),
+});
+
 /** A tool's output schema: its result or an error (MCP wants `type: "object"` at the root). */
 const orError = <T extends TObject>(ok: T) =>
   Type.Unsafe<Static<T> | McpToolError>({ type: 'object', anyOf: [ok, McpToolErrorSchema] });
@@ -417,6 +440,17 @@ export const MCP_TOOLS = [
     inputSchema: CreateSessionInputSchema,
     outputSchema: orError(CreateSessionOutputSchema),
     annotations: { destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: 'list_volumes',
+    title: 'List volumes',
+    description:
+      "The tenant's volumes: storage that outlives sessions, made over the REST API (POST /v1/volumes), with their " +
+      'size, the bytes they hold, and the sessions that mount them. Mount one with create_session volumes; code ' +
+      'then finds its files under /mnt/volumes/<name>.',
+    inputSchema: Type.Object({}, { additionalProperties: false }),
+    outputSchema: orError(ListVolumesOutputSchema),
+    annotations: { readOnlyHint: true, openWorldHint: false },
   },
   {
     name: 'start_service',

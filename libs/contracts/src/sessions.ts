@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { NextCursorSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
 import { UndoModeSchema } from './undo-mode.ts';
+import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeMountSchema } from './volumes.ts';
 
 export const SessionModeSchema = Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
   description:
@@ -51,6 +52,7 @@ export const SessionSchema = Type.Object(
     forked_from: Type.Union([SessionIdSchema, Type.Null()], {
       description: 'The session it is a copy of (POST /v1/sessions/{id}/fork, or a snapshot restored ?into=new).',
     }),
+    volumes: Type.Array(ref(VolumeMountSchema), { description: 'The volumes it mounts (POST /v1/volumes).' }),
   },
   { $id: 'Session', title: 'Session' },
 );
@@ -80,6 +82,14 @@ export const CreateSessionSchema = Type.Object(
       Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), {
         maxProperties: 16,
         description: 'Free-form labels kept with the session.',
+      }),
+    ),
+    volumes: Type.Optional(
+      Type.Array(ref(MountVolumeSchema), {
+        maxItems: MAX_SESSION_VOLUMES,
+        description:
+          "The tenant's volumes to mount, for the session's life (default none). A volume has one writer at a time " +
+          '(409 volume_in_use); readers are always allowed.',
       }),
     ),
   },

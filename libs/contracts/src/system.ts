@@ -103,6 +103,11 @@ export const SystemStatsSchema = Type.Object(
         last_heartbeat_at: Type.String({ format: 'date-time' }),
         concurrency: count(),
         running: count(),
+        taking_runs: Type.Boolean({
+          description:
+            'False while its backend is unusable and another live worker can run sandboxes: it leaves runs to them ' +
+            'until its own backend answers again.',
+        }),
         backend: Type.Object(
           {
             name: Type.String({ description: '`docker` or `kubernetes` (empty for a worker that does not say).' }),

@@ -53,7 +53,7 @@ const REASONS: Record<number, string> = {
   504: 'Timeout',
 };
 
-/** Ready-made faults for the failures K8S-NOTES §3 lists (transient, admission, validation). */
+/** Ready-made faults for the failures an API server answers with (transient, admission, validation). */
 export const FAULTS = {
   tooManyRequests: (retryAfterSeconds = 1): FaultAction => ({
     status: 429,

@@ -12,7 +12,7 @@ export function kubeconfigFor(server: string, token: string, namespace: string):
   return {
     apiVersion: 'v1',
     kind: 'Config',
-    // A plain-http server: client-node refuses http:// unless skipTLSVerify is set (TECH-NOTES §5).
+    // A plain-http server: @kubernetes/client-node refuses http:// unless skipTLSVerify is set.
     clusters: [{ name: 'k8s-double', server, skipTLSVerify: true }],
     users: [{ name: 'sandgate-worker', token }],
     contexts: [{ name: 'k8s-double', cluster: 'k8s-double', user: 'sandgate-worker', namespace }],

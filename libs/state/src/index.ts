@@ -16,3 +16,4 @@ export * from './storage-ledger.ts';
 export * from './transfer-grants.ts';
 export * from './script-store.ts';
 export * from './streamed-output.ts';
+export * from './volumes.ts';

@@ -29,6 +29,15 @@ export const keys = (p: string) => ({
   tenantQueued: (tenant: string) => `${p}:tenant:${tenant}:queued`,
   /** Ids of a tenant's running executions (SANDGATE_TENANT_MAX_RUNNING). */
   tenantRunning: (tenant: string) => `${p}:tenant:${tenant}:running`,
+  /** What session(id) is, without the id: Lua that checks whether a volume's users are live builds their keys. */
+  sessionPrefix: () => `${p}:session:`,
+  /** A tenant's volumes: name → volume id (VolumeStore). */
+  tenantVolumes: (tenant: string) => `${p}:tenant:${tenant}:volumes`,
+  /** What volume(id) is, without the id (Lua builds a volume's keys from the id it looked up by name). */
+  volumePrefix: () => `${p}:volume:`,
+  volume: (id: string) => `${p}:volume:${id}`,
+  /** The sessions that mount a volume: session id → `{path, read_only}` (JSON). */
+  volumeMounts: (id: string) => `${p}:volume:${id}:mounts`,
   /** All sessions (paused too) by when they are deleted if left alone (ms), for the janitor. */
   sessionExpiry: () => `${p}:sessions:expiry`,
   execution: (id: string) => `${p}:execution:${id}`,

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { TIME_INDEX_LUA } from './time-index.ts';
+import { VOLUME_SCRIPTS } from './volume-scripts.ts';
 
 /**
  * Lua: a new session under the tenant's limit of live sessions (false when at the limit), or a paused one (a fork, a
@@ -278,12 +279,12 @@ const SCRIPTS = {
   },
 } as const;
 
-type ScriptName = keyof typeof SCRIPTS;
+type ScriptName = keyof typeof SCRIPTS | keyof typeof VOLUME_SCRIPTS;
 export type LuaRedis = Redis & { [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown> };
 
 /** Registers sandgate's scripts on a connection (EVALSHA with automatic fallback to EVAL). */
 export function withLuaScripts(redis: Redis): LuaRedis {
-  for (const [name, def] of Object.entries(SCRIPTS)) {
+  for (const [name, def] of Object.entries({ ...SCRIPTS, ...VOLUME_SCRIPTS })) {
     if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
   }
   return redis as LuaRedis;

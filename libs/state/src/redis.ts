@@ -129,39 +129,35 @@ export function isRedisUnavailable(err: unknown): boolean {
 
 /**
  * Whether Redis answers right now, from a PING every 200 ms on a connection of its own (so a burst of requests'
- * commands never delays it): down while the connection is not ready, or when a PING has gone unanswered for
- * REDIS_HANG_MS (a Redis that hangs with its connections open).
+ * commands never delays it): down while the connection is not ready, or once a PING has gone unanswered for
+ * REDIS_HANG_MS of this process's own running time (a Redis that hangs with its connections open).
  *
- * The wait is counted from the first PING with no PONG since: a PING that times out (the connection's command timeout)
- * and the next one sent do not restart it, so a hung Redis stays down rather than flapping up with each new PING; only
- * a PONG ends it. A PING sent after a long pause of this process is fresh, however old the last PONG.
- * A stall of this process (a gateway building its routes, a synchronous call) is not Redis's: while the timer is late
- * nothing is judged, and after it ran late nothing is judged for the rest of that turn of the event loop, in which a
- * PONG that arrived during the stall is read (a request handled in the same turn could otherwise come first).
+ * The wait is counted from the first PING with no PONG since: a PING that times out (the connection's command
+ * timeout) and the next one sent do not restart it. Time this process itself was stalled (a gateway building its
+ * routes, a synchronous call, a starved CPU) does not count: a PONG may be waiting, unread, behind the stall, and a
+ * PING sent after the stall is fresh however old the last PONG. Once taken for hung, Redis stays down until a PONG
+ * comes back, so a stall of the process then cannot let requests through to a Redis that hangs.
  * Requests check it before they send anything to Redis.
  */
 export class RedisWatchdog {
   /** When the first PING that has had no PONG since went out; null when the last PING was answered. */
   #waitingSince: number | null = null;
+  /** How long this process was stalled since #waitingSince: not counted as waiting. */
+  #stalledMs = 0;
+  /** Taken for hung: stays so until a PONG (or a new connection). */
+  #hung = false;
   #inFlight = false;
   /** When the timer last ran: much longer ago than its period, this process itself was stalled. */
   #lastTick = Date.now();
-  /** The timer ran late in this turn of the event loop: a PONG may still be unread behind the stall. */
-  #settling = false;
   readonly #timer: NodeJS.Timeout;
 
   constructor(private readonly redis: Redis) {
-    redis.on('ready', () => {
-      this.#waitingSince = null;
-    });
+    redis.on('ready', () => this.#answered());
     this.#timer = setInterval(() => {
       const now = Date.now();
-      if (now - this.#lastTick > STALL_MS) {
-        this.#settling = true;
-        setImmediate(() => {
-          this.#settling = false;
-        });
-      }
+      // A tick this late means the process was held up (timer jitter on a busy host is not counted).
+      const gap = now - this.#lastTick;
+      if (gap > STALL_MS && this.#waitingSince !== null) this.#stalledMs += gap - WATCHDOG_EVERY_MS;
       this.#lastTick = now;
       if (redis.status !== 'ready' || this.#inFlight) return;
       this.#inFlight = true;
@@ -169,7 +165,7 @@ export class RedisWatchdog {
       redis.ping().then(
         () => {
           this.#inFlight = false;
-          this.#waitingSince = null;
+          this.#answered();
         },
         () => {
           this.#inFlight = false;
@@ -179,13 +175,20 @@ export class RedisWatchdog {
     this.#timer.unref();
   }
 
+  #answered(): void {
+    this.#waitingSince = null;
+    this.#stalledMs = 0;
+    this.#hung = false;
+  }
+
   get up(): boolean {
-    if (this.redis.status !== 'ready') return false;
-    if (this.#waitingSince === null || this.#settling) return true;
+    if (this.redis.status !== 'ready' || this.#hung) return false;
+    if (this.#waitingSince === null) return true;
     const now = Date.now();
-    // The timer is late: this process is stalled, and a PONG may be waiting behind the stall.
+    // The timer is late: this process is stalled now, and a PONG may be waiting behind the stall.
     if (now - this.#lastTick > STALL_MS) return true;
-    return now - this.#waitingSince < REDIS_HANG_MS;
+    this.#hung = now - this.#waitingSince - this.#stalledMs >= REDIS_HANG_MS;
+    return !this.#hung;
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { SandgateError, type SessionMode, type Snapshot, type UndoMode } from '@sandgate/contracts';
+import { SandgateError, type JobVolume, type SessionMode, type Snapshot, type UndoMode } from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import type { LuaRedis } from './lua-scripts.ts';
@@ -57,6 +57,8 @@ export interface SessionRecord {
   undo: UndoMode;
   /** The session it was copied from (a fork, a snapshot restored into a new session). */
   forkedFrom: string | null;
+  /** The volumes it mounts, resolved when it was made (VolumeStore.claim). */
+  volumes: JobVolume[];
 }
 
 /** What a new session is made with besides its tenant. */
@@ -170,6 +172,7 @@ export class SessionStore {
       idleSeconds: Number(h.idle ?? 300),
       undo: (h.undo ?? 'files') as UndoMode,
       forkedFrom: h.forked_from ?? null,
+      volumes: h.volumes ? (JSON.parse(h.volumes) as JobVolume[]) : [],
     };
   }
 

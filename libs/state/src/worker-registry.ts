@@ -22,6 +22,8 @@ export interface WorkerSnapshot {
   backend: string;
   backend_state: BackendState;
   backend_reason?: string;
+  /** False while it leaves runs to other workers because its own backend is unusable (absent: takes runs). */
+  taking_runs?: boolean;
 }
 
 export interface WorkerInfo extends WorkerSnapshot {

@@ -96,8 +96,19 @@ export class SubvolumeQuota {
   }
 
   async #make(dir: string): Promise<void> {
+    await this.makeLimited(dir, this.bytes);
+  }
+
+  /** Makes `dir` (which must not exist) a subvolume limited to `bytes`, whatever this quota's own limit: a volume's. */
+  async makeLimited(dir: string, bytes: number): Promise<void> {
     await btrfs('subvolume', 'create', dir);
-    await btrfs('qgroup', 'limit', String(this.bytes), dir);
+    try {
+      await btrfs('qgroup', 'limit', String(bytes), dir);
+    } catch (err) {
+      // Never left unlimited: a subvolume without its limit is removed again.
+      await this.removing(dir, () => btrfs('subvolume', 'delete', dir).then(() => undefined)).catch(() => {});
+      throw err;
+    }
   }
 
   #blankName(): string {

@@ -11,3 +11,4 @@ export * from './workspaces.ts';
 export * from './disk-quota.ts';
 export * from './session-copies.ts';
 export * from './btrfs.ts';
+export * from './volumes.ts';

@@ -14,15 +14,21 @@ const EXPIRES = /^[0-9]{1,12}$/;
 const SIG = /^[A-Za-z0-9_-]{43}$/; // 32 bytes of base64url, unpadded
 
 /**
- * A session file's URL without a signature: `${publicUrl}/files/${sessionId}/${path}`, which an API key of the
- * session's tenant authorises. Workers put it on artifacts; the gateway signs it when it presents them (UrlSigner).
+ * A file's URL without a signature: `${publicUrl}/files/${sessionId}/${path}` for a session's file, and
+ * `${publicUrl}/files/volumes/${volumeId}/${path}` for a volume's (`owner` is the session's or volume's id), which an
+ * API key of the owner's tenant authorises. Workers put it on artifacts; the gateway signs it when it presents them
+ * (UrlSigner).
  */
-export function fileUrl(publicUrl: string, sessionId: string, relPath: string): string {
+export function fileUrl(publicUrl: string, owner: string, relPath: string): string {
   const encoded = normalizeUserPath(relPath).split('/').map(encodeURIComponent).join('/');
-  return `${publicUrl.replace(/\/+$/, '')}/files/${encodeURIComponent(sessionId)}/${encoded}`;
+  const base = owner.startsWith('vol_') ? '/files/volumes' : '/files';
+  return `${publicUrl.replace(/\/+$/, '')}${base}/${encodeURIComponent(owner)}/${encoded}`;
 }
 
-/** Signed, expiring download URLs: `${publicUrl}/files/${sessionId}/${path}?expires=<unix s>&sig=<base64url>`. */
+/**
+ * Signed, expiring download URLs: fileUrl's with `?expires=<unix s>&sig=<base64url>`. The signature covers the owner's
+ * id (a session's `sess_…` or a volume's `vol_…`) and the path, so a link to one file opens no other.
+ */
 export class UrlSigner {
   readonly #key: Buffer;
   readonly #publicUrl: string;
@@ -38,16 +44,16 @@ export class UrlSigner {
   }
 
   /** `now` is in milliseconds (Date.now()). Throws SandgateError('invalid_path') for a path no client could use. */
-  downloadUrl(sessionId: string, relPath: string, now: number = Date.now()): string {
+  downloadUrl(owner: string, relPath: string, now: number = Date.now()): string {
     const path = normalizeUserPath(relPath);
     const expires = String(Math.floor(now / 1000 + this.#ttlSeconds));
-    const sig = this.#sign(sessionId, path, expires);
-    return `${fileUrl(this.#publicUrl, sessionId, path)}?expires=${expires}&sig=${sig}`;
+    const sig = this.#sign(owner, path, expires);
+    return `${fileUrl(this.#publicUrl, owner, path)}?expires=${expires}&sig=${sig}`;
   }
 
-  /** True only for an unexpired URL signed for exactly this session and path. `now` in milliseconds. Never throws. */
+  /** True only for an unexpired URL signed for exactly this owner and path. `now` in milliseconds. Never throws. */
   verify(
-    sessionId: string,
+    owner: string,
     relPath: string,
     expires: string | undefined,
     sig: string | undefined,
@@ -57,7 +63,7 @@ export class UrlSigner {
       if (typeof expires !== 'string' || typeof sig !== 'string' || !EXPIRES.test(expires) || !SIG.test(sig))
         return false;
       if (Number(expires) * 1000 <= now) return false;
-      const expected = Buffer.from(this.#sign(sessionId, normalizeUserPath(relPath), expires));
+      const expected = Buffer.from(this.#sign(owner, normalizeUserPath(relPath), expires));
       // Compared as text: decoding first would accept the several spellings of the same final base64 bits.
       const given = Buffer.from(sig);
       return given.length === expected.length && timingSafeEqual(given, expected);
@@ -66,11 +72,9 @@ export class UrlSigner {
     }
   }
 
-  #sign(sessionId: string, path: string, expires: string): string {
-    // Fields are length-prefixed so no choice of session id or path can make two tuples sign the same bytes.
-    const message = ['sandgate-download-v1', sessionId, path, expires]
-      .map((f) => `${Buffer.byteLength(f)}:${f}`)
-      .join('');
+  #sign(owner: string, path: string, expires: string): string {
+    // Fields are length-prefixed so no choice of owner id or path can make two tuples sign the same bytes.
+    const message = ['sandgate-download-v1', owner, path, expires].map((f) => `${Buffer.byteLength(f)}:${f}`).join('');
     return createHmac('sha256', this.#key).update(message).digest('base64url');
   }
 }

@@ -8,6 +8,7 @@ import { walkTree } from './walk-tree.ts';
 import { SubvolumeQuota } from './disk-quota.ts';
 import { SessionCopies } from './session-copies.ts';
 import type { Owner } from './write-inside.ts';
+import { Volumes } from './volumes.ts';
 
 const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
@@ -19,6 +20,8 @@ export interface WorkspacesOptions {
   owner?: Owner;
   /** Per-session disk quota (see SubvolumeQuota): each session directory is then a subvolume with that limit. */
   quota?: SubvolumeQuota;
+  /** The tenants' volumes beside the sessions. Default: under the same data directory, without size limits. */
+  volumes?: Volumes;
 }
 
 /** Session workspaces on the local filesystem, each bind-mounted as /mnt/data into its sandbox. */
@@ -29,10 +32,13 @@ export class Workspaces {
   readonly #owner: Owner | undefined;
   /** The per-session disk quota, when the data directory enforces one. */
   readonly quota: SubvolumeQuota | undefined;
+  /** The volumes (POST /v1/volumes) on the same data directory, which sessions mount. */
+  readonly volumes: Volumes;
 
-  constructor({ dataDir, owner, quota }: WorkspacesOptions) {
+  constructor({ dataDir, owner, quota, volumes }: WorkspacesOptions) {
     this.dataDir = dataDir;
     this.quota = quota;
+    this.volumes = volumes ?? new Volumes({ dataDir, ...(owner ? { owner } : {}) });
     this.#sessionsDir = join(dataDir, 'sessions');
     this.#owner = owner;
   }
@@ -131,7 +137,8 @@ export interface OpenWorkspacesOptions {
 
 /**
  * The workspaces of a gateway or worker: with per-session disk quotas when the data directory can enforce them
- * (btrfs with quotas on, as scripts/setup.sh makes it), without (and a warning) when it cannot.
+ * (btrfs with quotas on, as scripts/setup.sh makes it), without (and a warning) when it cannot. Volumes are limited to
+ * their sizes wherever the data directory can do it, whether sessions have a quota or not.
  */
 export async function openWorkspaces({
   dataDir,
@@ -139,15 +146,18 @@ export async function openWorkspaces({
   sessionDiskBytes,
   warn,
 }: OpenWorkspacesOptions): Promise<Workspaces> {
-  if (sessionDiskBytes === 0) return new Workspaces({ dataDir, owner });
   await mkdir(dataDir, { recursive: true, mode: 0o711 });
-  const quota = await SubvolumeQuota.forDataDir(dataDir, sessionDiskBytes);
+  const quota = await SubvolumeQuota.forDataDir(dataDir, sessionDiskBytes || 1 << 20).catch((e: Error) => ({
+    unavailable: e.message,
+  }));
+  const volumes = new Volumes({ dataDir, owner, ...('unavailable' in quota ? {} : { quota }) });
+  if (sessionDiskBytes === 0) return new Workspaces({ dataDir, owner, volumes });
   if ('unavailable' in quota) {
     warn(
       `per-session disk quotas are off: ${quota.unavailable}. scripts/setup.sh puts the data directory on a btrfs ` +
         'filesystem with quotas (see docs/reliability.md); SANDGATE_SESSION_DISK_BYTES=0 silences this',
     );
-    return new Workspaces({ dataDir, owner });
+    return new Workspaces({ dataDir, owner, volumes });
   }
-  return new Workspaces({ dataDir, owner, quota });
+  return new Workspaces({ dataDir, owner, quota, volumes });
 }

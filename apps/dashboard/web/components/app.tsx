@@ -11,6 +11,7 @@ import { RunsPage } from './runs-page.tsx';
 import { SessionPage } from './session-page.tsx';
 import { SessionsPage } from './sessions-page.tsx';
 import { SignIn } from './sign-in.tsx';
+import { VolumePage, VolumesPage } from './volumes-page.tsx';
 
 type Auth =
   | { mode: 'checking' }
@@ -21,6 +22,7 @@ type Auth =
 
 const NAV = [
   ['sessions', 'Sessions'],
+  ['volumes', 'Volumes'],
   ['runs', 'Runs'],
   ['new', 'New run'],
   ['operator', 'Operator'],
@@ -31,6 +33,8 @@ function Page({ route, operatorOnly }: { route: string[]; operatorOnly: boolean 
   // An operator key reads the deployment's figures and nothing of any tenant.
   if (operatorOnly) return <OperatorPage />;
   if (section === 'sessions' && id) return <SessionPage id={id} />;
+  if (section === 'volumes' && id) return <VolumePage name={id} />;
+  if (section === 'volumes') return <VolumesPage />;
   if (section === 'runs' && id) return <RunPage id={id} />;
   if (section === 'runs') return <RunsPage />;
   if (section === 'new') return <NewRunPage />;

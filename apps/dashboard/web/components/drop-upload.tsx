@@ -15,10 +15,10 @@ interface Upload {
 let uploadSeq = 0;
 
 /**
- * Upload by drag-and-drop onto the zone, or with the file picker (the keyboard way). Each file shows a
- * progress bar; an existing file is replaced only after the user says so.
+ * Upload to `owner` (the files path of a session or a volume) by drag-and-drop onto the zone, or with the file
+ * picker (the keyboard way). Each file shows a progress bar; an existing file is replaced only after the user says so.
  */
-export function DropUpload({ sessionId, onUploaded }: { sessionId: string; onUploaded(files: FileEntry[]): void }) {
+export function DropUpload({ owner, onUploaded }: { owner: string; onUploaded(files: FileEntry[]): void }) {
   const api = useApi();
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [over, setOver] = useState(false);
@@ -36,11 +36,11 @@ export function DropUpload({ sessionId, onUploaded }: { sessionId: string; onUpl
     try {
       let files: FileEntry[];
       try {
-        files = await api.upload(sessionId, file, { onProgress });
+        files = await api.upload(owner, file, { onProgress });
       } catch (err) {
         if (!(err instanceof ApiError && err.code === 'file_exists' && confirm(`${file.name} exists. Replace it?`)))
           throw err;
-        files = await api.upload(sessionId, file, { onProgress, overwrite: true });
+        files = await api.upload(owner, file, { onProgress, overwrite: true });
       }
       update(id, { done: true, progress: 1 });
       onUploaded(files);

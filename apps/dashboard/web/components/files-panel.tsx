@@ -1,13 +1,13 @@
 import type { FileEntry } from '@sandgate/contracts';
 import { useState } from 'preact/hooks';
-import { apiPath, sameOrigin } from '../lib/api.ts';
+import { sameOrigin } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { bytes, time } from '../lib/format.ts';
 import { ErrorNote, LoadMore, Panel, usePaged, usePoll } from './common.tsx';
 import { DropUpload } from './drop-upload.tsx';
 import { FilePreview, previewKind } from './file-preview.tsx';
 
-function FileRow({ sessionId, file, onDeleted }: { sessionId: string; file: FileEntry; onDeleted(): void }) {
+function FileRow({ owner, file, onDeleted }: { owner: string; file: FileEntry; onDeleted(): void }) {
   const api = useApi();
   const [open, setOpen] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -15,10 +15,7 @@ function FileRow({ sessionId, file, onDeleted }: { sessionId: string; file: File
   const remove = async () => {
     if (!confirm(`Delete ${file.path}?`)) return;
     try {
-      await api.request(
-        'DELETE',
-        apiPath`/v1/sessions/${sessionId}/files/` + file.path.split('/').map(encodeURIComponent).join('/'),
-      );
+      await api.request('DELETE', `${owner}/${file.path.split('/').map(encodeURIComponent).join('/')}`);
       onDeleted();
     } catch (err) {
       setError(err);
@@ -60,14 +57,17 @@ function FileRow({ sessionId, file, onDeleted }: { sessionId: string; file: File
   );
 }
 
-/** A session's files: upload, list (path order, paginated), preview, download, delete. */
-export function FilesPanel({ sessionId, refreshKey }: { sessionId: string; refreshKey: number }) {
+/**
+ * The files of a session or a volume (`owner`: its files path, sessionFiles or volumeFiles): upload, list (path
+ * order, paginated), preview, download, delete.
+ */
+export function FilesPanel({ owner, refreshKey }: { owner: string; refreshKey: number }) {
   const api = useApi();
-  const list = usePaged<FileEntry>((cursor) => api.files(sessionId, cursor), [sessionId]);
+  const list = usePaged<FileEntry>((cursor) => api.files(owner, cursor), [owner]);
   const { refresh } = usePoll(list.reload, 10_000, [list.reload, refreshKey]);
   return (
     <Panel title="Files" label="files">
-      <DropUpload sessionId={sessionId} onUploaded={refresh} />
+      <DropUpload owner={owner} onUploaded={refresh} />
       <ErrorNote error={list.error} />
       {list.items?.length === 0 && <p class="muted empty">No files yet.</p>}
       {list.items && list.items.length > 0 && (
@@ -86,7 +86,7 @@ export function FilesPanel({ sessionId, refreshKey }: { sessionId: string; refre
             </thead>
             <tbody>
               {list.items.map((f) => (
-                <FileRow key={f.path} sessionId={sessionId} file={f} onDeleted={refresh} />
+                <FileRow key={f.path} owner={owner} file={f} onDeleted={refresh} />
               ))}
             </tbody>
           </table>

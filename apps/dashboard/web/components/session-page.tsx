@@ -1,6 +1,6 @@
 import type { Execution, Session } from '@sandgate/contracts';
 import { useState } from 'preact/hooks';
-import { apiPath } from '../lib/api.ts';
+import { apiPath, sessionFiles } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { time } from '../lib/format.ts';
 import { href, navigate } from '../lib/router.ts';
@@ -79,6 +79,21 @@ export function SessionPage({ id }: { id: string }) {
             <dt>expires</dt>
             <dd>{time(session.expires_at)}</dd>
           </div>
+          {session.volumes.length > 0 && (
+            <div>
+              <dt>volumes</dt>
+              <dd>
+                <ul class="plain" aria-label="mounted volumes">
+                  {session.volumes.map((v) => (
+                    <li key={v.name}>
+                      <a href={href('volumes', v.name)}>{v.name}</a> at <code>{v.path}</code>
+                      {v.read_only ? ' (read-only)' : ''}
+                    </li>
+                  ))}
+                </ul>
+              </dd>
+            </div>
+          )}
           {session.current_execution_id && (
             <div>
               <dt>running</dt>
@@ -98,7 +113,7 @@ export function SessionPage({ id }: { id: string }) {
           </p>
         )}
       </Panel>
-      <FilesPanel sessionId={id} refreshKey={filesChanged} />
+      <FilesPanel owner={sessionFiles(id)} refreshKey={filesChanged} />
       <Panel title="Run code" label="run code">
         <RunForm
           sessionId={id}

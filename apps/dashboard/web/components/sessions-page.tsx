@@ -1,5 +1,5 @@
-import type { Session } from '@sandgate/contracts';
-import { useState } from 'preact/hooks';
+import type { MountVolume, Session, Volume } from '@sandgate/contracts';
+import { useEffect, useState } from 'preact/hooks';
 import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { time } from '../lib/format.ts';
@@ -46,15 +46,50 @@ export function SessionActions({ session, onChange }: { session: Session; onChan
   );
 }
 
+type Use = 'none' | 'rw' | 'ro';
+
+/** For each of the tenant's volumes: not mounted, mounted read-write, or read-only (at /mnt/volumes/<name>). */
+function VolumePicker({ uses, onChange }: { uses: Record<string, Use>; onChange(name: string, use: Use): void }) {
+  const api = useApi();
+  const [volumes, setVolumes] = useState<Volume[] | null>(null);
+  useEffect(() => {
+    api.volumes().then(setVolumes, () => setVolumes([]));
+  }, []);
+  if (!volumes || volumes.length === 0) return null;
+  return (
+    <fieldset class="volume-picker">
+      <legend>Volumes</legend>
+      {volumes.map((v) => (
+        <span key={v.name}>
+          <label for={`mount-${v.name}`}>{v.name}</label>
+          <select
+            id={`mount-${v.name}`}
+            value={uses[v.name] ?? 'none'}
+            onChange={(e) => onChange(v.name, e.currentTarget.value as Use)}
+          >
+            <option value="none">not mounted</option>
+            <option value="rw">read-write</option>
+            <option value="ro">read-only</option>
+          </select>
+        </span>
+      ))}
+    </fieldset>
+  );
+}
+
 function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
   const api = useApi();
   const [mode, setMode] = useState<'process' | 'stateful'>('process');
+  const [uses, setUses] = useState<Record<string, Use>>({});
   const [error, setError] = useState<unknown>(null);
   const create = async (e: Event) => {
     e.preventDefault();
     setError(null);
+    const volumes: MountVolume[] = Object.entries(uses)
+      .filter(([, use]) => use !== 'none')
+      .map(([name, use]) => ({ name, read_only: use === 'ro' }));
     try {
-      onCreated(await api.request<Session>('POST', '/v1/sessions', { mode }));
+      onCreated(await api.request<Session>('POST', '/v1/sessions', { mode, ...(volumes.length ? { volumes } : {}) }));
     } catch (err) {
       setError(err);
     }
@@ -69,6 +104,7 @@ function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
       <button type="submit" class="primary">
         Create session
       </button>
+      <VolumePicker uses={uses} onChange={(name, use) => setUses((u) => ({ ...u, [name]: use }))} />
       <ErrorNote error={error} />
     </form>
   );

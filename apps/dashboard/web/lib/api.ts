@@ -1,4 +1,4 @@
-import type { Execution, FileEntry, Session } from '@sandgate/contracts';
+import type { Execution, FileEntry, Session, Volume } from '@sandgate/contracts';
 
 /**
  * A path of the API with every interpolated value encoded as one segment: an id taken from the address
@@ -6,6 +6,11 @@ import type { Execution, FileEntry, Session } from '@sandgate/contracts';
  */
 export const apiPath = (strings: TemplateStringsArray, ...values: string[]): string =>
   strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(values[i]!) : ''), '');
+
+/** Where a session's files are in the API. */
+export const sessionFiles = (sessionId: string): string => apiPath`/v1/sessions/${sessionId}/files`;
+/** Where a volume's files are in the API. */
+export const volumeFiles = (name: string): string => apiPath`/v1/volumes/${name}/files`;
 
 /** A problem+json answer (or a network failure) as the pages show it. */
 export class ApiError extends Error {
@@ -93,22 +98,28 @@ export class Api {
     return this.page('/v1/executions', 'executions', filter, cursor);
   }
 
-  files(sessionId: string, cursor?: string | null): Promise<Page<FileEntry>> {
-    return this.page(apiPath`/v1/sessions/${sessionId}/files`, 'files', {}, cursor);
+  /** The files of `owner`: a session's (sessionFiles) or a volume's (volumeFiles) files path. */
+  files(owner: string, cursor?: string | null): Promise<Page<FileEntry>> {
+    return this.page(owner, 'files', {}, cursor);
+  }
+
+  /** The tenant's volumes, by name (a tenant has few: one request holds them all). */
+  async volumes(): Promise<Volume[]> {
+    return (await this.request<{ volumes: Volume[] }>('GET', '/v1/volumes')).volumes;
   }
 
   /**
-   * Uploads one file as multipart/form-data. XMLHttpRequest, not fetch, because only it reports upload
-   * progress; `onProgress` gets the fraction sent (0..1).
+   * Uploads one file as multipart/form-data to `owner` (a files path). XMLHttpRequest, not fetch, because only it
+   * reports upload progress; `onProgress` gets the fraction sent (0..1).
    */
   upload(
-    sessionId: string,
+    owner: string,
     file: File,
     { overwrite = false, onProgress }: { overwrite?: boolean; onProgress(f: number): void },
   ) {
     return new Promise<FileEntry[]>((resolve, reject) => {
       const xhr = new XMLHttpRequest();
-      xhr.open('POST', apiPath`/v1/sessions/${sessionId}/files` + (overwrite ? '?overwrite=true' : ''));
+      xhr.open('POST', owner + (overwrite ? '?overwrite=true' : ''));
       for (const [k, v] of Object.entries(this.headers())) xhr.setRequestHeader(k, v);
       xhr.responseType = 'json';
       xhr.upload.onprogress = (e) => {

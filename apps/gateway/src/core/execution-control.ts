@@ -104,6 +104,7 @@ export class ExecutionControl {
       ...(session ? this.sandboxOf(session) : { sandbox, generation: 0 }),
       // The run starts `code` as a service of the session (ServiceManager), a program of its own in any session.
       ...(service === undefined ? {} : { service }),
+      ...(session && session.volumes.length > 0 ? { volumes: session.volumes } : {}),
     };
     const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {

@@ -24,6 +24,7 @@ export function presentSession(s: SessionRecord, egress: boolean): Session {
     idle_pause_seconds: s.idleSeconds,
     undo: s.undo,
     forked_from: s.forkedFrom,
+    volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
   };
 }
 
@@ -68,8 +69,9 @@ export function presentEventData(type: string, data: string, sessionId: string, 
   return JSON.stringify(parsed);
 }
 
+/** A file of a session or volume (`owner`: its id), with a download URL signed now. */
 export function presentFile(
-  sessionId: string,
+  owner: string,
   e: Pick<TreeEntry, 'path' | 'size' | 'mtimeMs'>,
   signer: UrlSigner,
 ): FileEntry {
@@ -79,6 +81,6 @@ export function presentFile(
     size_bytes: e.size,
     mime_type: mimeFor(e.path),
     modified_at: iso(e.mtimeMs),
-    download_url: signer.downloadUrl(sessionId, e.path),
+    download_url: signer.downloadUrl(owner, e.path),
   };
 }

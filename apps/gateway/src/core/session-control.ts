@@ -1,5 +1,5 @@
 import { CAPABILITIES } from '@sandgate/backends/capabilities';
-import { SandgateError, type Session, type SessionMode, type UndoMode } from '@sandgate/contracts';
+import { SandgateError, type MountVolume, type Session, type SessionMode, type UndoMode } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
 import { egressEntries, limitsFor } from '@sandgate/config';
 import type { GatewayDeps } from '../deps.ts';
@@ -13,16 +13,21 @@ export interface OpenSession {
   /** Idle seconds after which it pauses by itself; default SANDGATE_SESSION_IDLE_PAUSE_S. */
   idlePauseSeconds?: number | undefined;
   undo?: UndoMode | undefined;
+  /** The tenant's volumes to mount (POST /v1/volumes); default none. */
+  volumes?: readonly MountVolume[] | undefined;
 }
 
 /** Opening and closing sessions, as the REST routes and the MCP tools both do it. */
 export class SessionControl {
   constructor(private readonly d: GatewayDeps) {}
 
-  /** A new session of the tenant, within its limit of live sessions, with its (empty) directory. */
+  /**
+   * A new session of the tenant, within its limit of live sessions, with its (empty) directory and the volumes it
+   * mounts: it is not made at all when one of them is missing or already has another writer.
+   */
   async open(
     tenant: string,
-    { mode, ttlSeconds, metadata, idlePauseSeconds, undo }: OpenSession = {},
+    { mode, ttlSeconds, metadata, volumes, idlePauseSeconds, undo }: OpenSession = {},
   ): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
@@ -32,6 +37,7 @@ export class SessionControl {
           'backend of this deployment; use a process session (mode "process"), whose files persist between runs',
       );
     }
+    const mounts = await this.d.volumeControl.mounts(tenant, volumes);
     const s = await sessions.create(tenant, {
       ttlSeconds: this.retention(tenant, ttlSeconds),
       maxSessions: config.maxSessions,
@@ -40,6 +46,15 @@ export class SessionControl {
       idleSeconds: idlePauseSeconds ?? config.sessionIdlePauseSeconds,
       undo: undo ?? 'files',
     });
+    if (mounts.length > 0) {
+      try {
+        // After the session exists: a claim by a session that does not exist yet would be dropped as stale.
+        s.volumes = await this.d.volumes.claim(s, mounts);
+      } catch (err) {
+        await sessions.delete(s, true);
+        throw err;
+      }
+    }
     await workspaces.create(s.id);
     return s;
   }
@@ -76,6 +91,7 @@ export class SessionControl {
     const s = await sessions.require(tenant, id);
     if (s.currentExecutionId) await executions.requestCancel(s.currentExecutionId);
     await sessions.delete(s, true);
+    await this.d.volumes.release(s.id, s.volumes);
     await workspaces.remove(s.id);
     await this.d.ledger.forget(tenant, s.id);
   }

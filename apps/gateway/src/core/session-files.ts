@@ -1,10 +1,8 @@
 import type { Readable } from 'node:stream';
-import { statfs } from 'node:fs/promises';
 import { SandgateError, type FileEntry } from '@sandgate/contracts';
 import { limitsFor } from '@sandgate/config';
-import { normalizeUserPath, writeFileInside } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
-import { presentFile } from './present.ts';
+import { storeFile, type FileSpace } from './file-space.ts';
 
 /** A session's files, as the REST routes and the MCP tools both reach them. */
 export class SessionFiles {
@@ -15,6 +13,11 @@ export class SessionFiles {
     const s = await this.d.sessions.require(tenant, id);
     await this.d.sessions.touch(s);
     return this.d.workspaces.create(s.id);
+  }
+
+  /** The session's files as a FileSpace (see sessionDir); a new file must fit in the tenant's storage quota. */
+  async space(tenant: string, id: string): Promise<FileSpace> {
+    return this.spaceOf(tenant, id, await this.sessionDir(tenant, id), true);
   }
 
   /**
@@ -33,14 +36,22 @@ export class SessionFiles {
     overwrite: boolean,
     { maxBytes = this.d.config.maxUploadBytes, tenantQuota = true } = {},
   ): Promise<FileEntry> {
-    const { config, signer, ledger } = this.d;
-    await this.checkFreeSpace();
+    const space = this.spaceOf(tenant, sessionId, dir, tenantQuota);
+    return storeFile(this.d.config, this.d.signer, space, path, source, { maxBytes, overwrite });
+  }
+
+  /** Measures the session's files again, for the tenant's storage quota (after an upload or a delete). */
+  async recordUsage(tenant: string, sessionId: string): Promise<void> {
+    await this.d.ledger.record(tenant, sessionId, await this.d.workspaces.usedBytes(sessionId));
+  }
+
+  private spaceOf(tenant: string, sessionId: string, dir: string, tenantQuota: boolean): FileSpace {
+    const { config, ledger } = this.d;
     const limit = tenantQuota ? limitsFor(config, tenant).storage_bytes : 0;
-    const stat = await writeFileInside(dir, normalizeUserPath(path), source, {
-      maxBytes,
-      overwrite,
-      owner: { uid: config.sandboxUid, gid: config.sandboxUid },
-      beforePlace: async (bytes) => {
+    return {
+      owner: sessionId,
+      dir,
+      admit: async (bytes) => {
         if (limit === 0) return;
         const used = await ledger.total(tenant);
         if (used + bytes > limit) {
@@ -51,27 +62,7 @@ export class SessionFiles {
           );
         }
       },
-    });
-    await this.recordUsage(tenant, sessionId);
-    return presentFile(sessionId, { path, size: stat.size, mtimeMs: stat.mtimeMs }, signer);
-  }
-
-  /** Measures the session's files again, for the tenant's storage quota (after an upload or a delete). */
-  async recordUsage(tenant: string, sessionId: string): Promise<void> {
-    await this.d.ledger.record(tenant, sessionId, await this.d.workspaces.usedBytes(sessionId));
-  }
-
-  /** insufficient_storage while the data directory has less than SANDGATE_MIN_FREE_BYTES free. */
-  private async checkFreeSpace(): Promise<void> {
-    const { dataDir, minFreeBytes } = this.d.config;
-    const fs = await statfs(dataDir);
-    const free = fs.bavail * fs.bsize;
-    if (free < minFreeBytes) {
-      throw new SandgateError(
-        'insufficient_storage',
-        `the server has ${free} bytes free for files, less than the ` +
-          `${minFreeBytes} it keeps in reserve; uploads resume when space is freed`,
-      );
-    }
+      measure: () => this.recordUsage(tenant, sessionId),
+    };
   }
 }

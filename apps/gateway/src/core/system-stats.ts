@@ -101,6 +101,7 @@ export class SystemStatsReader {
         last_heartbeat_at: w.last_heartbeat_at,
         concurrency: w.concurrency,
         running: w.running,
+        taking_runs: w.taking_runs ?? true,
         backend: {
           name: w.backend,
           state: w.backend_state,

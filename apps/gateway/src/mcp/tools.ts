@@ -95,9 +95,17 @@ export class McpTools {
         return { result: { session_id: a.session_id, status: 'closed' } };
       },
       create_session: async (call, a: CreateSessionInput) => {
-        const s = await this.sessions.open(call.tenant, { mode: a.mode ?? 'process' });
-        return { result: { session_id: s.id, mode: s.mode, expires_at: new Date(s.expiresAt).toISOString() } };
+        const s = await this.sessions.open(call.tenant, { mode: a.mode ?? 'process', volumes: a.volumes });
+        return {
+          result: {
+            session_id: s.id,
+            mode: s.mode,
+            expires_at: new Date(s.expiresAt).toISOString(),
+            volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
+          },
+        };
       },
+      list_volumes: async (call) => ({ result: { volumes: await this.d.volumeControl.list(call.tenant) } }),
       start_service: async (call, a: StartServiceInput) => {
         const id = checkSessionId(a.session_id);
         const service = await this.services.start(call.tenant, id, {

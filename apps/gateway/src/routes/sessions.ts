@@ -29,7 +29,13 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         tags: ['sessions'],
         summary: 'Create a session (a working directory, /mnt/data in the sandbox)',
         body: ref(CreateSessionSchema),
-        response: { 201: ref(SessionSchema), 429: ref(ProblemSchema), 501: ref(ProblemSchema), ...errors },
+        response: {
+          201: ref(SessionSchema),
+          409: ref(ProblemSchema),
+          429: ref(ProblemSchema),
+          501: ref(ProblemSchema),
+          ...errors,
+        },
       },
     },
     async (req, reply) => {
@@ -39,6 +45,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         mode: req.body.mode,
         idlePauseSeconds: req.body.idle_pause_seconds,
         undo: req.body.undo,
+        volumes: req.body.volumes,
       });
       return reply
         .status(201)

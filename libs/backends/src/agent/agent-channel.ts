@@ -79,6 +79,16 @@ interface Listener {
 }
 
 const MAX_DIAGNOSTICS = 2048;
+/** The file requests of a channel, on one tree: the agent's workspace, or one volume of a volumes container. */
+export interface FileChannel {
+  manifest(timeoutMs: number, maxEntries?: number): Promise<AgentManifest>;
+  put(path: string, source: Readable, mtimeMs: number, timeoutMs: number): Promise<void>;
+  get(path: string, maxBytes: number, timeoutMs: number): { data: Readable; done: Promise<{ mtimeMs: number }> };
+  remove(paths: string[], timeoutMs: number): Promise<void>;
+}
+
+const rooted = (root: string | undefined) => (root === undefined ? {} : { root });
+
 /** Files a manifest lists at most: as many as a harvest looks at. */
 export const MAX_MANIFEST_ENTRIES = 10_000;
 /** Bytes of a file per `put` message: 1.3 MB of base64, well under the agent's and the decoder's line limits. */
@@ -289,10 +299,10 @@ export class AgentChannel {
    * Lists the agent's workspace (Kubernetes session Pods, whose workspace is their own), at most `maxEntries` files: an
    * agent is on hostile ground (the session's code runs beside it), so what it sends is bounded here.
    */
-  manifest(timeoutMs: number, maxEntries: number = MAX_MANIFEST_ENTRIES): Promise<AgentManifest> {
+  manifest(timeoutMs: number, maxEntries: number = MAX_MANIFEST_ENTRIES, root?: string): Promise<AgentManifest> {
     const files: ManifestEntry[] = [];
     let truncated = false;
-    return this.#request({ op: 'manifest', id: newId() }, timeoutMs, (frame, done) => {
+    return this.#request({ op: 'manifest', id: newId(), ...rooted(root) }, timeoutMs, (frame, done) => {
       if (frame.t !== 'manifest') return;
       files.push(...frame.files.slice(0, maxEntries - files.length));
       truncated ||= frame.truncated === true || files.length >= maxEntries;
@@ -301,7 +311,7 @@ export class AgentChannel {
   }
 
   /** Writes `source` to the agent's workspace at `path` (replacing what is there), with the given mtime. */
-  async put(path: string, source: Readable, mtimeMs: number, timeoutMs: number): Promise<void> {
+  async put(path: string, source: Readable, mtimeMs: number, timeoutMs: number, root?: string): Promise<void> {
     const id = newId();
     const answer = this.#request(undefined, timeoutMs, (frame, done) => {
       if (frame.t === 'done' && frame.id === id) done(frame.ok ? undefined : new Error(`${path}: ${frame.error}`));
@@ -317,6 +327,7 @@ export class AgentChannel {
           d: data.toString('base64'),
           last,
           ...(last ? { mtime_ms: mtimeMs } : {}),
+          ...rooted(root),
         }),
       );
     let answered = false;
@@ -347,13 +358,18 @@ export class AgentChannel {
    * Reads one file of the agent's workspace, at most `maxBytes`: its bytes as a stream (ended by the agent's `done`,
    * errored by a failure), and its mtime once it has all come.
    */
-  get(path: string, maxBytes: number, timeoutMs: number): { data: Readable; done: Promise<{ mtimeMs: number }> } {
+  get(
+    path: string,
+    maxBytes: number,
+    timeoutMs: number,
+    root?: string,
+  ): { data: Readable; done: Promise<{ mtimeMs: number }> } {
     const data = new PassThrough();
     // A failure is `done`'s to report; a reader that has not started yet still sees it (the stream keeps its error).
     data.on('error', () => {});
     let received = 0;
     const done = this.#request<{ mtimeMs: number }>(
-      { op: 'get', id: newId(), path, max: maxBytes },
+      { op: 'get', id: newId(), path, max: maxBytes, ...rooted(root) },
       timeoutMs,
       (frame, finish) => {
         if (frame.t === 'chunk') {
@@ -381,8 +397,8 @@ export class AgentChannel {
   }
 
   /** Removes files from the agent's workspace; missing ones are fine. */
-  remove(paths: string[], timeoutMs: number): Promise<void> {
-    return this.#request({ op: 'delete', id: newId(), paths }, timeoutMs, (frame, done) => {
+  remove(paths: string[], timeoutMs: number, root?: string): Promise<void> {
+    return this.#request({ op: 'delete', id: newId(), paths, ...rooted(root) }, timeoutMs, (frame, done) => {
       if (frame.t === 'done') done(frame.ok ? undefined : new Error(`could not remove: ${frame.error}`));
     });
   }
@@ -488,6 +504,16 @@ export class AgentChannel {
       if (this.#closed) return listener.closed();
       if (message) this.#send(encodeMessage(message));
     });
+  }
+
+  /** The file requests of this channel, under `root` (a volume's mount path; absent: the agent's workspace). */
+  files(root?: string): FileChannel {
+    return {
+      manifest: (timeoutMs, maxEntries) => this.manifest(timeoutMs, maxEntries, root),
+      put: (path, source, mtimeMs, timeoutMs) => this.put(path, source, mtimeMs, timeoutMs, root),
+      get: (path, maxBytes, timeoutMs) => this.get(path, maxBytes, timeoutMs, root),
+      remove: (paths, timeoutMs) => this.remove(paths, timeoutMs, root),
+    };
   }
 
   /** Sends a line as it is (a transport's own greeting, before any request). */

@@ -117,12 +117,15 @@ export interface Reset {
   id: string;
 }
 
-/** File requests, served by agents that own their workspace (Kubernetes session Pods; sandgate_files.py). */
+/**
+ * File requests, served by agents that own their workspace (Kubernetes session Pods; sandgate_files.py). `root`: the
+ * mount path of a volume, for a session Pod's volumes container (sandgate_volumes.py); the agent has none.
+ */
 export type FileRequest =
-  | { op: 'manifest'; id: string }
-  | { op: 'put'; id: string; path: string; d: string; last: boolean; mtime_ms?: number }
-  | { op: 'get'; id: string; path: string; max: number }
-  | { op: 'delete'; id: string; paths: string[] };
+  | { op: 'manifest'; id: string; root?: string }
+  | { op: 'put'; id: string; path: string; d: string; last: boolean; mtime_ms?: number; root?: string }
+  | { op: 'get'; id: string; path: string; max: number; root?: string }
+  | { op: 'delete'; id: string; paths: string[]; root?: string };
 
 /**
  * A stateful session's variables: `save_state` is answered with bytes frames (at most `max` bytes in all) then a done

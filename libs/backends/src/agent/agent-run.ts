@@ -24,6 +24,8 @@ export interface AgentRunSetup {
   maxOutputBytes: number;
   /** Per-session disk quota, where the data directory enforces one: a failure at it gets reason disk_quota. */
   quota?: SubvolumeQuota;
+  /** Which read-write volume of the session is full, if one is: a failure then gets reason disk_quota too. */
+  volumesFull?: () => Promise<string | undefined>;
   /** Where the session's files are, and how the run's artifacts are found there. */
   artifacts: ArtifactStore;
   /** The tenant's tools, when it has any: the run's code gets a channel to call them (sandgate.tools). */
@@ -41,7 +43,8 @@ export interface AgentRunSetup {
    * before the run, `collect` brings what the run wrote back into `dir` before the artifacts are looked for.
    */
   prepare?(): Promise<void>;
-  collect?(): Promise<{ failed: TransferFailure[] }>;
+  /** `diskQuota`: something the run wrote could not be kept for want of room (a volume's size): why, for people. */
+  collect?(): Promise<{ failed: TransferFailure[]; diskQuota?: string }>;
 }
 
 export type AgentOutcome =
@@ -104,7 +107,12 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
   const described = await describeEnd(end, s);
   // Files first: the quota is checked on the session's files as they will stay.
   const collected = s.channel.closed ? undefined : await s.collect?.();
-  const runEnd = await withDiskQuota(described, s.dir, s.quota);
+  const checked = await withDiskQuota(described, s.dir, s.quota, s.volumesFull);
+  // Files the run wrote and the store could not keep fail it as a full disk would have (a one-shot Pod's do too).
+  const runEnd =
+    collected?.diskQuota !== undefined && checked.diskQuota === undefined && !end.timedOut && !end.cancelled
+      ? { ...checked, diskQuota: collected.diskQuota }
+      : checked;
   if (end.exit !== undefined && !end.timedOut && !end.cancelled) await s.quiesce?.();
   const found = await s.artifacts.harvest(
     { end: runEnd, job, dir: s.dir, before, signal: s.signal, failed: collected?.failed },

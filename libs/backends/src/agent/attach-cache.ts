@@ -3,6 +3,8 @@ import type { AgentChannel } from './agent-channel.ts';
 /** What is kept: the attach, and whatever else its user wants back with it. */
 export interface Attached {
   channel: AgentChannel;
+  /** A second connection of the same sandbox (a session Pod's volumes container), closed with the first. */
+  volumes?: AgentChannel | undefined;
 }
 
 interface Entry<K extends Attached> {
@@ -30,13 +32,19 @@ export class AttachCache<K extends Attached> {
     if (entry === undefined) return undefined;
     this.#entries.delete(key);
     clearTimeout(entry.idle);
-    if (entry.kept.channel.closed) return undefined;
+    if (entry.kept.channel.closed) {
+      entry.kept.volumes?.close();
+      return undefined;
+    }
     return entry.kept;
   }
 
   /** Keeps an attach that has answered a handshake; the least recently used one goes past the bound. */
   put(key: string, kept: K): void {
-    if (kept.channel.closed) return;
+    if (kept.channel.closed) {
+      kept.volumes?.close();
+      return;
+    }
     this.#evict(key);
     const idle = setTimeout(() => this.#evict(key), this.#idleMs);
     idle.unref();
@@ -66,5 +74,6 @@ export class AttachCache<K extends Attached> {
     this.#entries.delete(key);
     clearTimeout(entry.idle);
     entry.kept.channel.close();
+    entry.kept.volumes?.close();
   }
 }

@@ -64,6 +64,15 @@ export interface AgentSandbox {
   egressDir?: string;
   /** A session's services (services.ts): the host directory of the agent's socket, and the SHA-256 of its token. */
   services?: { dir: string; tokenSha256: string };
+  /** A session's volumes: each host directory bind-mounted at its path, read-only where asked. */
+  volumes?: readonly VolumeBind[];
+}
+
+/** A volume's directory on the host, and where and how the sandbox sees it. */
+export interface VolumeBind {
+  source: string;
+  target: string;
+  readOnly: boolean;
 }
 
 /** The uid a sandbox's agent runs as (agentCommand), which alone may enter its services directory. */
@@ -111,6 +120,13 @@ export function agentSpec(sandbox: AgentSandbox, s: SandboxSettings): Dockerode.
         ...(sandbox.services === undefined
           ? []
           : [{ Type: 'bind' as const, Source: sandbox.services.dir, Target: SERVICES_MOUNT, ReadOnly: false }]),
+        // Private propagation (the default): nothing mounted under a volume on the host later reaches the sandbox.
+        ...(sandbox.volumes ?? []).map((v) => ({
+          Type: 'bind' as const,
+          Source: v.source,
+          Target: v.target,
+          ReadOnly: v.readOnly,
+        })),
       ],
     },
   };

@@ -71,7 +71,7 @@ export const cappedAtSource = (cap: number, cmd: string[]): string[] => [
 /** The deterministic container name: a retried job finds its predecessor by it. */
 export const containerName = (executionId: string): string => `sandgate-${executionId}`;
 
-/** Create options for one execution's sandbox; see DESIGN.md "The sandbox" for each restriction. */
+/** Create options for one execution's sandbox; docs/sandbox.md lists each restriction and the test that holds it. */
 export function containerSpec(
   job: ExecutionJob,
   workspaceDir: string,

@@ -219,6 +219,7 @@ export class DockerBackend implements ExecutionBackend {
           {
             ...common,
             sessions: this.#sessions,
+            volumes: this.#workspaces.volumes,
             interruptGraceMs: this.#interruptGraceMs,
             state: this.#state,
           },

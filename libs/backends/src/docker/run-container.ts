@@ -29,8 +29,8 @@ type KillReason = 'timeout' | 'cancelled';
 
 /**
  * Runs a created container to its exit, feeding its output to `io` and killing it on timeout or abort.
- * The order matters (TECH-NOTES §4): attach and wait are registered before start, or a fast program's
- * output and exit are missed.
+ * The order matters: attach and wait (for the next exit) are registered before start, or a fast program's output
+ * and exit are missed.
  */
 export async function runContainer(container: Dockerode.Container, io: RunIo, ctl: RunControl): Promise<ContainerRun> {
   const withStdin = io.stdin !== null;

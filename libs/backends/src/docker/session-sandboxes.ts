@@ -1,10 +1,12 @@
+import { lstat } from 'node:fs/promises';
 import type Dockerode from 'dockerode';
 import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
+import { volumeDir } from '@sandgate/storage';
 import { deploymentOf, LABELS, sessionLabels } from '../housekeeping/labels.ts';
 import type { BackendLogger } from '../logger.ts';
 import type { AgentChannel } from '../agent/agent-channel.ts';
 import { attachAgent } from './agent-attach.ts';
-import { agentSpec, agentUid, sessionContainerName, type Prewarm } from './agent-spec.ts';
+import { agentSpec, agentUid, sessionContainerName, type Prewarm, type VolumeBind } from './agent-spec.ts';
 import { prepareServices, servicesDirOf } from '../services.ts';
 import { AttachCache } from '../agent/attach-cache.ts';
 import { resources, type SandboxLimits, type SandboxSettings } from './container-spec.ts';
@@ -266,9 +268,11 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
         return undefined;
       },
     );
+    const volumes = await this.#volumes(job);
     const spec = agentSpec(
       {
         name: sessionContainerName(job.session_id),
+        volumes,
         labels: sessionLabels({ ...job, network }, this.#settings.deployment, replaces),
         limits: job,
         workspaceDir: dir,
@@ -314,6 +318,23 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
       await forceRemove(container).catch(() => {});
       throw err;
     }
+  }
+
+  /**
+   * The session's volumes as bind mounts. A volume whose directory is gone (deleted behind sandgate's back) fails the
+   * run with a clear error: the engine would otherwise make an empty root-owned directory in its place.
+   */
+  async #volumes(job: ExecutionJob): Promise<VolumeBind[]> {
+    const binds: VolumeBind[] = [];
+    for (const v of job.volumes ?? []) {
+      const source = volumeDir(this.#dataDir, v.id);
+      const st = await lstat(source).catch(() => undefined);
+      if (!st?.isDirectory()) {
+        throw new SandgateError('volume_not_found', `volume ${v.name} (${v.id}) has no directory on this worker`);
+      }
+      binds.push({ source, target: v.path, readOnly: v.read_only });
+    }
+    return binds;
   }
 
   #remember(sessionId: string): void {

@@ -91,8 +91,11 @@ export class AgentPods {
     }
   }
 
-  /** How a Pod whose connection dropped mid-run ended; one still running is deleted (in no known state). */
-  async death(name: string, uid: string): Promise<Death> {
+  /**
+   * How a Pod whose connection dropped mid-run ended; one still running is deleted (in no known state). `emptyDirQuota`
+   * words an eviction for an emptyDir other than the workspace (a session's volume), by its name.
+   */
+  async death(name: string, uid: string, emptyDirQuota?: (emptyDir: string) => string | undefined): Promise<Death> {
     const until = Date.now() + DEATH_WAIT_MS;
     for (;;) {
       const pod = await this.read(name).catch(() => undefined);
@@ -107,6 +110,11 @@ export class AgentPods {
       const view = viewOf(pod);
       const agent = pod.status?.containerStatuses?.find((c) => c.name === AGENT_CONTAINER)?.state?.terminated;
       if (view.reason === 'Evicted') {
+        const emptyDir = /EmptyDir volume "([^"]+)"/.exec(view.message ?? '')?.[1];
+        const volume = emptyDir === undefined ? undefined : emptyDirQuota?.(emptyDir);
+        if (volume !== undefined) {
+          return { exitCode: agent?.exitCode ?? -1, oomKilled: false, engineStopped: false, diskQuota: volume };
+        }
         const quota = this.settings.workspaceBytes;
         return {
           exitCode: agent?.exitCode ?? -1,
@@ -133,8 +141,16 @@ export class AgentPods {
   async #connect(ip: string, pod: k8s.V1Pod, deadline: number): Promise<AgentChannel> {
     const token = pod.metadata?.annotations?.[AGENT_TOKEN_ANNOTATION];
     if (!token) throw new SandgateError('backend_unavailable', `Pod ${pod.metadata?.name} carries no agent token`);
+    return this.connectPort(ip, this.settings.agentPort, token, deadline);
+  }
+
+  /**
+   * A connection to a server of the Pod at `ip` that speaks the agent's protocol on `port` (the agent, a session Pod's
+   * volumes container), once it has taken `token` and answered a ping.
+   */
+  async connectPort(ip: string, port: number, token: string, deadline: number): Promise<AgentChannel> {
     const timeoutMs = Math.max(1, Math.min(this.timing.handshakeMs, deadline - Date.now()));
-    const socket = await connectWithin(ip, this.settings.agentPort, timeoutMs);
+    const socket = await connectWithin(ip, port, timeoutMs);
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 10_000);
     const channel = new AgentChannel(socket);

@@ -23,7 +23,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES } from '../outcome/output.ts';
 import { apiProblem, clusterError, PodApi } from './api.ts';
 import { probeHealth } from '../housekeeping/health.ts';
 import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
-import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT, type PodSettings } from './pod-spec.ts';
+import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT, DEFAULT_VOLUMES_PORT, type PodSettings } from './pod-spec.ts';
 import { sweepPods } from './sweep.ts';
 import { runInSession } from '../run/session-run.ts';
 import { SessionPods, type SessionPod } from './session-pods.ts';
@@ -78,6 +78,8 @@ export interface KubernetesBackendOptions {
   agentPort?: number;
   /** The port session Pods' agents serve services on, to the gateway. Default 8701 (the chart's servicesPort). */
   servicesPort?: number;
+  /** The port session Pods' volumes containers serve the worker on. Default 8702 (the chart's volumesPort). */
+  volumesPort?: number;
   /** How long an interrupted session run may take to end before its Pod is deleted; 0 deletes at once. */
   interruptGraceMs?: number;
   /** How long stage and harvest wait on the gateway: connecting, or any read or write. Default 60 s. */
@@ -147,6 +149,7 @@ export class KubernetesBackend implements ExecutionBackend {
       startupAllowanceMs: this.#timing.startupMs,
       agentPort: options.agentPort ?? DEFAULT_AGENT_PORT,
       servicesPort: options.servicesPort ?? DEFAULT_SERVICES_PORT,
+      volumesPort: options.volumesPort ?? DEFAULT_VOLUMES_PORT,
       transferTimeoutS: options.transferTimeoutS ?? 60,
     };
     this.#interruptGraceMs = options.interruptGraceMs ?? 2000;
@@ -165,7 +168,13 @@ export class KubernetesBackend implements ExecutionBackend {
       this.#log,
     );
     this.#egress = options.egress && new EgressLinks(new EgressProxy(options.egress, this.#log), this.#log);
-    this.#sessions = new SessionPods(this.#pods, this.#maxFileBytes, options.workspaces.dataDir, this.#egress);
+    this.#sessions = new SessionPods(
+      this.#pods,
+      this.#maxFileBytes,
+      options.workspaces.dataDir,
+      options.workspaces.volumes,
+      this.#egress,
+    );
     this.#poolResetTimeoutMs = options.poolResetTimeoutMs ?? 5000;
     const poolSize = options.poolSize ?? 2;
     this.#pool = new PodPool({

@@ -28,6 +28,7 @@ const SETTINGS: PodSettings = {
   startupAllowanceMs: 180_000,
   agentPort: 8700,
   servicesPort: 8701,
+  volumesPort: 8702,
   transferTimeoutS: 60,
 };
 const JOB: ExecutionJob = {
@@ -197,5 +198,53 @@ test("a session Pod: valid, one locked-down container, the agent on its ports, o
   assert.deepEqual(
     egress.spec!.containers[0]!.env!.find((e) => e.name === 'SANDGATE_EGRESS_VIA_AGENT'),
     { name: 'SANDGATE_EGRESS_VIA_AGENT', value: '1' },
+  );
+});
+
+test("a session Pod with volumes: an emptyDir each at its size, read-only in the agent's container where asked, read-write only in the volumes container", async () => {
+  const volumes = [
+    { id: 'vol_0123456789ab', name: 'data', path: '/mnt/volumes/data', read_only: false, size_bytes: 3 << 20 },
+    { id: 'vol_ba9876543210', name: 'ref', path: '/mnt/volumes/ref/set', read_only: true, size_bytes: 1 << 30 },
+  ];
+  const token = 'a-token-of-the-pod';
+  const job: ExecutionJob = { ...JOB, sandbox: 'session', volumes };
+  const pod = sessionPod(job, SETTINGS, { token, servicesToken: 's', replaces: false });
+  await validateManifest(pod);
+  const spec = pod.spec!;
+  assert.deepEqual(
+    spec.volumes!.filter((v) => v.name.startsWith('volume-')),
+    [
+      { name: 'volume-0', emptyDir: { sizeLimit: '3Mi' } },
+      { name: 'volume-1', emptyDir: { sizeLimit: '1024Mi' } },
+    ],
+  );
+  const [agent, files, ...others] = spec.containers;
+  assert.equal(others.length, 0);
+  assert.deepEqual(
+    agent!.volumeMounts!.filter((m) => m.name.startsWith('volume-')),
+    [
+      { name: 'volume-0', mountPath: '/mnt/volumes/data', readOnly: false },
+      { name: 'volume-1', mountPath: '/mnt/volumes/ref/set', readOnly: true },
+    ],
+  );
+  assert.equal(files!.name, 'volumes');
+  assert.deepEqual(files!.volumeMounts, [
+    { name: 'volume-0', mountPath: '/mnt/volumes/data' },
+    { name: 'volume-1', mountPath: '/mnt/volumes/ref/set' },
+  ]);
+  assert.ok(files!.command!.includes('--listen=8702'));
+  assert.ok(files!.command!.includes('--root=/mnt/volumes/ref/set'));
+  assert.deepEqual(files!.ports, [{ name: 'volumes', containerPort: 8702, protocol: 'TCP' }]);
+  assert.deepEqual(files!.securityContext, agent!.securityContext, 'locked down as the agent is');
+  assert.deepEqual(
+    files!.env!.map((e) => e.name),
+    ['SANDGATE_AGENT_TOKEN_SHA256'],
+  );
+  assert.ok(!JSON.stringify(spec).includes(token), 'the token itself is only in the annotation');
+  // Without volumes, no volumes container.
+  assert.equal(
+    sessionPod({ ...job, volumes: [] }, SETTINGS, { token, servicesToken: 's', replaces: false }).spec!.containers
+      .length,
+    1,
   );
 });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
-import type { ExecutionJob } from '@sandgate/contracts';
+import type { ExecutionJob, JobVolume } from '@sandgate/contracts';
 import { programFor, WORKDIR } from '../run/sandbox.ts';
 import { ownershipLabels, poolLabels, sessionLabels } from '../housekeeping/labels.ts';
 import { SERVICES_TOKEN_ENV, servicesTokenSha256 } from '../services.ts';
@@ -33,6 +33,8 @@ export interface PodSettings {
   agentPort: number;
   /** Where session Pods' agents serve the session's services; the chart's NetworkPolicy admits the gateway to it. */
   servicesPort: number;
+  /** Where a session Pod's volumes container serves the volumes' files; the NetworkPolicy admits workers to it. */
+  volumesPort: number;
   /** How long stage and harvest wait on the gateway (connecting, or any read or write of a transfer). */
   transferTimeoutS: number;
 }
@@ -212,6 +214,11 @@ export function transferSecret(
 export const DEFAULT_AGENT_PORT = 8700;
 /** Where a session Pod's agent serves its services to the gateway (SANDGATE_K8S_SERVICES_PORT, chart: servicesPort). */
 export const DEFAULT_SERVICES_PORT = 8701;
+/** Where a session Pod's volumes container serves the worker (SANDGATE_K8S_VOLUMES_PORT, chart: volumesPort). */
+export const DEFAULT_VOLUMES_PORT = 8702;
+/** The container of a session Pod that moves its volumes' files (images/runtime/agent/sandgate_volumes.py). */
+export const VOLUMES_CONTAINER = 'volumes';
+const VOLUMES_PROGRAM = '/usr/lib/sandgate/agent/sandgate_volumes.py';
 /** Where the image keeps the agent (images/runtime/agent/sandgate_agent.py). */
 export const AGENT_PROGRAM = '/usr/lib/sandgate/agent/sandgate_agent.py';
 /**
@@ -248,6 +255,17 @@ interface AgentPod {
   servicesToken?: string;
   /** The agent relays the sandbox's proxy port to connections the worker parks with it (EgressLinks). */
   egress?: boolean;
+  /** A session's volumes: an emptyDir each, filled and emptied by the worker through the volumes container. */
+  volumes?: readonly JobVolume[];
+}
+
+/** The name of a session Pod's emptyDir of its volume number `i`. */
+const volumeName = (i: number) => `volume-${i}`;
+
+/** The volume of the job whose emptyDir is named `emptyDir` (as an eviction message names it), if it is one. */
+export function volumeOfEmptyDir(job: ExecutionJob, emptyDir: string): JobVolume | undefined {
+  const i = /^volume-(\d+)$/.exec(emptyDir)?.[1];
+  return i === undefined ? undefined : job.volumes?.[Number(i)];
 }
 
 /**
@@ -260,6 +278,8 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
   const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
   const { memory_mb, cpus } = p.limits;
   const services = p.servicesToken;
+  const volumes = p.volumes ?? [];
+  const tokenSha256 = createHash('sha256').update(p.token).digest('hex');
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -277,6 +297,8 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
       volumes: [
         { name: 'workspace', emptyDir: workspace },
         { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: mib(s.tmpfsBytes) } },
+        // A volume's size is its emptyDir's limit: past it the kubelet evicts the Pod, as for the workspace.
+        ...volumes.map((v, i) => ({ name: volumeName(i), emptyDir: { sizeLimit: mib(v.size_bytes) } })),
       ],
       containers: [
         {
@@ -292,7 +314,7 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
           ],
           workingDir: WORKDIR,
           env: [
-            { name: 'SANDGATE_AGENT_TOKEN_SHA256', value: createHash('sha256').update(p.token).digest('hex') },
+            { name: 'SANDGATE_AGENT_TOKEN_SHA256', value: tokenSha256 },
             ...(services ? [{ name: SERVICES_TOKEN_ENV, value: servicesTokenSha256(services) }] : []),
             ...(p.egress ? [{ name: 'SANDGATE_EGRESS_VIA_AGENT', value: '1' }] : []),
           ],
@@ -300,15 +322,46 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
             { name: 'agent', containerPort: s.agentPort, protocol: 'TCP' },
             ...(services ? [{ name: 'services', containerPort: s.servicesPort, protocol: 'TCP' }] : []),
           ],
-          volumeMounts: [VOLUMES.workspace, VOLUMES.tmp],
+          volumeMounts: [
+            VOLUMES.workspace,
+            VOLUMES.tmp,
+            ...volumes.map((v, i) => ({ name: volumeName(i), mountPath: v.path, readOnly: v.read_only })),
+          ],
           resources: {
             limits: { memory: `${memory_mb}Mi`, cpu: String(cpus) },
             requests: { memory: `${memory_mb}Mi`, cpu: String(cpus) },
           },
           securityContext: RESTRICTED,
         },
+        ...(volumes.length > 0 ? [volumesContainer(volumes, s, tokenSha256)] : []),
       ],
     },
+  };
+}
+
+/**
+ * The container that moves a session Pod's volumes' files for the worker. It mounts every volume read-write, where the
+ * agent's container mounts a read-only one read-only: that is what keeps a read-only volume so even against the agent,
+ * which runs as the same user as the session's code. Same lock-down as every sandbox container.
+ */
+function volumesContainer(volumes: readonly JobVolume[], s: PodSettings, tokenSha256: string): k8s.V1Container {
+  return {
+    name: VOLUMES_CONTAINER,
+    image: s.helperImage,
+    command: [
+      'python3',
+      '-u',
+      '-I',
+      '-S',
+      VOLUMES_PROGRAM,
+      `--listen=${s.volumesPort}`,
+      ...volumes.map((v) => `--root=${v.path}`),
+    ],
+    env: [{ name: 'SANDGATE_AGENT_TOKEN_SHA256', value: tokenSha256 }],
+    ports: [{ name: 'volumes', containerPort: s.volumesPort, protocol: 'TCP' }],
+    volumeMounts: volumes.map((v, i) => ({ name: volumeName(i), mountPath: v.path })),
+    resources: HELPER_RESOURCES,
+    securityContext: RESTRICTED,
   };
 }
 
@@ -326,6 +379,7 @@ export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParam
       prewarm: job.sandbox === 'stateful' ? 'interpreter' : 'always',
       token: p.token,
       servicesToken: p.servicesToken,
+      ...(job.volumes?.length ? { volumes: job.volumes } : {}),
     },
     s,
   );

@@ -107,3 +107,36 @@ test('a manifest is bounded, however many files the agent claims to have', async
   assert.equal(manifest.files.length, MAX_MANIFEST_ENTRIES);
   assert.equal(manifest.truncated, true);
 });
+
+test("a volume's files are bounded in all by its size: what does not fit is not kept, and the pull says so", async (t) => {
+  const { dir } = await store(t);
+  await writeFile(join(dir, 'kept.bin'), 'k'.repeat(400));
+  const files: [string, string][] = [
+    ['kept.bin', 'k'.repeat(400)],
+    ['fits.bin', 'f'.repeat(500)],
+    ['over.bin', 'o'.repeat(200)],
+  ];
+  const roots = new Set<string>();
+  const channel = await hostileAgent(t, (msg, send) => {
+    roots.add(String(msg.root));
+    if (msg.op === 'manifest') {
+      send({ t: 'manifest', id: msg.id, files: files.map(([p, body]) => [p, body.length, 1]), more: false });
+    } else if (msg.op === 'get') {
+      const body = files.find(([p]) => p === msg.path)?.[1] ?? '';
+      send({ t: 'chunk', id: msg.id, d: b64(body) });
+      send({ t: 'done', id: msg.id, ok: true, size: body.length, mtime_ms: 1 });
+    }
+  });
+  const pulled = await pullFiles(channel.files('/mnt/volumes/v'), new Map(), dir, 1000, silentLogger, 'sess_x', {
+    what: 'the size of volume v',
+    totalBytes: 1000,
+  });
+  assert.deepEqual(roots, new Set(['/mnt/volumes/v']), 'every request names the volume as its root');
+  assert.deepEqual((await readdir(dir)).sort(), ['fits.bin', 'kept.bin']);
+  assert.equal(pulled.full, true);
+  assert.deepEqual(
+    pulled.failed.map((f) => f.path),
+    ['over.bin'],
+  );
+  assert.match(pulled.failed[0]!.reason, /1100 bytes, over the size of volume v of 1000/);
+});

@@ -2,7 +2,7 @@ import { lutimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { openInside, removeInside, walkTree, writeFileInside, type TreeEntry } from '@sandgate/storage';
-import type { AgentChannel } from '../agent/agent-channel.ts';
+import type { FileChannel } from '../agent/agent-channel.ts';
 import type { ManifestEntry } from '../agent/agent-frames.ts';
 import { MAX_WALK_ENTRIES } from '../artifacts/artifacts.ts';
 import type { BackendLogger } from '../logger.ts';
@@ -25,7 +25,7 @@ const same = (store: TreeEntry | undefined, pod: ManifestEntry | undefined): boo
  * Before a run: makes the session Pod's workspace what the session store holds. What differs (an upload since the last
  * run, a fresh Pod) is sent; what the store no longer has (deleted through the API) is removed from the Pod.
  */
-export async function pushFiles(channel: AgentChannel, dir: string, log: BackendLogger): Promise<Baseline> {
+export async function pushFiles(channel: FileChannel, dir: string, log: BackendLogger): Promise<Baseline> {
   const [pod, store] = await Promise.all([
     channel.manifest(REQUEST_MS),
     walkTree(dir, { maxEntries: MAX_WALK_ENTRIES }),
@@ -60,21 +60,31 @@ export async function pushFiles(channel: AgentChannel, dir: string, log: Backend
 /** The session's files as both sides had them when the run began: path → entry. */
 export type Baseline = Map<string, ManifestEntry>;
 
+/** What bounds the files brought back, besides each file's own bound, and how a result names it. */
+export interface PullBounds {
+  /** E.g. "the session's disk quota", "the size of volume data". */
+  what: string;
+  /** All the files, as the Pod holds them after the run, may take at most this much; the rest is not kept. */
+  totalBytes?: number;
+}
+
 /**
  * After a run: brings what it wrote back into the session store (`dir`), and removes what it deleted, so the shared
  * harvest finds the run's artifacts there as on every backend. A file is removed only when it was there as the run
  * began (`baseline`) and nobody has changed it in the store since: an upload that came during the run stays. Each
- * file is bounded by `maxFileBytes` (the session disk quota); paths come from the Pod, where hostile code ran, and
- * are checked as a client's are.
+ * file is bounded by `maxFileBytes` (the session disk quota, a volume's size), and all of them by `bounds.totalBytes`;
+ * paths come from the Pod, where hostile code ran, and are checked as a client's are. `full`: some file was not kept
+ * for want of room (the bound, or the store's own quota).
  */
 export async function pullFiles(
-  channel: AgentChannel,
+  channel: FileChannel,
   baseline: Baseline,
   dir: string,
   maxFileBytes: number,
   log: BackendLogger,
   sessionId: string,
-): Promise<{ failed: TransferFailure[] }> {
+  bounds: PullBounds = { what: "the session's disk quota" },
+): Promise<{ failed: TransferFailure[]; full: boolean }> {
   const [pod, store] = await Promise.all([
     channel.manifest(REQUEST_MS),
     walkTree(dir, { maxEntries: MAX_WALK_ENTRIES }),
@@ -84,11 +94,23 @@ export async function pullFiles(
   // The sizes come from the Pod, where the code ran: a file said to be larger than the quota is not asked for, and the
   // time a fetch may take follows the size that is allowed, not the one claimed.
   const deadline = Date.now() + PULL_DEADLINE_MS;
+  let full = false;
+  let total = 0;
   for (const entry of pod.files) {
     const [path, size] = entry;
+    total += size;
     if (same(inStore.get(path), entry)) continue;
     if (size > maxFileBytes) {
-      failed.push({ path, reason: `${size} bytes, over the session's disk quota of ${maxFileBytes}` });
+      failed.push({ path, reason: `${size} bytes, over ${bounds.what} of ${maxFileBytes}` });
+      full = true;
+      continue;
+    }
+    if (bounds.totalBytes !== undefined && total > bounds.totalBytes) {
+      failed.push({
+        path,
+        reason: `not kept: the files would take ${total} bytes, over ${bounds.what} of ${bounds.totalBytes}`,
+      });
+      full = true;
       continue;
     }
     if (Date.now() > deadline) {
@@ -103,6 +125,7 @@ export async function pullFiles(
     } catch (err) {
       await file.done.catch(() => {});
       failed.push({ path, reason: (err as Error).message });
+      full ||= (err as NodeJS.ErrnoException).code === 'EDQUOT' || (err as NodeJS.ErrnoException).code === 'ENOSPC';
     }
   }
   if (!store.truncated && !pod.truncated) {
@@ -115,5 +138,5 @@ export async function pullFiles(
   if (failed.length > 0) {
     log.warn({ sessionId, failed: failed.slice(0, 20), count: failed.length }, 'some files of the run were not kept');
   }
-  return { failed };
+  return { failed, full };
 }

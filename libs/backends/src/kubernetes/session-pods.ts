@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
-import { SandgateError, type ExecutionJob } from '@sandgate/contracts';
+import { SandgateError, type ExecutionJob, type JobVolume } from '@sandgate/contracts';
+import type { Volumes } from '@sandgate/storage';
+import type { AgentChannel } from '../agent/agent-channel.ts';
 import type { Death } from '../agent/agent-run.ts';
 import type { TransferFailure } from '../artifacts/artifact-store.ts';
 import { AttachCache } from '../agent/attach-cache.ts';
 import { deploymentOf, LABELS } from '../housekeeping/labels.ts';
 import type { HeldSandbox, SessionHost } from '../run/session-run.ts';
 import { clusterError, messageOf, statusOf } from './api.ts';
-import type { AgentPods } from './agent-pods.ts';
+import { sleep, type AgentPods } from './agent-pods.ts';
 import type { EgressLinks } from './egress-links.ts';
 import { newServicesToken, publishServices } from '../services.ts';
 import {
@@ -16,6 +18,7 @@ import {
   SERVICES_TOKEN_ANNOTATION,
   sessionPod,
   sessionPodName,
+  volumeOfEmptyDir,
 } from './pod-spec.ts';
 import { viewOf } from './pod-status.ts';
 import { pullFiles, pushFiles, type Baseline } from './session-files.ts';
@@ -32,7 +35,16 @@ export interface SessionPod extends HeldSandbox {
   network: 'egress' | undefined;
   /** The files as the current run began (set by prepare). */
   baseline?: Baseline;
+  /** Where the worker reaches the Pod: its IP, and the token its agent and volumes container take. */
+  address: { ip: string; token: string };
+  /** The connection to the Pod's volumes container, made by the first run that needs it and kept with the agent's. */
+  volumes?: AgentChannel | undefined;
+  /** Each volume's files as the current run began, by mount path (set by prepare). */
+  volumeBaselines?: Map<string, Baseline>;
 }
+
+/** How long a new Pod's volumes container may take to listen once the agent's has (python start-up). */
+const VOLUMES_CONNECT_MS = 30_000;
 
 /**
  * Finds, makes and replaces sessions' long-lived Pods, exec-free: the worker reaches each Pod's agent over TCP at the
@@ -48,6 +60,8 @@ export class SessionPods implements SessionHost<SessionPod> {
     private readonly maxFileBytes: number,
     /** The data directory the gateway shares, where a session's services address goes (services.ts). */
     private readonly dataDir: string,
+    /** The store of the volumes' files, which a session Pod's copies are made from and brought back to. */
+    private readonly volumes: Volumes,
     /** Egress of the sessions whose tenant SANDGATE_EGRESS allows; absent: no session Pod has network. */
     private readonly egress?: EgressLinks,
   ) {}
@@ -67,6 +81,7 @@ export class SessionPods implements SessionHost<SessionPod> {
       }
     }
     kept?.channel.close();
+    kept?.volumes?.close();
     let replaces = kept !== undefined;
     const deadline = Date.now() + pods.timing.startupMs;
     for (;;) {
@@ -140,6 +155,10 @@ export class SessionPods implements SessionHost<SessionPod> {
       name,
       uid: pod.metadata!.uid!,
       channel: connected.channel,
+      address: {
+        ip: connected.pod.status!.podIP!,
+        token: connected.pod.metadata!.annotations![AGENT_TOKEN_ANNOTATION]!,
+      },
       replaces: labels[LABELS.replaces] === 'true',
       generation: Number(labels[LABELS.generation]),
       memoryMb: Number.parseInt(limits.memory ?? '0', 10),
@@ -160,22 +179,92 @@ export class SessionPods implements SessionHost<SessionPod> {
     await this.pods.delete(sandbox.name, sandbox.uid);
   }
 
-  death(sandbox: SessionPod): Promise<Death> {
-    return this.pods.death(sandbox.name, sandbox.uid);
+  death(sandbox: SessionPod, job: ExecutionJob): Promise<Death> {
+    return this.pods.death(sandbox.name, sandbox.uid, (emptyDir) => {
+      const v = volumeOfEmptyDir(job, emptyDir);
+      return (
+        v && `The volume ${v.name} (${v.path}) outgrew its size of ${v.size_bytes} bytes; the sandbox was evicted.`
+      );
+    });
   }
 
   failure(err: unknown): Error {
     return err instanceof SandgateError ? err : clusterError(err, 'starting the session Pod');
   }
 
-  async prepare(sandbox: SessionPod, _job: ExecutionJob, dir: string): Promise<void> {
+  /**
+   * Before a run: the session's files to the agent, and every volume's files to the volumes container, so a reader
+   * sees each volume as the store holds it when its run begins (what a writer's last run brought back).
+   */
+  async prepare(sandbox: SessionPod, job: ExecutionJob, dir: string): Promise<void> {
     sandbox.baseline = await pushFiles(sandbox.channel, dir, this.pods.log);
+    if (!job.volumes?.length) return;
+    const channel = await this.#volumesChannel(sandbox);
+    sandbox.volumeBaselines = new Map();
+    for (const v of job.volumes) {
+      const baseline = await pushFiles(channel.files(v.path), this.volumes.dir(v.id), this.pods.log);
+      sandbox.volumeBaselines.set(v.path, baseline);
+    }
   }
 
-  async collect(sandbox: SessionPod, job: ExecutionJob, dir: string): Promise<{ failed: TransferFailure[] }> {
+  /**
+   * After a run: what it wrote in the workspace, and in each read-write volume, back to the store. A volume's files
+   * are bounded by its size (its emptyDir's limit evicts the Pod past it a little later): what does not fit is not
+   * kept, and the run says so (disk_quota).
+   */
+  async collect(
+    sandbox: SessionPod,
+    job: ExecutionJob,
+    dir: string,
+  ): Promise<{ failed: TransferFailure[]; diskQuota?: string }> {
     const baseline = sandbox.baseline ?? new Map();
     sandbox.baseline = undefined;
-    return pullFiles(sandbox.channel, baseline, dir, this.maxFileBytes, this.pods.log, job.session_id);
+    const own = await pullFiles(sandbox.channel, baseline, dir, this.maxFileBytes, this.pods.log, job.session_id);
+    const baselines = sandbox.volumeBaselines;
+    sandbox.volumeBaselines = undefined;
+    const writable = (job.volumes ?? []).filter((v) => !v.read_only);
+    if (writable.length === 0 || baselines === undefined || sandbox.volumes === undefined) return own;
+    const failed = [...own.failed];
+    let full: JobVolume | undefined;
+    for (const v of writable) {
+      const pulled = await pullFiles(
+        sandbox.volumes.files(v.path),
+        baselines.get(v.path) ?? new Map(),
+        this.volumes.dir(v.id),
+        v.size_bytes,
+        this.pods.log,
+        job.session_id,
+        { what: `the size of volume ${v.name}`, totalBytes: v.size_bytes },
+      );
+      failed.push(...pulled.failed.map((f) => ({ ...f, path: `${v.path}/${f.path}` })));
+      if (pulled.full) full ??= v;
+    }
+    const diskQuota =
+      full &&
+      `Files the run wrote to the volume ${full.name} (${full.path}) did not fit in its size of ` +
+        `${full.size_bytes} bytes and were not kept.`;
+    return { failed, ...(diskQuota ? { diskQuota } : {}) };
+  }
+
+  /** The kept connection to the Pod's volumes container, or a new one (retried while the container starts). */
+  async #volumesChannel(sandbox: SessionPod): Promise<AgentChannel> {
+    if (sandbox.volumes !== undefined && !sandbox.volumes.closed) return sandbox.volumes;
+    const { ip, token } = sandbox.address;
+    const deadline = Date.now() + VOLUMES_CONNECT_MS;
+    for (;;) {
+      try {
+        sandbox.volumes = await this.pods.connectPort(ip, this.pods.settings.volumesPort, token, deadline);
+        return sandbox.volumes;
+      } catch (err) {
+        if (Date.now() > deadline) {
+          throw new SandgateError(
+            'backend_unavailable',
+            `the volumes container of Pod ${sandbox.name} does not answer: ${messageOf(err)}`,
+          );
+        }
+        await sleep(this.pods.timing.pollMs);
+      }
+    }
   }
 
   /** Closes the connections of sessions that are gone. */
@@ -237,6 +326,10 @@ export class SessionPods implements SessionHost<SessionPod> {
       name: running.metadata!.name!,
       uid: running.metadata!.uid!,
       channel,
+      address: {
+        ip: running.status!.podIP!,
+        token: running.metadata!.annotations![AGENT_TOKEN_ANNOTATION]!,
+      },
       replaces: labels[LABELS.replaces] === 'true',
       generation: Number(labels[LABELS.generation]),
       memoryMb: job.memory_mb,

@@ -1,5 +1,6 @@
 import type { Artifact, ExecutionResult, TestReport } from '@sandgate/contracts';
-import type { SubvolumeQuota } from '@sandgate/storage';
+import type { ExecutionJob } from '@sandgate/contracts';
+import type { SubvolumeQuota, Volumes } from '@sandgate/storage';
 
 /** How a sandbox ended, as the engine saw it. */
 export interface RunEnd {
@@ -104,14 +105,33 @@ export interface ResultParts {
 }
 
 /**
- * A failed run whose session is at its disk quota failed because of it (the kernel answered EDQUOT): the end says so.
- * Looked at only for runs that failed on their own, where the quota is the likely cause.
+ * A failed run whose session is at its disk quota, or that has a read-write volume at its size, failed because of it
+ * (the kernel answered EDQUOT): the end says so. Looked at only for runs that failed on their own, where the quota is
+ * the likely cause. `volumesFull` says which volume is full, if one is.
  */
-export async function withDiskQuota(end: RunEnd, dir: string, quota: SubvolumeQuota | undefined): Promise<RunEnd> {
-  if (!quota || end.exitCode === 0 || end.timedOut || end.cancelled || end.oomKilled || end.engineStopped) return end;
-  if (end.pidsLimit !== undefined) return end;
-  if (!(await quota.reached(dir))) return end;
-  return { ...end, diskQuota: `The session's files reached its disk quota of ${quota.bytes} bytes.` };
+export async function withDiskQuota(
+  end: RunEnd,
+  dir: string,
+  quota: SubvolumeQuota | undefined,
+  volumesFull?: () => Promise<string | undefined>,
+): Promise<RunEnd> {
+  if (end.exitCode === 0 || end.timedOut || end.cancelled || end.oomKilled || end.engineStopped) return end;
+  if (end.pidsLimit !== undefined || end.diskQuota !== undefined) return end;
+  if (quota && (await quota.reached(dir))) {
+    return { ...end, diskQuota: `The session's files reached its disk quota of ${quota.bytes} bytes.` };
+  }
+  const full = await volumesFull?.();
+  return full === undefined ? end : { ...end, diskQuota: full };
+}
+
+/** The first read-write volume of the job that has (all but) reached its size, as a run's result words it. */
+export async function fullVolume(job: ExecutionJob, volumes: Volumes): Promise<string | undefined> {
+  for (const v of job.volumes ?? []) {
+    if (!v.read_only && (await volumes.reached(v.id).catch(() => false))) {
+      return `The volume ${v.name} (${v.path}) reached its size of ${v.size_bytes} bytes.`;
+    }
+  }
+  return undefined;
 }
 
 /** Assembles the one ExecutionResult every backend returns, from what it observed. */

@@ -1,9 +1,10 @@
 import type { ExecutionJob, ExecutionResult, ResumedEvent } from '@sandgate/contracts';
 import type { EventSink } from '../backend.ts';
-import type { SubvolumeQuota } from '@sandgate/storage';
+import type { SubvolumeQuota, Volumes } from '@sandgate/storage';
 import type { AgentChannel } from '../agent/agent-channel.ts';
 import type { BackendLogger } from '../logger.ts';
 import { runInAgent, type AgentOutcome, type Death } from '../agent/agent-run.ts';
+import { fullVolume } from '../outcome/result.ts';
 import type { ArtifactStore, TransferFailure } from '../artifacts/artifact-store.ts';
 import { ToolBroker, type ToolSettings } from './tool-broker.ts';
 import { keepUndoStep, restoreVariables, type SessionStateSettings } from './session-state.ts';
@@ -35,13 +36,15 @@ export interface SessionHost<S extends HeldSandbox> {
   failure(err: unknown): Error;
   /** Where the sandbox's workspace is its own: moves the session's files in before a run and back after it. */
   prepare?(sandbox: S, job: ExecutionJob, dir: string): Promise<void>;
-  collect?(sandbox: S, job: ExecutionJob, dir: string): Promise<{ failed: TransferFailure[] }>;
+  collect?(sandbox: S, job: ExecutionJob, dir: string): Promise<{ failed: TransferFailure[]; diskQuota?: string }>;
 }
 
 export interface SessionRunContext<S extends HeldSandbox> {
   sessions: SessionHost<S>;
   maxOutputBytes: number;
   quota?: SubvolumeQuota;
+  /** The volumes' directories, where sandboxes write to them in place (Docker): a full one explains a failed run. */
+  volumes?: Volumes;
   interruptGraceMs: number;
   artifacts: ArtifactStore;
   /** The tools runs may call (sandgate.tools), by tenant. */
@@ -108,6 +111,7 @@ export async function runInSession<S extends HeldSandbox>(
         interruptGraceMs: ctx.interruptGraceMs,
         maxOutputBytes: ctx.maxOutputBytes,
         quota: ctx.quota,
+        ...(ctx.volumes && job.volumes?.length ? { volumesFull: () => fullVolume(job, ctx.volumes!) } : {}),
         artifacts: ctx.artifacts,
         tools: ToolBroker.of(ctx.tools, job.tenant, events),
         kill: () => host.kill(sandbox),

@@ -9,6 +9,7 @@ export {
   AGENT_TOKEN_ANNOTATION,
   DEFAULT_AGENT_PORT,
   DEFAULT_SERVICES_PORT,
+  DEFAULT_VOLUMES_PORT,
   SERVICES_TOKEN_ANNOTATION,
 } from '../kubernetes/pod-spec.ts';
 export { hostConfig, type SandboxSettings } from '../docker/container-spec.ts';

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteServiceData, DeleteServiceErrors, DeleteServiceResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetServiceData, GetServiceErrors, GetServiceLogsData, GetServiceLogsErrors, GetServiceLogsResponses, GetServiceResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListServicesData, ListServicesErrors, ListServicesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, MakeSessionPrivateData, MakeSessionPrivateErrors, MakeSessionPrivateResponses, PreviewServiceData, PreviewServiceErrors, PreviewServiceResponses, ProxyServiceData, ProxyServiceErrors, ProxyServiceResponses, PutFileData, PutFileErrors, PutFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RevokeServicePreviewsData, RevokeServicePreviewsErrors, RevokeServicePreviewsResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, ShareServiceData, ShareServiceErrors, ShareServiceResponses, StartServiceData, StartServiceErrors, StartServiceResponses, StopServiceData, StopServiceErrors, StopServiceResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses } from './types.gen.js';
+import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateVolumeData, CreateVolumeErrors, CreateVolumeResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteServiceData, DeleteServiceErrors, DeleteServiceResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DeleteVolumeData, DeleteVolumeErrors, DeleteVolumeFileData, DeleteVolumeFileErrors, DeleteVolumeFileResponses, DeleteVolumeResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, DownloadVolumeFileData, DownloadVolumeFileErrors, DownloadVolumeFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetServiceData, GetServiceErrors, GetServiceLogsData, GetServiceLogsErrors, GetServiceLogsResponses, GetServiceResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetVolumeData, GetVolumeErrors, GetVolumeResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListServicesData, ListServicesErrors, ListServicesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListVolumeFilesData, ListVolumeFilesErrors, ListVolumeFilesResponses, ListVolumesData, ListVolumesErrors, ListVolumesResponses, MakeSessionPrivateData, MakeSessionPrivateErrors, MakeSessionPrivateResponses, PreviewServiceData, PreviewServiceErrors, PreviewServiceResponses, ProxyServiceData, ProxyServiceErrors, ProxyServiceResponses, PutFileData, PutFileErrors, PutFileResponses, PutVolumeFileData, PutVolumeFileErrors, PutVolumeFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RevokeServicePreviewsData, RevokeServicePreviewsErrors, RevokeServicePreviewsResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, ShareServiceData, ShareServiceErrors, ShareServiceResponses, StartServiceData, StartServiceErrors, StartServiceResponses, StopServiceData, StopServiceErrors, StopServiceResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses, UploadVolumeFileData, UploadVolumeFileErrors, UploadVolumeFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -162,6 +162,97 @@ export const putFile = <ThrowOnError extends boolean = false>(options: Options<P
     bodySerializer: null,
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/sessions/{id}/files/{path}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/octet-stream',
+        ...options.headers
+    }
+});
+
+/**
+ * List the tenant's volumes, by name, with what each holds and the sessions that mount it
+ */
+export const listVolumes = <ThrowOnError extends boolean = false>(options?: Options<ListVolumesData, ThrowOnError>): RequestResult<ListVolumesResponses, ListVolumesErrors, ThrowOnError> => (options?.client ?? client).get<ListVolumesResponses, ListVolumesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/volumes',
+    ...options
+});
+
+/**
+ * Create a volume: files that outlive sessions, mounted by the sessions made with it
+ *
+ * Its size is taken from the tenant's storage quota at once and for as long as it exists (413 storage_quota_exceeded when it does not fit); at most SANDGATE_MAX_VOLUMES per tenant (409 max_volumes).
+ */
+export const createVolume = <ThrowOnError extends boolean = false>(options: Options<CreateVolumeData, ThrowOnError>): RequestResult<CreateVolumeResponses, CreateVolumeErrors, ThrowOnError> => (options.client ?? client).post<CreateVolumeResponses, CreateVolumeErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/volumes',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a volume and its files; refused (409 volume_in_use) while a session mounts it
+ *
+ * Every session that mounts it counts, idle, busy or paused, until it is deleted or expires: delete those sessions first (mounted_by names them).
+ */
+export const deleteVolume = <ThrowOnError extends boolean = false>(options: Options<DeleteVolumeData, ThrowOnError>): RequestResult<DeleteVolumeResponses, DeleteVolumeErrors, ThrowOnError> => (options.client ?? client).delete<DeleteVolumeResponses, DeleteVolumeErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/volumes/{name}',
+    ...options
+});
+
+/**
+ * Get a volume
+ */
+export const getVolume = <ThrowOnError extends boolean = false>(options: Options<GetVolumeData, ThrowOnError>): RequestResult<GetVolumeResponses, GetVolumeErrors, ThrowOnError> => (options.client ?? client).get<GetVolumeResponses, GetVolumeErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/volumes/{name}',
+    ...options
+});
+
+/**
+ * List the files of a volume
+ *
+ * Paths in walk order (segment by segment, so `a/b` before `a-c`), `limit` at a time; `next_cursor` gives the next page.
+ */
+export const listVolumeFiles = <ThrowOnError extends boolean = false>(options: Options<ListVolumeFilesData, ThrowOnError>): RequestResult<ListVolumeFilesResponses, ListVolumeFilesErrors, ThrowOnError> => (options.client ?? client).get<ListVolumeFilesResponses, ListVolumeFilesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/volumes/{name}/files',
+    ...options
+});
+
+/**
+ * Upload files to a volume: multipart/form-data or JSON with base64 content, as for a session
+ */
+export const uploadVolumeFile = <ThrowOnError extends boolean = false>(options: Options<UploadVolumeFileData, ThrowOnError>): RequestResult<UploadVolumeFileResponses, UploadVolumeFileErrors, ThrowOnError> => (options.client ?? client).post<UploadVolumeFileResponses, UploadVolumeFileErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/volumes/{name}/files',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a file or directory of a volume
+ */
+export const deleteVolumeFile = <ThrowOnError extends boolean = false>(options: Options<DeleteVolumeFileData, ThrowOnError>): RequestResult<DeleteVolumeFileResponses, DeleteVolumeFileErrors, ThrowOnError> => (options.client ?? client).delete<DeleteVolumeFileResponses, DeleteVolumeFileErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/volumes/{name}/files/{path}',
+    ...options
+});
+
+/**
+ * Upload one file to a volume with the raw request body (streamed)
+ */
+export const putVolumeFile = <ThrowOnError extends boolean = false>(options: Options<PutVolumeFileData, ThrowOnError>): RequestResult<PutVolumeFileResponses, PutVolumeFileErrors, ThrowOnError> => (options.client ?? client).put<PutVolumeFileResponses, PutVolumeFileErrors, ThrowOnError>({
+    bodySerializer: null,
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/volumes/{name}/files/{path}',
     ...options,
     headers: {
         'Content-Type': 'application/octet-stream',
@@ -407,5 +498,16 @@ export const previewService = <ThrowOnError extends boolean = false>(options: Op
 export const downloadFile = <ThrowOnError extends boolean = false>(options: Options<DownloadFileData, ThrowOnError>): RequestResult<DownloadFileResponses, DownloadFileErrors, ThrowOnError> => (options.client ?? client).get<DownloadFileResponses, DownloadFileErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/files/{session}/{path}',
+    ...options
+});
+
+/**
+ * Download a volume's file (API key or signed URL); supports Range, ETag and If-None-Match
+ *
+ * The volume is named by its id (a volume's `id`), so a link never reaches a later volume of the same name. Authorised by the API key of the volume's tenant, or by a signed `download_url`.
+ */
+export const downloadVolumeFile = <ThrowOnError extends boolean = false>(options: Options<DownloadVolumeFileData, ThrowOnError>): RequestResult<DownloadVolumeFileResponses, DownloadVolumeFileErrors, ThrowOnError> => (options.client ?? client).get<DownloadVolumeFileResponses, DownloadVolumeFileErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/files/volumes/{volume}/{path}',
     ...options
 });

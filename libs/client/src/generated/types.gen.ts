@@ -289,6 +289,42 @@ export type CreateExecution = {
 };
 
 /**
+ * VolumeMount
+ */
+export type VolumeMount = {
+    /**
+     * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+     */
+    name: string;
+    /**
+     * Where the volume is in the sandbox, under /mnt/volumes/.
+     */
+    path: string;
+    /**
+     * Mounted read-only: nothing in the session can change it.
+     */
+    read_only: boolean;
+};
+
+/**
+ * MountVolume
+ */
+export type MountVolume = {
+    /**
+     * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+     */
+    name: string;
+    /**
+     * Where to mount it: under /mnt/volumes/ (default /mnt/volumes/<name>). Two volumes of a session may not share a path or be nested in each other.
+     */
+    path?: string;
+    /**
+     * Mount it read-only (default false). A volume has one writer at a time: a read-write mount is refused (409 volume_in_use) while another live session mounts it read-write; read-only mounts are always allowed.
+     */
+    read_only?: boolean;
+};
+
+/**
  * Session
  */
 export type Session = {
@@ -320,6 +356,10 @@ export type Session = {
      * The session holds private data (POST /v1/sessions/{id}/private, or an upload with private=true): it has no network for the rest of its life. Once true, never false again.
      */
     private: boolean;
+    /**
+     * The volumes it mounts (POST /v1/volumes).
+     */
+    volumes: Array<VolumeMount>;
 };
 
 /**
@@ -354,6 +394,10 @@ export type CreateSession = {
     metadata?: {
         [key: string]: string;
     };
+    /**
+     * The tenant's volumes to mount, for the session's life (default none). A volume has one writer at a time (409 volume_in_use); readers are always allowed.
+     */
+    volumes?: Array<MountVolume>;
 };
 
 /**
@@ -361,7 +405,7 @@ export type CreateSession = {
  */
 export type FileEntry = {
     /**
-     * Path relative to the session root (/mnt/data in the sandbox).
+     * Path relative to the session's root (/mnt/data in the sandbox), or to the volume's.
      */
     path: string;
     filename: string;
@@ -684,6 +728,10 @@ export type SystemStats = {
         concurrency: number;
         running: number;
         /**
+         * False while its backend is unusable and another live worker can run sandboxes: it leaves runs to them until its own backend answers again.
+         */
+        taking_runs: boolean;
+        /**
          * Whether its execution backend can run sandboxes, as its last probe (the engine answers a ping, the Kubernetes API server a list of Pods) found. /readyz is ready only while some live worker's is usable.
          */
         backend: {
@@ -982,6 +1030,61 @@ export type ServicePreview = {
     expires_at: string;
 };
 
+/**
+ * Volume
+ */
+export type Volume = {
+    id: string;
+    /**
+     * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+     */
+    name: string;
+    /**
+     * The volume's size: what it may hold, and what it takes of the tenant's storage quota from its creation.
+     */
+    size_bytes: number;
+    /**
+     * Bytes its files take now.
+     */
+    used_bytes: number;
+    created_at: string;
+    /**
+     * The sessions that mount it (idle, busy or paused): while any does, it cannot be deleted.
+     */
+    mounted_by: Array<{
+        session_id: string;
+        /**
+         * Where that session mounts it.
+         */
+        path: string;
+        read_only: boolean;
+    }>;
+};
+
+/**
+ * VolumeList
+ */
+export type VolumeList = {
+    /**
+     * The tenant's volumes, by name.
+     */
+    volumes: Array<Volume>;
+};
+
+/**
+ * CreateVolume
+ */
+export type CreateVolume = {
+    /**
+     * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+     */
+    name: string;
+    /**
+     * What the volume may hold, in bytes (at least 1 MiB, at most SANDGATE_MAX_VOLUME_BYTES). It counts in full against the tenant's storage quota (SANDGATE_TENANT_STORAGE_BYTES) for as long as the volume exists.
+     */
+    size_bytes: number;
+};
+
 export type GetHealthData = {
     body?: never;
     path?: never;
@@ -1222,7 +1325,7 @@ export type ListSessionsErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -1267,11 +1370,15 @@ export type CreateSessionErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -1322,7 +1429,7 @@ export type DeleteSessionErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -1369,7 +1476,7 @@ export type GetSessionErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -1416,11 +1523,11 @@ export type RestartSessionErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
@@ -1467,7 +1574,7 @@ export type MakeSessionPrivateErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -1523,15 +1630,15 @@ export type ListFilesErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -1587,15 +1694,15 @@ export type UploadFileErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -1628,7 +1735,7 @@ export type DeleteFileData = {
     path: {
         id: string;
         /**
-         * A path relative to the session root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         * A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
          */
         path: string;
     };
@@ -1650,15 +1757,15 @@ export type DeleteFileErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -1690,7 +1797,7 @@ export type PutFileData = {
     path: {
         id: string;
         /**
-         * A path relative to the session root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         * A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
          */
         path: string;
     };
@@ -1721,15 +1828,15 @@ export type PutFileErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -1756,6 +1863,478 @@ export type PutFileResponses = {
 };
 
 export type PutFileResponse = PutFileResponses[keyof PutFileResponses];
+
+export type ListVolumesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/volumes';
+};
+
+export type ListVolumesErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type ListVolumesError = ListVolumesErrors[keyof ListVolumesErrors];
+
+export type ListVolumesResponses = {
+    /**
+     * Default Response
+     */
+    200: VolumeList;
+};
+
+export type ListVolumesResponse = ListVolumesResponses[keyof ListVolumesResponses];
+
+export type CreateVolumeData = {
+    body: CreateVolume;
+    path?: never;
+    query?: never;
+    url: '/v1/volumes';
+};
+
+export type CreateVolumeErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type CreateVolumeError = CreateVolumeErrors[keyof CreateVolumeErrors];
+
+export type CreateVolumeResponses = {
+    /**
+     * Default Response
+     */
+    201: Volume;
+};
+
+export type CreateVolumeResponse = CreateVolumeResponses[keyof CreateVolumeResponses];
+
+export type DeleteVolumeData = {
+    body?: never;
+    path: {
+        /**
+         * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/volumes/{name}';
+};
+
+export type DeleteVolumeErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type DeleteVolumeError = DeleteVolumeErrors[keyof DeleteVolumeErrors];
+
+export type DeleteVolumeResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type DeleteVolumeResponse = DeleteVolumeResponses[keyof DeleteVolumeResponses];
+
+export type GetVolumeData = {
+    body?: never;
+    path: {
+        /**
+         * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/volumes/{name}';
+};
+
+export type GetVolumeErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type GetVolumeError = GetVolumeErrors[keyof GetVolumeErrors];
+
+export type GetVolumeResponses = {
+    /**
+     * Default Response
+     */
+    200: Volume;
+};
+
+export type GetVolumeResponse = GetVolumeResponses[keyof GetVolumeResponses];
+
+export type ListVolumeFilesData = {
+    body?: never;
+    path: {
+        /**
+         * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+         */
+        name: string;
+    };
+    query?: {
+        /**
+         * Files per page.
+         */
+        limit?: number;
+        /**
+         * The next_cursor of the previous page; absent: the first page.
+         */
+        cursor?: string;
+    };
+    url: '/v1/volumes/{name}/files';
+};
+
+export type ListVolumeFilesErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type ListVolumeFilesError = ListVolumeFilesErrors[keyof ListVolumeFilesErrors];
+
+export type ListVolumeFilesResponses = {
+    /**
+     * Default Response
+     */
+    200: FileList;
+};
+
+export type ListVolumeFilesResponse = ListVolumeFilesResponses[keyof ListVolumeFilesResponses];
+
+export type UploadVolumeFileData = {
+    body: UploadJson;
+    path: {
+        /**
+         * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+         */
+        name: string;
+    };
+    query?: {
+        /**
+         * Replace an existing file; default false.
+         */
+        overwrite?: boolean;
+    };
+    url: '/v1/volumes/{name}/files';
+};
+
+export type UploadVolumeFileErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * The server is short of disk for files (insufficient_storage)
+     */
+    507: Problem;
+};
+
+export type UploadVolumeFileError = UploadVolumeFileErrors[keyof UploadVolumeFileErrors];
+
+export type UploadVolumeFileResponses = {
+    /**
+     * Default Response
+     */
+    201: UploadResult;
+};
+
+export type UploadVolumeFileResponse = UploadVolumeFileResponses[keyof UploadVolumeFileResponses];
+
+export type DeleteVolumeFileData = {
+    body?: never;
+    path: {
+        /**
+         * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+         */
+        name: string;
+        /**
+         * A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         */
+        path: string;
+    };
+    query?: never;
+    url: '/v1/volumes/{name}/files/{path}';
+};
+
+export type DeleteVolumeFileErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type DeleteVolumeFileError = DeleteVolumeFileErrors[keyof DeleteVolumeFileErrors];
+
+export type DeleteVolumeFileResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type DeleteVolumeFileResponse = DeleteVolumeFileResponses[keyof DeleteVolumeFileResponses];
+
+export type PutVolumeFileData = {
+    /**
+     * The file's bytes.
+     */
+    body: Blob | File;
+    path: {
+        /**
+         * Unique among the tenant's volumes: lowercase letters, digits, `_` and `-`, at most 63.
+         */
+        name: string;
+        /**
+         * A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         */
+        path: string;
+    };
+    query?: {
+        /**
+         * Replace an existing file; default false.
+         */
+        overwrite?: boolean;
+    };
+    url: '/v1/volumes/{name}/files/{path}';
+};
+
+export type PutVolumeFileErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * The server is short of disk for files (insufficient_storage)
+     */
+    507: Problem;
+};
+
+export type PutVolumeFileError = PutVolumeFileErrors[keyof PutVolumeFileErrors];
+
+export type PutVolumeFileResponses = {
+    /**
+     * Default Response
+     */
+    201: UploadResult;
+};
+
+export type PutVolumeFileResponse = PutVolumeFileResponses[keyof PutVolumeFileResponses];
 
 export type ListExecutionsData = {
     body?: never;
@@ -1789,7 +2368,7 @@ export type ListExecutionsErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -1839,15 +2418,15 @@ export type RunExecutionErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -1907,7 +2486,7 @@ export type GetExecutionErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -1967,7 +2546,7 @@ export type GetExecutionOutputErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2018,7 +2597,7 @@ export type CancelExecutionErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2076,7 +2655,7 @@ export type StreamExecutionEventsErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2162,15 +2741,15 @@ export type SaveScriptErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -2224,7 +2803,7 @@ export type DeleteScriptErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2274,7 +2853,7 @@ export type GetScriptErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2360,11 +2939,11 @@ export type CallToolErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -2411,7 +2990,7 @@ export type ListServicesErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2462,15 +3041,15 @@ export type StartServiceErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -2529,7 +3108,7 @@ export type DeleteServiceErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2584,7 +3163,7 @@ export type GetServiceErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2648,7 +3227,7 @@ export type GetServiceLogsErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2703,11 +3282,11 @@ export type StopServiceErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -2762,7 +3341,7 @@ export type RevokeServicePreviewsErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -2813,11 +3392,11 @@ export type ShareServiceErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Too large (payload_too_large), or past the tenant's storage quota (storage_quota_exceeded)
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
      */
     413: Problem;
     /**
@@ -2850,7 +3429,7 @@ export type ProxyServiceData = {
          */
         name: string;
         /**
-         * A path relative to the session root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         * A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
          */
         path: string;
     };
@@ -2872,11 +3451,11 @@ export type ProxyServiceErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
@@ -2912,7 +3491,7 @@ export type PreviewServiceData = {
          */
         token: string;
         /**
-         * A path relative to the session root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         * A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
          */
         path: string;
     };
@@ -2930,11 +3509,11 @@ export type PreviewServiceErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
-     * Conflicts with the current state (file_exists, session_busy)
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
      */
     409: Problem;
     /**
@@ -2963,7 +3542,7 @@ export type DownloadFileData = {
     path: {
         session: string;
         /**
-         * A path relative to the session root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         * A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
          */
         path: string;
     };
@@ -2998,7 +3577,7 @@ export type DownloadFileErrors = {
      */
     403: Problem;
     /**
-     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, not_found)
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
      */
     404: Problem;
     /**
@@ -3029,3 +3608,75 @@ export type DownloadFileResponses = {
 };
 
 export type DownloadFileResponse = DownloadFileResponses[keyof DownloadFileResponses];
+
+export type DownloadVolumeFileData = {
+    body?: never;
+    path: {
+        volume: string;
+        /**
+         * A path relative to the session's (or volume's) root. It may contain `/` (sent as is or as %2F); no `..`, no absolute path.
+         */
+        path: string;
+    };
+    query?: {
+        /**
+         * Signed URLs: when the link expires (seconds since the epoch).
+         */
+        expires?: string;
+        /**
+         * Signed URLs: the signature.
+         */
+        sig?: string;
+        /**
+         * Content-Disposition inline instead of attachment
+         */
+        inline?: boolean;
+    };
+    url: '/files/volumes/{volume}/{path}';
+};
+
+export type DownloadVolumeFileErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * The Range cannot be satisfied (range_not_satisfiable)
+     */
+    416: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type DownloadVolumeFileError = DownloadVolumeFileErrors[keyof DownloadVolumeFileErrors];
+
+export type DownloadVolumeFileResponses = {
+    /**
+     * The file; Content-Type is its own.
+     */
+    200: Blob | File;
+    /**
+     * The requested range of the file (Range).
+     */
+    206: Blob | File;
+};
+
+export type DownloadVolumeFileResponse = DownloadVolumeFileResponses[keyof DownloadVolumeFileResponses];
