@@ -56,7 +56,7 @@ export class SessionOps {
   async run(job: SessionOpJob): Promise<void> {
     const log = this.o.log.child({ session_id: job.session_id, tenant: job.tenant, op: job.op, op_id: job.op_id });
     let answer: OpAnswer;
-    let outcome: 'live' | 'paused' | 'keep' = 'keep';
+    let outcome: 'live' | 'paused' | 'keep';
     const rec = await this.o.sessions.get(job.tenant, job.session_id);
     try {
       if (!rec) throw new SandgateError('session_not_found', `session ${job.session_id} does not exist or has expired`);

@@ -41,7 +41,9 @@ export const ResumedEventSchema = Type.Object(
         Type.Object({
           restored: Type.Integer({ description: 'Variables loaded back into the new interpreter.' }),
           unsaved: Type.Array(ref(UnsavedVariableSchema), { description: 'Those the pause could not save.' }),
-          error: Type.Optional(Type.String({ description: 'Why the variables could not be loaded, if they were not.' })),
+          error: Type.Optional(
+            Type.String({ description: 'Why the variables could not be loaded, if they were not.' }),
+          ),
         }),
         Type.Null(),
       ],

@@ -13,7 +13,7 @@ export type SessionMode = Static<typeof SessionModeSchema>;
 export const SessionStateSchema = Type.Union([Type.Literal('idle'), Type.Literal('busy'), Type.Literal('paused')], {
   description:
     '`idle`: its sandbox is up, waiting for a run. `busy`: a run (or a pause, fork, snapshot …) holds it. `paused`: ' +
-    'it has no sandbox (no memory, no CPU); its files (and a stateful session\'s variables) are kept, and its next ' +
+    "it has no sandbox (no memory, no CPU); its files (and a stateful session's variables) are kept, and its next " +
     'run, or POST /v1/sessions/{id}/resume, brings it back in a new sandbox.',
 });
 
