@@ -1,22 +1,22 @@
 /**
  * http-oneshot-k8s: the Kubernetes backend through a real sandgate (`npm start`'s standalone process) with
- * SANDGATE_BACKEND=kubernetes against the Kubernetes API double, which runs every Pod on this Docker engine;
- * interleaved with the same runs through Docker-backend sandgates, so each ratio compares the two on one engine:
+ * SANDGATE_BACKEND=kubernetes against the test cluster (scripts/start-kube.sh: the real kube-apiserver, scheduler and
+ * kubelet with containerd), interleaved with the same runs through Docker-backend sandgates, so each ratio compares
+ * the two:
  *
  * - one-shot, cold: a Pod of its own (stage, runner, harvest; SANDGATE_POOL_SIZE=0) vs the Docker cold path;
  * - one-shot, pool: a warm pool Pod, reset and reused for the tenant, vs the Docker warm pool;
  * - process-session run over HTTP: the session's Pod (files moved by the worker) vs the Docker session path;
  * - stateful run ("1+1" in the session's live interpreter), against 20 ms.
  *
- * And the API calls each kind of run costs (the double records every request), with the request rate one-shots make
- * at 10 runs/s. What a real cluster adds (scheduling, image pulls, CNI, API server latency) the double does not have:
- * these are the backend's own cost, a floor for a cluster's.
+ * And the API calls each kind of run costs (the API server's audit log has every request),
+ * with the request rate one-shots make at 10 runs/s. The test cluster has no image pulls (the image is on the node).
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { K8sDouble } from '@sandgate/k8s-double';
+import { TestNamespace } from '../test/kubernetes/cluster.ts';
 import { freePort } from '../test/redis-and-ports.ts';
 import { createSession, deleteSession, runWait } from './lib/api.ts';
 import { N, WARMUP } from './lib/knobs.ts';
@@ -60,25 +60,26 @@ async function oneShot(stack: Stack): Promise<number> {
 
 main(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sandgate-bench-k8s-'));
-  let double: K8sDouble | null = null;
+  let cluster: BenchCluster | null = null;
   const relays: Server[] = [];
   const stacks: Stack[] = [];
   try {
     const ports = [await freePort(), await freePort()];
     const relayPorts = [await freePort(), await freePort()];
-    double = await K8sDouble.start({ hostPorts: relayPorts });
-    const kubeconfig = join(dir, 'kubeconfig.yaml');
-    await writeFile(kubeconfig, double.kubeconfigYaml(), { mode: 0o600 });
+    cluster = await onCluster(dir, relayPorts);
+    const { kubeconfig } = cluster;
     const onK8s = async (i: number, env: Record<string, string>) => {
-      relays.push(await relay(double!.hostIP, relayPorts[i]!, ports[i]!));
+      relays.push(await relay(cluster!.hostIP, relayPorts[i]!, ports[i]!));
       const stack = await startStack(['standalone'], {
         ...LIMITS,
         ...env,
         SANDGATE_PORT: String(ports[i]),
         SANDGATE_BACKEND: 'kubernetes',
-        SANDGATE_K8S_NAMESPACE: double!.namespace,
+        SANDGATE_K8S_NAMESPACE: cluster!.namespace,
         SANDGATE_K8S_KUBECONFIG: kubeconfig,
-        SANDGATE_K8S_GATEWAY_URL: `http://${double!.hostIP}:${relayPorts[i]}`,
+        SANDGATE_K8S_GATEWAY_URL: `http://${cluster!.hostIP}:${relayPorts[i]}`,
+        // Each Pod requests the CPU it is limited to: at 1 the 2-core test node holds two Pods at a time.
+        SANDGATE_CPU_LIMIT: '0.2',
       });
       stacks.push(stack);
       return stack;
@@ -129,9 +130,9 @@ main(async () => {
     const times = Object.fromEntries([...kinds, 'k8sStateful', 'dockerStateful'].map((k) => [k, [] as number[]]));
     const calls = { cold: 0, pool: 0, session: 0, stateful: 0 };
     const counted = async (what: keyof typeof calls, run: () => Promise<number>) => {
-      const before = double!.calls.length;
+      const before = await cluster!.callCount();
       const ms = await run();
-      calls[what] += double!.calls.length - before;
+      calls[what] += (await cluster!.callCount()) - before;
       return ms;
     };
     for (let i = 0; i < N; i++) {
@@ -169,7 +170,8 @@ main(async () => {
       api_calls_per_session_run: round(calls.session / N, 1),
       api_calls_per_stateful_run: round(calls.stateful / (N * 3), 1),
       api_requests_per_s_at_10_cold_runs_per_s: round(perColdRun * 10, 1),
-      verbs: double.verbs(),
+      cluster: cluster.name,
+      verbs: await cluster.verbs(),
       target: TARGET,
       ratio: round(ratio, 3),
       pass: ratio <= 1.3 && sessionRatio <= 1.5 && statefulP50 <= 20,
@@ -179,7 +181,33 @@ main(async () => {
   } finally {
     for (const s of stacks) await s.close().catch(() => {});
     for (const r of relays) r.close();
-    await double?.close();
+    await cluster?.close();
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+/** Where the Kubernetes stacks run: the test cluster, in a namespace of their own. */
+interface BenchCluster {
+  name: string;
+  hostIP: string;
+  namespace: string;
+  kubeconfig: string;
+  /** Requests the workers made so far. */
+  callCount(): Promise<number>;
+  verbs(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+async function onCluster(dir: string, hostPorts: number[]): Promise<BenchCluster> {
+  const ns = await TestNamespace.create({ dir, hostPorts });
+  const calls = async () => (await ns.calls()).map((c) => `${c.verb} ${c.resource}`);
+  return {
+    name: 'kube-apiserver v1.34.4 + kubelet (scripts/start-kube.sh)',
+    hostIP: ns.hostIP,
+    namespace: ns.name,
+    kubeconfig: ns.kubeconfigFile,
+    callCount: async () => (await calls()).length,
+    verbs: async () => [...new Set(await calls())].sort(),
+    close: () => ns.close(),
+  };
+}

@@ -24,7 +24,6 @@ const BENCHES: { file: string; figures: string[] }[] = [
   { file: 'sse-idle', figures: ['sse-idle'] },
   { file: 'memory-stdout-flood', figures: ['memory-stdout-flood'] },
   { file: 'memory-upload', figures: ['memory-upload'] },
-  { file: 'k8s-double-pod', figures: ['k8s-double-pod', 'k8s-double-pod-3c'] },
   { file: 'http-oneshot-k8s', figures: ['http-oneshot-k8s'] },
 ];
 forwardSignals();

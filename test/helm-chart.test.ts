@@ -9,7 +9,7 @@ import {
   sessionLabels,
 } from '@sandgate/backends/testing';
 import { labelSelectorMatches, podSecurityViolations, validateManifest, type PolicyRule } from '@sandgate/k8s-double';
-import { renderChart, RenderError, type Manifest } from '../scripts/helm-render/render.ts';
+import { HelmError, lintChart, renderChart, type Manifest } from './kubernetes/helm.ts';
 
 const REDIS = { redis: { url: 'redis://redis.data.svc:6379' } };
 /** The RBAC contract of the exec-free backend: exactly these verbs, nothing else. */
@@ -98,7 +98,15 @@ function expectedGrants(ms: Manifest[]): Record<string, string[]> {
   return events ? { ...CONTRACT, events: ['list'] } : CONTRACT;
 }
 
+/** `helm lint --strict` passes: no warning either (its report ends with the count of failed charts). */
+async function lintsClean(options: Parameters<typeof lintChart>[0]): Promise<void> {
+  const report = await lintChart(options);
+  assert.match(report, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  assert.doesNotMatch(report, /\[(WARNING|ERROR)\]/, report);
+}
+
 test('helm chart, default values: schema-valid objects, RBAC is the exact contract, sandboxes fenced', async () => {
+  await lintsClean({ values: REDIS, namespace: 'apps' });
   const ms = await renderChart({ values: REDIS, name: 'sg', namespace: 'apps' });
   assert.deepEqual([...new Set(ms.map((m) => m.kind))].sort(), [
     'ConfigMap',
@@ -206,27 +214,25 @@ test('helm chart, default values: schema-valid objects, RBAC is the exact contra
 });
 
 test('helm chart, other values: sandbox namespace, gVisor, autoscaling, quota, existing secrets/claim', async () => {
-  const ms = await renderChart({
-    name: 'prod',
-    namespace: 'sandgate',
-    values: {
-      redis: { existingSecret: 'redis-creds', prefix: 'prod' },
-      auth: { existingSecret: 'sandgate-keys' },
-      gateway: { replicas: 3 },
-      worker: { autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 20, waitingPerWorker: '2' } },
-      sandbox: {
-        namespace: 'sandgate-sandboxes',
-        createNamespace: true,
-        runtimeClassName: 'gvisor',
-        runtimeClass: { create: true },
-        maxPods: 50,
-      },
-      rbac: { readEvents: true },
-      persistence: { existingClaim: 'shared-files' },
-      networkPolicy: { dns: { enabled: false } },
-      env: { SANDGATE_EXEC_TIMEOUT_S: '120' },
+  const values = {
+    redis: { existingSecret: 'redis-creds', prefix: 'prod' },
+    auth: { existingSecret: 'sandgate-keys' },
+    gateway: { replicas: 3 },
+    worker: { autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 20, waitingPerWorker: '2' } },
+    sandbox: {
+      namespace: 'sandgate-sandboxes',
+      createNamespace: true,
+      runtimeClassName: 'gvisor',
+      runtimeClass: { create: true },
+      maxPods: 50,
     },
-  });
+    rbac: { readEvents: true },
+    persistence: { existingClaim: 'shared-files' },
+    networkPolicy: { dns: { enabled: false } },
+    env: { SANDGATE_EXEC_TIMEOUT_S: '120' },
+  };
+  await lintsClean({ values, namespace: 'sandgate' });
+  const ms = await renderChart({ name: 'prod', namespace: 'sandgate', values });
   await checkInvariants(ms);
   assert.equal(find(ms, 'Secret').length, 0, 'existing secrets are used, none created');
   assert.equal(find(ms, 'PersistentVolumeClaim').length, 0);
@@ -279,11 +285,11 @@ test('helm chart, other values: sandbox namespace, gVisor, autoscaling, quota, e
 test('helm chart: values that cannot work fail the render with the reason', async () => {
   await assert.rejects(
     renderChart({ values: {} }),
-    (e: unknown) => e instanceof RenderError && /redis\.url \(or redis\.existingSecret\) is required/.test(e.message),
+    (e: unknown) => e instanceof HelmError && /redis\.url \(or redis\.existingSecret\) is required/.test(e.message),
   );
   await assert.rejects(
     renderChart({ values: { ...REDIS, persistence: { enabled: false } } }),
-    (e: unknown) => e instanceof RenderError && /gateway\.replicas > 1 needs persistence\.enabled/.test(e.message),
+    (e: unknown) => e instanceof HelmError && /gateway\.replicas > 1 needs persistence\.enabled/.test(e.message),
   );
   const single = await renderChart({ values: { ...REDIS, gateway: { replicas: 1 }, persistence: { enabled: false } } });
   assert.equal(find(single, 'PodDisruptionBudget', '-gateway').length, 0, 'no PDB for a single replica');

@@ -32,6 +32,7 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
     'create_session',
     'list_artifacts',
     'list_services',
+    'list_templates',
     'list_tools',
     'list_volumes',
     'read_artifact',

@@ -25,6 +25,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
       'create_session',
       'list_artifacts',
       'list_services',
+      'list_templates',
       'list_tools',
       'list_volumes',
       'read_artifact',

@@ -73,7 +73,8 @@ test('what finished runs leave in Redis: no code, env or stdin, no job, and a TT
     /^signing-key$/,
     /^workers$/,
     /^sessions:expiry$/,
-    /^q:executions:(meta|id|events|stalled-check|pc|marker)$/,
+    // The runs queue, and the queue of template builds beside it.
+    /^q:executions(-builds)?:(meta|id|events|stalled-check|pc|marker)$/,
     new RegExp(`^session:(${oneShot.body.session_id}|${session})$`),
     /^tenant:default:(sessions|session-list|storage)$/,
     // The deployment's metrics: counters and histograms of fixed label sets, one snapshot per live process.

@@ -2,8 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import Dockerode from 'dockerode';
-import { startStack, TEST_BACKEND } from './harness.ts';
+import { startStack, TEST_BACKEND, until } from './harness.ts';
 import { assertGenuine, forger } from './stateful-forger.ts';
+
+const K8S = TEST_BACKEND === 'kubernetes';
 
 test('stateful sessions keep a live interpreter, like a notebook', async (t) => {
   const s = await startStack();
@@ -151,13 +153,29 @@ test('a stateful cell can neither forge its run result nor reach the agent', asy
   assert.equal((await run('x = 41')).result.state, 'completed');
 
   await t.test('a forged exit frame never becomes the result: the run ends when the cell does', async () => {
-    const queued = await s.api('POST', '/v1/executions', { session_id: sid, language: 'python', code: forger(true) });
+    // On Docker the session's files are the sandbox's own directory, so the test hands the cell its run id through a
+    // file while it runs, and the forged exit is a real try. A Kubernetes session Pod gets the session's files only
+    // before each run (the worker moves them): nothing reaches a running cell, which then has no way to learn its id.
+    const queued = await s.api('POST', '/v1/executions', { session_id: sid, language: 'python', code: forger(!K8S) });
     assert.equal(queued.status, 202, JSON.stringify(queued.body));
     const id = queued.body.id as string;
+    // Once it runs, a Kubernetes session Pod has had its files for this run.
+    if (K8S)
+      await until(
+        'the run to start',
+        async () => (await s.api('GET', `/v1/executions/${id}`)).body.state === 'running',
+        30_000,
+      );
     const put = await s.api('PUT', `/v1/sessions/${sid}/files/run-id.txt`, id, { 'content-type': 'text/plain' });
     assert.equal(put.status, 201, JSON.stringify(put.body));
     const done = (await s.api('GET', `/v1/executions/${id}?wait=60`)).body;
-    assert.equal(assertGenuine(done.result).idKnown, true, 'the cell knew its run id: the forged exit was a real try');
+    assert.equal(
+      assertGenuine(done.result).idKnown,
+      !K8S,
+      K8S
+        ? 'a file put during the run does not reach the Pod'
+        : 'the cell knew its run id: the forged exit was a real try',
+    );
     const after = await run('x + 1');
     assert.deepEqual([after.result.value, after.result.interpreter_restarted], ['42', false], 'the session is intact');
     // What it wrote into its own plumbing (the interrupt pipe too) costs no later cell anything: interrupts still work.
@@ -181,7 +199,12 @@ test('a stateful cell can neither forge its run result nor reach the agent', asy
   await t.test('the cell cannot signal, trace or look into any process it did not start', async () => {
     const r = await run(PROBE);
     assert.equal(r.result.state, 'completed', r.result.stderr);
-    assert.deepEqual(JSON.parse(r.result.stdout), { signal: [], ptrace: [], fds: [], mem: [] });
+    // In a Kubernetes session Pod the agent is PID 1 of the code's own uid (the Pod has no capability to switch
+    // users): a signal reaches it, but as the namespace's init it gets only those it handles, never SIGKILL or
+    // SIGSTOP (test/kubernetes/session-pods.test.ts sends them all and the session lives on). On Docker the agent is
+    // another uid: not even a signal.
+    assert.deepEqual(JSON.parse(r.result.stdout), { signal: K8S ? [1] : [], ptrace: [], fds: [], mem: [] });
+    assert.equal((await run('x')).result.value, '41', 'the agent and the interpreter live on');
   });
 
   if (TEST_BACKEND === 'docker') {

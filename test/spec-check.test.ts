@@ -18,6 +18,7 @@ const session = {
   network: 'none',
   private: false,
   volumes: [],
+  template: null,
 };
 const x = (over: Partial<Exchange>): Exchange => ({
   method: 'GET',

@@ -105,7 +105,10 @@ export async function signIn(page: Page, base: string, key: string): Promise<voi
   await page.goto(base);
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'main' }).waitFor();
+  // The pages, or the form's alert (a key refused, the gateway unreachable): a failed sign-in says which.
+  const nav = page.getByRole('navigation', { name: 'main' });
+  await nav.or(page.getByRole('alert')).first().waitFor();
+  if (!(await nav.isVisible())) throw new Error(`sign-in failed: ${await page.getByRole('alert').first().innerText()}`);
 }
 
 export async function screenshot(page: Page, name: string): Promise<string> {

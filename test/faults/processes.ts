@@ -107,16 +107,19 @@ export async function startGatewayProc(
 ): Promise<Proc & { url: string }> {
   const p = spawnProc('gateway', { ...env, SANDGATE_PORT: port });
   const url = `http://127.0.0.1:${port}`;
-  await until(
-    `the gateway on ${port} to answer`,
-    async () => {
-      if (p.child.exitCode !== null) throw new Error(`the gateway exited: ${p.output()}`);
-      return fetch(`${url}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-    },
-    30_000,
+  await killIfFails(
+    p,
+    until(
+      `the gateway on ${port} to answer`,
+      async () => {
+        if (p.child.exitCode !== null) throw new Error(`the gateway exited: ${p.output()}`);
+        return fetch(`${url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+      },
+      60_000,
+    ),
   );
   return { ...p, url };
 }
@@ -124,15 +127,29 @@ export async function startGatewayProc(
 /** A worker process, once it has said it is ready. */
 export async function startWorkerProc(env: Record<string, string>): Promise<Proc> {
   const p = spawnProc('worker', env);
-  await until(
-    'the worker to be ready',
-    async () => {
-      if (p.child.exitCode !== null) throw new Error(`the worker exited: ${p.output()}`);
-      return p.output().includes('"msg":"worker ready"');
-    },
-    60_000,
+  await killIfFails(
+    p,
+    until(
+      'the worker to be ready',
+      async () => {
+        if (p.child.exitCode !== null) throw new Error(`the worker exited: ${p.output()}`);
+        return p.output().includes('"msg":"worker ready"');
+      },
+      60_000,
+    ),
   );
   return p;
+}
+
+/** A process that did not come up is killed before the error goes on: left running, it would keep the file alive. */
+async function killIfFails(p: Proc, ready: Promise<unknown>): Promise<void> {
+  try {
+    await ready;
+  } catch (err) {
+    p.kill('SIGKILL');
+    await p.exited;
+    throw err;
+  }
 }
 
 export interface Started {

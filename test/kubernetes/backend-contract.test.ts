@@ -2,7 +2,7 @@ import { describeBackendContract } from '@sandgate/backends/testing';
 import { startStack } from '../harness.ts';
 import { kubernetesBackendOf } from './backend-of.ts';
 
-describeBackendContract('kubernetes (API double)', async (t) => {
+describeBackendContract('kubernetes', async (t) => {
   // The stack gives the Pods their gateway (files) and the backend its Redis (transfer grants).
   const s = await startStack({ backend: 'kubernetes', worker: false });
   t.after(() => s.close());

@@ -7,9 +7,9 @@ import { startStack, until, type Stack } from '../harness.ts';
 const ONE_POD_EACH = { SANDGATE_POOL_SIZE: '0' };
 
 /**
- * The Kubernetes backend end to end: a gateway, a worker with SANDGATE_BACKEND=kubernetes, and the API double that
- * runs each one-shot's Pod (stage, runner, harvest) on this Docker engine, whose files cross through the gateway,
- * and each session's long-lived Pod, whose files the worker moves over its connection to the agent.
+ * The Kubernetes backend end to end: a gateway, a worker with SANDGATE_BACKEND=kubernetes, and the test cluster
+ * (kube-apiserver and a kubelet) that runs each one-shot's Pod (stage, runner, harvest), whose files cross through
+ * the gateway, and each session's long-lived Pod, whose files the worker moves over its connection to the agent.
  */
 
 const run = async (s: Stack, body: Record<string, unknown>) => {
@@ -19,12 +19,12 @@ const run = async (s: Stack, body: Record<string, unknown>) => {
 };
 
 /** The sandbox Pods and Secrets of the stack's deployment still in the cluster. */
-const leftovers = (s: Stack) => {
-  const mine = (kind: 'Pod' | 'Secret') =>
-    s
-      .cluster!.store.list(kind, s.cluster!.namespace)
-      .filter((o) => o.metadata.labels?.['org.sandgate.deployment'] === s.config.redisPrefix).length;
-  return { pods: mine('Pod'), secrets: mine('Secret') };
+const leftovers = async (s: Stack) => {
+  const ns = s.cluster!;
+  const labelSelector = `org.sandgate.deployment=${s.config.redisPrefix}`;
+  const pods = await ns.core.listNamespacedPod({ namespace: ns.name, labelSelector });
+  const secrets = await ns.core.listNamespacedSecret({ namespace: ns.name, labelSelector });
+  return { pods: pods.items.length, secrets: secrets.items.length };
 };
 
 test('kubernetes: one-shots in a Pod each — output, exit, stdin, env, artifacts, limits, cancel, nothing left behind', async (t) => {
@@ -119,7 +119,7 @@ test('kubernetes: one-shots in a Pod each — output, exit, stdin, env, artifact
 
   await t.test('every Pod and Secret is gone once its run has ended', async () => {
     const left = await until('the sandbox Pods and Secrets to be deleted', async () => {
-      const l = leftovers(s);
+      const l = await leftovers(s);
       return l.pods === 0 && l.secrets === 0 ? l : null;
     });
     assert.deepEqual([left.pods, left.secrets], [0, 0]);

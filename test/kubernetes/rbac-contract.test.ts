@@ -4,8 +4,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { EventSink } from '@sandgate/backends';
 import { podName, secretName } from '@sandgate/backends/testing';
 import type { ExecutionJob } from '@sandgate/contracts';
-import type { PolicyRule } from '@sandgate/k8s-double';
-import { renderChart } from '../../scripts/helm-render/render.ts';
+import { renderChart } from './helm.ts';
 import { startStack } from '../harness.ts';
 import { kubernetesBackendOf } from './backend-of.ts';
 
@@ -15,28 +14,21 @@ const sink = (): EventSink & { out: string[] } => {
 };
 
 /**
- * The chart's Role against the Kubernetes backend's real calls, both ways: the API double enforces the Role (any
- * other call is a 403), and the backend's runs, retries of a run whose worker died, check, health probe and sweep use
- * every verb the Role grants. A verb the backend stops using, or starts to need, fails this test. Secrets are created,
- * or replaced for a retried run, and never read, listed or deleted: each is owned by its Pod.
+ * The chart's Role against the Kubernetes backend's real calls, both ways: the API server's RBAC authorizer enforces
+ * the Role the chart renders (any other call is a 403), and the backend's runs, retries of a run whose worker died,
+ * check, health probe and sweep use every verb the Role grants. A verb the backend stops using, or starts to need,
+ * fails this test. Secrets are created, or replaced for a retried run, and never read, listed or deleted: each is
+ * owned by its Pod, and the garbage collector removes it with the Pod.
  */
 test('kubernetes: the chart Role grants exactly the calls the backend makes', async (t) => {
   const ms = await renderChart({ values: { redis: { url: 'redis://r:6379' } }, name: 'sg', namespace: 'sandgate' });
-  const role = ms.find((m) => m.kind === 'Role')!;
-  const rules = role.rules as PolicyRule[];
-  const s = await startStack({
-    backend: 'kubernetes',
-    worker: false,
-    cluster: {
-      namespaces: [role.metadata.namespace!],
-      rbac: { user: 'system:serviceaccount:sandgate:sg-sandgate-worker', rules },
-    },
-  });
+  const rules = ms.find((m) => m.kind === 'Role')!.rules as { resources?: string[]; verbs: string[] }[];
+  const s = await startStack({ backend: 'kubernetes', worker: false });
   t.after(() => s.close());
-  const double = s.cluster!;
+  const ns = s.cluster!;
   const backend = kubernetesBackendOf(s, t);
   const kubeConfig = new k8s.KubeConfig();
-  kubeConfig.loadFromOptions(double.kubeconfig);
+  kubeConfig.loadFromOptions(ns.kubeconfig);
   const job = (id: string): ExecutionJob => ({
     execution_id: id,
     tenant: 'acme',
@@ -65,7 +57,7 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   // A retry of an execution whose worker died after making its Secret: the leftover Secret is replaced.
   const retried = 'exec_aaaaaaaaaaaaaaa1';
   await core.createNamespacedSecret({
-    namespace: double.namespace,
+    namespace: ns.name,
     body: { metadata: { name: secretName(retried), labels: labels(retried) }, stringData: { token: 'old' } },
   });
   const events = sink();
@@ -75,7 +67,7 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   // What a worker that died left: a Pod no live execution owns. Sweep removes it (its Secret goes with it).
   const dead = 'exec_aaaaaaaaaaaaaaa2';
   await core.createNamespacedPod({
-    namespace: double.namespace,
+    namespace: ns.name,
     body: {
       metadata: { name: podName(dead), labels: labels(dead) },
       spec: {
@@ -101,7 +93,7 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   const swept = await backend.sweep({ executions: new Set(), sessions: new Set(), workers: new Set() });
   assert.deepEqual(swept.removed, [dead]);
 
-  const denied = double.calls.filter((c) => c.status === 403).map((c) => `${c.verb} ${c.resource}`);
+  const denied = (await ns.calls()).filter((c) => c.status === 403).map((c) => `${c.verb} ${c.resource}`);
   assert.deepEqual(denied, [], 'every call the backend made is allowed by the Role');
   const granted = rules.flatMap((r) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${v} ${res}`))).sort();
   // The test's own setup calls (creating leftovers) are made with the same identity; the backend's own calls are

@@ -10,12 +10,13 @@ import {
   sessionPodName,
 } from '@sandgate/backends/testing';
 import { startStack, until, type Stack } from '../harness.ts';
+import type { ApiCall } from './cluster.ts';
 import { assertGenuine, forger } from '../stateful-forger.ts';
 
 /**
  * Sessions on the Kubernetes backend: a long-lived Pod per session whose agent the worker reaches over TCP at the Pod
  * IP with a per-Pod token (no exec, no attach), and whose workspace the worker fills and empties over that connection.
- * The API double runs each Pod on this Docker engine, on a bridge where Pods reach neither each other nor the host.
+ * The test cluster's kubelet runs each Pod; the node's firewall keeps Pods from each other and from the host.
  */
 
 const run = async (s: Stack, body: Record<string, unknown>) => {
@@ -24,8 +25,14 @@ const run = async (s: Stack, body: Record<string, unknown>) => {
   return res.body as { id: string; state: string; result: Record<string, any> };
 };
 
-const podOf = (s: Stack, sessionId: string) =>
-  s.cluster!.store.get('Pod', s.cluster!.namespace, sessionPodName(sessionId)) as any;
+/** The session's Pod as the API server has it, or undefined once it is gone. */
+const podOf = (s: Stack, sessionId: string): Promise<any> =>
+  s
+    .cluster!.core.readNamespacedPod({ name: sessionPodName(sessionId), namespace: s.cluster!.name })
+    .catch((e: { code?: number }) => {
+      if (e.code === 404) return undefined;
+      throw e;
+    });
 
 /** Sends lines to the agent port and collects what comes back until the connection closes or `ms` pass. */
 function talk(ip: string, lines: string[], ms: number): Promise<{ received: string; connected: boolean }> {
@@ -53,36 +60,37 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
   // No warm pool: its refills would be API calls of their own while the calls of a session run are counted.
   const s = await startStack({ backend: 'kubernetes', env: { SANDGATE_POOL_SIZE: '0' } });
   t.after(() => s.close());
-  const double = s.cluster!;
+  const ns = s.cluster!;
   const sid = (await s.api('POST', '/v1/sessions', { mode: 'stateful' })).body.id as string;
 
   await t.test('one Pod serves every run; a run on a live session costs one API call', async () => {
     const first = await run(s, { session_id: sid, code: 'import os\nn = 1\nos.getpid()' });
     assert.equal(first.result.state, 'completed', first.result.stderr);
-    const pod = podOf(s, sid);
+    const pod = await podOf(s, sid);
     assert.ok(pod, 'the session has its Pod');
-    const before = double.calls.length;
+    const before = (await ns.calls()).length;
     const second = await run(s, { session_id: sid, code: 'n + 1' });
     assert.equal(second.result.value, '2');
     // The worker's sweep (a list of every Pod of the deployment, every SANDGATE_SWEEP_INTERVAL_S) and its health probe
     // (one Pod of the deployment, with each heartbeat) are no part of it.
     const sweep = `${LABELS.managed}=true,${LABELS.deployment}=${s.config.redisPrefix}`;
     const probe = `${LABELS.deployment}=${s.config.redisPrefix}`;
-    const background = (c: (typeof double.calls)[number]) =>
+    const background = (c: ApiCall) =>
       c.verb === 'list' &&
       (c.query.labelSelector === sweep || (c.query.labelSelector === probe && c.query.limit === '1'));
-    const calls = double.calls
+    const all = await ns.calls();
+    const calls = all
       .slice(before)
       .filter((c) => !background(c))
       .map((c) => `${c.verb} ${c.resource}`);
     assert.deepEqual(calls, ['get pods'], 'a look at the Pod, nothing else');
-    assert.equal(podOf(s, sid).metadata.uid, pod.metadata.uid, 'the same Pod');
-    const verbs = new Set(double.calls.map((c) => `${c.verb} ${c.resource}`));
+    assert.equal((await podOf(s, sid)).metadata.uid, pod.metadata.uid, 'the same Pod');
+    const verbs = new Set(all.map((c) => `${c.verb} ${c.resource}`));
     for (const v of verbs) assert.doesNotMatch(v, /exec|attach|portforward|proxy/, 'exec-free');
   });
 
   await t.test('the Pod is locked down, and its agent token is not readable by the code', async () => {
-    const pod = podOf(s, sid);
+    const pod = await podOf(s, sid);
     const token = pod.metadata.annotations[AGENT_TOKEN_ANNOTATION] as string;
     const servicesToken = pod.metadata.annotations[SERVICES_TOKEN_ANNOTATION] as string;
     assert.ok(token.length >= 40 && servicesToken.length >= 40);
@@ -127,8 +135,8 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
   });
 
   await t.test('the agent port answers only the token: a wrong one gets nothing, the right one a pong', async () => {
-    const ip = podOf(s, sid).status.podIP as string;
-    const token = podOf(s, sid).metadata.annotations[AGENT_TOKEN_ANNOTATION] as string;
+    const ip = (await podOf(s, sid)).status.podIP as string;
+    const token = (await podOf(s, sid)).metadata.annotations[AGENT_TOKEN_ANNOTATION] as string;
     const ping = `${JSON.stringify({ op: 'ping', id: 'probe' })}\n`;
     const wrong = await talk(ip, [`${JSON.stringify({ op: 'hello', token: 'x'.repeat(43) })}\n`, ping], 3000);
     assert.equal(wrong.connected, true);
@@ -166,7 +174,7 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
   });
 
   await t.test("another Pod cannot reach a session Pod's agent", async () => {
-    const ip = podOf(s, sid).status.podIP as string;
+    const ip = (await podOf(s, sid)).status.podIP as string;
     const r = await run(s, {
       code: [
         'import socket',
@@ -226,7 +234,7 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
   );
 
   await t.test('new limits replace the Pod: the interpreter restarts, the files stay', async () => {
-    const uid = podOf(s, sid).metadata.uid;
+    const uid = (await podOf(s, sid)).metadata.uid;
     const r = await run(s, {
       session_id: sid,
       limits: { memory_mb: 384 },
@@ -234,7 +242,7 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
     });
     assert.equal(r.result.stdout, 'True\n', r.result.stderr);
     assert.equal(r.result.interpreter_restarted, true);
-    const pod = podOf(s, sid);
+    const pod = await podOf(s, sid);
     assert.notEqual(pod.metadata.uid, uid);
     assert.equal(pod.spec.containers[0].resources.limits.memory, '384Mi');
   });
@@ -260,7 +268,7 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
 
   await t.test('a deleted session takes its Pod with it', async () => {
     assert.equal((await s.api('DELETE', `/v1/sessions/${sid}`)).status, 204);
-    await until('the session Pod to be swept', async () => podOf(s, sid) === undefined, 60_000, 250);
+    await until('the session Pod to be swept', async () => (await podOf(s, sid)) === undefined, 60_000, 250);
   });
 });
 

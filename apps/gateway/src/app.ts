@@ -28,6 +28,7 @@ import { transferRoutes } from './routes/transfers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
+import { templateRoutes } from './routes/templates.ts';
 import { volumeRoutes } from './routes/volumes.ts';
 import { serverTimeouts } from './timeouts.ts';
 import { routeUpgrades } from './upgrades.ts';
@@ -59,6 +60,11 @@ const TAGS = [
     name: 'services',
     description:
       "Long-running programs in a session's sandbox (a web app, a notebook), and the proxy that reaches them.",
+  },
+  {
+    name: 'templates',
+    description:
+      "The operator's templates: the runtime image plus packages, files and settings, for sessions and one-shots.",
   },
   { name: 'system', description: 'Health, readiness and what this deployment offers.' },
 ];
@@ -155,6 +161,7 @@ export async function buildApp(
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(scriptRoutes, { prefix: '/v1/scripts', deps });
   await app.register(toolRoutes, { prefix: '/v1/tools', deps });
+  await app.register(templateRoutes, { prefix: '/v1/templates', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(serviceRoutes, { deps });
   await app.register(downloadRoutes, { deps });
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });

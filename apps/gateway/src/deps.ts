@@ -20,6 +20,9 @@ import {
   StorageLedger,
   TransferGrants,
   ScriptStore,
+  TemplateStore,
+  buildQueueName,
+  type BuildJob,
   VolumeStore,
 } from '@sandgate/state';
 import { type Config } from '@sandgate/config';
@@ -34,6 +37,7 @@ import { SessionFiles } from './core/session-files.ts';
 import { SessionLifecycle } from './core/session-lifecycle.ts';
 import { SystemStatsReader } from './core/system-stats.ts';
 import { TenantTools } from './core/tenant-tools.ts';
+import { TemplateControl } from './core/template-control.ts';
 import { VolumeControl } from './core/volume-control.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
@@ -54,6 +58,10 @@ export interface GatewayDeps {
   workspaces: Workspaces;
   /** The tenants' saved scripts. */
   scripts: ScriptStore;
+  /** The operator's templates and their builds. */
+  templates: TemplateStore;
+  /** Template builds, for the workers (apps/worker/src/template-builds.ts). */
+  builds: Queue<BuildJob>;
   /** The tenants' volumes and the sessions that mount them. */
   volumes: VolumeStore;
   /** Sandbox Pods' tokens for a session's files (the Kubernetes backend's stage and harvest). */
@@ -84,6 +92,7 @@ export interface GatewayDeps {
   serviceManager: ServiceManager;
   /** Pause, resume, fork, snapshots and undo of sessions (done by workers). */
   sessionLifecycle: SessionLifecycle;
+  templateControl: TemplateControl;
   close(): Promise<void>;
 }
 
@@ -109,6 +118,11 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     connection: queueConnection,
     prefix: queuePrefix(config.redisPrefix),
     // The execution record holds the run's state and result: a job has nothing left to tell once it has ended.
+    defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
+  });
+  const builds = new Queue<BuildJob>(buildQueueName(config.queueName), {
+    connection: queueConnection,
+    prefix: queuePrefix(config.redisPrefix),
     defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
   });
   const key = await signingKey(redis, k, config.signingKey);
@@ -152,6 +166,8 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     ledger: new StorageLedger(redis, k),
     transfers: new TransferGrants(redis, k),
     scripts: new ScriptStore(redis, k),
+    templates: new TemplateStore(redis, k),
+    builds,
     volumes: new VolumeStore(redis, k),
     executions: new ExecutionStore(redis, k, { retentionSeconds: config.retentionSeconds }),
     workers: new WorkerRegistry(redis, k),
@@ -164,6 +180,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
       await hub.close();
       notices.close();
       await queue.close();
+      await builds.close();
       queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
@@ -177,5 +194,8 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.tenantTools = new TenantTools(deps);
   deps.serviceManager = new ServiceManager(deps);
   deps.sessionLifecycle = new SessionLifecycle(deps);
+  deps.templateControl = new TemplateControl(deps);
+  // The templates file is the operator's word at every start: what it declares is made (built if it changed).
+  await deps.templateControl.applyFile();
   return deps;
 }

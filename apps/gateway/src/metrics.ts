@@ -122,13 +122,19 @@ export class GatewayMetrics {
     );
     add(
       'sandgate_pool_events_total',
-      'One-shot runs by what the warm pool did: hit, miss, reuse, reset_failed',
+      "One-shot runs by what the warm pool did: hit, miss, reuse, reset_failed (a template's pool: its `template`)",
       'counter',
       (v) => (v.counters.get('pool') ?? []).map(({ labels, value }) => ({ value, labels })),
     );
     add('sandgate_pool_ready', 'Warm sandboxes ready, over every live worker', 'gauge', (v) => [
       { value: v.stats.pool.ready },
     ]);
+    add(
+      'sandgate_template_pool_ready',
+      "Sandboxes ready in a template's warm pool, over every live worker",
+      'gauge',
+      (v) => Object.entries(v.stats.pool.templates).map(([template, t]) => ({ value: t.ready, labels: { template } })),
+    );
     add('sandgate_session_sandboxes', 'Session sandboxes running, over every engine', 'gauge', (v) => [
       { value: v.stats.sessions.sandboxes },
     ]);

@@ -1,4 +1,65 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { SandgateError } from '@sandgate/contracts';
+import { isStreamId } from '@sandgate/state';
+import type { GatewayDeps } from './deps.ts';
+import { toProblem } from './plugins/errors.ts';
+
+/** How soon a client reconnects when this gateway ends its stream to shut down. */
+const RECONNECT_MS = 250;
+
+/** Where a client resumes a stream: its Last-Event-ID header, or ?last_event_id=; null: from the start. */
+export function resumeAfter(req: FastifyRequest, query: { last_event_id?: string | undefined }): string | null {
+  const header = req.headers['last-event-id'];
+  const after = (Array.isArray(header) ? header[0] : header) ?? query.last_event_id ?? null;
+  if (after !== null && !isStreamId(after))
+    throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
+  return after;
+}
+
+/**
+ * Serves a Redis stream of events (an execution's, a template build's) as SSE from `after`, until its `result` event:
+ * replayed, then followed through the EventHub. A stream that has ended with nothing left after `after` answers 204,
+ * which tells an EventSource to stop reconnecting. `present` turns an event's stored data into what the client gets.
+ */
+export async function serveEventStream(
+  deps: GatewayDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  o: {
+    key: string;
+    after: string | null;
+    ended: boolean;
+    heartbeatMs: number;
+    present?: (type: string, data: string) => string;
+  },
+): Promise<FastifyReply | undefined> {
+  if (o.ended && (await deps.redis.xrange(o.key, o.after ? `(${o.after}` : '-', '+', 'COUNT', 1)).length === 0) {
+    return reply.status(204).send(null);
+  }
+  reply.hijack();
+  // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
+  const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
+  const sse = new SseWriter(reply.raw, headers, { heartbeatMs: o.heartbeatMs, retryMs: 2000 });
+  deps.metrics.sseOpened();
+  try {
+    const stop = AbortSignal.any([sse.closed, deps.draining]);
+    for await (const ev of deps.hub.subscribe(o.key, o.after, stop)) {
+      await sse.send({ id: ev.id, event: ev.type, data: o.present ? o.present(ev.type, ev.data) : ev.data });
+    }
+    // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
+    if (deps.draining.aborted) {
+      await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
+    }
+  } catch (err) {
+    req.log.error({ err }, 'event stream failed');
+    await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
+  } finally {
+    deps.metrics.sseClosed();
+    sse.end();
+  }
+  return undefined;
+}
 
 /**
  * A Server-Sent Events writer on a raw response: owns ids and backpressure, heartbeats with

@@ -45,6 +45,13 @@ export async function createBackend(
     artifactUrl,
     ...(tools ? { tools } : {}),
     ...(Object.keys(config.egress).length > 0 ? { egress: egressSettings(config) } : {}),
+    templateBuilds: {
+      pipIndexUrl: config.templatePipIndexUrl,
+      npmRegistry: config.templateNpmRegistry,
+      wheelsDir: config.templateWheelsDir,
+      caFile: config.templateCaFile,
+      wheelsMaxBytes: config.templateWheelsMaxBytes,
+    },
     logger: log.child({ component: 'docker' }),
   });
 }
@@ -91,6 +98,7 @@ async function kubernetesBackend(
     workspaceBytes: config.sessionDiskBytes,
     timing: { startupMs: config.k8sStartupTimeoutMs },
     transferTimeoutS: config.k8sTransferTimeoutS,
+    cpuRequestRatio: config.k8sCpuRequestRatio,
     agentPort: config.k8sAgentPort,
     servicesPort: config.k8sServicesPort,
     volumesPort: config.k8sVolumesPort,

@@ -1,4 +1,4 @@
-import type { BackendHealth, BackendStats, ExecutionBackend } from '@sandgate/backends';
+import type { BackendHealth, BackendStats, ExecutionBackend, TemplatePoolFigures } from '@sandgate/backends';
 import {
   redisErrorCount,
   type CounterName,
@@ -95,6 +95,9 @@ export class WorkerStats {
       running: this.o.running(),
       taking_runs: this.o.takingRuns(),
       pool_ready: b?.pool.ready ?? 0,
+      ...(b?.templatePools?.length
+        ? { template_pools_ready: Object.fromEntries(b.templatePools.map((p) => [p.template, p.ready])) }
+        : {}),
       session_sandboxes: b?.sessionSandboxes ?? 0,
       engine: b?.engine ?? '',
       backend: this.o.backend.name,
@@ -149,7 +152,33 @@ export class WorkerStats {
       engine: this.engineErrors,
       redis: redisErrorCount(),
     };
-    await this.o.stats.add(COUNTERS.map(([key, name, labels]) => [name, labels, now[key]! - (this.#sent[key] ?? 0)]));
+    // Each template's pool counts beside the runtime image's, with a `template` label.
+    const events: [string, string, keyof Omit<TemplatePoolFigures, 'template' | 'ready'>][] = [
+      ['hit', 'hit', 'hits'],
+      ['miss', 'miss', 'misses'],
+      ['reuse', 'reuse', 'reused'],
+      ['reset_failed', 'reset_failed', 'reset_failed'],
+    ];
+    const perTemplate: [CounterName, Labels, string][] = [];
+    for (const t of this.#backend?.templatePools ?? []) {
+      for (const [key, event, field] of events) {
+        const id = `${key}:${t.template}`;
+        now[id] = t[field];
+        perTemplate.push(['pool', { event, template: t.template }, id]);
+      }
+    }
+    await this.o.stats.add([
+      ...COUNTERS.map(([key, name, labels]): [CounterName, Labels, number] => [
+        name,
+        labels,
+        now[key]! - (this.#sent[key] ?? 0),
+      ]),
+      ...perTemplate.map(([name, labels, id]): [CounterName, Labels, number] => [
+        name,
+        labels,
+        now[id]! - (this.#sent[id] ?? 0),
+      ]),
+    ]);
     this.#sent = now;
   }
 }

@@ -23,6 +23,8 @@ import { Housekeeping } from './housekeeping.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { RunExecutor } from './run-executor.ts';
 import { SessionOps } from './session-ops.ts';
+import { TemplateBuilds } from './template-builds.ts';
+import { TemplatePoolSync } from './template-pools.ts';
 import { EngineGate } from './engine-gate.ts';
 import { WorkerStats } from './worker-stats.ts';
 
@@ -150,6 +152,10 @@ export async function startWorker({
     ops,
     jobKey: (executionId) => worker.toKey(executionId),
   });
+  const templatePools = new TemplatePoolSync({ config, log: wlog, backend, redis, k });
+  await templatePools.start();
+  const builds = new TemplateBuilds({ config, log: wlog, backend, redis, k, workerId: id });
+  await builds.start();
   const beat = () => void stats.beat().catch((err: unknown) => wlog.warn({ err }, 'heartbeat failed'));
   beat();
   housekeeping.start();
@@ -162,9 +168,12 @@ export async function startWorker({
     async close(graceMs = config.shutdownGraceMs) {
       clearInterval(heartbeat);
       const housekept = housekeeping.close();
+      templatePools.close();
+      const building = builds.close();
       const closing = worker.close();
       const grace = setTimeout(() => runs.stopAll(graceMs), graceMs);
       await closing;
+      await building;
       clearTimeout(grace);
       leases.close();
       await housekept;

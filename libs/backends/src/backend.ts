@@ -11,6 +11,8 @@ import type {
 } from '@sandgate/contracts';
 import type { BackendCapabilities } from './capabilities.ts';
 import type { BackendLogger } from './logger.ts';
+import type { TemplatePoolFigures, TemplatePoolSpec } from './pool/template-pools.ts';
+import type { TemplateBuildOutcome, TemplateBuildRequest } from './docker/template-build.ts';
 
 /** Where a backend reports what happens during one execution, as it happens. */
 export interface EventSink {
@@ -50,6 +52,8 @@ export interface BackendStats {
    * to a failed reset; `ready`: warm sandboxes waiting now.
    */
   pool: { hits: number; reused: number; misses: number; reset_failed: number; ready: number };
+  /** The same of each template's pool (`pool` is the runtime image's). */
+  templatePools?: TemplatePoolFigures[];
   /** Session sandboxes running on its engine (every worker of that engine sees the same ones). */
   sessionSandboxes: number;
   /** The engine's id, to count those once per engine. */
@@ -109,6 +113,22 @@ export interface ExecutionBackend {
    * session's variables loaded into it. Answers the `resumed` event's variables.
    */
   resumeSession?(job: ExecutionJob): Promise<ResumedEvent['variables']>;
+  /**
+   * Keeps a warm pool per template, as listed (the ready templates, from Redis): a one-shot of a template's image
+   * takes from its pool. Pools no longer listed are closed.
+   */
+  setTemplatePools?(pools: TemplatePoolSpec[]): void;
+  /**
+   * Builds a template's image from its recipe on the engine (Docker; a Kubernetes template names its image), its
+   * output to `log` as it comes. Rejects with a TemplateBuildError when the recipe does not build.
+   */
+  buildTemplate?(
+    req: TemplateBuildRequest,
+    log: (text: string) => void,
+    signal: AbortSignal,
+  ): Promise<TemplateBuildOutcome>;
+  /** Removes the template images of recipes no template has any more (`keep`: the hashes in use). */
+  pruneTemplateImages?(keep: ReadonlySet<string>): Promise<string[]>;
   /** Checks that the engine answers and the image is present; throws a SandgateError otherwise. */
   check(): Promise<void>;
   /** Stops background work (pool refills) and removes this instance's warm pool. */

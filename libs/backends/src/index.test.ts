@@ -5,8 +5,10 @@ import * as testing from './testing/index.ts';
 
 test('the package entry holds the seam and the backends apps build, nothing of their insides', () => {
   // Types leave no trace at run time: these are every value the entry exports.
-  assert.deepEqual(Object.keys(backends).sort(), ['CAPABILITIES', 'DockerBackend']);
+  assert.deepEqual(Object.keys(backends).sort(), ['CAPABILITIES', 'DockerBackend', 'TemplateBuildError']);
   assert.equal(typeof backends.DockerBackend, 'function');
+  // The seam's buildTemplate rejects with it when a recipe does not build.
+  assert.ok(new backends.TemplateBuildError('the setup command failed') instanceof Error);
   assert.deepEqual(Object.keys(backends.CAPABILITIES).sort(), ['docker', 'kubernetes']);
 });
 

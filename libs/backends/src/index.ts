@@ -10,3 +10,6 @@ export type { KubernetesBackendOptions } from './kubernetes/kubernetes-backend.t
 export type { GrantTransfer, TransferGrant } from './kubernetes/pod-run.ts';
 export type { EgressSettings } from './network/egress-proxy.ts';
 export type { ToolSettings } from './run/tool-broker.ts';
+export type { TemplatePoolFigures, TemplatePoolSpec } from './pool/template-pools.ts';
+export { TemplateBuildError, type TemplateBuildOutcome, type TemplateBuildRequest } from './docker/template-build.ts';
+export type { TemplateBuildSettings } from './templates/template-image.ts';

@@ -5,6 +5,7 @@ import {
   getExecution,
   listFiles,
   listVolumeFiles,
+  listTemplates,
   listVolumes,
   putFile,
   putVolumeFile,
@@ -17,6 +18,7 @@ import type {
   Execution,
   FileEntry,
   Session,
+  Template,
   Volume,
 } from './generated/types.gen.js';
 import { SandgateApiError, errorOf } from './errors.js';
@@ -144,6 +146,11 @@ export class Sandgate {
   /** A volume: files that outlive sessions, mounted by the sessions made with `volumes: [{ name }]`. */
   createVolume(body: CreateVolume): Promise<Volume> {
     return ok(createVolume({ client: this.client, body }));
+  }
+
+  /** The templates this tenant may make sessions and one-shots of (`template` on createSession and run), by name. */
+  async templates(): Promise<Template[]> {
+    return (await ok(listTemplates({ client: this.client }))).templates;
   }
 
   /** The tenant's volumes, by name. */

@@ -4,6 +4,8 @@ import { Value } from '@sinclair/typebox/value';
 import { EgressRegistrySchema } from './egress.ts';
 import { ToolRegistrySchema } from './tools.ts';
 import { TenantOverridesSchema } from './tenant-limits.ts';
+import { readTemplatesFile, TenantTemplatesSchema } from './templates.ts';
+import type { TemplateRecipe } from '@sandgate/contracts';
 
 /**
  * SANDGATE_PREVIEW_ORIGIN, parsed: `<scheme>://{preview}.<base>[:<port>]`. Each preview link is the origin
@@ -63,6 +65,11 @@ export const ConfigSchema = Type.Object({
   k8sStartupTimeoutMs: Type.Integer({ minimum: 1000 }),
   /** Kubernetes: how long stage and harvest wait on the gateway (connecting, or any read or write of a transfer). */
   k8sTransferTimeoutS: Type.Integer({ minimum: 1, maximum: 3600 }),
+  /**
+   * Kubernetes: the share of a sandbox's CPU limit its Pod requests (what the scheduler reserves on a node; the limit
+   * is what the container's cgroup enforces). 1: requests equal limits.
+   */
+  k8sCpuRequestRatio: Type.Number({ exclusiveMinimum: 0, maximum: 1 }),
   /** Kubernetes: the port session Pods' agents listen on (the chart's NetworkPolicy admits worker Pods to it). */
   k8sAgentPort: Type.Integer({ minimum: 1024, maximum: 65535 }),
   /** Kubernetes: the port session Pods' agents serve services on (the chart's NetworkPolicy admits gateways to it). */
@@ -146,6 +153,28 @@ export const ConfigSchema = Type.Object({
   webhookAttempts: Type.Integer({ minimum: 1, maximum: 30 }),
   webhookBackoffMs: Type.Integer({ minimum: 10 }),
   webhookTimeoutMs: Type.Integer({ minimum: 100 }),
+  /** The templates file (JSON or YAML) the templates below were read from; null: none. */
+  templatesFile: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
+  /** The operator's templates from that file, checked (libs/config/src/templates.ts). */
+  templates: Type.Array(Type.Unsafe<TemplateRecipe>(Type.Any())),
+  /** The templates each tenant may use (libs/config/src/templates.ts); a tenant without an entry: all. */
+  tenantTemplates: TenantTemplatesSchema,
+  /** Docker template builds: a directory of wheels on the worker's host, pip's --find-links. */
+  templateWheelsDir: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
+  /** Docker template builds: bytes the wheels directory may hold (it goes into each build that installs from it). */
+  templateWheelsMaxBytes: Type.Integer({ minimum: 0 }),
+  /** Docker template builds: pip's index; null: none (the wheels directory only). */
+  templatePipIndexUrl: Type.Union([Type.String({ pattern: '^https?://' }), Type.Null()]),
+  /** Docker template builds: the npm registry. */
+  templateNpmRegistry: Type.String({ pattern: '^https?://' }),
+  /** Docker template builds: a CA bundle (PEM) pip and npm trust, e.g. a TLS-inspecting proxy's; null: the image's. */
+  templateCaFile: Type.Union([Type.String({ pattern: '^/' }), Type.Null()]),
+  templateBuildTimeoutMs: Type.Integer({ minimum: 10_000 }),
+  /** Bytes of a build's log kept and streamed; past them only its end is kept. */
+  templateLogBytes: Type.Integer({ minimum: 4096 }),
+  /** Bytes of all of one recipe's files. */
+  templateMaxFileBytes: Type.Integer({ minimum: 0 }),
+  maxTemplates: Type.Integer({ minimum: 0, maximum: 10_000 }),
   /** Origins (scheme://host[:port]) whose web pages may call the API from a browser (CORS). */
   corsOrigins: Type.Array(Type.String({ pattern: '^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:\\d{1,5})?$' })),
   /** Where previews are served from an origin of their own (SANDGATE_PREVIEW_ORIGIN); null: under /preview/. */
@@ -238,6 +267,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_K8S_KUBECONFIG: ['k8sKubeconfig', str, null],
   SANDGATE_K8S_STARTUP_TIMEOUT_S: ['k8sStartupTimeoutMs', seconds, '180'],
   SANDGATE_K8S_TRANSFER_TIMEOUT_S: ['k8sTransferTimeoutS', int, '60'],
+  SANDGATE_K8S_CPU_REQUEST_RATIO: ['k8sCpuRequestRatio', num, '0.25'],
   SANDGATE_K8S_AGENT_PORT: ['k8sAgentPort', int, '8700'],
   SANDGATE_K8S_SERVICES_PORT: ['k8sServicesPort', int, '8701'],
   SANDGATE_K8S_VOLUMES_PORT: ['k8sVolumesPort', int, '8702'],
@@ -302,6 +332,21 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_WEBHOOK_ATTEMPTS: ['webhookAttempts', int, '8'],
   SANDGATE_WEBHOOK_BACKOFF_MS: ['webhookBackoffMs', int, '2000'],
   SANDGATE_WEBHOOK_TIMEOUT_S: ['webhookTimeoutMs', (r) => Math.round(Number(num(r)) * 1000), '10'],
+  SANDGATE_TEMPLATES: ['templatesFile', (r) => (r.trim() === '' ? null : r), null],
+  SANDGATE_TENANT_TEMPLATES: ['tenantTemplates', parseJsonObject, '{}'],
+  SANDGATE_TEMPLATE_WHEELS_DIR: ['templateWheelsDir', (r) => (r.trim() === '' ? null : r), null],
+  SANDGATE_TEMPLATE_WHEELS_MAX_BYTES: ['templateWheelsMaxBytes', parseBytes, '2GiB'],
+  SANDGATE_TEMPLATE_PIP_INDEX_URL: [
+    'templatePipIndexUrl',
+    (r) => (r.trim() === 'none' ? null : r),
+    'https://pypi.org/simple',
+  ],
+  SANDGATE_TEMPLATE_NPM_REGISTRY: ['templateNpmRegistry', str, 'https://registry.npmjs.org/'],
+  SANDGATE_TEMPLATE_CA_FILE: ['templateCaFile', (r) => (r.trim() === '' ? null : r), null],
+  SANDGATE_TEMPLATE_BUILD_TIMEOUT_S: ['templateBuildTimeoutMs', seconds, '1200'],
+  SANDGATE_TEMPLATE_LOG_BYTES: ['templateLogBytes', parseBytes, '1MiB'],
+  SANDGATE_TEMPLATE_MAX_FILE_BYTES: ['templateMaxFileBytes', parseBytes, '8MiB'],
+  SANDGATE_MAX_TEMPLATES: ['maxTemplates', int, '100'],
   SANDGATE_PREVIEW_ORIGIN: ['previewOrigin', parsePreviewOrigin, ''],
 };
 
@@ -356,6 +401,12 @@ export function loadConfig(env: Env = process.env): Config {
   problems.push(...previewOriginClashes(out));
   if (out.backend === 'kubernetes' && out.k8sGatewayUrl === null) {
     problems.push('SANDGATE_K8S_GATEWAY_URL: the kubernetes backend needs the URL sandbox Pods reach the gateway at');
+  }
+  out.templates = [];
+  if (problems.length === 0 && out.templatesFile !== null) {
+    const read = readTemplatesFile(String(out.templatesFile), out as unknown as Config);
+    if ('problems' in read) problems.push(...read.problems.map((p) => `SANDGATE_TEMPLATES: ${p}`));
+    else out.templates = read.recipes;
   }
   if (problems.length === 0) {
     for (const e of Value.Errors(ConfigSchema, out)) {

@@ -12,6 +12,8 @@ export const NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
 export const SessionIdSchema = Type.String({ pattern: SESSION_ID_PATTERN, examples: ['sess_3f9a1c2b7d4e'] });
 export const ExecutionIdSchema = Type.String({ pattern: EXECUTION_ID_PATTERN, examples: ['exec_3f9a1c2b7d4e5f60'] });
 export const TimestampSchema = Type.String({ format: 'date-time' });
+/** An environment variable's name, as runs, services and templates take them. */
+export const EnvNameSchema = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' });
 
 /** A `$ref` to a schema registered by `$id`, typed as that schema. */
 export const ref = <T extends TSchema>(s: T) => Type.Unsafe<Static<T>>(Type.Ref(s.$id!));

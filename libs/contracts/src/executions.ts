@@ -9,6 +9,7 @@ import {
 } from './common.ts';
 import { ResumedEventSchema } from './session-lifecycle.ts';
 import { InlineFileSchema } from './files.ts';
+import { TemplateNameSchema } from './templates.ts';
 import { JobVolumeSchema } from './volumes.ts';
 
 export const LANGUAGES = ['python', 'javascript', 'typescript', 'bash'] as const;
@@ -215,8 +216,6 @@ export const ExecutionListSchema = Type.Object(
 );
 export type ExecutionList = Static<typeof ExecutionListSchema>;
 
-export const EnvNameSchema = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' });
-
 export const CreateExecutionSchema = Type.Object(
   {
     session_id: Type.Optional(SessionIdSchema),
@@ -265,6 +264,14 @@ export const CreateExecutionSchema = Type.Object(
     ),
     timeout_ms: Type.Optional(
       Type.Integer({ minimum: 100, description: 'Wall-clock limit; capped by SANDGATE_EXEC_TIMEOUT_S.' }),
+    ),
+    template: Type.Optional(
+      Type.Unsafe<string>({
+        ...TemplateNameSchema,
+        description:
+          'A one-shot (no session_id) runs in a sandbox of this template (GET /v1/templates); default: the runtime ' +
+          "image. A session's runs use the template the session was made with.",
+      }),
     ),
     limits: Type.Optional(ref(LimitsSchema)),
     env: Type.Optional(
@@ -403,6 +410,12 @@ export const ExecutionJobSchema = Type.Object(
     paused_at: Type.Optional(Type.Integer()),
     /** Keep an undo step before the run: the session's files (`files`), and its interpreter's variables (`state`). */
     undo: Type.Optional(Type.Union([Type.Literal('files'), Type.Literal('state')])),
+    /**
+     * The template its sandbox is made from, and that template's image as the gateway resolved it when the run (or
+     * its session) was made: a worker never looks a template up. Absent: the runtime image (SANDGATE_IMAGE).
+     */
+    template: Type.Optional(Type.String()),
+    image: Type.Optional(Type.String()),
     /** The volumes the session mounts (absent: none). */
     volumes: Type.Optional(Type.Array(JobVolumeSchema)),
   },

@@ -11,6 +11,7 @@ export * from './tools.ts';
 export * from './services.ts';
 export * from './session-lifecycle.ts';
 export * from './undo-mode.ts';
+export * from './templates.ts';
 export * from './volumes.ts';
 
 import { ProblemSchema } from './errors.ts';
@@ -74,6 +75,15 @@ import {
   SnapshotSchema,
   UnsavedVariableSchema,
 } from './session-lifecycle.ts';
+import {
+  TemplateBuildResultEventSchema,
+  TemplateBuildSchema,
+  TemplateBuildStreamEventSchema,
+  TemplateListSchema,
+  TemplateLogEventSchema,
+  TemplateRecipeSchema,
+  TemplateSchema,
+} from './templates.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -139,6 +149,13 @@ export const SHARED_SCHEMAS = [
   StopServiceSchema,
   SharePreviewSchema,
   ServicePreviewSchema,
+  TemplateRecipeSchema,
+  TemplateBuildSchema,
+  TemplateSchema,
+  TemplateListSchema,
+  TemplateLogEventSchema,
+  TemplateBuildResultEventSchema,
+  TemplateBuildStreamEventSchema,
   VolumeSchema,
   VolumeListSchema,
   CreateVolumeSchema,

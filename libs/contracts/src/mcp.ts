@@ -2,6 +2,7 @@ import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { LANGUAGES } from './executions.ts';
 import { ServiceNameSchema, ServiceSchema, StartServiceSchema } from './services.ts';
 import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeSchema, VolumeUserSchema } from './volumes.ts';
+import { TEMPLATE_STATES, TemplateNameSchema } from './templates.ts';
 
 /**
  * The tools sandgate serves over MCP at /mcp. Names, fields and error codes are those of the Python-sandbox tool
@@ -127,6 +128,14 @@ export const CreateSessionInputSchema = Type.Object(
           'a volume read-write (volume_in_use otherwise); any number read-only.',
       }),
     ),
+    template: Type.Optional(
+      Type.String({
+        ...TemplateNameSchema,
+        description:
+          "The template of the session's sandbox (list_templates shows those you may use): packages and files on " +
+          'top of the runtime image. Default: the runtime image.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -227,6 +236,7 @@ export const CreateSessionOutputSchema = Type.Object({
   volumes: Type.Array(Type.Object({ name: Type.String(), path: Type.String(), read_only: Type.Boolean() }), {
     description: 'The volumes it mounts, and where.',
   }),
+  template: Type.Union([Type.String(), Type.Null()], { description: 'Its template; null: the runtime image.' }),
 });
 export type CreateSessionOutput = Static<typeof CreateSessionOutputSchema>;
 
@@ -345,6 +355,25 @@ export const ListVolumesOutputSchema = Type.Object({
   ),
 });
 
+export const ListTemplatesOutputSchema = Type.Object({
+  templates: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      description: Type.String(),
+      state: Type.Union(
+        TEMPLATE_STATES.map((x) => Type.Literal(x)),
+        {
+          description: 'ready: sessions can be made of it; building: not yet; failed: its recipe did not build.',
+        },
+      ),
+      debian_packages: Type.Array(Type.String()),
+      python_packages: Type.Array(Type.String()),
+      npm_packages: Type.Array(Type.String()),
+    }),
+    { description: 'The templates you may use, by name.' },
+  ),
+});
+
 /** A tool's output schema: its result or an error (MCP wants `type: "object"` at the root). */
 const orError = <T extends TObject>(ok: T) =>
   Type.Unsafe<Static<T> | McpToolError>({ type: 'object', anyOf: [ok, McpToolErrorSchema] });
@@ -450,6 +479,16 @@ export const MCP_TOOLS = [
       'then finds its files under /mnt/volumes/<name>.',
     inputSchema: Type.Object({}, { additionalProperties: false }),
     outputSchema: orError(ListVolumesOutputSchema),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: 'list_templates',
+    title: 'List templates',
+    description:
+      'The templates you may make a session of: packages (Debian, Python, npm) and files on top of the runtime ' +
+      "image, set up by the operator. Pass one's name as create_session template to have its packages in the sandbox.",
+    inputSchema: Type.Object({}, { additionalProperties: false }),
+    outputSchema: orError(ListTemplatesOutputSchema),
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
   {

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { NextCursorSchema, SessionIdSchema, TimestampSchema, ref } from './common.ts';
 import { UndoModeSchema } from './undo-mode.ts';
+import { TemplateNameSchema } from './templates.ts';
 import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeMountSchema } from './volumes.ts';
 
 export const SessionModeSchema = Type.Union([Type.Literal('process'), Type.Literal('stateful')], {
@@ -52,6 +53,9 @@ export const SessionSchema = Type.Object(
     forked_from: Type.Union([SessionIdSchema, Type.Null()], {
       description: 'The session it is a copy of (POST /v1/sessions/{id}/fork, or a snapshot restored ?into=new).',
     }),
+    template: Type.Union([Type.String(), Type.Null()], {
+      description: 'The template its sandbox is made from (GET /v1/templates/{name}); null: the runtime image.',
+    }),
     volumes: Type.Array(ref(VolumeMountSchema), { description: 'The volumes it mounts (POST /v1/volumes).' }),
   },
   { $id: 'Session', title: 'Session' },
@@ -82,6 +86,14 @@ export const CreateSessionSchema = Type.Object(
       Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), {
         maxProperties: 16,
         description: 'Free-form labels kept with the session.',
+      }),
+    ),
+    template: Type.Optional(
+      Type.Unsafe<string>({
+        ...TemplateNameSchema,
+        description:
+          "The template of the session's sandbox (GET /v1/templates): its packages, files and environment, and its " +
+          'limits unless a run gives its own. Default: the runtime image.',
       }),
     ),
     volumes: Type.Optional(

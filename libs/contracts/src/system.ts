@@ -91,6 +91,19 @@ export const SystemStatsSchema = Type.Object(
       misses: count('One-shots that went cold.'),
       reused: count('Hits served by a sandbox reset after an earlier run of the same tenant.'),
       ready: count('Warm sandboxes ready now, over every live worker.'),
+      templates: Type.Record(
+        Type.String(),
+        Type.Object({
+          hits: count('One-shots of the template served by a sandbox of its pool.'),
+          misses: count('One-shots of the template that went cold.'),
+          reused: count('Hits served by a sandbox reset after an earlier run of the same tenant.'),
+          ready: count("Sandboxes ready now in the template's pools, over every live worker."),
+        }),
+        {
+          description:
+            "Each template's warm pool, by template name (GET /v1/templates); the figures above count them too.",
+        },
+      ),
     }),
     sessions: Type.Object({
       live: count('Sessions whose idle TTL has not run out.'),

@@ -1,4 +1,3 @@
-import { forbidden } from './status.ts';
 import type { Container, PodSpec } from './pod-types.ts';
 
 /** One rule of a Role, as rbac.authorization.k8s.io/v1 writes it. */
@@ -29,18 +28,6 @@ export function rulesAllow(rules: readonly PolicyRule[], r: Request): boolean {
       rule.verbs.some((v) => v === r.verb || v === '*') &&
       (!rule.resourceNames?.length || (r.name !== undefined && rule.resourceNames.includes(r.name))),
   );
-}
-
-/** 403 as the RBAC authorizer words it. */
-export function rbacDenied(user: string, r: Request): Error {
-  const resource = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
-  const why = `User "${user}" cannot ${r.verb} resource "${resource}" in API group "" in the namespace "${r.namespace}"`;
-  return r.name === undefined ? forbiddenCollection(r.resource, why) : forbidden(r.resource, r.name, why);
-}
-
-function forbiddenCollection(resource: string, why: string): Error {
-  const e = forbidden(resource, '', why);
-  return Object.assign(e, { message: `${resource} is forbidden: ${why}` });
 }
 
 /** The Pod Security Standards level enforced on the namespace (the pod-security.kubernetes.io/enforce label). */

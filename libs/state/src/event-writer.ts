@@ -9,7 +9,7 @@ import type { LuaRedis } from './lua-scripts.ts';
  * and what is still unsent when the run ends is handed to finalisation (takePending) instead.
  */
 export class EventWriter {
-  private pending: { type: 'stdout' | 'stderr'; text: string } | null = null;
+  private pending: { type: 'stdout' | 'stderr' | 'log'; text: string } | null = null;
   private timer: NodeJS.Timeout | null = null;
   /** Events not sent yet, as type, data pairs. */
   private unsent: string[] = [];
@@ -47,8 +47,12 @@ export class EventWriter {
   stderr(text: string): void {
     this.output('stderr', text);
   }
+  /** A template build's output (`log` events), coalesced as a run's output is. */
+  log(text: string): void {
+    this.output('log', text);
+  }
 
-  private output(type: 'stdout' | 'stderr', text: string): void {
+  private output(type: 'stdout' | 'stderr' | 'log', text: string): void {
     if (this.pending && this.pending.type !== type) this.flushOutput();
     if (this.pending) this.pending.text += text;
     else this.pending = { type, text };

@@ -15,5 +15,6 @@ export * from './deployment-stats.ts';
 export * from './storage-ledger.ts';
 export * from './transfer-grants.ts';
 export * from './script-store.ts';
+export * from './templates.ts';
 export * from './streamed-output.ts';
 export * from './volumes.ts';

@@ -66,6 +66,18 @@ export const keys = (p: string) => ({
   transferGrant: (tokenHash: string) => `${p}:transfer:${tokenHash}`,
   /** Ended executions with a callback_url whose delivery is not queued yet, by end time (ms): see webhooks. */
   webhooksDue: () => `${p}:webhooks:due`,
+  /** The names of the operator's templates (TemplateStore). */
+  templates: () => `${p}:templates`,
+  /** A template: its recipe, its state and its image. */
+  template: (name: string) => `${p}:template:${name}`,
+  /** Where a template's change is announced (its name): workers keep their template pools by it. */
+  templatesChanged: () => `${p}:templates:changed`,
+  /** A template build: its spec and how far it got. */
+  build: (id: string) => `${p}:build:${id}`,
+  /** A template build's log, as a stream of `log` events ending with `result` (read as SSE). */
+  buildEvents: (id: string) => `${p}:build:${id}:events`,
+  /** The build of a recipe in flight, by the recipe's hash: held while queued, then renewed by its worker. */
+  buildLease: (hash: string) => `${p}:build-lease:${hash}`,
   cancelChannel: () => `${p}:cancel`,
   /** Where a session that became private is announced: the egress proxy cuts its connections at once. */
   privateChannel: () => `${p}:private`,
@@ -79,3 +91,11 @@ export type Keys = ReturnType<typeof keys>;
 
 /** The prefix of BullMQ's keys (the execution queue, the webhook queue): gateways and workers must agree on it. */
 export const queuePrefix = (redisPrefix: string) => `${redisPrefix}:q`;
+
+/** The queue of template builds, beside the execution queue: builds take minutes and never hold a run's slot. */
+export const buildQueueName = (queueName: string) => `${queueName}-builds`;
+
+/** What the build queue carries: a build's id (`build`), or nothing (`prune`: remove unused template images). */
+export interface BuildJob {
+  build_id?: string;
+}

@@ -1,5 +1,12 @@
 import type { Redis } from 'ioredis';
-import { SandgateError, type JobVolume, type SessionMode, type Snapshot, type UndoMode } from '@sandgate/contracts';
+import {
+  SandgateError,
+  type JobVolume,
+  type SessionMode,
+  type Snapshot,
+  type TemplateLimits,
+  type UndoMode,
+} from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import type { LuaRedis } from './lua-scripts.ts';
@@ -57,6 +64,8 @@ export interface SessionRecord {
   undo: UndoMode;
   /** The session it was copied from (a fork, a snapshot restored into a new session). */
   forkedFrom: string | null;
+  /** The template its sandbox is made from, as resolved when it was made; null: the runtime image. */
+  template: SessionTemplate | null;
   /** The volumes it mounts, resolved when it was made (VolumeStore.claim). */
   volumes: JobVolume[];
 }
@@ -74,6 +83,15 @@ export interface NewSession {
   /** Made paused (a fork, a snapshot restored into a new session): it counts as no live session until used. */
   paused?: boolean;
   forkedFrom?: string;
+  template?: SessionTemplate;
+}
+
+/** A session's template as it was when the session was made: its runs use this image, env and limits. */
+export interface SessionTemplate {
+  name: string;
+  image: string;
+  env: Record<string, string>;
+  limits: TemplateLimits;
 }
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
@@ -127,6 +145,7 @@ export class SessionStore {
       'undo',
       opts.undo ?? 'files',
       ...(opts.forkedFrom === undefined ? [] : ['forked_from', opts.forkedFrom]),
+      ...(opts.template ? templateFields(opts.template) : []),
     );
     if (ok !== 1) throw await maxSessionsError(this.redis, this.k, tenant, opts.maxSessions);
     return (await this.get(tenant, id))!;
@@ -172,6 +191,14 @@ export class SessionStore {
       idleSeconds: Number(h.idle ?? 300),
       undo: (h.undo ?? 'files') as UndoMode,
       forkedFrom: h.forked_from ?? null,
+      template: h.template
+        ? {
+            name: h.template,
+            image: h.image ?? '',
+            env: JSON.parse(h.template_env ?? '{}') as Record<string, string>,
+            limits: JSON.parse(h.template_limits ?? '{}') as TemplateLimits,
+          }
+        : null,
       volumes: h.volumes ? (JSON.parse(h.volumes) as JobVolume[]) : [],
     };
   }
@@ -403,8 +430,40 @@ export class SessionStore {
     return ids.map((id, i) => ({ id, tenant: tenants[i] ?? null }));
   }
 
+  /** Records the template of a session made without one on the record (a one-shot's, made as its run starts). */
+  async setTemplate(id: string, t: SessionTemplate): Promise<void> {
+    await this.redis.hset(this.k.session(id), ...templateFields(t));
+  }
+
+  /** The templates of live sessions (process and stateful, not one-shots'), each with one session using it. */
+  async templatesInUse(): Promise<Map<string, string>> {
+    const ids = await this.redis.zrangebyscore(this.k.sessionExpiry(), Date.now(), '+inf');
+    const m = this.redis.multi();
+    for (const id of ids) m.hmget(this.k.session(id), 'template', 'oneshot');
+    const rows = ((await m.exec()) ?? []) as [unknown, [string | null, string | null]][];
+    const used = new Map<string, string>();
+    rows.forEach(([, [template, oneshot]], i) => {
+      if (template && oneshot !== '1' && !used.has(template)) used.set(template, ids[i]!);
+    });
+    return used;
+  }
+
   /** Removes index entries whose record is already gone. */
   async forget(id: string): Promise<void> {
     await this.redis.multi().zrem(this.k.sessionExpiry(), id).zrem(this.k.sessionIdle(), id).exec();
   }
+}
+
+/** A template's fields on a session's record. */
+function templateFields(t: SessionTemplate): string[] {
+  return [
+    'template',
+    t.name,
+    'image',
+    t.image,
+    'template_env',
+    JSON.stringify(t.env),
+    'template_limits',
+    JSON.stringify(t.limits),
+  ];
 }

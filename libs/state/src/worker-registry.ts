@@ -15,6 +15,8 @@ export interface WorkerSnapshot {
   running: number;
   /** Warm sandboxes ready in its pool. */
   pool_ready: number;
+  /** Warm sandboxes ready in its templates' pools, by template (absent: none). */
+  template_pools_ready?: Record<string, number>;
   /** Session sandboxes running on its engine, and that engine's id: workers of one engine report the same ones. */
   session_sandboxes: number;
   engine: string;

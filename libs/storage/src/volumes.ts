@@ -1,15 +1,11 @@
-import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { chmod, lstat, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandgateError, VOLUME_ID_PATTERN } from '@sandgate/contracts';
-import { errno, openRoot } from './fd-path.ts';
-import { removeDirAt } from './remove-tree.ts';
-import { walkTree } from './walk-tree.ts';
 import type { SubvolumeQuota } from './disk-quota.ts';
 import type { Owner } from './write-inside.ts';
+import { handOver, removeOwnedDir, usedBytesOf } from './owned-dir.ts';
 
 const VOLUME_ID = new RegExp(VOLUME_ID_PATTERN);
-const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 
 /** Where a volume's files are under a data directory: `<dataDir>/volumes/<id>`, the id checked first. */
 export function volumeDir(dataDir: string, id: string): string {
@@ -65,13 +61,7 @@ export class Volumes {
     await chmod(this.#root, 0o711);
     if (this.quota) await this.quota.makeLimited(dir, sizeBytes);
     else await mkdir(dir, 0o755);
-    const handle = await open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-    try {
-      await handle.chmod(0o755);
-      if (this.#owner) await handle.chown(this.#owner.uid, this.#owner.gid);
-    } finally {
-      await handle.close();
-    }
+    await handOver(dir, this.#owner);
     return dir;
   }
 
@@ -84,11 +74,7 @@ export class Volumes {
 
   /** Bytes the volume's files take: the subvolume's own count under quotas, else the sizes its files add up to. */
   async usedBytes(id: string): Promise<number> {
-    const dir = this.dir(id);
-    if (!(await this.exists(id))) return 0;
-    if (this.quota) return (await this.quota.usage(dir).catch(() => ({ used: 0 }))).used;
-    const walked = await walkTree(dir).catch(() => ({ entries: [] }));
-    return walked.entries.reduce((sum, e) => sum + e.size, 0);
+    return usedBytesOf(this.dir(id), this.quota);
   }
 
   /** Whether the volume has (all but) reached its size: why a run that failed could not write to it. */
@@ -99,19 +85,6 @@ export class Volumes {
   /** Deletes the volume's directory and everything in it (written by sandboxes: nothing is followed). */
   async remove(id: string): Promise<void> {
     this.dir(id);
-    let root: FileHandle;
-    try {
-      root = await openRoot(this.#root);
-    } catch (e) {
-      if (errno(e) === 'ENOENT') return;
-      throw e;
-    }
-    const remove = () => removeDirAt(root, id);
-    try {
-      if (this.quota) await this.quota.removing(join(this.#root, id), remove);
-      else await remove();
-    } finally {
-      await root.close();
-    }
+    await removeOwnedDir(this.#root, id, this.quota);
   }
 }

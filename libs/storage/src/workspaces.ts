@@ -1,17 +1,14 @@
-import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandgateError, SESSION_ID_PATTERN } from '@sandgate/contracts';
-import { errno, openRoot } from './fd-path.ts';
-import { removeDirAt } from './remove-tree.ts';
-import { walkTree } from './walk-tree.ts';
+import { errno } from './fd-path.ts';
 import { SubvolumeQuota } from './disk-quota.ts';
 import { SessionCopies } from './session-copies.ts';
 import type { Owner } from './write-inside.ts';
 import { Volumes } from './volumes.ts';
+import { handOver, removeOwnedDir, usedBytesOf } from './owned-dir.ts';
 
 const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
-const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 
 export interface WorkspacesOptions {
   /** Root of sandgate's files (SANDGATE_DATA_DIR); sessions live in `${dataDir}/sessions/<id>`. */
@@ -65,16 +62,7 @@ export class Workspaces {
         if (errno(e) !== 'EEXIST') throw e;
       });
     }
-    // Through an fd opened without following, so nothing planted at that name can redirect the chown.
-    const handle = await open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW).catch((e: unknown) => {
-      throw new SandgateError('invalid_path', `${dir} exists and is not a directory`, { cause: e });
-    });
-    try {
-      await handle.chmod(0o755);
-      if (this.#owner) await handle.chown(this.#owner.uid, this.#owner.gid);
-    } finally {
-      await handle.close();
-    }
+    await handOver(dir, this.#owner);
     return dir;
   }
 
@@ -83,22 +71,12 @@ export class Workspaces {
    * as a bounded walk sees). 0 for a session with no directory.
    */
   async usedBytes(sessionId: string): Promise<number> {
-    return this.usedBytesAt(this.dir(sessionId));
+    return usedBytesOf(this.dir(sessionId), this.quota);
   }
 
   /** Bytes the files under `dir` take (a session's directory, or a copy of one): as usedBytes counts them. */
-  async usedBytesAt(dir: string): Promise<number> {
-    // A one-shot that left nothing has no directory: nothing to ask btrfs (a command per run) about.
-    if (
-      !(await lstat(dir).then(
-        () => true,
-        () => false,
-      ))
-    )
-      return 0;
-    if (this.quota) return (await this.quota.usage(dir).catch(() => ({ used: 0 }))).used;
-    const walked = await walkTree(dir).catch(() => ({ entries: [] }));
-    return walked.entries.reduce((sum, e) => sum + e.size, 0);
+  usedBytesAt(dir: string): Promise<number> {
+    return usedBytesOf(dir, this.quota);
   }
 
   /**
@@ -108,21 +86,7 @@ export class Workspaces {
   async remove(sessionId: string): Promise<void> {
     this.dir(sessionId);
     await new SessionCopies(this).removeAll(sessionId);
-    let sessions: FileHandle;
-    try {
-      sessions = await openRoot(this.#sessionsDir);
-    } catch (e) {
-      if (errno(e) === 'ENOENT') return;
-      throw e;
-    }
-    // The contents were written by the sandbox, so they are removed without following anything.
-    const remove = () => removeDirAt(sessions, sessionId);
-    try {
-      if (this.quota) await this.quota.removing(join(this.#sessionsDir, sessionId), remove);
-      else await remove();
-    } finally {
-      await sessions.close();
-    }
+    await removeOwnedDir(this.#sessionsDir, sessionId, this.quota);
   }
 }
 

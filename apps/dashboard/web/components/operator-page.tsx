@@ -79,8 +79,17 @@ export function OperatorPage() {
           <Figures title="runs" values={stats.executions} />
           <Figures
             title="pool"
-            values={{ ...stats.pool, 'hit rate %': lookups ? Math.round((100 * stats.pool.hits) / lookups) : 0 }}
+            values={{
+              hits: stats.pool.hits,
+              misses: stats.pool.misses,
+              reused: stats.pool.reused,
+              ready: stats.pool.ready,
+              'hit rate %': lookups ? Math.round((100 * stats.pool.hits) / lookups) : 0,
+            }}
           />
+          {Object.entries(stats.pool.templates).map(([name, t]) => (
+            <Figures key={name} title={`pool: ${name}`} values={t} />
+          ))}
           <Figures title="sessions" values={{ ...stats.sessions, 'SSE subscribers': stats.sse_subscribers }} />
           <section class="card workers" aria-label="workers">
             <h3>workers</h3>

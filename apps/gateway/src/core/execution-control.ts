@@ -18,6 +18,7 @@ import {
   type ExecutionRecord,
   type NoticeWait,
   type SessionRecord,
+  type SessionTemplate,
   type StartOptions,
 } from '@sandgate/state';
 import { egressEntries, limitsFor, maxInFlight } from '@sandgate/config';
@@ -73,6 +74,8 @@ export class ExecutionControl {
     }
     await this.checkStorage(tenant);
     const session = body.session_id ? await this.d.sessions.require(tenant, body.session_id) : null;
+    const template = await this.templateOf(tenant, body, session);
+    if (template) withTemplate(job, body, template);
     const sandbox = !session ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
     if (sandbox === 'stateful' && job.args !== undefined) {
       throw new SandgateError(
@@ -104,7 +107,6 @@ export class ExecutionControl {
       ...(session ? this.sandboxOf(session) : { sandbox, generation: 0 }),
       // The run starts `code` as a service of the session (ServiceManager), a program of its own in any session.
       ...(service === undefined ? {} : { service }),
-      ...(session && session.volumes.length > 0 ? { volumes: session.volumes } : {}),
     };
     const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {
@@ -115,6 +117,8 @@ export class ExecutionControl {
         ...(ending ? { notify: this.d.notices.channel } : {}),
       };
       await this.startAndEnqueue(meta, data, start, files, body.callback_url);
+      // A one-shot's session keeps its template, should a later run use the session.
+      if (!session && template) await this.d.sessions.setTemplate(sessionId, template);
       const record: ExecutionRecord = {
         ...meta,
         state: 'queued',
@@ -135,7 +139,9 @@ export class ExecutionControl {
    * tenant is allowed it, unless it holds private data), whether it comes back from a pause (the run says so), and
    * the undo step to keep before the run. A resume without a run (POST …/resume) asks for the same sandbox.
    */
-  sandboxOf(session: SessionRecord): Pick<ExecutionJob, 'sandbox' | 'generation' | 'network' | 'paused_at' | 'undo'> {
+  sandboxOf(
+    session: SessionRecord,
+  ): Pick<ExecutionJob, 'sandbox' | 'generation' | 'network' | 'paused_at' | 'undo' | 'volumes'> {
     const { config } = this.d;
     return {
       sandbox: session.mode === 'stateful' ? 'stateful' : 'session',
@@ -145,6 +151,7 @@ export class ExecutionControl {
         : {}),
       ...(session.pausedAt !== null ? { paused_at: session.pausedAt } : {}),
       ...(session.undo !== 'off' && config.undoDepth > 0 ? { undo: session.undo } : {}),
+      ...(session.volumes.length > 0 ? { volumes: session.volumes } : {}),
     };
   }
 
@@ -190,6 +197,28 @@ export class ExecutionControl {
     } catch (err) {
       await this.failToQueue(meta, err);
     }
+  }
+
+  /**
+   * The template a run uses: its session's, as resolved when the session was made, or for a one-shot the one it names,
+   * resolved now. A run cannot name another template than its session's.
+   */
+  private async templateOf(
+    tenant: string,
+    body: CreateExecution,
+    session: SessionRecord | null,
+  ): Promise<SessionTemplate | null> {
+    if (session) {
+      if (body.template !== undefined && body.template !== session.template?.name) {
+        const has = session.template ? `template "${session.template.name}"` : 'the runtime image';
+        throw new SandgateError(
+          'validation_failed',
+          `session ${session.id} runs ${has}; a session's runs use the template it was made with`,
+        );
+      }
+      return session.template;
+    }
+    return body.template === undefined ? null : this.d.templateControl.resolve(tenant, body.template);
   }
 
   /** A tenant at its storage quota runs nothing more (runs write files) until it deletes files or sessions. */
@@ -354,4 +383,21 @@ export class ExecutionControl {
     if (ended) await this.d.queue.remove(rec.id).catch(() => 0);
     return this.wait((await this.d.executions.get(rec.id)) ?? rec, waitSeconds);
   }
+}
+
+/**
+ * A run of a template: its image, its env under the run's own, and its default limits where the request gives none
+ * (a template's limits are within the deployment's, checked when it was made).
+ */
+export function withTemplate(
+  job: Pick<ExecutionJob, 'timeout_ms' | 'memory_mb' | 'cpus' | 'env' | 'template' | 'image'>,
+  body: Pick<CreateExecution, 'timeout_ms' | 'limits'>,
+  t: SessionTemplate,
+): void {
+  job.template = t.name;
+  job.image = t.image;
+  job.env = { ...t.env, ...job.env };
+  if (body.timeout_ms === undefined && t.limits.timeout_ms !== undefined) job.timeout_ms = t.limits.timeout_ms;
+  if (body.limits?.memory_mb === undefined && t.limits.memory_mb !== undefined) job.memory_mb = t.limits.memory_mb;
+  if (body.limits?.cpus === undefined && t.limits.cpus !== undefined) job.cpus = t.limits.cpus;
 }

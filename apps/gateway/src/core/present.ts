@@ -24,6 +24,7 @@ export function presentSession(s: SessionRecord, egress: boolean): Session {
     idle_pause_seconds: s.idleSeconds,
     undo: s.undo,
     forked_from: s.forkedFrom,
+    template: s.template?.name ?? null,
     volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
   };
 }

@@ -13,6 +13,8 @@ export interface OpenSession {
   /** Idle seconds after which it pauses by itself; default SANDGATE_SESSION_IDLE_PAUSE_S. */
   idlePauseSeconds?: number | undefined;
   undo?: UndoMode | undefined;
+  /** The template of its sandbox (GET /v1/templates); default: the runtime image. */
+  template?: string | undefined;
   /** The tenant's volumes to mount (POST /v1/volumes); default none. */
   volumes?: readonly MountVolume[] | undefined;
 }
@@ -27,7 +29,7 @@ export class SessionControl {
    */
   async open(
     tenant: string,
-    { mode, ttlSeconds, metadata, volumes, idlePauseSeconds, undo }: OpenSession = {},
+    { mode, ttlSeconds, metadata, template, volumes, idlePauseSeconds, undo }: OpenSession = {},
   ): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
@@ -37,6 +39,8 @@ export class SessionControl {
           'backend of this deployment; use a process session (mode "process"), whose files persist between runs',
       );
     }
+    // Resolved now, once: the session's runs all use the image its template has at this moment.
+    const resolved = template === undefined ? undefined : await this.d.templateControl.resolve(tenant, template);
     const mounts = await this.d.volumeControl.mounts(tenant, volumes);
     const s = await sessions.create(tenant, {
       ttlSeconds: this.retention(tenant, ttlSeconds),
@@ -45,7 +49,13 @@ export class SessionControl {
       mode,
       idleSeconds: idlePauseSeconds ?? config.sessionIdlePauseSeconds,
       undo: undo ?? 'files',
+      ...(resolved ? { template: resolved } : {}),
     });
+    // A template deleted while this session was being made (its delete saw no session using it): the session goes.
+    if (resolved && !(await this.d.templates.get(resolved.name))) {
+      await sessions.delete(s, true);
+      throw new SandgateError('template_not_found', `template "${resolved.name}" was deleted meanwhile`);
+    }
     if (mounts.length > 0) {
       try {
         // After the session exists: a claim by a session that does not exist yet would be dropped as stale.

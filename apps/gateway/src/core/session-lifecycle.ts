@@ -12,6 +12,7 @@ import { limitsFor } from '@sandgate/config';
 import { newOpId, SESSION_OP_LOCK_MS, type SessionRecord } from '@sandgate/state';
 import { SessionCopies } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
+import { withTemplate } from './execution-control.ts';
 
 /** The gateway answers before its own request timeout: an operation still going on is reported as such. */
 const WAIT_MS = 4 * 60_000;
@@ -54,6 +55,8 @@ export class SessionLifecycle {
       stdin: null,
       ...this.d.executionControl.sandboxOf(s),
     };
+    // Its sandbox comes back as it was made: the template's image, env and default limits.
+    if (s.template) withTemplate(spec, {}, s.template);
     const resumed = (await this.#op(s, 'resume', { spec }, { live: true })) as ResumedEvent;
     return { session: await this.d.sessions.require(tenant, id), resumed };
   }
@@ -159,7 +162,7 @@ export class SessionLifecycle {
     await this.#copies.removeState(id);
   }
 
-  /** A paused session made like `from` (its mode, retention, idle time, undo), to hold a copy of it. */
+  /** A paused session made like `from` (its mode, template, retention, idle time, undo), to hold a copy of it. */
   #paused(from: SessionRecord, metadata: Record<string, string>): Promise<SessionRecord> {
     return this.d.sessions.create(from.tenant, {
       ttlSeconds: from.ttlSeconds,
@@ -170,6 +173,7 @@ export class SessionLifecycle {
       undo: from.undo,
       paused: true,
       forkedFrom: from.id,
+      ...(from.template ? { template: from.template } : {}),
     });
   }
 

@@ -23,6 +23,25 @@ const ENDED = ['completed', 'failed', 'timeout', 'cancelled', 'error'] as const;
 const sumWhere = (values: CounterValue[] | undefined, key: string, value: string) =>
   (values ?? []).filter((v) => v.labels[key] === value).reduce((n, v) => n + v.value, 0);
 
+const sum = (xs: number[]) => xs.reduce((n, x) => n + x, 0);
+
+/** Each template's pool figures: its events (counted with a `template` label) and its sandboxes ready now. */
+function templatePools(
+  pool: CounterValue[] | undefined,
+  workers: { template_pools_ready?: Record<string, number> }[],
+): SystemStats['pool']['templates'] {
+  const out: SystemStats['pool']['templates'] = {};
+  const of = (name: string) => (out[name] ??= { hits: 0, misses: 0, reused: 0, ready: 0 });
+  const fields = { hit: 'hits', miss: 'misses', reuse: 'reused' } as const;
+  for (const { labels, value } of pool ?? []) {
+    const field = fields[labels.event as keyof typeof fields];
+    if (labels.template && field) of(labels.template)[field] += value;
+  }
+  for (const w of workers)
+    for (const [name, ready] of Object.entries(w.template_pools_ready ?? {})) of(name).ready += ready;
+  return out;
+}
+
 /**
  * Reads the whole deployment's numbers from Redis: queue depth from BullMQ, runs and pool events from the
  * deployment's counters, gauges from the snapshots live workers and gateways publish with their heartbeats.
@@ -92,7 +111,8 @@ export class SystemStatsReader {
         hits: sumWhere(pool, 'event', 'hit'),
         misses: sumWhere(pool, 'event', 'miss'),
         reused: sumWhere(pool, 'event', 'reuse'),
-        ready: workers.reduce((s, w) => s + w.pool_ready, 0),
+        ready: workers.reduce((s, w) => s + w.pool_ready + sum(Object.values(w.template_pools_ready ?? {})), 0),
+        templates: templatePools(pool, workers),
       },
       sessions: { live, sandboxes: [...perEngine.values()].reduce((s, x) => s + x, 0) },
       sse_subscribers: sse,

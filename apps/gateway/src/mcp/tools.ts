@@ -95,16 +95,33 @@ export class McpTools {
         return { result: { session_id: a.session_id, status: 'closed' } };
       },
       create_session: async (call, a: CreateSessionInput) => {
-        const s = await this.sessions.open(call.tenant, { mode: a.mode ?? 'process', volumes: a.volumes });
+        const s = await this.sessions.open(call.tenant, {
+          mode: a.mode ?? 'process',
+          volumes: a.volumes,
+          template: a.template,
+        });
         return {
           result: {
             session_id: s.id,
             mode: s.mode,
             expires_at: new Date(s.expiresAt).toISOString(),
             volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
+            template: s.template?.name ?? null,
           },
         };
       },
+      list_templates: async (call) => ({
+        result: {
+          templates: (await this.d.templateControl.list({ tenant: call.tenant })).map((t) => ({
+            name: t.name,
+            description: t.recipe.description ?? '',
+            state: t.state,
+            debian_packages: t.recipe.debian_packages ?? [],
+            python_packages: t.recipe.python_packages ?? [],
+            npm_packages: t.recipe.npm_packages ?? [],
+          })),
+        },
+      }),
       list_volumes: async (call) => ({ result: { volumes: await this.d.volumeControl.list(call.tenant) } }),
       start_service: async (call, a: StartServiceInput) => {
         const id = checkSessionId(a.session_id);

@@ -8,12 +8,16 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The tenant of the API key, or null when the request carried none (public routes, signed downloads). */
     tenant: string | null;
+    /** The request carried an operator key (or the gateway is open), on routes a tenant and an operator both use. */
+    operator: boolean;
   }
   interface FastifyContextConfig {
     /** Routes that authorise by other means (health, docs, signed downloads). */
     public?: boolean;
     /** Operator routes (/metrics, /v1/system/stats): an operator key, not a tenant's (open mode: anyone). */
     operator?: boolean;
+    /** Routes a tenant's key and an operator key both may use (GET /v1/templates): `req.operator` says which came. */
+    tenantOrOperator?: boolean;
   }
 }
 
@@ -45,12 +49,18 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   const tenantOfKey = matcher(Object.entries(opts.apiKeys));
   const isOperator = matcher(opts.operatorKeys.map((k) => [k, true]));
   app.decorateRequest('tenant', null);
+  app.decorateRequest('operator', false);
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (open) {
       req.tenant = OPEN_TENANT;
+      req.operator = true;
       return;
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (req.routeOptions.config.tenantOrOperator && m && isOperator(m[1]!)) {
+      req.operator = true;
+      return;
+    }
     if (req.routeOptions.config.operator) {
       if (m && isOperator(m[1]!)) return;
       if (m && tenantOfKey(m[1]!)) {

@@ -1,4 +1,3 @@
-import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -17,12 +16,11 @@ import {
   isTerminal,
   ref,
 } from '@sandgate/contracts';
-import { isStreamId, type ExecutionRecord } from '@sandgate/state';
+import type { ExecutionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { toProblem } from '../plugins/errors.ts';
 import { presentEventData, presentExecution } from '../core/present.ts';
-import { SseWriter } from '../sse.ts';
+import { resumeAfter, serveEventStream } from '../sse.ts';
 import { holdOpen } from '../timeouts.ts';
 
 /**
@@ -38,9 +36,6 @@ function bindRun(
   req.log = log;
   reply.log = log;
 }
-
-/** How soon a client reconnects when this gateway ends its stream to shut down. */
-const RECONNECT_MS = 250;
 
 export interface ExecutionRouteOptions {
   deps: GatewayDeps;
@@ -241,44 +236,15 @@ export const executionRoutes: FastifyPluginAsyncTypebox<ExecutionRouteOptions> =
     async (req, reply) => {
       const rec = await executions.require(tenantOf(req), req.params.id);
       bindRun(req, reply, rec);
-      const header = req.headers['last-event-id'];
-      const after = (Array.isArray(header) ? header[0] : header) ?? req.query.last_event_id ?? null;
-      if (after !== null && !isStreamId(after))
-        throw new SandgateError('bad_request', 'Last-Event-ID must be an id of this stream (<ms>-<seq>)');
       // An ended run's stream has nothing more to come: with nothing left after Last-Event-ID (what an EventSource
       // sends when it reconnects after the end), 204 tells it to stop reconnecting instead of holding it open.
-      const key = executions.eventsKey(rec.id);
-      if (
-        isTerminal(rec.state) &&
-        (await deps.redis.xrange(key, after ? `(${after}` : '-', '+', 'COUNT', 1)).length === 0
-      ) {
-        return reply.status(204).send(null);
-      }
-      reply.hijack();
-      // Headers set through Fastify (CORS, rate limits) are not sent on a hijacked reply unless copied onto it.
-      const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
-      const sse = new SseWriter(reply.raw, headers, { heartbeatMs, retryMs: 2000 });
-      deps.metrics.sseOpened();
-      try {
-        const stop = AbortSignal.any([sse.closed, deps.draining]);
-        for await (const ev of deps.hub.subscribe(key, after, stop)) {
-          await sse.send({
-            id: ev.id,
-            event: ev.type,
-            data: presentEventData(ev.type, ev.data, rec.session_id, signer),
-          });
-        }
-        // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
-        if (deps.draining.aborted) {
-          await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
-        }
-      } catch (err) {
-        req.log.error({ err }, 'event stream failed');
-        await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
-      } finally {
-        deps.metrics.sseClosed();
-        sse.end();
-      }
+      return serveEventStream(deps, req, reply, {
+        key: executions.eventsKey(rec.id),
+        after: resumeAfter(req, req.query),
+        ended: isTerminal(rec.state),
+        heartbeatMs,
+        present: (type, data) => presentEventData(type, data, rec.session_id, signer),
+      });
     },
   );
 };

@@ -31,6 +31,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         body: ref(CreateSessionSchema),
         response: {
           201: ref(SessionSchema),
+          403: ref(ProblemSchema),
           409: ref(ProblemSchema),
           429: ref(ProblemSchema),
           501: ref(ProblemSchema),
@@ -45,6 +46,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         mode: req.body.mode,
         idlePauseSeconds: req.body.idle_pause_seconds,
         undo: req.body.undo,
+        template: req.body.template,
         volumes: req.body.volumes,
       });
       return reply

@@ -26,6 +26,15 @@ import { EgressSockets } from './egress-sockets.ts';
 import { sweepContainers } from './sweep.ts';
 import { retainServices } from '../services.ts';
 import { WarmPool, type PoolStats } from './warm-pool.ts';
+import { TemplatePools, type TemplatePoolSpec } from '../pool/template-pools.ts';
+import type { PooledSandbox } from './warm-pool.ts';
+import type { TemplateBuildSettings } from '../templates/template-image.ts';
+import {
+  buildTemplateImage,
+  pruneTemplateImages,
+  type TemplateBuildOutcome,
+  type TemplateBuildRequest,
+} from './template-build.ts';
 
 export interface DockerBackendOptions {
   /** The engine's Unix socket, for the default client. Default: DOCKER_HOST, else the local socket. */
@@ -91,6 +100,8 @@ export interface DockerBackendOptions {
   maxStateBytes?: number;
   /** SANDGATE_UNDO_DEPTH: undo steps kept per session (on a btrfs data directory). Default 5. */
   undoDepth?: number;
+  /** Where template builds get packages (SANDGATE_TEMPLATE_*). Default: PyPI and npm's registry, no wheels, no CA. */
+  templateBuilds?: TemplateBuildSettings & { wheelsMaxBytes: number };
 }
 
 /** How long a new sandbox's agent may take to say `ready` (python start-up on a busy host). */
@@ -118,6 +129,8 @@ export class DockerBackend implements ExecutionBackend {
   readonly #resetTimeoutMs: number;
   readonly #slots: SlotDirs;
   readonly #pool: WarmPool;
+  readonly #templatePools: TemplatePools<PooledSandbox, WarmPool>;
+  readonly #templateBuilds: TemplateBuildSettings & { wheelsMaxBytes: number };
   readonly #sessions: SessionSandboxes;
   readonly #egress: EgressSockets | undefined;
   readonly #inFlight = new InFlight();
@@ -151,6 +164,13 @@ export class DockerBackend implements ExecutionBackend {
     egress,
     maxStateBytes = 1 << 30,
     undoDepth = 5,
+    templateBuilds = {
+      pipIndexUrl: 'https://pypi.org/simple',
+      npmRegistry: 'https://registry.npmjs.org/',
+      wheelsDir: null,
+      caFile: null,
+      wheelsMaxBytes: 2 << 30,
+    },
   }: DockerBackendOptions) {
     this.#docker = docker;
     this.#settings = { image, runtime, user, pidsLimit, tmpfsBytes, nofile, deployment };
@@ -176,20 +196,25 @@ export class DockerBackend implements ExecutionBackend {
       workspaces.dataDir,
       this.#egress,
     );
-    this.#pool = new WarmPool({
-      docker,
-      settings: this.#settings,
-      slots: this.#slots,
-      instanceId,
-      size: poolSize,
-      limits: poolLimits,
-      log: logger,
-      readyTimeoutMs: READY_TIMEOUT_MS,
-      // gVisor lists no System V IPC objects (/proc/sysvipc), so a reset there could not prove them gone.
-      maxRuns: runtime === 'runsc' ? 1 : poolMaxRuns,
-      maxRecycled: Math.max(poolSize, concurrency),
-      recycledIdleMs: RECYCLED_IDLE_MS,
-    });
+    const pool = (o: { size: number; limits: SandboxLimits; image?: string; template?: string }) =>
+      new WarmPool({
+        docker,
+        settings: o.image === undefined ? this.#settings : { ...this.#settings, image: o.image },
+        slots: this.#slots,
+        instanceId,
+        size: o.size,
+        limits: o.limits,
+        log: logger,
+        readyTimeoutMs: READY_TIMEOUT_MS,
+        // gVisor lists no System V IPC objects (/proc/sysvipc), so a reset there could not prove them gone.
+        maxRuns: runtime === 'runsc' ? 1 : poolMaxRuns,
+        maxRecycled: Math.max(o.size, concurrency),
+        recycledIdleMs: RECYCLED_IDLE_MS,
+        ...(o.template === undefined ? {} : { template: o.template }),
+      });
+    this.#pool = pool({ size: poolSize, limits: poolLimits });
+    this.#templatePools = new TemplatePools((spec: TemplatePoolSpec) => pool(spec), logger);
+    this.#templateBuilds = templateBuilds;
   }
 
   execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger): Promise<ExecutionResult> {
@@ -232,18 +257,24 @@ export class DockerBackend implements ExecutionBackend {
         this.#activeSessions.delete(job.session_id);
       }
     }
+    // A template's one-shot takes from its template's pool; the runtime image's, from the deployment's.
+    const settings = this.#settingsOf(job);
+    const pool =
+      job.image === undefined
+        ? this.#pool
+        : this.#templatePools.for(job.image, job.template ?? job.image, { memory_mb: job.memory_mb, cpus: job.cpus });
     // A run whose tenant has tools needs an agent (the tool channel): a sandbox is made for it when none is ready.
     const needsAgent = hasTools(this.#tools, job.tenant);
     const warm =
-      this.#pool.take(job.tenant) ??
-      (needsAgent
-        ? await this.#pool.makeFresh().catch((err: unknown) => {
-            throw engineError(err, this.#settings.image);
+      pool?.take(job.tenant) ??
+      (needsAgent && pool !== undefined
+        ? await pool.makeFresh().catch((err: unknown) => {
+            throw engineError(err, settings.image);
           })
         : undefined);
-    if (warm !== undefined) {
+    if (warm !== undefined && pool !== undefined) {
       const result = await runPooledContainer(
-        { ...common, pool: this.#pool, slots: this.#slots, resetTimeoutMs: this.#resetTimeoutMs },
+        { ...common, pool, slots: this.#slots, resetTimeoutMs: this.#resetTimeoutMs },
         warm,
         job,
         dir,
@@ -252,7 +283,30 @@ export class DockerBackend implements ExecutionBackend {
       );
       if (result !== undefined) return result;
     }
-    return runCold({ ...common, docker: this.#docker, settings: this.#settings }, job, dir, events, signal);
+    return runCold({ ...common, docker: this.#docker, settings }, job, dir, events, signal);
+  }
+
+  /** The settings of a job's sandbox: its template's image, or the runtime image. */
+  #settingsOf(job: ExecutionJob): SandboxSettings {
+    return job.image === undefined ? this.#settings : { ...this.#settings, image: job.image };
+  }
+
+  setTemplatePools(pools: TemplatePoolSpec[]): void {
+    this.#templatePools.set(pools);
+  }
+
+  buildTemplate(
+    req: TemplateBuildRequest,
+    log: (text: string) => void,
+    signal: AbortSignal,
+  ): Promise<TemplateBuildOutcome> {
+    const { wheelsMaxBytes, ...settings } = this.#templateBuilds;
+    const scope = { docker: this.#docker, deployment: this.#settings.deployment, settings, wheelsMaxBytes };
+    return buildTemplateImage(scope, req, log, signal);
+  }
+
+  pruneTemplateImages(keep: ReadonlySet<string>): Promise<string[]> {
+    return pruneTemplateImages(this.#docker, this.#settings.deployment, keep);
   }
 
   pauseSession(session: SessionRef, { discard }: { discard: boolean }): Promise<SavedVariables | null> {
@@ -319,6 +373,7 @@ export class DockerBackend implements ExecutionBackend {
 
   async stats(): Promise<BackendStats> {
     const pool = this.#pool.stats();
+    const templatePools = this.#templatePools.figures();
     this.#engineId ??= ((await this.#docker.info()) as { ID: string }).ID;
     const sessions = await this.#docker.listContainers({
       filters: {
@@ -328,6 +383,7 @@ export class DockerBackend implements ExecutionBackend {
     });
     return {
       pool: poolFigures(pool),
+      ...(templatePools.length > 0 ? { templatePools } : {}),
       sessionSandboxes: sessions.length,
       engine: this.#engineId,
     };
@@ -338,9 +394,9 @@ export class DockerBackend implements ExecutionBackend {
     return this.#pool.stats();
   }
 
-  /** Resolves once the warm pool is full (at once when it is disabled or closed). For benchmarks and tests. */
-  poolReady(): Promise<void> {
-    return this.#pool.whenReady();
+  /** Resolves once the warm pools are full (at once when disabled or closed). For benchmarks and tests. */
+  async poolReady(): Promise<void> {
+    await Promise.all([this.#pool.whenReady(), this.#templatePools.whenReady()]);
   }
 
   /** Stops refilling the pool, removes this instance's warm sandboxes, detaches from session sandboxes (they stay). */
@@ -349,6 +405,6 @@ export class DockerBackend implements ExecutionBackend {
     this.#egress?.shutdown();
     await this.#egress?.proxy.shutdown();
     await this.#tools?.caller.close();
-    await this.#pool.close();
+    await Promise.all([this.#pool.close(), this.#templatePools.close()]);
   }
 }

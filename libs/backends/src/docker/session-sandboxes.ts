@@ -282,7 +282,8 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
           : { services: { dir: servicesDirOf(this.#dataDir, job.session_id), tokenSha256 } }),
         prewarm,
       },
-      this.#settings,
+      // The session's template's image, fixed when the session was made; absent: the runtime image.
+      job.image === undefined ? this.#settings : { ...this.#settings, image: job.image },
     );
     let container: Dockerode.Container;
     try {

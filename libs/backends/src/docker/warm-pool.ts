@@ -36,6 +36,8 @@ export interface WarmPoolOptions {
   maxRecycled: number;
   /** How long a reset sandbox waits for its tenant's next run before it is removed. */
   recycledIdleMs: number;
+  /** The template of its sandboxes (their image is settings.image); absent: the runtime image's pool. */
+  template?: string;
 }
 
 /** The Docker backend's warm pool: containers running the agent, each with a slot directory as its /mnt/data. */
@@ -62,7 +64,13 @@ async function makeSandbox(o: WarmPoolOptions, closed: () => boolean): Promise<P
   try {
     container = await docker.createContainer(
       agentSpec(
-        { name, labels: poolLabels(settings.deployment, instanceId), limits, workspaceDir: dir, prewarm: 'fresh' },
+        {
+          name,
+          labels: poolLabels(settings.deployment, instanceId, o.template),
+          limits,
+          workspaceDir: dir,
+          prewarm: 'fresh',
+        },
         settings,
       ),
     );

@@ -21,6 +21,8 @@ export const LABELS = {
   replaces: 'org.sandgate.replaces',
   /** Session sandboxes: `egress` when it reaches the network through the egress proxy; absent: no network. */
   network: 'org.sandgate.network',
+  /** Sandboxes of a template (pool, session, one-shot): its name; absent: the runtime image. */
+  template: 'org.sandgate.template',
 } as const;
 
 /**
@@ -40,6 +42,7 @@ export interface LabelSource {
   execution_id: string;
   session_id: string;
   tenant: string;
+  template?: string | undefined;
 }
 
 /** What every sandbox carries, whatever its role: sweep finds and scopes its work by these alone. */
@@ -54,12 +57,17 @@ export function ownershipLabels(job: LabelSource, deployment: string = DEFAULT_D
     [LABELS.execution]: job.execution_id,
     [LABELS.session]: job.session_id,
     [LABELS.tenant]: job.tenant,
+    ...(job.template === undefined ? {} : { [LABELS.template]: job.template }),
   };
 }
 
-/** Labels of a warm-pool sandbox of one worker instance. */
-export function poolLabels(deployment: string, instanceId: string): Record<string, string> {
-  return { ...managed(deployment, 'pool'), [LABELS.instance]: instanceId };
+/** Labels of a warm-pool sandbox of one worker instance (of a template's pool: with its name). */
+export function poolLabels(deployment: string, instanceId: string, template?: string): Record<string, string> {
+  return {
+    ...managed(deployment, 'pool'),
+    [LABELS.instance]: instanceId,
+    ...(template === undefined ? {} : { [LABELS.template]: template }),
+  };
 }
 
 export interface SessionLabelSource {
@@ -67,6 +75,7 @@ export interface SessionLabelSource {
   tenant: string;
   generation: number;
   network?: 'egress' | undefined;
+  template?: string | undefined;
 }
 
 /** Labels of a session's long-lived sandbox; `replaces` when it takes the place of an earlier one. */
@@ -78,6 +87,7 @@ export function sessionLabels(job: SessionLabelSource, deployment: string, repla
     [LABELS.generation]: String(job.generation),
     ...(replaces ? { [LABELS.replaces]: 'true' } : {}),
     ...(job.network ? { [LABELS.network]: job.network } : {}),
+    ...(job.template === undefined ? {} : { [LABELS.template]: job.template }),
   };
 }
 

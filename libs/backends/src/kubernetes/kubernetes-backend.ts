@@ -23,12 +23,19 @@ import { DEFAULT_MAX_OUTPUT_BYTES } from '../outcome/output.ts';
 import { apiProblem, clusterError, PodApi } from './api.ts';
 import { probeHealth } from '../housekeeping/health.ts';
 import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
-import { DEFAULT_AGENT_PORT, DEFAULT_SERVICES_PORT, DEFAULT_VOLUMES_PORT, type PodSettings } from './pod-spec.ts';
+import {
+  DEFAULT_AGENT_PORT,
+  DEFAULT_CPU_REQUEST_RATIO,
+  DEFAULT_SERVICES_PORT,
+  DEFAULT_VOLUMES_PORT,
+  type PodSettings,
+} from './pod-spec.ts';
 import { sweepPods } from './sweep.ts';
 import { runInSession } from '../run/session-run.ts';
 import { SessionPods, type SessionPod } from './session-pods.ts';
 import { AgentPods, type AgentPodTiming } from './agent-pods.ts';
-import { PodPool, runPooledPod } from './pod-pool.ts';
+import { PodPool, runPooledPod, type PooledPod } from './pod-pool.ts';
+import { TemplatePools, type TemplatePoolSpec } from '../pool/template-pools.ts';
 import { randomBytes } from 'node:crypto';
 
 export interface KubernetesBackendOptions {
@@ -84,6 +91,11 @@ export interface KubernetesBackendOptions {
   interruptGraceMs?: number;
   /** How long stage and harvest wait on the gateway: connecting, or any read or write. Default 60 s. */
   transferTimeoutS?: number;
+  /**
+   * The share of a sandbox's CPU limit its Pod requests: what the scheduler reserves for it on a node, while the
+   * limit is what its cgroup enforces. Default 0.25 (docs/kubernetes.md, "CPU requests"); 1: requests equal limits.
+   */
+  cpuRequestRatio?: number;
   /** Called by close(): what the caller made for this backend (e.g. the Redis connection of grantTransfer) goes. */
   onClose?: () => Promise<void>;
   /** SANDGATE_MAX_STATE_BYTES: the most a stateful session's saved variables may take. Default 1 GiB. */
@@ -123,6 +135,7 @@ export class KubernetesBackend implements ExecutionBackend {
   readonly #interruptGraceMs: number;
   readonly #pods: AgentPods;
   readonly #pool: PodPool;
+  readonly #templatePools: TemplatePools<PooledPod, PodPool>;
   readonly #maxFileBytes: number;
   readonly #poolResetTimeoutMs: number;
   readonly #artifacts: ArtifactStore;
@@ -151,6 +164,7 @@ export class KubernetesBackend implements ExecutionBackend {
       servicesPort: options.servicesPort ?? DEFAULT_SERVICES_PORT,
       volumesPort: options.volumesPort ?? DEFAULT_VOLUMES_PORT,
       transferTimeoutS: options.transferTimeoutS ?? 60,
+      cpuRequestRatio: options.cpuRequestRatio ?? DEFAULT_CPU_REQUEST_RATIO,
     };
     this.#interruptGraceMs = options.interruptGraceMs ?? 2000;
     this.#state = {
@@ -176,16 +190,27 @@ export class KubernetesBackend implements ExecutionBackend {
       this.#egress,
     );
     this.#poolResetTimeoutMs = options.poolResetTimeoutMs ?? 5000;
-    const poolSize = options.poolSize ?? 2;
-    this.#pool = new PodPool({
-      pods: this.#pods,
-      instanceId: options.instanceId ?? `k8s-${randomBytes(6).toString('hex')}`,
-      size: poolSize,
-      limits: options.poolLimits ?? { memory_mb: 512, cpus: 1 },
-      maxRuns: options.runtimeClassName ? 1 : (options.poolMaxRuns ?? 100),
-      maxRecycled: Math.max(poolSize, options.concurrency ?? 4),
-      recycledIdleMs: 60_000,
-    });
+    const instanceId = options.instanceId ?? `k8s-${randomBytes(6).toString('hex')}`;
+    const pool = (o: { size: number; limits: { memory_mb: number; cpus: number }; template?: TemplatePoolSpec }) =>
+      new PodPool({
+        pods: this.#pods,
+        instanceId,
+        size: o.size,
+        limits: o.limits,
+        maxRuns: options.runtimeClassName ? 1 : (options.poolMaxRuns ?? 100),
+        maxRecycled: Math.max(o.size, options.concurrency ?? 4),
+        recycledIdleMs: 60_000,
+        ...(o.template ? { template: { name: o.template.template, image: o.template.image } } : {}),
+      });
+    this.#pool = pool({ size: options.poolSize ?? 2, limits: options.poolLimits ?? { memory_mb: 512, cpus: 1 } });
+    this.#templatePools = new TemplatePools(
+      (spec: TemplatePoolSpec) => pool({ size: spec.size, limits: spec.limits, template: spec }),
+      this.#log,
+    );
+  }
+
+  setTemplatePools(pools: TemplatePoolSpec[]): void {
+    this.#templatePools.set(pools);
   }
 
   execute(job: ExecutionJob, events: EventSink, signal: AbortSignal, log?: BackendLogger): Promise<ExecutionResult> {
@@ -218,17 +243,18 @@ export class KubernetesBackend implements ExecutionBackend {
           this.#activeSessions.delete(job.session_id);
         }
       }
+      // A template's one-shot takes from its template's pool; the runtime image's, from the deployment's.
+      const limits = { memory_mb: job.memory_mb, cpus: job.cpus };
+      const pool =
+        job.image === undefined ? this.#pool : this.#templatePools.for(job.image, job.template ?? job.image, limits);
       // A run whose tenant has tools needs an agent (the tool channel): a Pod is made for it when none is ready.
-      const taken = this.#pool.fits(job) ? this.#pool.take(job.tenant) : undefined;
+      const taken = pool?.fits(job) ? pool.take(job.tenant) : undefined;
       const warm =
-        taken ??
-        (hasTools(this.#options.tools, job.tenant)
-          ? await this.#pool.makeFresh({ memory_mb: job.memory_mb, cpus: job.cpus })
-          : undefined);
-      if (warm !== undefined) {
+        taken ?? (pool && hasTools(this.#options.tools, job.tenant) ? await pool.makeFresh(limits) : undefined);
+      if (warm !== undefined && pool !== undefined) {
         const result = await runPooledPod(
           {
-            pool: this.#pool,
+            pool,
             pods: this.#pods,
             resetTimeoutMs: this.#poolResetTimeoutMs,
             maxOutputBytes: this.#settings.maxOutputBytes,
@@ -313,16 +339,18 @@ export class KubernetesBackend implements ExecutionBackend {
 
   async stats(): Promise<BackendStats> {
     const pool = this.#pool.stats();
+    const templatePools = this.#templatePools.figures();
     return {
       pool: poolFigures(pool),
+      ...(templatePools.length > 0 ? { templatePools } : {}),
       sessionSandboxes: this.#sessions.connected,
       engine: `kubernetes:${this.#options.kubeConfig.getCurrentCluster()?.server ?? 'in-cluster'}/${this.api.namespace}`,
     };
   }
 
-  /** Resolves once the warm pool is full (at once without one). */
-  poolReady(): Promise<void> {
-    return this.#pool.whenReady();
+  /** Resolves once the warm pools are full (at once without one). */
+  async poolReady(): Promise<void> {
+    await Promise.all([this.#pool.whenReady(), this.#templatePools.whenReady()]);
   }
 
   async close(): Promise<void> {
@@ -330,7 +358,7 @@ export class KubernetesBackend implements ExecutionBackend {
     this.#egress?.close();
     await this.#egress?.proxy.shutdown();
     await this.#options.tools?.caller.close();
-    await this.#pool.close();
+    await Promise.all([this.#pool.close(), this.#templatePools.close()]);
     await this.#options.onClose?.();
   }
 }

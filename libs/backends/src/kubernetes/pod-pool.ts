@@ -25,6 +25,8 @@ export interface PodPoolOptions {
   maxRuns: number;
   maxRecycled: number;
   recycledIdleMs: number;
+  /** A template's pool: its name and image; absent: the runtime image's. */
+  template?: { name: string; image: string };
 }
 
 /**
@@ -48,7 +50,7 @@ export class PodPool extends SandboxPool<PooledPod> {
         const name = `sandgate-p-${randomBytes(8).toString('hex')}`;
         const token = randomBytes(32).toString('base64url');
         const made = await pods.api
-          .createPod(poolPod(name, o.instanceId, limits, pods.settings, token))
+          .createPod(poolPod(name, o.instanceId, limits, pods.settings, token, o.template))
           .catch((err: unknown) => {
             throw clusterError(err, 'creating a pool Pod');
           });

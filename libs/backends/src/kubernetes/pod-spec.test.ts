@@ -7,7 +7,9 @@ import {
   AGENT_TOKEN_ANNOTATION,
   SERVICES_TOKEN_ANNOTATION,
   CONTAINERS,
+  madeWithLimits,
   podName,
+  sandboxResources,
   sandboxPod,
   secretName,
   sessionPod,
@@ -30,6 +32,7 @@ const SETTINGS: PodSettings = {
   servicesPort: 8701,
   volumesPort: 8702,
   transferTimeoutS: 60,
+  cpuRequestRatio: 0.25,
 };
 const JOB: ExecutionJob = {
   execution_id: 'exec_0123456789abcdef',
@@ -115,6 +118,17 @@ test('the transfer Secret is mounted into stage and harvest only: the runner, wh
   assert.deepEqual(runner.resources?.limits, { memory: '512Mi', cpu: '1' });
 });
 
+test('resources: memory requested as limited, CPU requested as the configured share of the limit (at least 1m)', () => {
+  assert.deepEqual(sandboxResources({ memory_mb: 512, cpus: 1 }, 0.25), {
+    limits: { memory: '512Mi', cpu: '1' },
+    requests: { memory: '512Mi', cpu: '250m' },
+  });
+  assert.deepEqual(sandboxResources({ memory_mb: 384, cpus: 0.5 }, 1).requests, { memory: '384Mi', cpu: '500m' });
+  assert.equal(sandboxResources({ memory_mb: 64, cpus: 0.01 }, 0.01).requests!.cpu, '1m');
+  const runner = sandboxPod({ ...JOB, cpus: 2 }, { ...SETTINGS, cpuRequestRatio: 0.1 }, 'a').spec!.containers[0]!;
+  assert.deepEqual(runner.resources!.requests, { memory: '512Mi', cpu: '200m' });
+});
+
 test('the Secret carries the grant and stdin, and is owned by its Pod', async () => {
   const pod = {
     ...sandboxPod(JOB, SETTINGS, 'a'),
@@ -186,6 +200,15 @@ test("a session Pod: valid, one locked-down container, the agent on its ports, o
   assert.ok(!JSON.stringify(spec).includes(token), 'the token itself is only in the annotation');
   assert.ok(!JSON.stringify(spec).includes(servicesToken), 'so is the services token');
   assert.deepEqual(agent!.resources!.limits, { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) });
+  assert.equal(agent!.resources!.requests!.cpu, '250m');
+  // Its limits are told by what the worker wrote, not by the API server's canonical quantities ("1Gi" for 1024Mi).
+  const canonical = {
+    ...pod,
+    spec: { ...spec, containers: [{ ...agent!, resources: { limits: { memory: '1Gi' } } }] },
+  };
+  assert.ok(madeWithLimits(canonical, job));
+  assert.ok(!madeWithLimits(pod, { ...job, memory_mb: 1024 }));
+  assert.ok(!madeWithLimits(pod, { ...job, cpus: 0.5 }));
   const process = sessionPod({ ...job, sandbox: 'session' }, SETTINGS, { token, servicesToken, replaces: false });
   assert.ok(process.spec!.containers[0]!.command!.includes('--prewarm=always'));
   assert.equal(process.metadata!.labels!['org.sandgate.replaces'], undefined);

@@ -37,6 +37,41 @@ export interface PodSettings {
   volumesPort: number;
   /** How long stage and harvest wait on the gateway (connecting, or any read or write of a transfer). */
   transferTimeoutS: number;
+  /** The share of a sandbox's CPU limit its Pod requests (see sandboxResources). */
+  cpuRequestRatio: number;
+}
+
+/**
+ * What a sandbox Pod requests unless configured: a quarter of its CPU limit. A sandbox spends most of its life idle
+ * (a pool Pod waiting for a run, a session's Pod between two), so reserving its whole limit would leave nodes
+ * mostly empty; the limit still caps every run as Docker's --cpus does.
+ */
+export const DEFAULT_CPU_REQUEST_RATIO = 0.25;
+
+/**
+ * The resources of the container that runs the code: memory requested as much as it is limited to (a node is never
+ * promised memory it does not have, and a Pod is not the first evicted under memory pressure), CPU requested as a
+ * share of its limit (at least 1m, the API server's smallest unit) and limited to what the job asks for.
+ */
+export function sandboxResources(
+  limits: { memory_mb: number; cpus: number },
+  cpuRequestRatio: number,
+): k8s.V1ResourceRequirements {
+  const memory = `${limits.memory_mb}Mi`;
+  const request = `${Math.max(1, Math.round(limits.cpus * cpuRequestRatio * 1000))}m`;
+  return { limits: { memory, cpu: String(limits.cpus) }, requests: { memory, cpu: request } };
+}
+
+/**
+ * What a Pod's limits were made from, as the worker wrote them: the API server hands quantities back in canonical
+ * form ("0.5" as "500m", "1024Mi" as "1Gi"), so the Pod's own fields are no match for the job's numbers.
+ */
+export const LIMITS_ANNOTATION = 'org.sandgate/limits';
+const limitsAnnotation = (l: { memory_mb: number; cpus: number }) => `${l.memory_mb}Mi,${l.cpus}`;
+
+/** The Pod was made with these memory and CPU limits (a Pod's resources cannot be changed here). */
+export function madeWithLimits(pod: k8s.V1Pod, limits: { memory_mb: number; cpus: number }): boolean {
+  return pod.metadata?.annotations?.[LIMITS_ANNOTATION] === limitsAnnotation(limits);
 }
 
 /**
@@ -153,16 +188,14 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string, {
       containers: [
         {
           name: CONTAINERS.runner,
-          image: s.image,
+          // The job's template's image (stage and harvest stay on the helper image).
+          image: job.image ?? s.image,
           command: runnerCommand,
           workingDir: WORKDIR,
           // Only the job's variables: nothing of the platform's reaches the user's code.
           env: Object.entries(job.env).map(([name, value]) => ({ name, value })),
           volumeMounts: [VOLUMES.workspace, VOLUMES.tmp, VOLUMES.run],
-          resources: {
-            limits: { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) },
-            requests: { memory: `${job.memory_mb}Mi`, cpu: String(job.cpus) },
-          },
+          resources: sandboxResources(job, s.cpuRequestRatio),
           securityContext: RESTRICTED,
         },
         {
@@ -255,6 +288,8 @@ interface AgentPod {
   servicesToken?: string;
   /** The agent relays the sandbox's proxy port to connections the worker parks with it (EgressLinks). */
   egress?: boolean;
+  /** A template's image; absent: the runtime image (settings). */
+  image?: string | undefined;
   /** A session's volumes: an emptyDir each, filled and emptied by the worker through the volumes container. */
   volumes?: readonly JobVolume[];
 }
@@ -276,7 +311,6 @@ export function volumeOfEmptyDir(job: ExecutionJob, emptyDir: string): JobVolume
  */
 function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
   const workspace: k8s.V1EmptyDirVolumeSource = s.workspaceBytes > 0 ? { sizeLimit: mib(s.workspaceBytes) } : {};
-  const { memory_mb, cpus } = p.limits;
   const services = p.servicesToken;
   const volumes = p.volumes ?? [];
   const tokenSha256 = createHash('sha256').update(p.token).digest('hex');
@@ -288,6 +322,7 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
       labels: p.labels,
       annotations: {
         [AGENT_TOKEN_ANNOTATION]: p.token,
+        [LIMITS_ANNOTATION]: limitsAnnotation(p.limits),
         ...(services ? { [SERVICES_TOKEN_ANNOTATION]: services } : {}),
       },
     },
@@ -303,7 +338,7 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
       containers: [
         {
           name: AGENT_CONTAINER,
-          image: s.image,
+          image: p.image ?? s.image,
           command: [
             'python3',
             '-u',
@@ -327,10 +362,7 @@ function agentPod(p: AgentPod, s: PodSettings): k8s.V1Pod {
             VOLUMES.tmp,
             ...volumes.map((v, i) => ({ name: volumeName(i), mountPath: v.path, readOnly: v.read_only })),
           ],
-          resources: {
-            limits: { memory: `${memory_mb}Mi`, cpu: String(cpus) },
-            requests: { memory: `${memory_mb}Mi`, cpu: String(cpus) },
-          },
+          resources: sandboxResources(p.limits, s.cpuRequestRatio),
           securityContext: RESTRICTED,
         },
         ...(volumes.length > 0 ? [volumesContainer(volumes, s, tokenSha256)] : []),
@@ -375,6 +407,7 @@ export function sessionPod(job: ExecutionJob, s: PodSettings, p: SessionPodParam
       name: sessionPodName(job.session_id),
       labels: sessionLabels(job, s.deployment, p.replaces),
       egress: job.network === 'egress',
+      image: job.image,
       limits: job,
       prewarm: job.sandbox === 'stateful' ? 'interpreter' : 'always',
       token: p.token,
@@ -392,6 +425,17 @@ export function poolPod(
   limits: { memory_mb: number; cpus: number },
   s: PodSettings,
   token: string,
+  template?: { name: string; image: string },
 ): k8s.V1Pod {
-  return agentPod({ name, labels: poolLabels(s.deployment, instanceId), limits, prewarm: 'fresh', token }, s);
+  return agentPod(
+    {
+      name,
+      labels: poolLabels(s.deployment, instanceId, template?.name),
+      limits,
+      prewarm: 'fresh',
+      token,
+      image: template?.image,
+    },
+    s,
+  );
 }

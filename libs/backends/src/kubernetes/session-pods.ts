@@ -15,6 +15,7 @@ import { newServicesToken, publishServices } from '../services.ts';
 import {
   AGENT_CONTAINER,
   AGENT_TOKEN_ANNOTATION,
+  madeWithLimits,
   SERVICES_TOKEN_ANNOTATION,
   sessionPod,
   sessionPodName,
@@ -103,7 +104,7 @@ export class SessionPods implements SessionHost<SessionPod> {
       const view = viewOf(pod);
       const stale =
         Number(labels[LABELS.generation]) < job.generation ||
-        !sameLimits(pod, job) ||
+        !madeWithLimits(pod, job) ||
         labels[LABELS.network] !== network ||
         view.phase === 'Failed' ||
         view.phase === 'Succeeded';
@@ -351,10 +352,4 @@ export class SessionPods implements SessionHost<SessionPod> {
         this.pods.log.warn({ sessionId, err: messageOf(err) }, "could not publish the session Pod's services address"),
     );
   }
-}
-
-/** The Pod was made with the job's memory and CPUs (a running Pod's resources cannot be changed here). */
-function sameLimits(pod: k8s.V1Pod, job: ExecutionJob): boolean {
-  const limits = pod.spec?.containers.find((c) => c.name === AGENT_CONTAINER)?.resources?.limits ?? {};
-  return limits.memory === `${job.memory_mb}Mi` && limits.cpu === String(job.cpus);
 }

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateVolumeData, CreateVolumeErrors, CreateVolumeResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteServiceData, DeleteServiceErrors, DeleteServiceResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DeleteVolumeData, DeleteVolumeErrors, DeleteVolumeFileData, DeleteVolumeFileErrors, DeleteVolumeFileResponses, DeleteVolumeResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, DownloadVolumeFileData, DownloadVolumeFileErrors, DownloadVolumeFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetServiceData, GetServiceErrors, GetServiceLogsData, GetServiceLogsErrors, GetServiceLogsResponses, GetServiceResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetVolumeData, GetVolumeErrors, GetVolumeResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListServicesData, ListServicesErrors, ListServicesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListVolumeFilesData, ListVolumeFilesErrors, ListVolumeFilesResponses, ListVolumesData, ListVolumesErrors, ListVolumesResponses, MakeSessionPrivateData, MakeSessionPrivateErrors, MakeSessionPrivateResponses, PreviewServiceData, PreviewServiceErrors, PreviewServiceResponses, ProxyServiceData, ProxyServiceErrors, ProxyServiceResponses, PutFileData, PutFileErrors, PutFileResponses, PutVolumeFileData, PutVolumeFileErrors, PutVolumeFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RevokeServicePreviewsData, RevokeServicePreviewsErrors, RevokeServicePreviewsResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, ShareServiceData, ShareServiceErrors, ShareServiceResponses, StartServiceData, StartServiceErrors, StartServiceResponses, StopServiceData, StopServiceErrors, StopServiceResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses, UploadVolumeFileData, UploadVolumeFileErrors, UploadVolumeFileResponses } from './types.gen.js';
+import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTemplateData, CreateTemplateErrors, CreateTemplateResponses, CreateVolumeData, CreateVolumeErrors, CreateVolumeResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteServiceData, DeleteServiceErrors, DeleteServiceResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DeleteTemplateData, DeleteTemplateErrors, DeleteTemplateResponses, DeleteVolumeData, DeleteVolumeErrors, DeleteVolumeFileData, DeleteVolumeFileErrors, DeleteVolumeFileResponses, DeleteVolumeResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, DownloadVolumeFileData, DownloadVolumeFileErrors, DownloadVolumeFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetServiceData, GetServiceErrors, GetServiceLogsData, GetServiceLogsErrors, GetServiceLogsResponses, GetServiceResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetTemplateData, GetTemplateErrors, GetTemplateResponses, GetVolumeData, GetVolumeErrors, GetVolumeResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListServicesData, ListServicesErrors, ListServicesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTemplatesData, ListTemplatesErrors, ListTemplatesResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListVolumeFilesData, ListVolumeFilesErrors, ListVolumeFilesResponses, ListVolumesData, ListVolumesErrors, ListVolumesResponses, MakeSessionPrivateData, MakeSessionPrivateErrors, MakeSessionPrivateResponses, PreviewServiceData, PreviewServiceErrors, PreviewServiceResponses, ProxyServiceData, ProxyServiceErrors, ProxyServiceResponses, PutFileData, PutFileErrors, PutFileResponses, PutVolumeFileData, PutVolumeFileErrors, PutVolumeFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RevokeServicePreviewsData, RevokeServicePreviewsErrors, RevokeServicePreviewsResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, ShareServiceData, ShareServiceErrors, ShareServiceResponses, StartServiceData, StartServiceErrors, StartServiceResponses, StopServiceData, StopServiceErrors, StopServiceResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, StreamTemplateBuildEventsData, StreamTemplateBuildEventsErrors, StreamTemplateBuildEventsResponse, StreamTemplateBuildEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses, UploadVolumeFileData, UploadVolumeFileErrors, UploadVolumeFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -384,6 +384,57 @@ export const callTool = <ThrowOnError extends boolean = false>(options: Options<
         'Content-Type': 'application/json',
         ...options.headers
     }
+});
+
+/**
+ * The templates: a tenant sees those it may use, an operator key all
+ */
+export const listTemplates = <ThrowOnError extends boolean = false>(options?: Options<ListTemplatesData, ThrowOnError>): RequestResult<ListTemplatesResponses, ListTemplatesErrors, ThrowOnError> => (options?.client ?? client).get<ListTemplatesResponses, ListTemplatesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/templates',
+    ...options
+});
+
+/**
+ * Make or replace a template (operator key); on Docker its image is built by a worker
+ *
+ * Answers 202 with the template while its image builds (follow the build at links.build_events), 200 when it is ready at once (its recipe is unchanged, another template has its image, or it names its image). With ?wait=<s> the answer waits for the build: a build that fails answers 422 template_build_failed with the end of its log.
+ */
+export const createTemplate = <ThrowOnError extends boolean = false>(options: Options<CreateTemplateData, ThrowOnError>): RequestResult<CreateTemplateResponses, CreateTemplateErrors, ThrowOnError> => (options.client ?? client).post<CreateTemplateResponses, CreateTemplateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/templates',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a template no live session uses (operator key)
+ */
+export const deleteTemplate = <ThrowOnError extends boolean = false>(options: Options<DeleteTemplateData, ThrowOnError>): RequestResult<DeleteTemplateResponses, DeleteTemplateErrors, ThrowOnError> => (options.client ?? client).delete<DeleteTemplateResponses, DeleteTemplateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/templates/{name}',
+    ...options
+});
+
+/**
+ * A template: its recipe, its state and its image
+ */
+export const getTemplate = <ThrowOnError extends boolean = false>(options: Options<GetTemplateData, ThrowOnError>): RequestResult<GetTemplateResponses, GetTemplateErrors, ThrowOnError> => (options.client ?? client).get<GetTemplateResponses, GetTemplateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/templates/{name}',
+    ...options
+});
+
+/**
+ * Server-Sent Events: the log of the template's latest build. Resume with Last-Event-ID
+ */
+export const streamTemplateBuildEvents = <ThrowOnError extends boolean = false>(options: Options<StreamTemplateBuildEventsData, ThrowOnError, StreamTemplateBuildEventsResponse>): Promise<ServerSentEventsResult<StreamTemplateBuildEventsResponses>> => (options.client ?? client).sse.get<StreamTemplateBuildEventsResponses, StreamTemplateBuildEventsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/templates/{name}/build/events',
+    ...options
 });
 
 /**

@@ -34,6 +34,10 @@ export type Problem = {
         path: string;
         message: string;
     }>;
+    /**
+     * template_build_failed: the end of the build log (GET /v1/templates/{name}).
+     */
+    log?: string;
 };
 
 /**
@@ -267,6 +271,10 @@ export type CreateExecution = {
      * Wall-clock limit; capped by SANDGATE_EXEC_TIMEOUT_S.
      */
     timeout_ms?: number;
+    /**
+     * A one-shot (no session_id) runs in a sandbox of this template (GET /v1/templates); default: the runtime image. A session's runs use the template the session was made with.
+     */
+    template?: string;
     limits?: Limits;
     /**
      * Environment variables for the code. Names must match ^[A-Za-z_][A-Za-z0-9_]*$.
@@ -357,6 +365,10 @@ export type Session = {
      */
     private: boolean;
     /**
+     * The template its sandbox is made from (GET /v1/templates/{name}); null: the runtime image.
+     */
+    template: string | null;
+    /**
      * The volumes it mounts (POST /v1/volumes).
      */
     volumes: Array<VolumeMount>;
@@ -394,6 +406,10 @@ export type CreateSession = {
     metadata?: {
         [key: string]: string;
     };
+    /**
+     * The template of the session's sandbox (GET /v1/templates): its packages, files and environment, and its limits unless a run gives its own. Default: the runtime image.
+     */
+    template?: string;
     /**
      * The tenant's volumes to mount, for the session's life (default none). A volume has one writer at a time (409 volume_in_use); readers are always allowed.
      */
@@ -704,6 +720,29 @@ export type SystemStats = {
          * Warm sandboxes ready now, over every live worker.
          */
         ready: number;
+        /**
+         * Each template's warm pool, by template name (GET /v1/templates); the figures above count them too.
+         */
+        templates: {
+            [key: string]: {
+                /**
+                 * One-shots of the template served by a sandbox of its pool.
+                 */
+                hits: number;
+                /**
+                 * One-shots of the template that went cold.
+                 */
+                misses: number;
+                /**
+                 * Hits served by a sandbox reset after an earlier run of the same tenant.
+                 */
+                reused: number;
+                /**
+                 * Sandboxes ready now in the template's pools, over every live worker.
+                 */
+                ready: number;
+            };
+        };
     };
     sessions: {
         /**
@@ -1028,6 +1067,228 @@ export type ServicePreview = {
      */
     url: string;
     expires_at: string;
+};
+
+/**
+ * TemplateRecipe
+ */
+export type TemplateRecipe = {
+    /**
+     * Lowercase letters, digits, `-` and `_`, starting and ending with a letter or a digit; at most 63 characters.
+     */
+    name: string;
+    description?: string;
+    /**
+     * An image to run as is, instead of building one from the recipe: the Kubernetes backend needs it (an image in the operator's registry, built from the recipe: docs/kubernetes.md); on Docker it skips the build. The packages, files and setup then only say what the image holds.
+     */
+    image?: string;
+    /**
+     * From Debian's mirror (apt-get install).
+     */
+    debian_packages?: Array<string>;
+    /**
+     * From the operator's package index (SANDGATE_TEMPLATE_PIP_INDEX_URL) or wheels directory (SANDGATE_TEMPLATE_WHEELS_DIR), installed with pip.
+     */
+    python_packages?: Array<string>;
+    /**
+     * From the npm registry (SANDGATE_TEMPLATE_NPM_REGISTRY), installed in /node_modules: `require` and `import` find them from /mnt/data.
+     */
+    npm_packages?: Array<string>;
+    /**
+     * Files put in the image, owned by root (SANDGATE_TEMPLATE_MAX_FILE_BYTES in all).
+     */
+    files?: Array<{
+        /**
+         * Where the file goes in the image: an absolute path, outside /mnt, /tmp, /proc, /sys, /dev and /run (no `..`).
+         */
+        path: string;
+        /**
+         * The text of the file (UTF-8); or content_base64.
+         */
+        content?: string;
+        /**
+         * The bytes of the file, base64-encoded.
+         */
+        content_base64?: string;
+        /**
+         * Its permission bits, in octal. Default: `0644`.
+         */
+        mode?: string;
+    }>;
+    /**
+     * Environment variables of its sandboxes' programs; a run's own env wins over them.
+     */
+    env?: {
+        [key: string]: string;
+    };
+    /**
+     * A bash command run as root last in the build, with network (e.g. to fetch a model).
+     */
+    setup?: string;
+    /**
+     * Its sessions' and runs' limits unless a request gives its own (within the deployment's maximum).
+     */
+    limits?: {
+        /**
+         * Within SANDGATE_MEMORY_LIMIT.
+         */
+        memory_mb?: number;
+        /**
+         * Within SANDGATE_CPU_LIMIT.
+         */
+        cpus?: number;
+        /**
+         * Within SANDGATE_EXEC_TIMEOUT_S.
+         */
+        timeout_ms?: number;
+    };
+    /**
+     * Warm sandboxes of this template each worker keeps ready for one-shots. Default: `0`.
+     */
+    pool_size?: number;
+};
+
+/**
+ * TemplateBuild
+ */
+export type TemplateBuild = {
+    /**
+     * The build (bld_…): templates of one recipe share it.
+     */
+    id: string;
+    /**
+     * `building` from the request until a worker has built the image (or failed to).
+     */
+    state: 'building' | 'ready' | 'failed';
+    /**
+     * When a worker took it.
+     */
+    started_at: string | null;
+    finished_at: string | null;
+    /**
+     * Why it failed.
+     */
+    error: string | null;
+    /**
+     * A failed build: the end of its log (the whole log is in the events).
+     */
+    log_tail?: string;
+};
+
+/**
+ * Template
+ */
+export type Template = {
+    /**
+     * Lowercase letters, digits, `-` and `_`, starting and ending with a letter or a digit; at most 63 characters.
+     */
+    name: string;
+    description: string;
+    /**
+     * `ready`: sessions and runs may use it. `building`: its image is being built. `failed`: the build failed (build.error, and the log); a template that was ready keeps its image while a new recipe builds.
+     */
+    state: 'building' | 'ready' | 'failed';
+    /**
+     * `file`: declared in SANDGATE_TEMPLATES (the file owns it: the API cannot change or delete it); `api`: made with POST /v1/templates.
+     */
+    source: 'file' | 'api';
+    /**
+     * The image its sandboxes run; null until a build has made it.
+     */
+    image: string | null;
+    /**
+     * Of what goes into the image: an unchanged recipe is not built again.
+     */
+    recipe_sha256: string;
+    debian_packages: Array<string>;
+    python_packages: Array<string>;
+    npm_packages: Array<string>;
+    /**
+     * The files it adds (their content is not repeated).
+     */
+    files: Array<{
+        path: string;
+        mode: string;
+        size_bytes: number;
+    }>;
+    env: {
+        [key: string]: string;
+    };
+    setup: string | null;
+    /**
+     * Its sessions' and runs' limits unless a request gives its own (within the deployment's maximum).
+     */
+    limits: {
+        /**
+         * Within SANDGATE_MEMORY_LIMIT.
+         */
+        memory_mb?: number;
+        /**
+         * Within SANDGATE_CPU_LIMIT.
+         */
+        cpus?: number;
+        /**
+         * Within SANDGATE_EXEC_TIMEOUT_S.
+         */
+        timeout_ms?: number;
+    };
+    pool_size: number;
+    /**
+     * The latest build; null for a template that names its image.
+     */
+    build: TemplateBuild | null;
+    created_at: string;
+    updated_at: string;
+    links: {
+        self: string;
+        build_events: string;
+    };
+};
+
+/**
+ * TemplateList
+ */
+export type TemplateList = {
+    /**
+     * By name: for a tenant, those it may use (SANDGATE_TENANT_TEMPLATES); for an operator, all. There are at most SANDGATE_MAX_TEMPLATES, so one page holds them all.
+     */
+    templates: Array<Template>;
+};
+
+/**
+ * TemplateLogEvent
+ */
+export type TemplateLogEvent = {
+    text: string;
+};
+
+/**
+ * TemplateBuildResultEvent
+ */
+export type TemplateBuildResultEvent = {
+    state: 'ready' | 'failed';
+    image: string | null;
+    error: string | null;
+    duration_ms: number;
+    /**
+     * The image was there already: nothing was built.
+     */
+    cached: boolean;
+};
+
+/**
+ * TemplateBuildStreamEvent
+ *
+ * The build log as `log` events, then one `result`.
+ */
+export type TemplateBuildStreamEvent = {
+    event: 'log';
+    id: string;
+    data: TemplateLogEvent;
+} | {
+    event: 'result';
+    id: string;
+    data: TemplateBuildResultEvent;
 };
 
 /**
@@ -2966,6 +3227,278 @@ export type CallToolResponses = {
 };
 
 export type CallToolResponse = CallToolResponses[keyof CallToolResponses];
+
+export type ListTemplatesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/templates';
+};
+
+export type ListTemplatesErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type ListTemplatesError = ListTemplatesErrors[keyof ListTemplatesErrors];
+
+export type ListTemplatesResponses = {
+    /**
+     * Default Response
+     */
+    200: TemplateList;
+};
+
+export type ListTemplatesResponse = ListTemplatesResponses[keyof ListTemplatesResponses];
+
+export type CreateTemplateData = {
+    body: TemplateRecipe;
+    path?: never;
+    query?: {
+        /**
+         * Seconds to wait for the build to end.
+         */
+        wait?: number;
+    };
+    url: '/v1/templates';
+};
+
+export type CreateTemplateErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * Error
+     */
+    422: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type CreateTemplateError = CreateTemplateErrors[keyof CreateTemplateErrors];
+
+export type CreateTemplateResponses = {
+    /**
+     * Default Response
+     */
+    200: Template;
+    /**
+     * Default Response
+     */
+    202: Template;
+};
+
+export type CreateTemplateResponse = CreateTemplateResponses[keyof CreateTemplateResponses];
+
+export type DeleteTemplateData = {
+    body?: never;
+    path: {
+        /**
+         * Lowercase letters, digits, `-` and `_`, starting and ending with a letter or a digit; at most 63 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/templates/{name}';
+};
+
+export type DeleteTemplateErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type DeleteTemplateError = DeleteTemplateErrors[keyof DeleteTemplateErrors];
+
+export type DeleteTemplateResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type DeleteTemplateResponse = DeleteTemplateResponses[keyof DeleteTemplateResponses];
+
+export type GetTemplateData = {
+    body?: never;
+    path: {
+        /**
+         * Lowercase letters, digits, `-` and `_`, starting and ending with a letter or a digit; at most 63 characters.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/templates/{name}';
+};
+
+export type GetTemplateErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type GetTemplateError = GetTemplateErrors[keyof GetTemplateErrors];
+
+export type GetTemplateResponses = {
+    /**
+     * Default Response
+     */
+    200: Template;
+};
+
+export type GetTemplateResponse = GetTemplateResponses[keyof GetTemplateResponses];
+
+export type StreamTemplateBuildEventsData = {
+    body?: never;
+    headers?: {
+        /**
+         * Resume after this event id.
+         */
+        'last-event-id'?: string;
+    };
+    path: {
+        /**
+         * Lowercase letters, digits, `-` and `_`, starting and ending with a letter or a digit; at most 63 characters.
+         */
+        name: string;
+    };
+    query?: {
+        /**
+         * As the Last-Event-ID header.
+         */
+        last_event_id?: string;
+    };
+    url: '/v1/templates/{name}/build/events';
+};
+
+export type StreamTemplateBuildEventsErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+};
+
+export type StreamTemplateBuildEventsError = StreamTemplateBuildEventsErrors[keyof StreamTemplateBuildEventsErrors];
+
+export type StreamTemplateBuildEventsResponses = {
+    /**
+     * The build log as server-sent events: `log` events, then one `result` (ready or failed), after which the stream ends. Comment lines (`: heartbeat`) keep proxies from closing an idle stream.
+     */
+    200: TemplateBuildStreamEvent;
+    /**
+     * Nothing (more) to stream: the build has ended and nothing is left after Last-Event-ID, or it has none.
+     */
+    204: void;
+};
+
+export type StreamTemplateBuildEventsResponse = StreamTemplateBuildEventsResponses[keyof StreamTemplateBuildEventsResponses];
 
 export type ListServicesData = {
     body?: never;
