@@ -21,6 +21,7 @@ import { downloadRoutes } from './routes/downloads.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { fileRoutes, VOLUME_FILES } from './routes/files.ts';
 import { sessionRoutes } from './routes/sessions.ts';
+import { sessionLifecycleRoutes } from './routes/session-lifecycle.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
 import { transferRoutes } from './routes/transfers.ts';
@@ -153,6 +154,7 @@ export async function buildApp(
   await app.register(systemRoutes, { deps });
   await app.register(operatorRoutes, { deps });
   await app.register(sessionRoutes, { prefix: '/v1/sessions', deps });
+  await app.register(sessionLifecycleRoutes, { prefix: '/v1/sessions', deps });
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
   await app.register(volumeRoutes, { prefix: '/v1/volumes', deps });
   await app.register(fileRoutes, { prefix: '/v1/volumes', deps, owner: VOLUME_FILES });

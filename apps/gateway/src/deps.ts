@@ -15,6 +15,7 @@ import {
   watchOutages,
   whenReady,
   withLuaScripts,
+  type Keys,
   type LuaRedis,
   StorageLedger,
   TransferGrants,
@@ -33,6 +34,7 @@ import { ScriptLibrary } from './core/script-library.ts';
 import { ServiceManager } from './core/service-manager.ts';
 import { SessionControl } from './core/session-control.ts';
 import { SessionFiles } from './core/session-files.ts';
+import { SessionLifecycle } from './core/session-lifecycle.ts';
 import { SystemStatsReader } from './core/system-stats.ts';
 import { TenantTools } from './core/tenant-tools.ts';
 import { TemplateControl } from './core/template-control.ts';
@@ -43,6 +45,8 @@ export interface GatewayDeps {
   config: Config;
   log: Logger;
   redis: LuaRedis;
+  /** Every Redis key, under this deployment's prefix. */
+  keys: Keys;
   hub: EventHub;
   notices: EndedNotices;
   queue: Queue<QueuedExecution>;
@@ -86,6 +90,8 @@ export interface GatewayDeps {
   tenantTools: TenantTools;
   /** Users' long-running programs in their sessions' sandboxes (POST /v1/sessions/:id/services). */
   serviceManager: ServiceManager;
+  /** Pause, resume, fork, snapshots and undo of sessions (done by workers). */
+  sessionLifecycle: SessionLifecycle;
   templateControl: TemplateControl;
   close(): Promise<void>;
 }
@@ -141,6 +147,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     config,
     log,
     redis,
+    keys: k,
     hub,
     notices,
     queue,
@@ -183,6 +190,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.volumeControl = new VolumeControl(deps);
   deps.tenantTools = new TenantTools(deps);
   deps.serviceManager = new ServiceManager(deps);
+  deps.sessionLifecycle = new SessionLifecycle(deps);
   deps.templateControl = new TemplateControl(deps);
   // The templates file is the operator's word at every start: what it declares is made (built if it changed).
   await deps.templateControl.applyFile();

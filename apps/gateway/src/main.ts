@@ -1,10 +1,11 @@
-import { ConfigError, createLogger, loadConfig } from '@sandgate/config';
+import { ConfigError, configWarnings, createLogger, loadConfig } from '@sandgate/config';
 import { startGateway } from './server.ts';
 
 /** `npm run start:gateway`: the HTTP gateway alone (workers run elsewhere). */
 async function main() {
   const config = loadConfig();
   const log = createLogger(config, 'sandgate-gateway');
+  for (const warning of configWarnings()) log.warn(warning);
   const gateway = await startGateway(config, log);
   const stop = async (signal: string) => {
     log.info({ signal, grace_s: config.shutdownGraceMs / 1000 }, 'stopping: draining requests');

@@ -1,11 +1,12 @@
 import { startGateway } from '@sandgate/gateway';
 import { bootWorker } from '@sandgate/worker';
-import { ConfigError, createLogger, loadConfig } from '@sandgate/config';
+import { ConfigError, configWarnings, createLogger, loadConfig } from '@sandgate/config';
 
 /** `npm start`: gateway and worker in one process, for a single machine. */
 async function main() {
   const config = loadConfig();
   const log = createLogger(config, 'sandgate');
+  for (const warning of configWarnings()) log.warn(warning);
   const booted = await bootWorker(config, log);
   const gateway = await startGateway(config, log);
   log.info(

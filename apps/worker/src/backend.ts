@@ -40,6 +40,8 @@ export async function createBackend(
     concurrency: config.workerConcurrency,
     poolLimits: { memory_mb: config.memoryMb, cpus: config.cpus },
     maxOutputBytes: config.maxOutputBytes,
+    maxStateBytes: config.maxStateBytes,
+    undoDepth: config.undoDepth,
     artifactUrl,
     ...(tools ? { tools } : {}),
     ...(Object.keys(config.egress).length > 0 ? { egress: egressSettings(config) } : {}),
@@ -90,6 +92,8 @@ async function kubernetesBackend(
     ...(config.k8sRuntimeClass ? { runtimeClassName: config.k8sRuntimeClass } : {}),
     deployment: config.redisPrefix,
     maxOutputBytes: config.maxOutputBytes,
+    maxStateBytes: config.maxStateBytes,
+    undoDepth: config.undoDepth,
     // The Pod's workspace is its own disk: bounded by the session quota whatever the data directory's filesystem.
     workspaceBytes: config.sessionDiskBytes,
     timing: { startupMs: config.k8sStartupTimeoutMs },

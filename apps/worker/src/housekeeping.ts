@@ -14,6 +14,7 @@ import {
 import type { Config } from '@sandgate/config';
 import type { Workspaces } from '@sandgate/storage';
 import type { RunExecutor } from './run-executor.ts';
+import type { SessionOps } from './session-ops.ts';
 import type { WorkerStats } from './worker-stats.ts';
 
 export interface HousekeepingOptions {
@@ -30,14 +31,17 @@ export interface HousekeepingOptions {
   stats: WorkerStats;
   /** The runs this worker holds: their leases and sandboxes are alive whatever Redis says. */
   runs: RunExecutor;
+  /** Pauses sessions left idle past their time. */
+  ops: SessionOps;
   /** The Redis key of the queue's job of an execution (BullMQ's Worker.toKey). */
   jobKey: (executionId: string) => string;
 }
 
 /**
  * What every worker does every SANDGATE_SWEEP_INTERVAL_MS, whichever worker gets there first: ends runs whose worker
- * died or that were never queued, removes every sandbox no live run owns, then expired sessions. Nothing here is a
- * worker's own: any worker may do it for all.
+ * died or that were never queued, pauses sessions idle past their time (each under its lock, so never during a run),
+ * removes every sandbox no live run or session owns, then sessions past their retention. Nothing here is a worker's
+ * own: any worker may do it for all.
  */
 export class Housekeeping {
   #timer: NodeJS.Timeout | undefined;
@@ -116,6 +120,12 @@ export class Housekeeping {
         wlog.warn(ids, 'execution ended: its worker was lost');
       }
     }
+    for (const idle of await this.o.sessions.idleDue()) {
+      await this.o.ops.pauseIdle(idle).catch((err: unknown) => {
+        if (err instanceof SandgateError && err.code === 'backend_unavailable') this.o.stats.engineErrors++;
+        wlog.warn({ err, sessionId: idle }, 'could not pause an idle session');
+      });
+    }
     for (const idInFlight of runs.ids()) live.add(idInFlight);
     const workers = await registry.aliveIds(WORKER_ALIVE_MS);
     workers.add(id);
@@ -126,7 +136,7 @@ export class Housekeeping {
       else if (!(await sessions.delete({ id: s.id, tenant: s.tenant }, false))) continue;
       await workspaces.remove(s.id);
       if (s.tenant !== null) await ledger.forget(s.tenant, s.id);
-      wlog.info({ sessionId: s.id }, 'expired session removed');
+      wlog.info({ sessionId: s.id }, 'session removed: its retention passed');
     }
   }
 }

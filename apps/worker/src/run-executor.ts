@@ -9,6 +9,7 @@ import {
   type Keys,
   type LuaRedis,
   type ScriptStore,
+  type SessionStore,
   type StorageLedger,
 } from '@sandgate/state';
 import { limitsFor, type Config } from '@sandgate/config';
@@ -49,6 +50,7 @@ export interface RunExecutorOptions {
   deployment: DeploymentStats;
   stats: WorkerStats;
   leases: LeaseKeeper;
+  sessions: SessionStore;
 }
 
 /**
@@ -147,6 +149,12 @@ export class RunExecutor {
         ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);
+      if (job.sandbox !== 'oneshot') {
+        // Its idle time counts from the end of its last run.
+        void this.o.sessions
+          .idleFrom({ id: job.session_id, tenant: job.tenant })
+          .catch((err: unknown) => jlog.warn({ err }, "could not push the session's pause time"));
+      }
       if (result.state === 'completed' && job.keep_code === true) {
         // Asked for (keep_code): the code of a run that succeeded stays an hour, to be saved as a script; env and
         // stdin are gone with the run as always.

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { QueuedExecution } from '@sandgate/contracts';
+import type { QueuedExecution, SessionOpJob } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
   DeploymentStats,
@@ -22,6 +22,7 @@ import type { Workspaces } from '@sandgate/storage';
 import { Housekeeping } from './housekeeping.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { RunExecutor } from './run-executor.ts';
+import { SessionOps } from './session-ops.ts';
 import { TemplateBuilds } from './template-builds.ts';
 import { TemplatePoolSync } from './template-pools.ts';
 import { EngineGate } from './engine-gate.ts';
@@ -103,17 +104,21 @@ export async function startWorker({
     deployment,
     stats,
     leases,
+    sessions,
   });
+  const ops = new SessionOps({ config, log: wlog, backend, workspaces, redis, k, sessions, ledger });
   for (const warning of await redisWarnings(redis)) wlog.warn(warning);
 
   await subscriber.subscribe(k.cancelChannel());
   subscriber.on('message', (_channel: string, executionId: string) => runs.cancel(executionId));
 
   const queueConnection = createRedis(config, 'sandgate-worker-queue', { autoPipelining: false });
-  const worker = new Worker<QueuedExecution>(
+  const worker = new Worker<QueuedExecution | SessionOpJob>(
     config.queueName,
-    async (job: Job<QueuedExecution>, token?: string) => {
-      if ((await runs.run(job.data, job.timestamp)) !== 'throttled') return;
+    async (job: Job<QueuedExecution | SessionOpJob>, token?: string) => {
+      // Pause, resume, fork, snapshot, restore, undo: the gateway holds the session's lock for them (session-ops.ts).
+      if (job.name === 'session-op') return ops.run(job.data as SessionOpJob);
+      if ((await runs.run(job.data as QueuedExecution, job.timestamp)) !== 'throttled') return;
       // Back into the queue, at the same priority, for when one of the tenant's runs has ended.
       await job.moveToDelayed(Date.now() + THROTTLE_DELAY_MS, token);
       throw new DelayedError();
@@ -144,6 +149,7 @@ export async function startWorker({
     registry,
     stats,
     runs,
+    ops,
     jobKey: (executionId) => worker.toKey(executionId),
   });
   const templatePools = new TemplatePoolSync({ config, log: wlog, backend, redis, k });

@@ -9,6 +9,11 @@ run), {"t":"out","d"} and {"t":"err","d"} (at most cap+1 bytes of each stream), 
 UTF-8 or splits a character across reads crosses unchanged. A reset (pool sandboxes, between two runs;
 see sandgate_reset.py) is answered with {"t":"reset","id","ok", "error"?}. Runs and resets are taken one
 at a time, in order.
+A stateful session's variables (sandgate_stateful.py, sandgate_state.py): {"op":"save_state","id","max"} is answered
+with {"t":"bytes","id","n"} frames, each followed by n raw bytes (one with "restart": true drops those before it), and
+then {"t":"done","id","ok","size","saved","unsaved":[[name, reason], ...]} or {"ok": false, "error"};
+{"op":"load_state","id","n","last"}, each line followed by n raw bytes as saved, is answered after the last with
+{"t":"done","id","ok","restored"|"error"}.
 A ping is answered at once, even during a run, with {"t":"pong","id"}: Docker starts relaying a new
 attach's output a moment after it has answered the attach, so a client pings until a pong comes back
 before it sends anything whose answer it must not miss.
@@ -83,12 +88,19 @@ class SocketProtocol(Protocol):
         self.conn = None
 
     def send(self, frame):
-        data = (json.dumps(frame, separators=(",", ":")) + "\n").encode("ascii")
+        self._sendall((json.dumps(frame, separators=(",", ":")) + "\n").encode("ascii"))
+
+    def send_bytes(self, frame, data):
+        head = (json.dumps(dict(frame, n=len(data)), separators=(",", ":")) + "\n").encode("ascii")
+        self._sendall(head, data)
+
+    def _sendall(self, *parts):
         with self.lock:
             if self.conn is None:
                 return
             try:
-                self.conn.sendall(data)
+                for data in parts:
+                    self.conn.sendall(data)
             except OSError:
                 self._drop(self.conn)
 
@@ -152,6 +164,7 @@ class Agent:
                                      "never" if self.start_interpreter else prewarm)
         self.stateful = sandgate_stateful.Interpreter(self.proto, self.base_env, self.interrupted)
         self.requests = queue.Queue()
+        self.load_slots = threading.Semaphore(LOAD_CHUNKS_AHEAD)
 
     def read_control(self):
         self.read_messages(self.control)
@@ -178,6 +191,18 @@ class Agent:
             elif msg.get("op") == "run":
                 self.interrupted.clear()
                 self.requests.put(msg)
+            elif msg.get("op") == "save_state":
+                self.requests.put(msg)
+            elif msg.get("op") == "load_state":
+                # Its bytes follow the line. They are loaded on the requests' thread, never here: unpickling runs the
+                # session's own code (a __setstate__ may never return), and this thread must stay free to answer pings
+                # and take interrupts. At most LOAD_CHUNKS_AHEAD chunks wait: past that this thread waits too, so the
+                # sender waits while the interpreter is behind and the agent never holds much of the state at once.
+                data = read_exactly(lines, msg.get("n"))
+                if data is None:
+                    return
+                self.load_slots.acquire()
+                self.requests.put(dict(msg, data=data))
             elif msg.get("op") in ("reset", "manifest", "put", "get", "delete") and self.listen is not None:
                 self.requests.put(msg)
             elif msg.get("op") == "reset":
@@ -262,6 +287,15 @@ class Agent:
         elif op == "delete":
             sandgate_files.delete(self.proto.send, msg)
             return
+        elif op == "save_state":
+            self.stateful.save(msg, self.proto.send, self.proto.send_bytes)
+            return
+        elif op == "load_state":
+            try:
+                self.stateful.load_chunk(msg, msg.pop("data"), self.proto.send)
+            finally:
+                self.load_slots.release()
+            return
         else:
             self.run(msg)
         self.process.warm_up()
@@ -321,6 +355,25 @@ class Agent:
         frame["t"] = "exit"
         frame["id"] = run_id
         self.proto.send(frame)
+
+
+MAX_BYTES_FRAME = 16 << 20
+# Chunks of saved variables (1 MB each from the worker) read ahead of the interpreter's load.
+LOAD_CHUNKS_AHEAD = 4
+
+
+def read_exactly(lines, n):
+    """The `n` raw bytes that follow a line; None when the stream ends first (or `n` is no size)."""
+    if type(n) is not int or not 0 <= n <= MAX_BYTES_FRAME:
+        return None
+    parts = []
+    while n > 0:
+        data = lines.read(n)
+        if not data:
+            return None
+        parts.append(data)
+        n -= len(data)
+    return b"".join(parts)
 
 
 def reap(keep=()):

@@ -14,9 +14,11 @@ The channel carries JSON lines. The agent sends one command at a time, each with
 waits for the answer of that seq:
   {"op": "run", "seq", "code", "env", "stdin", "cap", "tools"}  ->  {"t": "done", "seq", "code", "value"?}
 A run with tools has the run's tool socket (sandgate_tools.py) passed along with the command (SCM_RIGHTS); it is the
-cell's as $SANDGATE_TOOLS_FD and closed when the cell ends. Another command (dumping the globals to a file and loading
-them into a fresh interpreter, say) is one more entry in `Interpreter.ops`, answered the same way; the state it would
-carry is `Interpreter.globals` (the cells' variables) and `cells` (their sources, for tracebacks).
+cell's as $SANDGATE_TOOLS_FD and closed when the cell ends. The cells' variables live in a module of their own,
+registered as __main__ (so that what they define pickles by reference to it), which two more commands save and load
+with dill (sandgate_state.py), each with the pipe it writes to or reads from passed along:
+  {"op": "dump", "seq", "exclude"}  ->  {"t": "done", "seq", "code": 0, "saved", "unsaved"} or {"code": 1, "culprits"}
+  {"op": "load", "seq"}             ->  {"t": "done", "seq", "code": 0, "restored"} or {"code": 1, "error"}
 
 An interrupt is the run's seq written to STOP_FD (8 bytes, big-endian), then SIGINT: the interpreter raises
 KeyboardInterrupt in the cell only when the seq is the running cell's, so one that crosses the end of its cell never
@@ -33,8 +35,10 @@ import struct
 import sys
 import threading
 import traceback
+import types
 
 import sandgate_plots
+import sandgate_state
 
 # Cells keep their source in linecache, so tracebacks show the offending lines; the oldest are forgotten.
 KEPT_CELLS = 200
@@ -93,13 +97,17 @@ class Interpreter:
         self.channel = channel
         self.stop_fd = stop_fd
         os.set_blocking(stop_fd, False)
-        self.globals = {"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None}
+        # The cells' module: what they define belongs to __main__, which is this module from now on.
+        self.main = types.ModuleType("__main__")
+        self.main.__dict__["__builtins__"] = __builtins__
+        sys.modules["__main__"] = self.main
+        self.globals = self.main.__dict__
         self.cells = 0
         self.env_keys = {}
         self.seq = 0
         self.stopped = 0
         self.in_user_code = False
-        self.ops = {"run": self.run}
+        self.ops = {"run": self.run, "dump": self.dump, "load": self.load}
         # The output pipes as the agent made them, put back before each cell should one have closed or moved them.
         self.std_fds = {1: os.dup(1), 2: os.dup(2)}
         # Like `python3 -c`: the working directory first on sys.path, so modules in /mnt/data import.
@@ -187,6 +195,21 @@ class Interpreter:
         if value is not None:
             answer["value"] = value if len(value) <= cap else value[:cap] + "..."
         return answer
+
+    def dump(self, command):
+        """Writes the cells' variables to the pipe passed along (closed when done); names what it left out."""
+        pipe = self.channel.take_fd()
+        if pipe is None:
+            return {"code": 1, "error": "no pipe to write to"}
+        exclude = command.get("exclude") if isinstance(command.get("exclude"), dict) else {}
+        return sandgate_state.dump(self.main, pipe, exclude)
+
+    def load(self, command):
+        """Reads variables saved by dump from the pipe passed along into the cells' module; imports are redone."""
+        pipe = self.channel.take_fd()
+        if pipe is None:
+            return {"code": 1, "error": "no pipe to read from"}
+        return sandgate_state.load(self.main, pipe)
 
     def _remember(self, source):
         self.cells += 1

@@ -23,7 +23,7 @@ import struct
 import subprocess
 import threading
 
-from sandgate_io import WORKDIR, Pump
+from sandgate_io import WORKDIR, Pump, write_all
 import sandgate_process
 
 INTERPRETER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandgate_interpreter.py")
@@ -31,6 +31,13 @@ STOP = struct.Struct("!Q")
 RECV_BYTES = 1 << 16
 # An answer is a few fields and the value, whose characters JSON may write as up to 12 bytes each (a surrogate pair).
 ANSWER_OVERHEAD = 4096
+# Saved variables go to the worker in chunks of this many bytes (base64 in a frame).
+STATE_CHUNK = 512 * 1024
+# What a save or a load may name: this many variables, each name and reason this long.
+MAX_NAMED = 1000
+MAX_NAME = 256
+MAX_REASON = 200
+STATE_ANSWER_LIMIT = MAX_NAMED * 12 * (MAX_NAME + MAX_REASON + 8) + ANSWER_OVERHEAD
 
 
 class Interpreter:
@@ -44,6 +51,8 @@ class Interpreter:
         self.running = False
         self.dead = False
         self.fresh = True
+        # A load of saved variables in progress (its chunks come one message at a time).
+        self.loading = None
 
     def start(self):
         """Starts the interpreter. Its first run reports `restarted`: a fresh interpreter, no variables."""
@@ -128,7 +137,8 @@ class Interpreter:
             sent = self._send(command, tools)
             if sent and self.interrupted.is_set():
                 self.interrupt()
-            answer = self._answer(seq, cap) if sent else None
+            answer = self._answer(seq, 12 * (cap + 3) + ANSWER_OVERHEAD, lambda line: parse_answer(line, seq, cap)) \
+                if sent else None
         except BaseException:
             with self.lock:
                 self.running = False
@@ -166,9 +176,8 @@ class Interpreter:
             except OSError:
                 return
 
-    def _answer(self, seq, cap):
-        """The interpreter's answer to `seq`, checked; None if it died (or can no longer answer) first."""
-        limit = 12 * (cap + 3) + ANSWER_OVERHEAD
+    def _answer(self, seq, limit, parse):
+        """The interpreter's answer to `seq`, checked by `parse`; None if it died (or can no longer answer) first."""
         pending = bytearray()
         skipping = False
         while True:
@@ -188,7 +197,7 @@ class Interpreter:
                     if not skipping:
                         pending += data[start:nl]
                         if pending and len(pending) <= limit:
-                            answer = parse_answer(bytes(pending), seq, cap)
+                            answer = parse(bytes(pending))
                             if answer is not None:
                                 return answer
                     pending.clear()
@@ -199,6 +208,113 @@ class Interpreter:
                     if len(pending) > limit:
                         pending.clear()
                         skipping = True
+
+    def _begin(self):
+        with self.lock:
+            self.seq += 1
+            self.running = True
+            return self.seq
+
+    def _end(self, answer):
+        """After a command: the answer, or (the interpreter gone or mute) the agent ends with it."""
+        with self.lock:
+            alive = answer is not None and not self.dead
+            if alive:
+                self.running = False
+        if not alive:
+            self._die()
+
+    def save(self, msg, send, send_bytes):
+        """Streams the interpreter's variables to the worker as bytes frames, at most `max` bytes, then a done frame
+        naming what was left out. A variable dill fails on is found and left out, after a bytes frame with `restart`
+        (the worker drops what came before it); a fresh interpreter has nothing to save."""
+        request_id = msg.get("id") if isinstance(msg.get("id"), str) else None
+        limit = msg.get("max") if isinstance(msg.get("max"), int) else 0
+        done = {"t": "done", "id": request_id}
+        if self.proc is None or self.dead:
+            send(dict(done, ok=True, size=0, saved=0, unsaved=[]))
+            return
+        exclude = {}
+        for attempt in range(2):
+            answer, size, over = self._dump_once(request_id, exclude, limit, send_bytes)
+            if over:
+                send(dict(done, ok=False, error="state_too_large", size=size))
+                return
+            if answer["code"] == 0:
+                send(dict(done, ok=True, size=size, saved=answer.get("saved", 0), unsaved=answer.get("unsaved", [])))
+                return
+            if answer.get("culprits") and attempt == 0:
+                exclude.update({name: reason for name, reason in answer["culprits"]})
+                send_bytes({"t": "bytes", "id": request_id, "restart": True}, b"")
+                continue
+            send(dict(done, ok=False, error=answer.get("error") or "the variables could not be saved"))
+            return
+
+    def _dump_once(self, request_id, exclude, limit, send_bytes):
+        read_end, write_end = os.pipe()
+        seq = self._begin()
+        try:
+            self._discard_unread()
+            sent = self._send({"op": "dump", "seq": seq, "exclude": exclude}, write_end)
+        finally:
+            os.close(write_end)
+        size, over = 0, False
+        try:
+            while sent:
+                data = os.read(read_end, STATE_CHUNK)
+                if not data:
+                    break
+                size += len(data)
+                if size > limit:
+                    over = True  # closing the pipe stops the interpreter's write (EPIPE), and so the dump
+                    break
+                send_bytes({"t": "bytes", "id": request_id}, data)
+        finally:
+            os.close(read_end)
+        answer = self._answer(seq, STATE_ANSWER_LIMIT, lambda line: parse_state_answer(line, seq)) if sent else None
+        self._end(answer)
+        return answer, size, over
+
+    def load_chunk(self, msg, data, send):
+        """One chunk of saved variables, written on to the interpreter's load as it comes (so the worker waits while
+        the interpreter is behind); after the last, a done frame with how many variables it has."""
+        request_id = msg.get("id") if isinstance(msg.get("id"), str) else None
+        if self.loading is not None and self.loading["id"] != request_id:
+            self._finish_load(send)  # an earlier load the worker gave up on
+        if self.loading is None:
+            if self.proc is None:
+                self.start()
+            read_end, write_end = os.pipe()
+            seq = self._begin()
+            try:
+                self._discard_unread()
+                sent = self._send({"op": "load", "seq": seq}, read_end)
+            finally:
+                os.close(read_end)
+            self.loading = {"id": request_id, "seq": seq, "pipe": write_end, "writing": sent, "sent": sent}
+        if self.loading["writing"]:
+            try:
+                write_all(self.loading["pipe"], data)
+            except OSError:
+                self.loading["writing"] = False  # it stopped reading: its answer says why
+        if msg.get("last"):
+            self._finish_load(send)
+
+    def _finish_load(self, send):
+        entry, self.loading = self.loading, None
+        os.close(entry["pipe"])
+        seq = entry["seq"]
+        answer = self._answer(seq, STATE_ANSWER_LIMIT, lambda line: parse_state_answer(line, seq)) \
+            if entry["sent"] else None
+        done = {"t": "done", "id": entry["id"]}
+        if answer is None:
+            send(dict(done, ok=False, error="the interpreter ended while loading its variables"))
+        elif answer["code"] == 0:
+            self.fresh = False  # its variables are back: the next run is no restart
+            send(dict(done, ok=True, restored=answer.get("restored", 0)))
+        else:
+            send(dict(done, ok=False, error=answer.get("error") or "the variables could not be loaded"))
+        self._end(answer)
 
     def _die(self):
         """The interpreter is gone, or can no longer be driven: the agent frames what it printed and ends with it."""
@@ -237,3 +353,29 @@ def parse_answer(line, seq, cap):
     if not isinstance(value, str):
         return None
     return {"code": code, "value": value if len(value) <= cap + 3 else value[:cap] + "..."}
+
+
+def parse_state_answer(line, seq):
+    """The interpreter's answer to a dump or load `seq`, its fields checked and bounded; None for anything else."""
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or answer.get("t") != "done" or answer.get("seq") != seq:
+        return None
+    code = answer.get("code")
+    if type(code) is not int or not 0 <= code <= 255:
+        return None
+    out = {"code": code}
+    for key in ("saved", "restored"):
+        if type(answer.get(key)) is int and answer[key] >= 0:
+            out[key] = answer[key]
+    for key in ("unsaved", "culprits"):
+        named = answer.get(key)
+        if isinstance(named, list):
+            out[key] = [[n[:MAX_NAME], r[:MAX_REASON]] for n, r in
+                        (e for e in named[:MAX_NAMED] if isinstance(e, list) and len(e) == 2)
+                        if isinstance(n, str) and isinstance(r, str)]
+    if isinstance(answer.get("error"), str):
+        out["error"] = answer["error"][:MAX_REASON]
+    return out

@@ -3,6 +3,8 @@ import type {
   ExecutionJob,
   ExecutionResult,
   Phase,
+  ResumedEvent,
+  SavedVariables,
   TestCase,
   ToolCallEvent,
   ToolResultEvent,
@@ -23,6 +25,14 @@ export interface EventSink {
   /** The run's code called a tool, and the call ended (`tool_call`, `tool_result` events). */
   toolCall?(call: ToolCallEvent): void;
   toolResult?(result: ToolResultEvent): void;
+  /** The session was paused and this run brought it back in a new sandbox (a `resumed` event). */
+  resumed?(resumed: ResumedEvent): void;
+}
+
+/** A session, outside a run, for the operations below: which, and whether it is stateful. */
+export interface SessionRef {
+  sessionId: string;
+  stateful: boolean;
 }
 
 /** What is alive right now; sweep removes every sandbox that belongs to none of it. */
@@ -87,6 +97,22 @@ export interface ExecutionBackend {
    * backend without it has no engine to lose, and counts as usable.
    */
   health?(timeoutMs: number): Promise<BackendHealth>;
+  /**
+   * Pauses a session (its lock held by the caller): a stateful interpreter's variables are saved to the session's
+   * store (unless `discard`), then its sandbox is removed; its files stay. Answers the variables saved (null: none).
+   * Rejects with state_too_large when they do not fit SANDGATE_MAX_STATE_BYTES (the sandbox is then left running).
+   */
+  pauseSession?(session: SessionRef, opts: { discard: boolean }): Promise<SavedVariables | null>;
+  /**
+   * Saves a live stateful interpreter's variables to `file` without stopping it (a fork's or a snapshot's copy);
+   * null when the session has no live sandbox.
+   */
+  checkpointSession?(session: SessionRef, file: string): Promise<SavedVariables | null>;
+  /**
+   * Brings a paused session back (POST …/resume): a sandbox made as a run of `job` would make it, a stateful
+   * session's variables loaded into it. Answers the `resumed` event's variables.
+   */
+  resumeSession?(job: ExecutionJob): Promise<ResumedEvent['variables']>;
   /**
    * Keeps a warm pool per template, as listed (the ready templates, from Redis): a one-shot of a template's image
    * takes from its pool. Pools no longer listed are closed.

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, loadConfig, parseBytes } from './config.ts';
+import { ConfigError, configWarnings, loadConfig, parseBytes } from './config.ts';
 import { egressEntries } from './egress.ts';
 
 test('defaults need nothing else', () => {
@@ -10,7 +10,10 @@ test('defaults need nothing else', () => {
   assert.equal(c.maxOutputBytes, 100_000);
   assert.equal(c.maxUploadBytes, 50_000_000);
   assert.equal(c.execTimeoutMs, 60_000);
-  assert.equal(c.sessionTtlSeconds, 1800);
+  assert.equal(c.sessionTtlSeconds, 7 * 86_400);
+  assert.equal(c.sessionIdlePauseSeconds, 300);
+  assert.equal(c.undoDepth, 5);
+  assert.equal(c.maxSnapshots, 10);
   assert.equal(c.host, '127.0.0.1');
   assert.equal(c.publicUrl, 'http://127.0.0.1:8080');
   assert.deepEqual(c.apiKeys, {});
@@ -215,4 +218,14 @@ test('SANDGATE_REDIS_SENTINELS: Redis through Sentinel, checked at start', () =>
     problems({ SANDGATE_REDIS_SENTINEL_PASSWORD: 'x' }),
     /SANDGATE_REDIS_SENTINEL_PASSWORD: set without SANDGATE_REDIS_SENTINELS/,
   );
+});
+
+test('SANDGATE_SESSION_TTL_M still sets the retention, with a warning; SANDGATE_SESSION_RETENTION_S wins', () => {
+  assert.equal(loadConfig({ SANDGATE_SESSION_TTL_M: '30' }).sessionTtlSeconds, 1800);
+  assert.match(configWarnings({ SANDGATE_SESSION_TTL_M: '30' })[0]!, /deprecated: it now sets the retention/);
+  const both = { SANDGATE_SESSION_TTL_M: '30', SANDGATE_SESSION_RETENTION_S: '3600' };
+  assert.equal(loadConfig(both).sessionTtlSeconds, 3600);
+  assert.match(configWarnings(both)[0]!, /ignored/);
+  assert.deepEqual(configWarnings({}), []);
+  assert.throws(() => loadConfig({ SANDGATE_SESSION_TTL_M: 'soon' }), /SANDGATE_SESSION_RETENTION_S/);
 });

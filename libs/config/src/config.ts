@@ -124,7 +124,16 @@ export const ConfigSchema = Type.Object({
   cpus: Type.Number({ exclusiveMinimum: 0, maximum: 64 }),
   pidsLimit: Type.Integer({ minimum: 8 }),
   execTimeoutMs: Type.Integer({ minimum: 1000 }),
-  sessionTtlSeconds: Type.Integer({ minimum: 60 }),
+  /** A session's retention: kept this long unused (paused or not), then deleted (SANDGATE_SESSION_RETENTION_S). */
+  sessionTtlSeconds: Type.Integer({ minimum: 1 }),
+  /** Idle seconds after which a live session pauses by itself. */
+  sessionIdlePauseSeconds: Type.Integer({ minimum: 1 }),
+  /** Snapshots a session may keep. */
+  maxSnapshots: Type.Integer({ minimum: 0, maximum: 1000 }),
+  /** Undo steps kept per session (the runs that can be undone); 0: no undo. */
+  undoDepth: Type.Integer({ minimum: 0, maximum: 100 }),
+  /** The most a stateful session's saved variables may take. */
+  maxStateBytes: Type.Integer({ minimum: 1 }),
   maxSessions: Type.Integer({ minimum: 1 }),
   maxUploadBytes: Type.Integer({ minimum: 1 }),
   /** Per-session disk quota (btrfs data directory); 0: none. */
@@ -317,7 +326,11 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_CPU_LIMIT: ['cpus', num, '1.0'],
   SANDGATE_PIDS_LIMIT: ['pidsLimit', int, '128'],
   SANDGATE_EXEC_TIMEOUT_S: ['execTimeoutMs', seconds, '60'],
-  SANDGATE_SESSION_TTL_M: ['sessionTtlSeconds', (r) => Math.round(Number(num(r)) * 60), '30'],
+  SANDGATE_SESSION_RETENTION_S: ['sessionTtlSeconds', int, String(7 * 86_400)],
+  SANDGATE_SESSION_IDLE_PAUSE_S: ['sessionIdlePauseSeconds', int, '300'],
+  SANDGATE_MAX_SNAPSHOTS: ['maxSnapshots', int, '10'],
+  SANDGATE_UNDO_DEPTH: ['undoDepth', int, '5'],
+  SANDGATE_MAX_STATE_BYTES: ['maxStateBytes', parseBytes, '1GiB'],
   SANDGATE_MAX_SESSIONS: ['maxSessions', int, '20'],
   SANDGATE_MAX_UPLOAD_BYTES: ['maxUploadBytes', parseBytes, '50MB'],
   SANDGATE_SESSION_DISK_BYTES: ['sessionDiskBytes', parseBytes, '1GiB'],
@@ -393,8 +406,27 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Variables that still work but say something else now: SANDGATE_SESSION_TTL_M was the idle time after which a
+ * session was deleted; sessions now pause when idle and are deleted after a retention, which it stands for (in
+ * minutes) unless SANDGATE_SESSION_RETENTION_S is set. Answers the warnings to log at start-up.
+ */
+export function configWarnings(env: Env = process.env): string[] {
+  if (env.SANDGATE_SESSION_TTL_M === undefined) return [];
+  return [
+    env.SANDGATE_SESSION_RETENTION_S === undefined
+      ? 'SANDGATE_SESSION_TTL_M is deprecated: it now sets the retention of unused sessions (deleted after it); ' +
+        'idle sessions pause after SANDGATE_SESSION_IDLE_PAUSE_S. Use SANDGATE_SESSION_RETENTION_S (seconds)'
+      : 'SANDGATE_SESSION_TTL_M is deprecated and ignored: SANDGATE_SESSION_RETENTION_S is set',
+  ];
+}
+
 /** Reads and validates the configuration; throws one ConfigError naming every bad variable. */
 export function loadConfig(env: Env = process.env): Config {
+  if (env.SANDGATE_SESSION_TTL_M !== undefined && env.SANDGATE_SESSION_RETENTION_S === undefined) {
+    const minutes = Number(env.SANDGATE_SESSION_TTL_M);
+    env = { ...env, SANDGATE_SESSION_RETENTION_S: Number.isFinite(minutes) ? String(Math.round(minutes * 60)) : 'NaN' };
+  }
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const [name, [field, parse, dflt]] of Object.entries(VARS)) {

@@ -11,6 +11,10 @@ export const TenantLimitsSchema = Type.Object(
     uploads_per_min: count('file uploads per minute'),
     requests_per_min: count('requests per minute'),
     storage_bytes: count("bytes of files over all the tenant's sessions (uploads and what runs write)"),
+    session_retention_s: Type.Integer({
+      minimum: 1,
+      description: "how long the tenant's unused sessions are kept (and the most a session may ask for)",
+    }),
   },
   { additionalProperties: false },
 );
@@ -30,6 +34,7 @@ interface LimitsConfig {
   tenantUploadsPerMin: number;
   rateLimitPerMin: number;
   tenantStorageBytes: number;
+  sessionTtlSeconds: number;
   tenantLimits: TenantOverrides;
 }
 
@@ -42,6 +47,7 @@ export function limitsFor(config: LimitsConfig, tenant: string): TenantLimits {
     uploads_per_min: config.tenantUploadsPerMin,
     requests_per_min: config.rateLimitPerMin,
     storage_bytes: config.tenantStorageBytes,
+    session_retention_s: config.sessionTtlSeconds,
     ...config.tenantLimits[tenant],
   };
 }

@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ref } from './common.ts';
 import { ProblemSchema } from './errors.ts';
 import { ArtifactSchema, ExecutionResultSchema, PHASES, TestCaseSchema, type TestCase } from './executions.ts';
+import { ResumedEventSchema, type ResumedEvent } from './session-lifecycle.ts';
 
 /** Payloads of the SSE events of one execution; the SSE `event:` field is the key. */
 export const PhaseEventSchema = Type.Object(
@@ -56,6 +57,7 @@ export type ExecutionEvent =
   | { type: 'test_result'; data: TestCase }
   | { type: 'tool_call'; data: ToolCallEvent }
   | { type: 'tool_result'; data: ToolResultEvent }
+  | { type: 'resumed'; data: ResumedEvent }
   | { type: 'result'; data: ResultEvent };
 
 export type EventType = ExecutionEvent['type'];
@@ -67,6 +69,7 @@ export const EVENT_TYPES: readonly EventType[] = [
   'test_result',
   'tool_call',
   'tool_result',
+  'resumed',
   'result',
 ];
 
@@ -94,6 +97,7 @@ export const ExecutionStreamEventSchema = Type.Union(
     frame('test_result', ref(TestCaseSchema), 'Test mode: one test ended.'),
     frame('tool_call', ref(ToolCallEventSchema), "The run's code called a tool (sandgate.tools)."),
     frame('tool_result', ref(ToolResultEventSchema), 'A tool call ended.'),
+    frame('resumed', ref(ResumedEventSchema), 'The session was paused: this run brought it back in a new sandbox.'),
     frame('result', ref(ResultEventSchema), 'The run ended: the last event; the server then closes the stream.'),
     Type.Object(
       {

@@ -7,6 +7,7 @@ import {
   TimestampSchema,
   ref,
 } from './common.ts';
+import { ResumedEventSchema } from './session-lifecycle.ts';
 import { InlineFileSchema } from './files.ts';
 import { TemplateNameSchema } from './templates.ts';
 import { JobVolumeSchema } from './volumes.ts';
@@ -152,6 +153,7 @@ export const ExecutionResultSchema = Type.Object(
         description: 'Stateful sessions: the interpreter was (re)started for this run, so earlier state is gone.',
       }),
     ),
+    resumed: Type.Optional(ref(ResumedEventSchema)),
     tests: Type.Optional(ref(TestReportSchema)),
     tool_calls: Type.Optional(
       Type.Array(ref(ToolCallRecordSchema), {
@@ -404,6 +406,10 @@ export const ExecutionJobSchema = Type.Object(
     network: Type.Optional(Type.Literal('egress')),
     /** The run starts `code` as the session's service of this name (POST /v1/sessions/:id/services) and ends then. */
     service: Type.Optional(Type.String()),
+    /** The session was paused (at this time, ms) when the run was queued: the run brings it back and says so. */
+    paused_at: Type.Optional(Type.Integer()),
+    /** Keep an undo step before the run: the session's files (`files`), and its interpreter's variables (`state`). */
+    undo: Type.Optional(Type.Union([Type.Literal('files'), Type.Literal('state')])),
     /**
      * The template its sandbox is made from, and that template's image as the gateway resolved it when the run (or
      * its session) was made: a worker never looks a template up. Absent: the runtime image (SANDGATE_IMAGE).

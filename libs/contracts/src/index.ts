@@ -9,6 +9,8 @@ export * from './mcp.ts';
 export * from './scripts.ts';
 export * from './tools.ts';
 export * from './services.ts';
+export * from './session-lifecycle.ts';
+export * from './undo-mode.ts';
 export * from './templates.ts';
 export * from './volumes.ts';
 
@@ -59,6 +61,21 @@ import {
   StopServiceSchema,
 } from './services.ts';
 import {
+  CreateSnapshotSchema,
+  ForkSessionSchema,
+  PauseSessionSchema,
+  ResumedEventSchema,
+  SavedVariablesSchema,
+  SessionForkSchema,
+  SessionPauseSchema,
+  SessionResumeSchema,
+  SessionUndoSchema,
+  SnapshotListSchema,
+  SnapshotRestoreSchema,
+  SnapshotSchema,
+  UnsavedVariableSchema,
+} from './session-lifecycle.ts';
+import {
   TemplateBuildResultEventSchema,
   TemplateBuildSchema,
   TemplateBuildStreamEventSchema,
@@ -76,6 +93,8 @@ export const SHARED_SCHEMAS = [
   TestCaseSchema,
   TestReportSchema,
   ToolCallRecordSchema,
+  UnsavedVariableSchema,
+  ResumedEventSchema,
   ExecutionResultSchema,
   WebhookAttemptSchema,
   WebhookStatusSchema,
@@ -87,6 +106,17 @@ export const SHARED_SCHEMAS = [
   SessionSchema,
   SessionListSchema,
   CreateSessionSchema,
+  SavedVariablesSchema,
+  PauseSessionSchema,
+  SessionPauseSchema,
+  SessionResumeSchema,
+  ForkSessionSchema,
+  SessionForkSchema,
+  CreateSnapshotSchema,
+  SnapshotSchema,
+  SnapshotListSchema,
+  SnapshotRestoreSchema,
+  SessionUndoSchema,
   FileEntrySchema,
   FileListSchema,
   UploadResultSchema,

@@ -31,6 +31,8 @@ interface Waiter {
 export class EndedNotices {
   readonly channel: string;
   private readonly waiters = new Map<string, Waiter>();
+  /** Session operations waited for: their answer (JSON) once published; `missed` after a reconnect. */
+  private readonly ops = new Map<string, { answer: string | null; missed: boolean; wake: (() => void) | null }>();
   private listening = false;
 
   /** `sub` becomes a subscriber connection: give it nothing else to do. */
@@ -86,9 +88,44 @@ export class EndedNotices {
     };
   }
 
+  /**
+   * Starts listening for the answer of session operation `id` (published by the worker that does it as
+   * `<id>\n<answer JSON>` on this process's channel): the answer, `missed` (read it from Redis), or `timeout`.
+   */
+  expectOp(id: string): { next(deadline: number): Promise<string | 'missed' | 'timeout'>; cancel(): void } {
+    const w = { answer: null as string | null, missed: false, wake: null as (() => void) | null };
+    this.ops.set(id, w);
+    return {
+      next: (deadline) =>
+        new Promise((resolve) => {
+          const settle = (): void => {
+            clearTimeout(timer);
+            w.wake = null;
+            if (w.answer !== null) resolve(w.answer);
+            else if (w.missed) {
+              w.missed = false;
+              resolve('missed');
+            } else resolve('timeout');
+          };
+          const timer = setTimeout(settle, Math.max(0, deadline - Date.now()));
+          if (w.answer !== null || w.missed) settle();
+          else w.wake = settle;
+        }),
+      cancel: () => {
+        this.ops.delete(id);
+      },
+    };
+  }
+
   /** A notice is `<id>\n<started_at or empty>\n<finished_at>\n<result event JSON>` (sgFinalize). */
   private deliver(message: string): void {
     const a = message.indexOf('\n');
+    const op = this.ops.get(message.slice(0, a));
+    if (op !== undefined) {
+      op.answer = message.slice(a + 1);
+      op.wake?.();
+      return;
+    }
     const b = message.indexOf('\n', a + 1);
     const c = message.indexOf('\n', b + 1);
     const w = this.waiters.get(message.slice(0, a));
@@ -98,7 +135,7 @@ export class EndedNotices {
   }
 
   private missedAll(): void {
-    for (const w of this.waiters.values()) {
+    for (const w of [...this.waiters.values(), ...this.ops.values()]) {
       w.missed = true;
       w.wake?.();
     }

@@ -1,4 +1,4 @@
-import type { Artifact, Phase, TestCase, ToolCallEvent, ToolResultEvent } from '@sandgate/contracts';
+import type { Artifact, Phase, ResumedEvent, TestCase, ToolCallEvent, ToolResultEvent } from '@sandgate/contracts';
 import type { LuaRedis } from './lua-scripts.ts';
 
 /**
@@ -37,6 +37,9 @@ export class EventWriter {
   }
   toolResult(result: ToolResultEvent): void {
     this.append('tool_result', result);
+  }
+  resumed(resumed: ResumedEvent): void {
+    this.append('resumed', resumed);
   }
   stdout(text: string): void {
     this.output('stdout', text);

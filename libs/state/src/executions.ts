@@ -98,6 +98,7 @@ export class ExecutionStore {
       k.queued(),
       k.tenantQueued(meta.tenant),
       k.tenantRunning(meta.tenant),
+      k.sessionIdle(),
       meta.session_id,
       meta.tenant,
       meta.id,
@@ -113,6 +114,7 @@ export class ExecutionStore {
       oneshotTtlSeconds === undefined ? '0' : '1',
       oneshotTtlSeconds ?? 0,
       k.executionPrefix(),
+      spec.timeout_ms,
     );
     if (typeof r === 'number') return r;
     if (r === 'max_sessions') throw await maxSessionsError(this.redis, k, meta.tenant, maxSessions);
@@ -124,7 +126,8 @@ export class ExecutionStore {
     }
     throw new SandgateError(
       'session_busy',
-      `session ${meta.session_id} is running another execution; wait for it or cancel it`,
+      `session ${meta.session_id} is running another execution (or being paused, forked, snapshotted …); ` +
+        'wait for it or cancel it',
     );
   }
 

@@ -4,8 +4,17 @@ export const keys = (p: string) => ({
   sessionLock: (id: string) => `${p}:session:${id}:lock`,
   /** A session's executions within the retention, as time-index members (time-index.ts). */
   sessionExecutions: (id: string) => `${p}:session:${id}:execution-list`,
-  /** A tenant's live sessions by expiry time (ms): what counts against SANDGATE_MAX_SESSIONS. */
+  /**
+   * A tenant's live (not paused) sessions by when they pause if left idle (ms): those not past it count against
+   * SANDGATE_MAX_SESSIONS.
+   */
   tenantSessions: (tenant: string) => `${p}:tenant:${tenant}:sessions`,
+  /** Every live (not paused) session by when it pauses if left idle (ms): the auto-pause and the sweep read it. */
+  sessionIdle: () => `${p}:sessions:idle`,
+  /** A session's snapshots: name → JSON {created_at, size_bytes, variables}. */
+  sessionSnapshots: (id: string) => `${p}:session:${id}:snapshots`,
+  /** What a session operation answered (SessionOps), kept a few minutes for a gateway that missed the notice. */
+  sessionOp: (opId: string) => `${p}:session-op:${opId}`,
   /** A tenant's live sessions, newest last, as time-index members (time-index.ts): what GET /v1/sessions pages. */
   tenantSessionList: (tenant: string) => `${p}:tenant:${tenant}:session-list`,
   /** A tenant's executions within the retention, as time-index members. */
@@ -29,7 +38,7 @@ export const keys = (p: string) => ({
   volume: (id: string) => `${p}:volume:${id}`,
   /** The sessions that mount a volume: session id → `{path, read_only}` (JSON). */
   volumeMounts: (id: string) => `${p}:volume:${id}:mounts`,
-  /** All sessions by expiry time (ms), for the janitor. */
+  /** All sessions (paused too) by when they are deleted if left alone (ms), for the janitor. */
   sessionExpiry: () => `${p}:sessions:expiry`,
   execution: (id: string) => `${p}:execution:${id}`,
   /** What execution(id) is, without the id: Lua that checks an index's members builds their keys from it. */

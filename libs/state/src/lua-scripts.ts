@@ -2,18 +2,58 @@ import type { Redis } from 'ioredis';
 import { TIME_INDEX_LUA } from './time-index.ts';
 import { VOLUME_SCRIPTS } from './volume-scripts.ts';
 
-/** Lua: a new session under the tenant's limit (false when at the limit). */
+/**
+ * Lua: a new session under the tenant's limit of live sessions (false when at the limit), or a paused one (a fork, a
+ * snapshot restored into a new session: `paused`, counted nowhere until it is used). A live session is in the
+ * tenant's live index and in the idle index, scored by when it pauses if left idle (its `idle` seconds from now);
+ * every session is in the expiry index, scored by when it is deleted if left alone (its `ttl`, the retention).
+ * `fields` are more of the record, as field, value pairs.
+ */
 const CREATE_SESSION = `${TIME_INDEX_LUA}
-  local function createSession(key, tenantSessions, sessionList, expiry, id, tenant, now, ttl, maxSessions, metadata,
-      mode)
-    if redis.call('ZCOUNT', tenantSessions, now, '+inf') >= tonumber(maxSessions) then return false end
+  local function createSession(key, tenantSessions, sessionList, expiry, idleIndex, id, tenant, now, ttl, maxSessions,
+      metadata, mode, paused, fields)
+    now = tonumber(now)
+    if (not paused) and redis.call('ZCOUNT', tenantSessions, now, '+inf') >= tonumber(maxSessions) then return false end
     redis.call('HSET', key, 'tenant', tenant, 'created_at', now, 'last_used_at', now, 'ttl', ttl, 'metadata', metadata,
       'mode', mode, 'generation', 0)
-    local exp = tonumber(now) + tonumber(ttl) * 1000
-    redis.call('ZADD', tenantSessions, exp, id)
-    redis.call('ZADD', expiry, exp, id)
+    if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
+    redis.call('ZADD', expiry, now + tonumber(ttl) * 1000, id)
+    if paused then
+      redis.call('HSET', key, 'paused_at', now)
+    else
+      local pausesAt = now + tonumber(redis.call('HGET', key, 'idle') or '300') * 1000
+      redis.call('ZADD', tenantSessions, pausesAt, id)
+      redis.call('ZADD', idleIndex, pausesAt, id)
+    end
     indexAdd(sessionList, now, id)
     return true
+  end`;
+
+/**
+ * Lua: takes a session's lock for a session operation (not a run), when the session is the tenant's ('' for any) and
+ * no run or other operation holds it. With \`live\`, a paused session (or one past its idle time) becomes live, within
+ * the tenant's limit. Answers 'ok', 'not_found', 'busy' or 'max_sessions'.
+ */
+const LOCK_SESSION = `
+  local function lockSession(key, lock, tenantSessions, idleIndex, id, tenant, owner, lockMs, now, live, maxSessions,
+      holdMs)
+    now = tonumber(now)
+    local t = redis.call('HGET', key, 'tenant')
+    if (not t) or (tenant ~= '' and t ~= tenant) then return 'not_found' end
+    local live = live == '1'
+    local pausesAt = redis.call('ZSCORE', tenantSessions, id)
+    local asleep = redis.call('HEXISTS', key, 'paused_at') == 1 or (not pausesAt) or tonumber(pausesAt) < now
+    if live and asleep and redis.call('ZCOUNT', tenantSessions, now, '+inf') >= tonumber(maxSessions) then
+      return 'max_sessions'
+    end
+    if not redis.call('SET', lock, owner, 'NX', 'PX', lockMs) then return 'busy' end
+    if live then
+      redis.call('HDEL', key, 'paused_at')
+      local holdUntil = now + tonumber(holdMs) + tonumber(redis.call('HGET', key, 'idle') or '300') * 1000
+      redis.call('ZADD', tenantSessions, holdUntil, id)
+      redis.call('ZADD', idleIndex, holdUntil, id)
+    end
+    return 'ok'
   end`;
 
 /** Lua shared by the scripts below: appends ARGV[from..] (type, data pairs) to an execution's event stream. */
@@ -45,23 +85,66 @@ const PRUNE = `
  */
 const SCRIPTS = {
   sgCreateSession: {
-    numberOfKeys: 4, // session, tenantSessions, tenantSessionList, sessionExpiry
-    // ARGV: sessionId, tenant, now, ttlS, maxSessions, metadata, mode, then more fields of the record as field, value
-    // pairs (its template's, …)
+    numberOfKeys: 5, // session, tenantSessions, tenantSessionList, sessionExpiry, sessionIdle
+    // ARGV: sessionId, tenant, now, ttlS, maxSessions, metadata, mode, paused ('1': made paused), then more fields of
+    // the record as field, value pairs (its idle seconds, undo mode, the session it was forked from, …)
     lua: `${CREATE_SESSION}
-      local ok = createSession(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6],
-        ARGV[7])
-      if ok and #ARGV > 7 then redis.call('HSET', KEYS[1], unpack(ARGV, 8)) end
-      return ok and 1 or 0`,
+      return createSession(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5],
+        ARGV[6], ARGV[7], ARGV[8] == '1', { unpack(ARGV, 9) }) and 1 or 0`,
+  },
+  sgLockSession: {
+    numberOfKeys: 4, // session, sessionLock, tenantSessions, sessionIdle
+    // ARGV: sessionId, tenant ('' any), owner (the operation's id), lockMs, now, live ('1': make it live), maxSessions,
+    // holdMs (how long the operation may hold it: it does not pause meanwhile)
+    lua: `${LOCK_SESSION}
+      return lockSession(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6],
+        ARGV[7], ARGV[8])`,
+  },
+  sgUnlockSession: {
+    numberOfKeys: 7, // session, sessionLock, tenantSessions, sessionIdle, sessionExpiry, snapshots, tenantStorage
+    // ARGV: sessionId, owner, now, outcome ('live': idle from now; 'paused': paused now; 'keep': as it is), touch
+    // ('1': used now: its retention starts again)
+    // Lets the lock go if \`owner\` holds it, leaving the session live (idle from now) or paused.
+    lua: `
+      local now = tonumber(ARGV[3])
+      if redis.call('GET', KEYS[2]) == ARGV[2] then redis.call('DEL', KEYS[2]) end
+      if redis.call('HEXISTS', KEYS[1], 'tenant') == 0 then return 0 end
+      if ARGV[4] == 'paused' then
+        redis.call('HSET', KEYS[1], 'paused_at', now)
+        redis.call('ZREM', KEYS[3], ARGV[1])
+        redis.call('ZREM', KEYS[4], ARGV[1])
+      elseif ARGV[4] == 'live' then
+        local pausesAt = now + tonumber(redis.call('HGET', KEYS[1], 'idle') or '300') * 1000
+        redis.call('ZADD', KEYS[3], pausesAt, ARGV[1])
+        redis.call('ZADD', KEYS[4], pausesAt, ARGV[1])
+      end
+      if ARGV[5] == '1' then
+        redis.call('HSET', KEYS[1], 'last_used_at', now)
+        redis.call('ZADD', KEYS[5], now + tonumber(redis.call('HGET', KEYS[1], 'ttl')) * 1000, ARGV[1])
+      end
+      return 1`,
+  },
+  sgIdleFrom: {
+    numberOfKeys: 3, // session, tenantSessions, sessionIdle
+    // ARGV: sessionId, now. A run ended: a live session pauses \`idle\` seconds from now if left alone.
+    lua: `
+      if redis.call('HEXISTS', KEYS[1], 'paused_at') == 1 or redis.call('HEXISTS', KEYS[1], 'tenant') == 0 then
+        return 0
+      end
+      local pausesAt = tonumber(ARGV[2]) + tonumber(redis.call('HGET', KEYS[1], 'idle') or '300') * 1000
+      redis.call('ZADD', KEYS[2], 'XX', pausesAt, ARGV[1])
+      redis.call('ZADD', KEYS[3], 'XX', pausesAt, ARGV[1])
+      return 1`,
   },
   sgStartExecution: {
     // session, sessionLock, execution, tenantSessions, sessionExpiry, tenantExecutions, sessionExecutions, events,
-    // tenantSessionList, queued, tenantQueued, tenantRunning
-    numberOfKeys: 12,
+    // tenantSessionList, queued, tenantQueued, tenantRunning, sessionIdle
+    numberOfKeys: 13,
     // ARGV: sessionId, tenant, executionId, now, meta, lockTtlMs, retentionS, queuedEvent, the channel to tell when the
     // run ends ('' for none), spec (the run's ExecutionJob, kept until it ends), maxInFlight (0: no limit),
-    // maxSessions, oneshot ('1': create the session, as a one-shot's), the session TTL (s), executionPrefix.
-    // Answers the run's rank in its tenant's queue, or why it was refused.
+    // maxSessions, oneshot ('1': create the session, as a one-shot's), the session TTL (s), executionPrefix, the run's
+    // timeout (ms: the session does not pause while it may run). Answers the run's rank in its tenant's queue, or why
+    // it was refused.
     lua: `${TIME_INDEX_LUA}${PRUNE}
       local now = tonumber(ARGV[4])
       local maxInFlight = tonumber(ARGV[11])
@@ -84,6 +167,13 @@ const SCRIPTS = {
           if redis.call('ZCOUNT', KEYS[4], now, '+inf') >= tonumber(ARGV[12]) then return 'max_sessions' end
           redis.call('HDEL', KEYS[1], 'oneshot')
           indexAdd(KEYS[9], redis.call('HGET', KEYS[1], 'created_at'), ARGV[1])
+        elseif redis.call('EXISTS', KEYS[2]) == 0 then
+          -- A paused session (or one past its idle time, as good as paused) is live again, within the tenant's limit.
+          local pausesAt = redis.call('ZSCORE', KEYS[4], ARGV[1])
+          if (redis.call('HEXISTS', KEYS[1], 'paused_at') == 1 or (not pausesAt) or tonumber(pausesAt) < now)
+            and redis.call('ZCOUNT', KEYS[4], now, '+inf') >= tonumber(ARGV[12]) then
+            return 'max_sessions'
+          end
         end
       end
       if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[6]) then return 'busy' end
@@ -96,8 +186,11 @@ const SCRIPTS = {
       redis.call('XADD', KEYS[8], '*', 'type', 'phase', 'data', ARGV[8])
       if not oneshot then
         local newexp = now + tonumber(redis.call('HGET', KEYS[1], 'ttl')) * 1000
+        local pausesAt = now + tonumber(ARGV[16]) + tonumber(redis.call('HGET', KEYS[1], 'idle') or '300') * 1000
         redis.call('HSET', KEYS[1], 'last_used_at', ARGV[4])
-        redis.call('ZADD', KEYS[4], newexp, ARGV[1])
+        redis.call('HDEL', KEYS[1], 'paused_at')
+        redis.call('ZADD', KEYS[4], pausesAt, ARGV[1])
+        redis.call('ZADD', KEYS[13], pausesAt, ARGV[1])
         redis.call('ZADD', KEYS[5], newexp, ARGV[1])
       end
       local retention = tonumber(ARGV[7])
@@ -170,7 +263,7 @@ const SCRIPTS = {
       appendEvents(KEYS[1], 1)`,
   },
   sgExpireSession: {
-    numberOfKeys: 5, // session, sessionLock, tenantSessions, sessionExpiry, tenantSessionList
+    numberOfKeys: 7, // session, sessionLock, tenantSessions, sessionExpiry, tenantSessionList, sessionIdle, snapshots
     // ARGV: sessionId, now, force ('1' deletes even when not yet expired)
     lua: `${TIME_INDEX_LUA}
       if redis.call('EXISTS', KEYS[2]) == 1 and ARGV[3] ~= '1' then return 0 end
@@ -178,9 +271,10 @@ const SCRIPTS = {
       if ARGV[3] ~= '1' and exp and tonumber(exp) > tonumber(ARGV[2]) then return 0 end
       local created = redis.call('HGET', KEYS[1], 'created_at')
       if created then redis.call('ZREM', KEYS[5], indexMember(created, ARGV[1])) end
-      redis.call('DEL', KEYS[1])
+      redis.call('DEL', KEYS[1], KEYS[7])
       redis.call('ZREM', KEYS[3], ARGV[1])
       redis.call('ZREM', KEYS[4], ARGV[1])
+      redis.call('ZREM', KEYS[6], ARGV[1])
       return 1`,
   },
 } as const;

@@ -1,5 +1,12 @@
 import type { Redis } from 'ioredis';
-import { SandgateError, type JobVolume, type SessionMode, type TemplateLimits } from '@sandgate/contracts';
+import {
+  SandgateError,
+  type JobVolume,
+  type SessionMode,
+  type Snapshot,
+  type TemplateLimits,
+  type UndoMode,
+} from '@sandgate/contracts';
 import type { Keys } from './keys.ts';
 import { randomHex } from './random-ids.ts';
 import type { LuaRedis } from './lua-scripts.ts';
@@ -48,10 +55,35 @@ export interface SessionRecord {
   oneshot: boolean;
   /** It holds private data: its sandbox has no network for the rest of its life (the ratchet never reverses). */
   private: boolean;
+  /** When it was paused (ms); null when it is not. */
+  pausedAt: number | null;
+  /** When it pauses if left idle (ms); null while paused (or a one-shot's). */
+  pausesAt: number | null;
+  /** Idle seconds after which it pauses by itself. */
+  idleSeconds: number;
+  undo: UndoMode;
+  /** The session it was copied from (a fork, a snapshot restored into a new session). */
+  forkedFrom: string | null;
   /** The template its sandbox is made from, as resolved when it was made; null: the runtime image. */
   template: SessionTemplate | null;
   /** The volumes it mounts, resolved when it was made (VolumeStore.claim). */
   volumes: JobVolume[];
+}
+
+/** What a new session is made with besides its tenant. */
+export interface NewSession {
+  /** Its retention: kept this long unused, then deleted. */
+  ttlSeconds: number;
+  maxSessions: number;
+  mode?: SessionMode;
+  metadata?: Record<string, string>;
+  /** Idle seconds after which it pauses by itself; default 300 (the caller passes SANDGATE_SESSION_IDLE_PAUSE_S). */
+  idleSeconds?: number;
+  undo?: UndoMode;
+  /** Made paused (a fork, a snapshot restored into a new session): it counts as no live session until used. */
+  paused?: boolean;
+  forkedFrom?: string;
+  template?: SessionTemplate;
 }
 
 /** A session's template as it was when the session was made: its runs use this image, env and limits. */
@@ -63,6 +95,10 @@ export interface SessionTemplate {
 }
 
 export const newSessionId = () => `sess_${randomHex(6)}`;
+/** The id of a session operation (pause, fork …): what its session's lock holds while it goes on. */
+export const newOpId = () => `op_${randomHex(8)}`;
+/** How long a session operation may hold its session's lock: saving 1 GiB of variables takes a while. */
+export const SESSION_OP_LOCK_MS = 5 * 60_000;
 
 /**
  * A tenant at its limit of live sessions, whether creating one or starting a one-shot (which creates one). Retry-After
@@ -86,17 +122,8 @@ export class SessionStore {
     private readonly k: Keys,
   ) {}
 
-  /** Creates a session, enforcing the tenant's limit of live sessions atomically. */
-  async create(
-    tenant: string,
-    opts: {
-      ttlSeconds: number;
-      maxSessions: number;
-      mode?: SessionMode;
-      metadata?: Record<string, string>;
-      template?: SessionTemplate;
-    },
-  ) {
+  /** Creates a session, enforcing the tenant's limit of live sessions atomically (a paused one counts in none). */
+  async create(tenant: string, opts: NewSession) {
     const id = newSessionId();
     const now = Date.now();
     const ok = await this.redis.sgCreateSession(
@@ -104,6 +131,7 @@ export class SessionStore {
       this.k.tenantSessions(tenant),
       this.k.tenantSessionList(tenant),
       this.k.sessionExpiry(),
+      this.k.sessionIdle(),
       id,
       tenant,
       now,
@@ -111,6 +139,12 @@ export class SessionStore {
       opts.maxSessions,
       JSON.stringify(opts.metadata ?? {}),
       opts.mode ?? 'process',
+      opts.paused === true ? '1' : '0',
+      'idle',
+      opts.idleSeconds ?? 300,
+      'undo',
+      opts.undo ?? 'files',
+      ...(opts.forkedFrom === undefined ? [] : ['forked_from', opts.forkedFrom]),
       ...(opts.template ? templateFields(opts.template) : []),
     );
     if (ok !== 1) throw await maxSessionsError(this.redis, this.k, tenant, opts.maxSessions);
@@ -124,12 +158,18 @@ export class SessionStore {
 
   /** The session if it exists, is live and belongs to `tenant`; null otherwise (never tells tenants apart). */
   async get(tenant: string, id: string): Promise<SessionRecord | null> {
-    const [[, h], [, score], [, lock]] = (await this.redis
+    const [[, h], [, score], [, lock], [, pausesAt]] = (await this.redis
       .multi()
       .hgetall(this.k.session(id))
       .zscore(this.k.sessionExpiry(), id)
       .get(this.k.sessionLock(id))
-      .exec()) as [[unknown, Record<string, string>], [unknown, string | null], [unknown, string | null]];
+      .zscore(this.k.sessionIdle(), id)
+      .exec()) as [
+      [unknown, Record<string, string>],
+      [unknown, string | null],
+      [unknown, string | null],
+      [unknown, string | null],
+    ];
     if (!h.tenant || h.tenant !== tenant || score === null) return null;
     const expiresAt = Number(score);
     if (expiresAt < Date.now() && lock === null) return null;
@@ -146,6 +186,11 @@ export class SessionStore {
       currentExecutionId: lock,
       oneshot: h.oneshot === '1',
       private: h.private === '1',
+      pausedAt: h.paused_at === undefined ? null : Number(h.paused_at),
+      pausesAt: h.paused_at !== undefined || pausesAt === null ? null : Number(pausesAt),
+      idleSeconds: Number(h.idle ?? 300),
+      undo: (h.undo ?? 'files') as UndoMode,
+      forkedFrom: h.forked_from ?? null,
       template: h.template
         ? {
             name: h.template,
@@ -165,19 +210,22 @@ export class SessionStore {
   }
 
   /**
-   * Pushes the idle expiry forward (called on every use: uploads, downloads, executions). A one-shot's session keeps
-   * its expiry, the end of the retention: it is not live, so there is no idle time to push.
+   * Pushes the retention forward, and a live session's pause time (called on every use: uploads, downloads,
+   * executions). A one-shot's session keeps its expiry, the end of the retention: it is not live, so there is no idle
+   * time to push. A paused session stays paused (a file use needs no sandbox).
    */
   async touch(s: SessionRecord): Promise<void> {
     if (s.oneshot) return;
     const now = Date.now();
-    const exp = now + s.ttlSeconds * 1000;
-    await this.redis
+    const m = this.redis
       .multi()
       .hset(this.k.session(s.id), 'last_used_at', now)
-      .zadd(this.k.tenantSessions(s.tenant), exp, s.id)
-      .zadd(this.k.sessionExpiry(), exp, s.id)
-      .exec();
+      .zadd(this.k.sessionExpiry(), now + s.ttlSeconds * 1000, s.id);
+    if (s.pausedAt === null) {
+      m.zadd(this.k.tenantSessions(s.tenant), 'XX', now + s.idleSeconds * 1000, s.id);
+      m.zadd(this.k.sessionIdle(), 'XX', now + s.idleSeconds * 1000, s.id);
+    }
+    await m.exec();
   }
 
   /** Starts the session's sandbox afresh on its next execution (a stateful interpreter loses its state). */
@@ -250,15 +298,106 @@ export class SessionStore {
     return tenant === null || flag === '1';
   }
 
-  /** Ids of every session that is live (not expired, or still running an execution), across tenants. */
+  /**
+   * Ids of every session that may have a sandbox, across tenants: those not paused (a paused session's sandbox, or
+   * a deleted one's, is left over and goes).
+   */
   async liveIds(): Promise<Set<string>> {
-    const now = Date.now();
-    const flat = await this.redis.zrange(this.k.sessionExpiry(), '0', '-1', 'WITHSCORES');
-    const live: string[] = [];
-    const expired: string[] = [];
-    for (let i = 0; i < flat.length; i += 2) (Number(flat[i + 1]) >= now ? live : expired).push(flat[i]!);
-    const locked = await Promise.all(expired.map((id) => this.redis.exists(this.k.sessionLock(id))));
-    return new Set([...live, ...expired.filter((_, i) => locked[i] === 1)]);
+    return new Set(await this.redis.zrange(this.k.sessionIdle(), '0', '-1'));
+  }
+
+  /** Live sessions idle past their pause time, oldest first: housekeeping pauses them. */
+  async idleDue(limit = 50): Promise<string[]> {
+    return this.redis.zrangebyscore(this.k.sessionIdle(), '-inf', Date.now(), 'LIMIT', 0, limit);
+  }
+
+  /**
+   * Takes the session's lock for an operation `owner` (not a run); `live` also makes a paused session live again,
+   * within `maxSessions`. `tenant` null: any tenant's (housekeeping). Throws session_not_found, session_busy or
+   * max_sessions.
+   */
+  async lock(
+    tenant: string | null,
+    id: string,
+    owner: string,
+    {
+      lockMs,
+      live = false,
+      maxSessions = 0,
+      holdMs = lockMs,
+    }: { lockMs: number; live?: boolean; maxSessions?: number; holdMs?: number },
+  ): Promise<void> {
+    const r = await this.redis.sgLockSession(
+      this.k.session(id),
+      this.k.sessionLock(id),
+      this.k.tenantSessions(tenant ?? (await this.ownerOf(id)) ?? ''),
+      this.k.sessionIdle(),
+      id,
+      tenant ?? '',
+      owner,
+      lockMs,
+      Date.now(),
+      live ? '1' : '0',
+      maxSessions,
+      holdMs,
+    );
+    if (r === 'ok') return;
+    if (r === 'not_found') throw new SandgateError('session_not_found', `session ${id} does not exist or has expired`);
+    if (r === 'max_sessions') throw await maxSessionsError(this.redis, this.k, tenant!, maxSessions);
+    const holder = await this.redis.get(this.k.sessionLock(id));
+    throw new SandgateError(
+      'session_busy',
+      `session ${id} is ${holder?.startsWith('op_') ? 'being paused, resumed, forked or snapshotted' : `running ${holder}`}; ` +
+        'wait for it (or cancel the run) first',
+    );
+  }
+
+  /**
+   * Lets an operation's lock go, leaving the session `live` (idle from now), `paused`, or as it was (`keep`);
+   * `touch`: it was used now (its retention starts again).
+   */
+  async unlock(
+    s: Pick<SessionRecord, 'id' | 'tenant'>,
+    owner: string,
+    outcome: 'live' | 'paused' | 'keep',
+    touch: boolean,
+  ): Promise<void> {
+    await this.redis.sgUnlockSession(
+      this.k.session(s.id),
+      this.k.sessionLock(s.id),
+      this.k.tenantSessions(s.tenant),
+      this.k.sessionIdle(),
+      this.k.sessionExpiry(),
+      this.k.sessionSnapshots(s.id),
+      this.k.tenantStorage(s.tenant),
+      s.id,
+      owner,
+      Date.now(),
+      outcome,
+      touch ? '1' : '0',
+    );
+  }
+
+  /** A run of a live session ended: it pauses its idle seconds from now if left alone. */
+  async idleFrom(s: Pick<SessionRecord, 'id' | 'tenant'>, now = Date.now()): Promise<void> {
+    await this.redis.sgIdleFrom(this.k.session(s.id), this.k.tenantSessions(s.tenant), this.k.sessionIdle(), s.id, now);
+  }
+
+  /** The session's snapshots, oldest first. */
+  async snapshots(id: string): Promise<Snapshot[]> {
+    const h = await this.redis.hgetall(this.k.sessionSnapshots(id));
+    return Object.entries(h)
+      .map(([name, json]) => ({ name, ...(JSON.parse(json) as Omit<Snapshot, 'name'>) }))
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.name.localeCompare(b.name));
+  }
+
+  async putSnapshot(id: string, snap: Snapshot): Promise<void> {
+    const { name, ...rest } = snap;
+    await this.redis.hset(this.k.sessionSnapshots(id), name, JSON.stringify(rest));
+  }
+
+  async removeSnapshot(id: string, name: string): Promise<boolean> {
+    return (await this.redis.hdel(this.k.sessionSnapshots(id), name)) === 1;
   }
 
   /** A page of the tenant's live sessions, newest first, starting after `after` (a position a previous page gave). */
@@ -275,6 +414,8 @@ export class SessionStore {
       this.k.tenantSessions(s.tenant),
       this.k.sessionExpiry(),
       this.k.tenantSessionList(s.tenant),
+      this.k.sessionIdle(),
+      this.k.sessionSnapshots(s.id),
       s.id,
       Date.now(),
       force ? '1' : '0',
@@ -307,9 +448,9 @@ export class SessionStore {
     return used;
   }
 
-  /** Removes an index entry whose record is already gone. */
+  /** Removes index entries whose record is already gone. */
   async forget(id: string): Promise<void> {
-    await this.redis.zrem(this.k.sessionExpiry(), id);
+    await this.redis.multi().zrem(this.k.sessionExpiry(), id).zrem(this.k.sessionIdle(), id).exec();
   }
 }
 

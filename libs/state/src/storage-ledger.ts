@@ -16,9 +16,21 @@ export class StorageLedger {
     await this.redis.hset(this.k.tenantStorage(tenant), sessionId, String(bytes));
   }
 
-  /** The session's files are gone (deleted, expired). */
+  /**
+   * What is kept beside a session's files, counted apart: `<id>/state` (its saved interpreter), `<id>/snapshot/<name>`.
+   * 0 bytes drops the entry.
+   */
+  async recordBeside(tenant: string, sessionId: string, what: string, bytes: number): Promise<void> {
+    const field = `${sessionId}/${what}`;
+    if (bytes > 0) await this.redis.hset(this.k.tenantStorage(tenant), field, String(bytes));
+    else await this.redis.hdel(this.k.tenantStorage(tenant), field);
+  }
+
+  /** The session is gone (deleted, expired): its files and all that was kept beside them. */
   async forget(tenant: string, sessionId: string): Promise<void> {
-    await this.redis.hdel(this.k.tenantStorage(tenant), sessionId);
+    const fields = await this.redis.hkeys(this.k.tenantStorage(tenant));
+    const gone = fields.filter((f) => f === sessionId || f.startsWith(`${sessionId}/`));
+    if (gone.length > 0) await this.redis.hdel(this.k.tenantStorage(tenant), ...gone);
   }
 
   /** Bytes the tenant stores over all its sessions. */

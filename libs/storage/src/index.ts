@@ -9,4 +9,6 @@ export * from './mime.ts';
 export * from './url-signer.ts';
 export * from './workspaces.ts';
 export * from './disk-quota.ts';
+export * from './session-copies.ts';
+export * from './btrfs.ts';
 export * from './volumes.ts';

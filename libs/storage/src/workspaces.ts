@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { SandgateError, SESSION_ID_PATTERN } from '@sandgate/contracts';
 import { errno } from './fd-path.ts';
 import { SubvolumeQuota } from './disk-quota.ts';
+import { SessionCopies } from './session-copies.ts';
 import type { Owner } from './write-inside.ts';
 import { Volumes } from './volumes.ts';
 import { handOver, removeOwnedDir, usedBytesOf } from './owned-dir.ts';
@@ -73,9 +74,18 @@ export class Workspaces {
     return usedBytesOf(this.dir(sessionId), this.quota);
   }
 
-  /** Deletes the session directory and everything in it; a missing one is not an error. */
+  /** Bytes the files under `dir` take (a session's directory, or a copy of one): as usedBytes counts them. */
+  usedBytesAt(dir: string): Promise<number> {
+    return usedBytesOf(dir, this.quota);
+  }
+
+  /**
+   * Deletes the session directory and everything in it, and everything kept beside it (saved interpreter, snapshots,
+   * undo steps); a missing one is not an error.
+   */
   async remove(sessionId: string): Promise<void> {
     this.dir(sessionId);
+    await new SessionCopies(this).removeAll(sessionId);
     await removeOwnedDir(this.#sessionsDir, sessionId, this.quota);
   }
 }

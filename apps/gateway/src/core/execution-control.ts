@@ -104,15 +104,9 @@ export class ExecutionControl {
       execution_id: id,
       tenant,
       session_id: sessionId,
-      sandbox,
-      generation: session?.generation ?? 0,
-      // A session of a tenant allowed egress, unless it holds private data; one-shots never have network.
-      ...(session && !session.private && egressEntries(config.egress, tenant).length > 0
-        ? { network: 'egress' as const }
-        : {}),
+      ...(session ? this.sandboxOf(session) : { sandbox, generation: 0 }),
       // The run starts `code` as a service of the session (ServiceManager), a program of its own in any session.
       ...(service === undefined ? {} : { service }),
-      ...(session && session.volumes.length > 0 ? { volumes: session.volumes } : {}),
     };
     const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {
@@ -138,6 +132,27 @@ export class ExecutionControl {
     } finally {
       ending?.cancel();
     }
+  }
+
+  /**
+   * What a session's record says of the sandbox its runs get: its kind, its generation, its network (egress where its
+   * tenant is allowed it, unless it holds private data), whether it comes back from a pause (the run says so), and
+   * the undo step to keep before the run. A resume without a run (POST …/resume) asks for the same sandbox.
+   */
+  sandboxOf(
+    session: SessionRecord,
+  ): Pick<ExecutionJob, 'sandbox' | 'generation' | 'network' | 'paused_at' | 'undo' | 'volumes'> {
+    const { config } = this.d;
+    return {
+      sandbox: session.mode === 'stateful' ? 'stateful' : 'session',
+      generation: session.generation,
+      ...(!session.private && egressEntries(config.egress, session.tenant).length > 0
+        ? { network: 'egress' as const }
+        : {}),
+      ...(session.pausedAt !== null ? { paused_at: session.pausedAt } : {}),
+      ...(session.undo !== 'off' && config.undoDepth > 0 ? { undo: session.undo } : {}),
+      ...(session.volumes.length > 0 ? { volumes: session.volumes } : {}),
+    };
   }
 
   /** Waits for the notice of the run's end; reads the run when a notice may have been missed, and at the deadline. */
@@ -374,9 +389,9 @@ export class ExecutionControl {
  * A run of a template: its image, its env under the run's own, and its default limits where the request gives none
  * (a template's limits are within the deployment's, checked when it was made).
  */
-function withTemplate(
+export function withTemplate(
   job: Pick<ExecutionJob, 'timeout_ms' | 'memory_mb' | 'cpus' | 'env' | 'template' | 'image'>,
-  body: CreateExecution,
+  body: Pick<CreateExecution, 'timeout_ms' | 'limits'>,
   t: SessionTemplate,
 ): void {
   job.template = t.name;

@@ -9,15 +9,21 @@ export function presentSession(s: SessionRecord, egress: boolean): Session {
   return {
     id: s.id,
     mode: s.mode,
-    state: s.currentExecutionId ? 'busy' : 'idle',
+    state: s.currentExecutionId ? 'busy' : s.pausedAt !== null ? 'paused' : 'idle',
     created_at: iso(s.createdAt),
     last_used_at: iso(s.lastUsedAt),
     expires_at: iso(s.expiresAt),
     ttl_seconds: s.ttlSeconds,
-    current_execution_id: s.currentExecutionId,
+    // An operation (pause, fork …) holds it with an id of its own: busy, with no execution to point at.
+    current_execution_id: s.currentExecutionId?.startsWith('exec_') ? s.currentExecutionId : null,
     metadata: s.metadata,
     network: egress && !s.private ? 'egress' : 'none',
     private: s.private,
+    paused_at: s.pausedAt === null ? null : iso(s.pausedAt),
+    pauses_at: s.pausesAt === null ? null : iso(s.pausesAt),
+    idle_pause_seconds: s.idleSeconds,
+    undo: s.undo,
+    forked_from: s.forkedFrom,
     template: s.template?.name ?? null,
     volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
   };

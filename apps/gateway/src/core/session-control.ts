@@ -1,15 +1,18 @@
 import { CAPABILITIES } from '@sandgate/backends/capabilities';
-import { SandgateError, type MountVolume, type Session, type SessionMode } from '@sandgate/contracts';
+import { SandgateError, type MountVolume, type Session, type SessionMode, type UndoMode } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
-import { egressEntries } from '@sandgate/config';
+import { egressEntries, limitsFor } from '@sandgate/config';
 import type { GatewayDeps } from '../deps.ts';
 import { presentSession } from './present.ts';
 
 export interface OpenSession {
   mode?: SessionMode | undefined;
-  /** Idle TTL; default SANDGATE_SESSION_TTL_M. */
+  /** Retention: how long it is kept unused; default (and at most) the tenant's, SANDGATE_SESSION_RETENTION_S. */
   ttlSeconds?: number | undefined;
   metadata?: Record<string, string> | undefined;
+  /** Idle seconds after which it pauses by itself; default SANDGATE_SESSION_IDLE_PAUSE_S. */
+  idlePauseSeconds?: number | undefined;
+  undo?: UndoMode | undefined;
   /** The template of its sandbox (GET /v1/templates); default: the runtime image. */
   template?: string | undefined;
   /** The tenant's volumes to mount (POST /v1/volumes); default none. */
@@ -26,7 +29,7 @@ export class SessionControl {
    */
   async open(
     tenant: string,
-    { mode, ttlSeconds, metadata, template, volumes }: OpenSession = {},
+    { mode, ttlSeconds, metadata, template, volumes, idlePauseSeconds, undo }: OpenSession = {},
   ): Promise<SessionRecord> {
     const { config, sessions, workspaces } = this.d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
@@ -40,10 +43,12 @@ export class SessionControl {
     const resolved = template === undefined ? undefined : await this.d.templateControl.resolve(tenant, template);
     const mounts = await this.d.volumeControl.mounts(tenant, volumes);
     const s = await sessions.create(tenant, {
-      ttlSeconds: ttlSeconds ?? config.sessionTtlSeconds,
+      ttlSeconds: this.retention(tenant, ttlSeconds),
       maxSessions: config.maxSessions,
       metadata: metadata ?? {},
       mode,
+      idleSeconds: idlePauseSeconds ?? config.sessionIdlePauseSeconds,
+      undo: undo ?? 'files',
       ...(resolved ? { template: resolved } : {}),
     });
     // A template deleted while this session was being made (its delete saw no session using it): the session goes.
@@ -62,6 +67,18 @@ export class SessionControl {
     }
     await workspaces.create(s.id);
     return s;
+  }
+
+  /** A session's retention: what it asks for, within its tenant's (which is the default). */
+  retention(tenant: string, asked: number | undefined): number {
+    const most = limitsFor(this.d.config, tenant).session_retention_s;
+    if (asked !== undefined && asked > most) {
+      throw new SandgateError(
+        'validation_failed',
+        `ttl_seconds ${asked} is longer than this tenant's retention of ${most} s (SANDGATE_SESSION_RETENTION_S)`,
+      );
+    }
+    return asked ?? most;
   }
 
   /** The API shape of a session of `tenant`, with the network its tenant is allowed. */

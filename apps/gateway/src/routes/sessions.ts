@@ -44,6 +44,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
         ttlSeconds: req.body.ttl_seconds,
         metadata: req.body.metadata,
         mode: req.body.mode,
+        idlePauseSeconds: req.body.idle_pause_seconds,
+        undo: req.body.undo,
         template: req.body.template,
         volumes: req.body.volumes,
       });
@@ -113,7 +115,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = a
           `session ${s.id} is running ${s.currentExecutionId}; cancel it or wait for it first`,
         );
       }
-      return sessionControl.present(await sessions.restart(s));
+      const restarted = await sessions.restart(s);
+      // A fresh interpreter: variables saved by a pause (or left by a restore) are not loaded into it.
+      await deps.sessionLifecycle.dropVariables(s.id);
+      return sessionControl.present(restarted);
     },
   );
 

@@ -10,8 +10,18 @@ export type AgentFrame =
   | ResetFrame
   | { t: 'manifest'; id: string | null; files: ManifestEntry[]; more: boolean; truncated?: boolean }
   | { t: 'chunk'; id: string | null; d: string }
+  | BytesFrame
   | DoneFrame
   | ToolCallFrame;
+
+/** Raw bytes of a request (a stateful session's saved variables): the frame's line announces `n`, the bytes follow. */
+export interface BytesFrame {
+  t: 'bytes';
+  id: string | null;
+  data: Buffer;
+  /** Drop the bytes that came before for this request: the agent starts again (it left a variable out). */
+  restart?: boolean;
+}
 
 /** Code in the sandbox calls a tool (sandgate.tools): the worker answers with a ToolResult of the same `call`. */
 export interface ToolCallFrame {
@@ -38,6 +48,11 @@ export interface DoneFrame {
   error?: string;
   size?: number;
   mtime_ms?: number;
+  /** save_state: how many variables were saved, and those that were not, with why. */
+  saved?: number;
+  unsaved?: [name: string, reason: string][];
+  /** load_state: how many variables the interpreter has now. */
+  restored?: number;
 }
 
 export interface ExitFrame {
@@ -112,7 +127,14 @@ export type FileRequest =
   | { op: 'get'; id: string; path: string; max: number; root?: string }
   | { op: 'delete'; id: string; paths: string[]; root?: string };
 
-export type AgentMessage = RunRequest | Ping | Reset | typeof INTERRUPT | FileRequest | ToolResult;
+/**
+ * A stateful session's variables: `save_state` is answered with bytes frames (at most `max` bytes in all) then a done
+ * frame; `load_state` lines, each followed by its `n` bytes, with a done frame after the last.
+ */
+export type StateRequest =
+  { op: 'save_state'; id: string; max: number } | { op: 'load_state'; id: string; n: number; last: boolean };
+
+export type AgentMessage = RunRequest | Ping | Reset | typeof INTERRUPT | FileRequest | ToolResult | StateRequest;
 
 export const encodeMessage = (message: AgentMessage): string => `${JSON.stringify(message)}\n`;
 
@@ -179,12 +201,27 @@ export function parseFrame(line: string): AgentFrame | undefined {
       if (typeof f.error === 'string') done.error = f.error;
       if (Number.isSafeInteger(f.size)) done.size = f.size as number;
       if (Number.isSafeInteger(f.mtime_ms)) done.mtime_ms = f.mtime_ms as number;
+      if (Number.isSafeInteger(f.saved)) done.saved = f.saved as number;
+      if (Number.isSafeInteger(f.restored)) done.restored = f.restored as number;
+      if (Array.isArray(f.unsaved)) {
+        done.unsaved = f.unsaved
+          .slice(0, MAX_NAMED)
+          .filter(
+            (e): e is [string, string] => Array.isArray(e) && typeof e[0] === 'string' && typeof e[1] === 'string',
+          )
+          .map(([name, reason]) => [name.slice(0, 256), reason.slice(0, 200)]);
+      }
       return done;
     }
     default:
       return undefined;
   }
 }
+
+/** Variables a save names at most. */
+const MAX_NAMED = 1000;
+/** Bytes one bytes frame may announce. */
+export const MAX_BYTES_FRAME = 16 << 20;
 
 /** Longest line kept; the agent frames at most 64 KiB of output per line (~400 KB escaped). */
 export const MAX_LINE_BYTES = 4 * 1024 * 1024;
@@ -202,8 +239,12 @@ export class FrameDecoder {
     this.#maxLineBytes = maxLineBytes;
   }
 
+  /** The bytes frame being received: its line, and the bytes still to come. */
+  #bytes: { id: string | null; restart: boolean; parts: Buffer[]; left: number } | undefined;
+
   push(chunk: Buffer): void {
     let start = 0;
+    if (this.#bytes !== undefined) start = this.#takeBytes(chunk, 0);
     for (let nl = chunk.indexOf(10, start); nl >= 0; nl = chunk.indexOf(10, start)) {
       const piece = chunk.subarray(start, nl);
       start = nl + 1;
@@ -214,10 +255,15 @@ export class FrameDecoder {
       this.#discarding = false;
       if (drop) continue;
       // Frames are ASCII JSON: latin1 decoding is exact and the cheapest.
-      const frame = parseFrame(line.toString('latin1'));
+      const text = line.toString('latin1');
+      if (text.startsWith('{"t":"bytes"')) {
+        start = this.#beginBytes(text, chunk, start);
+        continue;
+      }
+      const frame = parseFrame(text);
       if (frame !== undefined) this.#onFrame(frame);
     }
-    if (start >= chunk.length || this.#discarding) return;
+    if (start >= chunk.length || this.#discarding || this.#bytes !== undefined) return;
     const rest = chunk.subarray(start);
     this.#pendingBytes += rest.length;
     if (this.#pendingBytes > this.#maxLineBytes) {
@@ -228,5 +274,40 @@ export class FrameDecoder {
       // Copied, so a short remainder does not keep a whole 64 KiB chunk alive.
       this.#pending.push(Buffer.from(rest));
     }
+  }
+
+  /** A bytes frame's line: its bytes follow, from `start` in `chunk` (and in chunks to come). */
+  #beginBytes(line: string, chunk: Buffer, start: number): number {
+    let head: { id?: unknown; n?: unknown; restart?: unknown };
+    try {
+      head = JSON.parse(line) as typeof head;
+    } catch {
+      return start;
+    }
+    const n = head.n;
+    // A size it cannot have ends the stream's sense: what follows is dropped as lines would be.
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0 || n > MAX_BYTES_FRAME) return start;
+    this.#bytes = {
+      id: typeof head.id === 'string' ? head.id : null,
+      restart: head.restart === true,
+      parts: [],
+      left: n,
+    };
+    return this.#takeBytes(chunk, start);
+  }
+
+  /** Takes what `chunk` holds of the bytes frame being received, from `start`; answers where the rest begins. */
+  #takeBytes(chunk: Buffer, start: number): number {
+    const b = this.#bytes!;
+    const take = Math.min(b.left, chunk.length - start);
+    if (take > 0) b.parts.push(Buffer.from(chunk.subarray(start, start + take)));
+    b.left -= take;
+    if (b.left === 0) {
+      this.#bytes = undefined;
+      const frame: BytesFrame = { t: 'bytes', id: b.id, data: Buffer.concat(b.parts) };
+      if (b.restart) frame.restart = true;
+      this.#onFrame(frame);
+    }
+    return start + take;
   }
 }

@@ -3,10 +3,11 @@ import { LocalArtifactStore, type ArtifactStore } from '../artifacts/artifact-st
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
-import type { ExecutionJob, ExecutionResult } from '@sandgate/contracts';
-import type { Workspaces } from '@sandgate/storage';
+import type { ExecutionJob, ExecutionResult, ResumedEvent, SavedVariables } from '@sandgate/contracts';
+import { SessionCopies, type Workspaces } from '@sandgate/storage';
 import { poolFigures } from '../pool/sandbox-pool.ts';
-import type { BackendHealth, BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
+import type { BackendHealth, BackendStats, EventSink, ExecutionBackend, LiveSet, SessionRef } from '../backend.ts';
+import { checkpointInHost, pauseInHost, resumeInHost, type SessionStateSettings } from '../run/session-state.ts';
 import { CAPABILITIES, type BackendCapabilities } from '../capabilities.ts';
 import { DEFAULT_DEPLOYMENT, LABELS } from '../housekeeping/labels.ts';
 import { silentLogger, type BackendLogger } from '../logger.ts';
@@ -95,6 +96,10 @@ export interface DockerBackendOptions {
    * absent: no sandbox has any network.
    */
   egress?: EgressSettings;
+  /** SANDGATE_MAX_STATE_BYTES: the most a stateful session's saved variables may take. Default 1 GiB. */
+  maxStateBytes?: number;
+  /** SANDGATE_UNDO_DEPTH: undo steps kept per session (on a btrfs data directory). Default 5. */
+  undoDepth?: number;
   /** Where template builds get packages (SANDGATE_TEMPLATE_*). Default: PyPI and npm's registry, no wheels, no CA. */
   templateBuilds?: TemplateBuildSettings & { wheelsMaxBytes: number };
 }
@@ -130,6 +135,7 @@ export class DockerBackend implements ExecutionBackend {
   readonly #egress: EgressSockets | undefined;
   readonly #inFlight = new InFlight();
   readonly #activeSessions = new Set<string>();
+  readonly #state: SessionStateSettings;
   #engineId: string | undefined;
 
   constructor({
@@ -156,6 +162,8 @@ export class DockerBackend implements ExecutionBackend {
     interruptGraceMs = 2000,
     sweepGraceMs = 5000,
     egress,
+    maxStateBytes = 1 << 30,
+    undoDepth = 5,
     templateBuilds = {
       pipIndexUrl: 'https://pypi.org/simple',
       npmRegistry: 'https://registry.npmjs.org/',
@@ -175,6 +183,7 @@ export class DockerBackend implements ExecutionBackend {
     this.#sweepGraceMs = sweepGraceMs;
     this.#interruptGraceMs = interruptGraceMs;
     this.#resetTimeoutMs = poolResetTimeoutMs;
+    this.#state = { copies: new SessionCopies(workspaces), maxStateBytes, undoDepth };
     // Beside the sessions, on their filesystem, so that a rename can hand a slot directory to a session.
     this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user), workspaces.quota);
     // Beside the sessions too: the directory holding each session's proxy socket is bind-mounted like theirs.
@@ -237,6 +246,7 @@ export class DockerBackend implements ExecutionBackend {
             sessions: this.#sessions,
             volumes: this.#workspaces.volumes,
             interruptGraceMs: this.#interruptGraceMs,
+            state: this.#state,
           },
           job,
           dir,
@@ -297,6 +307,21 @@ export class DockerBackend implements ExecutionBackend {
 
   pruneTemplateImages(keep: ReadonlySet<string>): Promise<string[]> {
     return pruneTemplateImages(this.#docker, this.#settings.deployment, keep);
+  }
+
+  pauseSession(session: SessionRef, { discard }: { discard: boolean }): Promise<SavedVariables | null> {
+    return pauseInHost<SessionSandbox>(this.#sessions, this.#state, session, discard).catch((err: unknown) => {
+      throw this.#sessions.failure(err);
+    });
+  }
+
+  checkpointSession(session: SessionRef, file: string): Promise<SavedVariables | null> {
+    return checkpointInHost<SessionSandbox>(this.#sessions, this.#state, session.sessionId, file);
+  }
+
+  async resumeSession(job: ExecutionJob): Promise<ResumedEvent['variables']> {
+    const dir = await this.#workspaces.create(job.session_id);
+    return resumeInHost<SessionSandbox>(this.#sessions, this.#state, job, dir, this.#log);
   }
 
   /**

@@ -25,6 +25,8 @@ export interface SessionSandbox {
   channel: AgentChannel;
   /** It took the place of an earlier sandbox of this session: its first interpreter is a restart. */
   replaces: boolean;
+  /** It was made for this acquire. */
+  created?: boolean;
   /** The session generation it was made for (POST /v1/sessions/:id/restart moves the session past it). */
   generation: number;
   /** Its memory and CPUs. */
@@ -150,6 +152,41 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
     this.#attached.put(sandbox.sessionId, sandbox);
   }
 
+  /** The session's running sandbox, attached (the kept attach, else a new one that has answered), or undefined. */
+  async find(sessionId: string): Promise<SessionSandbox | undefined> {
+    const kept = this.#attached.take(sessionId);
+    if (kept !== undefined && !kept.channel.closed) return kept;
+    const container = this.#docker.getContainer(sessionContainerName(sessionId));
+    const info = await container.inspect().catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+    const labels = info?.Config.Labels ?? {};
+    if (info === undefined || !info.State.Running || labels[LABELS.session] !== sessionId) return undefined;
+    if (deploymentOf(labels) !== this.#settings.deployment) return undefined;
+    const channel = await attachAgent(container).catch(() => undefined);
+    if (channel === undefined || !(await this.#answers(channel))) {
+      channel?.close();
+      return undefined;
+    }
+    return {
+      sessionId,
+      id: info.Id,
+      container,
+      channel,
+      replaces: labels[LABELS.replaces] === 'true',
+      generation: Number(labels[LABELS.generation]),
+      limits: { memory_mb: Math.round(info.HostConfig.Memory! / (1 << 20)), cpus: info.HostConfig.NanoCpus! / 1e9 },
+      network: labels[LABELS.network] === 'egress' ? 'egress' : undefined,
+    };
+  }
+
+  /** Removes the session's sandbox (and forgets its attach); one that is not there is fine. */
+  async remove(sessionId: string): Promise<void> {
+    this.#attached.take(sessionId)?.channel.close();
+    await forceRemove(this.#docker.getContainer(sessionContainerName(sessionId)));
+  }
+
   /** Kills a sandbox whose run could not be ended otherwise; it stays, stopped, so the next run knows to restart. */
   async kill(sandbox: Pick<SessionSandbox, 'container'>): Promise<void> {
     await sandbox.container.kill({ signal: 'SIGKILL' }).catch((err: unknown) => {
@@ -273,6 +310,7 @@ export class SessionSandboxes implements SessionHost<SessionSandbox> {
         container,
         channel,
         replaces,
+        created: true,
         generation: job.generation,
         limits: { memory_mb: job.memory_mb, cpus: job.cpus },
         network,

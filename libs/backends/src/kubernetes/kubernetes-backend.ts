@@ -4,10 +4,17 @@ import { retainServices } from '../services.ts';
 import { EgressProxy, type EgressSettings } from '../network/egress-proxy.ts';
 import { EgressLinks } from './egress-links.ts';
 import * as k8s from '@kubernetes/client-node';
-import { SandgateError, type ExecutionJob, type ExecutionResult } from '@sandgate/contracts';
-import type { Workspaces } from '@sandgate/storage';
+import {
+  SandgateError,
+  type ExecutionJob,
+  type ExecutionResult,
+  type ResumedEvent,
+  type SavedVariables,
+} from '@sandgate/contracts';
+import { SessionCopies, type Workspaces } from '@sandgate/storage';
 import { poolFigures } from '../pool/sandbox-pool.ts';
-import type { BackendHealth, BackendStats, EventSink, ExecutionBackend, LiveSet } from '../backend.ts';
+import type { BackendHealth, BackendStats, EventSink, ExecutionBackend, LiveSet, SessionRef } from '../backend.ts';
+import { checkpointInHost, pauseInHost, resumeInHost, type SessionStateSettings } from '../run/session-state.ts';
 import { CAPABILITIES, type BackendCapabilities } from '../capabilities.ts';
 import { DEFAULT_DEPLOYMENT, LABELS } from '../housekeeping/labels.ts';
 import { beginRun, InFlight } from '../run/lifecycle.ts';
@@ -91,6 +98,10 @@ export interface KubernetesBackendOptions {
   cpuRequestRatio?: number;
   /** Called by close(): what the caller made for this backend (e.g. the Redis connection of grantTransfer) goes. */
   onClose?: () => Promise<void>;
+  /** SANDGATE_MAX_STATE_BYTES: the most a stateful session's saved variables may take. Default 1 GiB. */
+  maxStateBytes?: number;
+  /** SANDGATE_UNDO_DEPTH: undo steps kept per session (on a btrfs data directory). Default 5. */
+  undoDepth?: number;
 }
 
 const DEFAULT_TIMING: PodTiming = {
@@ -129,6 +140,7 @@ export class KubernetesBackend implements ExecutionBackend {
   readonly #poolResetTimeoutMs: number;
   readonly #artifacts: ArtifactStore;
   readonly #egress: EgressLinks | undefined;
+  readonly #state: SessionStateSettings;
 
   constructor(options: KubernetesBackendOptions) {
     const image = options.image ?? 'sandgate/runtime:1';
@@ -155,6 +167,11 @@ export class KubernetesBackend implements ExecutionBackend {
       cpuRequestRatio: options.cpuRequestRatio ?? DEFAULT_CPU_REQUEST_RATIO,
     };
     this.#interruptGraceMs = options.interruptGraceMs ?? 2000;
+    this.#state = {
+      copies: new SessionCopies(options.workspaces),
+      maxStateBytes: options.maxStateBytes ?? 1 << 30,
+      undoDepth: options.undoDepth ?? 5,
+    };
     this.#artifacts = new LocalArtifactStore(options.artifactUrl);
     const bytes = this.#settings.workspaceBytes;
     this.#maxFileBytes = bytes > 0 ? bytes : Number.MAX_SAFE_INTEGER;
@@ -214,6 +231,7 @@ export class KubernetesBackend implements ExecutionBackend {
               interruptGraceMs: this.#interruptGraceMs,
               artifacts: this.#artifacts,
               log: log ?? this.#log,
+              state: this.#state,
               ...(this.#options.tools ? { tools: this.#options.tools } : {}),
             },
             job,
@@ -272,6 +290,21 @@ export class KubernetesBackend implements ExecutionBackend {
         signal,
       );
     });
+  }
+
+  pauseSession(session: SessionRef, { discard }: { discard: boolean }): Promise<SavedVariables | null> {
+    return pauseInHost<SessionPod>(this.#sessions, this.#state, session, discard).catch((err: unknown) => {
+      throw this.#sessions.failure(err);
+    });
+  }
+
+  checkpointSession(session: SessionRef, file: string): Promise<SavedVariables | null> {
+    return checkpointInHost<SessionPod>(this.#sessions, this.#state, session.sessionId, file);
+  }
+
+  async resumeSession(job: ExecutionJob): Promise<ResumedEvent['variables']> {
+    const dir = await this.#workspaces.create(job.session_id);
+    return resumeInHost<SessionPod>(this.#sessions, this.#state, job, dir, this.#log);
   }
 
   async sweep(live: LiveSet): Promise<{ removed: string[] }> {

@@ -13,6 +13,7 @@ import { sleep, type AgentPods } from './agent-pods.ts';
 import type { EgressLinks } from './egress-links.ts';
 import { newServicesToken, publishServices } from '../services.ts';
 import {
+  AGENT_CONTAINER,
   AGENT_TOKEN_ANNOTATION,
   madeWithLimits,
   SERVICES_TOKEN_ANNOTATION,
@@ -88,7 +89,7 @@ export class SessionPods implements SessionHost<SessionPod> {
       const pod = await pods.read(name);
       if (pod === undefined) {
         const made = await this.#create(job, replaces, network);
-        if (made !== undefined) return this.#connect(made, job, deadline);
+        if (made !== undefined) return { ...(await this.#connect(made, job, deadline)), created: true };
         continue; // another worker made it meanwhile: look again
       }
       const labels = pod.metadata?.labels ?? {};
@@ -126,6 +127,53 @@ export class SessionPods implements SessionHost<SessionPod> {
 
   release(sandbox: SessionPod): void {
     this.#kept.put(sandbox.sessionId, sandbox);
+  }
+
+  /** The session's running Pod, connected (the kept connection while its Pod is the same), or undefined. */
+  async find(sessionId: string): Promise<SessionPod | undefined> {
+    const { pods } = this;
+    const name = sessionPodName(sessionId);
+    const kept = this.#kept.take(sessionId);
+    const pod = await pods.read(name);
+    const labels = pod?.metadata?.labels ?? {};
+    if (
+      pod === undefined ||
+      pod.metadata?.deletionTimestamp !== undefined ||
+      pod.status?.phase !== 'Running' ||
+      labels[LABELS.session] !== sessionId ||
+      deploymentOf(labels) !== pods.settings.deployment
+    ) {
+      kept?.channel.close();
+      return undefined;
+    }
+    if (kept !== undefined && kept.uid === pod.metadata?.uid && !kept.channel.closed) return kept;
+    kept?.channel.close();
+    const connected = await pods.connectWhenRunning(pod, Date.now() + pods.timing.handshakeMs).catch(() => undefined);
+    if (connected === undefined) return undefined;
+    const limits = pod.spec?.containers.find((c) => c.name === AGENT_CONTAINER)?.resources?.limits ?? {};
+    return {
+      sessionId,
+      name,
+      uid: pod.metadata!.uid!,
+      channel: connected.channel,
+      address: {
+        ip: connected.pod.status!.podIP!,
+        token: connected.pod.metadata!.annotations![AGENT_TOKEN_ANNOTATION]!,
+      },
+      replaces: labels[LABELS.replaces] === 'true',
+      generation: Number(labels[LABELS.generation]),
+      memoryMb: Number.parseInt(limits.memory ?? '0', 10),
+      cpus: Number(limits.cpu ?? 0),
+      network: labels[LABELS.network] === 'egress' ? 'egress' : undefined,
+    };
+  }
+
+  /** Deletes the session's Pod (and its kept connection); one that is not there is fine. */
+  async remove(sessionId: string): Promise<void> {
+    this.#kept.take(sessionId)?.channel.close();
+    const name = sessionPodName(sessionId);
+    const pod = await this.pods.read(name);
+    if (pod !== undefined) await this.pods.delete(name, pod.metadata?.uid);
   }
 
   async kill(sandbox: SessionPod): Promise<void> {
