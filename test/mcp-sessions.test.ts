@@ -123,7 +123,30 @@ test('MCP sessions that last: pause, resume, fork, snapshots, undo', async (t) =
     assert.deepEqual(paused.variables.unsaved, [{ name: 'fh', reason: 'an open file' }]);
     const resumed = await ok('resume_session', { session_id: id });
     assert.ok(resumed.resumed.variables.restored >= 1, JSON.stringify(resumed.resumed));
-    assert.equal((await ok('run_python', { session_id: id, code: 'x + 1' })).value, '42');
+    assert.deepEqual(resumed.resumed.variables.unsaved, [{ name: 'fh', reason: 'an open file' }]);
+    const after = await ok('run_python', { session_id: id, code: 'x + 1' });
+    assert.equal(after.value, '42');
+    assert.equal(after.resumed, undefined, 'resume_session brought it back: the run is an ordinary one');
+  });
+
+  await t.test('a run on a paused session brings it back and says so, in its result and its progress', async () => {
+    const id = (await ok('create_session', { mode: 'stateful' })).session_id;
+    await python(id, 'x = 41');
+    await ok('pause_session', { session_id: id });
+    const progress: string[] = [];
+    const out = await ok(
+      'run_python',
+      { session_id: id, code: 'x + 1' },
+      { onprogress: (p) => progress.push(p.message ?? '') },
+    );
+    assert.equal(out.value, '42');
+    assert.ok(out.resumed.duration_ms > 0, JSON.stringify(out.resumed));
+    assert.ok(out.resumed.variables.restored >= 1, JSON.stringify(out.resumed));
+    assert.ok(
+      progress.some((m) => /^resumed: the paused session came back in \d+ ms$/.test(m)),
+      progress.join('\n'),
+    );
+    assert.equal(await state(id), 'idle');
   });
 
   await t.test('fork_session: copies that hold the files, start paused and go their own way', async () => {

@@ -244,6 +244,30 @@ export const McpArtifactSchema = Type.Object({
 });
 export type McpArtifact = Static<typeof McpArtifactSchema>;
 
+const UnsavedVariables = Type.Array(Type.Object({ name: Type.String(), reason: Type.String() }), {
+  description: 'Variables that could not be saved (an open file, a socket, a thread …), and why.',
+});
+
+/** A paused session brought back: for resume_session, and for a run that did it. */
+const McpResumedSchema = Type.Object(
+  {
+    paused_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    duration_ms: Type.Integer({ description: 'How long bringing it back took: a new sandbox, files, variables.' }),
+    variables: Type.Union(
+      [
+        Type.Object({
+          restored: Type.Integer(),
+          unsaved: UnsavedVariables,
+          error: Type.Optional(Type.String({ description: 'Why the variables could not be loaded, if not.' })),
+        }),
+        Type.Null(),
+      ],
+      { description: 'A stateful session: what came back of its variables; null otherwise.' },
+    ),
+  },
+  { description: 'The session was paused and came back in a new sandbox.' },
+);
+
 export const RunOutputSchema = Type.Object({
   session_id: SessionId,
   run_id: Type.String({ description: 'The execution (exec_…), also visible at GET /v1/executions/{id}.' }),
@@ -257,6 +281,13 @@ export const RunOutputSchema = Type.Object({
   duration_ms: Type.Integer(),
   value: Type.Optional(Type.String({ description: "Stateful sessions: repr() of the last expression's value." })),
   message: Type.Optional(Type.String({ description: 'Why the platform ended the run, when it did.' })),
+  resumed: Type.Optional(
+    Type.Object(McpResumedSchema.properties, {
+      description:
+        'The session was paused (pause_session, or idle) and this run brought it back: how long that took, and ' +
+        'what came back of its variables (those in unsaved are gone).',
+    }),
+  ),
   tests: Type.Optional(
     Type.Object(
       {
@@ -464,10 +495,6 @@ const McpSessionFields = {
 export const McpSessionSchema = Type.Object(McpSessionFields);
 export type McpSession = Static<typeof McpSessionSchema>;
 
-const UnsavedVariables = Type.Array(Type.Object({ name: Type.String(), reason: Type.String() }), {
-  description: 'Variables that could not be saved (an open file, a socket, a thread …), and why.',
-});
-
 export const PauseSessionOutputSchema = Type.Object({
   ...McpSessionFields,
   variables: Type.Union(
@@ -478,24 +505,9 @@ export const PauseSessionOutputSchema = Type.Object({
 
 export const ResumeSessionOutputSchema = Type.Object({
   ...McpSessionFields,
-  resumed: Type.Union(
-    [
-      Type.Object({
-        paused_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-        duration_ms: Type.Integer({ description: 'How long bringing it back took.' }),
-        variables: Type.Union([
-          Type.Object({
-            restored: Type.Integer(),
-            unsaved: UnsavedVariables,
-            error: Type.Optional(Type.String({ description: 'Why the variables could not be loaded, if not.' })),
-          }),
-          Type.Null(),
-        ]),
-      }),
-      Type.Null(),
-    ],
-    { description: 'How it came back; null when it was not paused (nothing to do).' },
-  ),
+  resumed: Type.Union([McpResumedSchema, Type.Null()], {
+    description: 'How it came back; null when it was not paused (nothing to do).',
+  }),
 });
 
 export const ForkSessionOutputSchema = Type.Object({
