@@ -176,6 +176,18 @@ test('a session that lasts, from the dashboard: template picker, pause and resum
     assert.deepEqual((await s.api('GET', `/v1/sessions/${id}/snapshots`)).body.snapshots, []);
   });
 
+  await t.test('dark mode and a phone-sized screen: the session page passes the axe check', async () => {
+    const dark = await openPage(d, { colorScheme: 'dark', width: 390 });
+    t.after(() => dark.context.close());
+    await signIn(dark.page, d.base, KEY_A);
+    await dark.page.goto(`${d.base}#/sessions/${id}`);
+    await dark.page.getByRole('group', { name: 'lifecycle' }).getByRole('button', { name: 'Fork' }).waitFor();
+    await dark.page.getByRole('region', { name: 'snapshots' }).getByText('No snapshots yet.').waitFor();
+    await screenshot(dark.page, 'session-lifecycle-dark');
+    assert.equal((await accessibilityProblems(dark.page)).join('\n'), '');
+    assert.deepEqual(dark.problems, []);
+  });
+
   await t.test('the sessions list shows the paused copies as paused', async () => {
     await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Sessions' }).click();
     const paused = page.locator('table[aria-label="sessions"] .badge', { hasText: 'paused' });
