@@ -40,4 +40,9 @@ test('README: the curl walk-through runs as written (bash, curl, jq) against a r
   assert.match(stdout, /"state": "failed"[\s\S]*KeyError: 'revenue'/);
   assert.match(stdout, /event: stdout[\s\S]*event: result/);
   assert.match(stdout, /\{"state":"completed","stdout":"","value":"42"\}/);
+  // 8. a pause keeps the variable, a resume brings it back; 9. two forks each double their own copy of it.
+  assert.match(stdout, /\{"state":"paused","saved":1\}\n\{"state":"idle","restored":1\}\n.*"value":"42"/);
+  const forks = [...stdout.matchAll(/\{"fork":"(sess_[0-9a-f]{12})","value":"82"\}/g)].map((m) => m[1]);
+  assert.equal(new Set(forks).size, 2, stdout);
+  assert.match(stdout, /"value":"82"\}\n\{"state":"completed","stdout":"","value":"41"\}/, 'the source kept its own');
 });

@@ -27,18 +27,24 @@ export interface DashboardStack {
 }
 
 /**
- * A stack with two tenants' keys (or none: `open`), the dashboard built, a drop proxy in front, and Chromium.
+ * A stack with two tenants' keys (or none: `open`), the dashboard built, a drop proxy in front, and Chromium;
+ * `diskQuotas`: its data directory on the quick start's btrfs data disk (undo needs it).
  */
 export async function startDashboardStack({
   env = {},
   open = false,
-}: { env?: Record<string, string>; open?: boolean } = {}): Promise<DashboardStack> {
+  diskQuotas = false,
+}: { env?: Record<string, string>; open?: boolean; diskQuotas?: boolean } = {}): Promise<DashboardStack> {
   if (!existsSync(CHROMIUM))
     throw new Error(`${CHROMIUM} is missing: run \`npm run test:all\` (it installs Debian's chromium)`);
   await ensureDashboardBuilt();
   const stack = open
-    ? await startStack({ env })
-    : await startStack({ env: { SANDGATE_API_KEYS: `${KEY_A}:tenantA,${KEY_B}:tenantB`, ...env }, apiKey: KEY_A });
+    ? await startStack({ env, diskQuotas })
+    : await startStack({
+        env: { SANDGATE_API_KEYS: `${KEY_A}:tenantA,${KEY_B}:tenantB`, ...env },
+        apiKey: KEY_A,
+        diskQuotas,
+      });
   const proxy = await DropProxy.start(stack.url);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,

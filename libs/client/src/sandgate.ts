@@ -1,15 +1,23 @@
 import { createClient, createConfig, type Client } from './generated/client/index.js';
 import {
   createSession,
+  createSnapshot,
   createVolume,
+  deleteSnapshot,
+  forkSession,
   getExecution,
   listFiles,
   listVolumeFiles,
   listTemplates,
+  listSnapshots,
   listVolumes,
+  pauseSession,
   putFile,
   putVolumeFile,
+  restoreSnapshot,
+  resumeSession,
   runExecution,
+  undoRun,
 } from './generated/sdk.gen.js';
 import type {
   CreateExecution,
@@ -18,6 +26,10 @@ import type {
   Execution,
   FileEntry,
   Session,
+  SessionPause,
+  SessionResume,
+  SessionUndo,
+  Snapshot,
   Template,
   Volume,
 } from './generated/types.gen.js';
@@ -88,6 +100,58 @@ export class Sandgate {
 
   createSession(body: CreateSession = {}): Promise<Session> {
     return ok(createSession({ client: this.client, body }));
+  }
+
+  /**
+   * Pauses a session: its sandbox goes (no memory, no CPU), its files stay, a stateful session's variables are saved
+   * (`variables` says which could not be). Its next run, or resume(), brings it back. `discardVariables`: pause even
+   * when the variables are too large to save (413 state_too_large otherwise); they are lost.
+   */
+  pause(sessionId: string, { discardVariables = false } = {}): Promise<SessionPause> {
+    const body = discardVariables ? { discard_variables: true } : {};
+    return ok(pauseSession({ client: this.client, path: { id: sessionId }, body }));
+  }
+
+  /** Brings a paused session back now, in a new sandbox; `resumed` is null when it was not paused. */
+  resume(sessionId: string): Promise<SessionResume> {
+    return ok(resumeSession({ client: this.client, path: { id: sessionId } }));
+  }
+
+  /** `count` (1 to 10) copies of a session's files and variables, paused until their first run; the source goes on. */
+  async fork(
+    sessionId: string,
+    { count = 1, metadata }: { count?: number; metadata?: Record<string, string> } = {},
+  ): Promise<Session[]> {
+    const body = { count, ...(metadata ? { metadata } : {}) };
+    return (await ok(forkSession({ client: this.client, path: { id: sessionId }, body }))).sessions;
+  }
+
+  /** Keeps the session's files (and a stateful session's variables) as they are now, as the snapshot `name`. */
+  snapshot(sessionId: string, name: string): Promise<Snapshot> {
+    return ok(createSnapshot({ client: this.client, path: { id: sessionId }, body: { name } }));
+  }
+
+  /** The session's snapshots, oldest first. */
+  async snapshots(sessionId: string): Promise<Snapshot[]> {
+    return (await ok(listSnapshots({ client: this.client, path: { id: sessionId } }))).snapshots;
+  }
+
+  /**
+   * Rolls the session back to its snapshot `name` (it comes back, paused, at its next run), or with `intoNew` makes a
+   * new session from it and leaves this one as it is. Answers the session rolled back, or the new one.
+   */
+  async restoreSnapshot(sessionId: string, name: string, { intoNew = false } = {}): Promise<Session> {
+    const query = intoNew ? { into: 'new' as const } : {};
+    return (await ok(restoreSnapshot({ client: this.client, path: { id: sessionId, name }, query }))).session;
+  }
+
+  async deleteSnapshot(sessionId: string, name: string): Promise<void> {
+    await ok(deleteSnapshot({ client: this.client, path: { id: sessionId, name } }));
+  }
+
+  /** Brings the session's files back to how they were before its last run; again goes one run further back. */
+  undo(sessionId: string): Promise<SessionUndo> {
+    return ok(undoRun({ client: this.client, path: { id: sessionId } }));
   }
 
   /** Runs code and waits for its result (waiting in ?wait= slices, so no request outlives a proxy's timeout). */

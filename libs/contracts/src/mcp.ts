@@ -3,6 +3,8 @@ import { LANGUAGES } from './executions.ts';
 import { ServiceNameSchema, ServiceSchema, StartServiceSchema } from './services.ts';
 import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeSchema, VolumeUserSchema } from './volumes.ts';
 import { TEMPLATE_STATES, TemplateNameSchema } from './templates.ts';
+import { SNAPSHOT_NAME_PATTERN, SnapshotNameSchema } from './session-lifecycle.ts';
+import { UndoModeSchema } from './undo-mode.ts';
 
 /**
  * The tools sandgate serves over MCP at /mcp. Names, fields and error codes are those of the Python-sandbox tool
@@ -136,17 +138,89 @@ export const CreateSessionInputSchema = Type.Object(
           'top of the runtime image. Default: the runtime image.',
       }),
     ),
+    idle_pause_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 10,
+        maximum: 366 * 86_400,
+        description:
+          'Idle seconds after which the session pauses by itself (its sandbox goes, files and variables are kept; ' +
+          "the next run brings it back). Default: the operator's, 300.",
+      }),
+    ),
+    undo: Type.Optional(
+      Type.Union(UndoModeSchema.anyOf, {
+        description:
+          'What undo_run brings back: "files" (default) the files as before the last run; "state" the variables too ' +
+          '(a stateful session saves them before every run, which costs each run that time); "off" nothing is ' +
+          'kept. Undo needs a data directory on btrfs; elsewhere it is "off".',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type CreateSessionInput = Static<typeof CreateSessionInputSchema>;
+
+export const PauseSessionInputSchema = Type.Object(
+  {
+    session_id: SessionIdInput(true),
+    discard_variables: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          'Pause even when the variables are too large to save (they are lost). Default false: such a pause fails ' +
+          'with state_too_large and the session stays as it is.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type PauseSessionInput = Static<typeof PauseSessionInputSchema>;
+
+export const ForkSessionInputSchema = Type.Object(
+  {
+    session_id: SessionIdInput(true),
+    count: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 10, default: 1, description: 'How many copies (1 to 10); default 1.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ForkSessionInput = Static<typeof ForkSessionInputSchema>;
+
+const SnapshotNameInput = Type.String({
+  pattern: SNAPSHOT_NAME_PATTERN,
+  description: `The snapshot's name: ${SnapshotNameSchema.description!}`,
+});
+
+export const SnapshotInputSchema = Type.Object(
+  { session_id: SessionIdInput(true), name: SnapshotNameInput },
+  { additionalProperties: false },
+);
+export type SnapshotInput = Static<typeof SnapshotInputSchema>;
+
+export const RestoreSnapshotInputSchema = Type.Object(
+  {
+    session_id: SessionIdInput(true),
+    name: SnapshotNameInput,
+    into_new: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          'Make a new session from the snapshot and leave this one as it is. Default false: roll this session back.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type RestoreSnapshotInput = Static<typeof RestoreSnapshotInputSchema>;
 
 /** An error, as the `structuredContent` of a result with `isError: true`. */
 export const McpToolErrorSchema = Type.Object({
   error: Type.String({
     description:
       'Stable code: file_exists, session_busy, max_sessions, session_not_found, not_found, ' +
-      'artifact_too_large, invalid_path, payload_too_large, unsupported_language, validation_failed, internal, …',
+      'artifact_too_large, invalid_path, payload_too_large, unsupported_language, validation_failed, ' +
+      'snapshot_not_found, snapshot_exists, max_snapshots, nothing_to_undo, state_too_large, internal, …',
   }),
   message: Type.String(),
   session_id: Type.Optional(Type.String()),
@@ -170,6 +244,30 @@ export const McpArtifactSchema = Type.Object({
 });
 export type McpArtifact = Static<typeof McpArtifactSchema>;
 
+const UnsavedVariables = Type.Array(Type.Object({ name: Type.String(), reason: Type.String() }), {
+  description: 'Variables that could not be saved (an open file, a socket, a thread …), and why.',
+});
+
+/** A paused session brought back: for resume_session, and for a run that did it. */
+const McpResumedSchema = Type.Object(
+  {
+    paused_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    duration_ms: Type.Integer({ description: 'How long bringing it back took: a new sandbox, files, variables.' }),
+    variables: Type.Union(
+      [
+        Type.Object({
+          restored: Type.Integer(),
+          unsaved: UnsavedVariables,
+          error: Type.Optional(Type.String({ description: 'Why the variables could not be loaded, if not.' })),
+        }),
+        Type.Null(),
+      ],
+      { description: 'A stateful session: what came back of its variables; null otherwise.' },
+    ),
+  },
+  { description: 'The session was paused and came back in a new sandbox.' },
+);
+
 export const RunOutputSchema = Type.Object({
   session_id: SessionId,
   run_id: Type.String({ description: 'The execution (exec_…), also visible at GET /v1/executions/{id}.' }),
@@ -183,6 +281,13 @@ export const RunOutputSchema = Type.Object({
   duration_ms: Type.Integer(),
   value: Type.Optional(Type.String({ description: "Stateful sessions: repr() of the last expression's value." })),
   message: Type.Optional(Type.String({ description: 'Why the platform ended the run, when it did.' })),
+  resumed: Type.Optional(
+    Type.Object(McpResumedSchema.properties, {
+      description:
+        'The session was paused (pause_session, or idle) and this run brought it back: how long that took, and ' +
+        'what came back of its variables (those in unsaved are gone).',
+    }),
+  ),
   tests: Type.Optional(
     Type.Object(
       {
@@ -237,6 +342,7 @@ export const CreateSessionOutputSchema = Type.Object({
     description: 'The volumes it mounts, and where.',
   }),
   template: Type.Union([Type.String(), Type.Null()], { description: 'Its template; null: the runtime image.' }),
+  undo: Type.String({ description: 'What undo_run brings back: files, state or off.' }),
 });
 export type CreateSessionOutput = Static<typeof CreateSessionOutputSchema>;
 
@@ -374,6 +480,79 @@ export const ListTemplatesOutputSchema = Type.Object({
   ),
 });
 
+/** A session as the lifecycle tools answer it: where it stands, in a few fields. */
+const McpSessionFields = {
+  session_id: SessionId,
+  mode: Type.Union([Type.Literal('process'), Type.Literal('stateful')]),
+  state: Type.Union([Type.Literal('idle'), Type.Literal('busy'), Type.Literal('paused')], {
+    description: 'paused: no sandbox; its files and variables are kept, and its next run brings it back.',
+  }),
+  paused_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  expires_at: Type.String({ format: 'date-time', description: 'When it is deleted if left unused (paused or not).' }),
+  forked_from: Type.Union([Type.String(), Type.Null()], { description: 'The session it is a copy of, if any.' }),
+  template: Type.Union([Type.String(), Type.Null()], { description: 'Its template; null: the runtime image.' }),
+};
+export const McpSessionSchema = Type.Object(McpSessionFields);
+export type McpSession = Static<typeof McpSessionSchema>;
+
+export const PauseSessionOutputSchema = Type.Object({
+  ...McpSessionFields,
+  variables: Type.Union(
+    [Type.Object({ saved: Type.Integer(), unsaved: UnsavedVariables, size_bytes: Type.Integer() }), Type.Null()],
+    { description: 'A stateful session: the variables saved, and those that could not be; null otherwise.' },
+  ),
+});
+
+export const ResumeSessionOutputSchema = Type.Object({
+  ...McpSessionFields,
+  resumed: Type.Union([McpResumedSchema, Type.Null()], {
+    description: 'How it came back; null when it was not paused (nothing to do).',
+  }),
+});
+
+export const ForkSessionOutputSchema = Type.Object({
+  session_id: Type.String({ description: 'The source session, which keeps going.' }),
+  sessions: Type.Array(McpSessionSchema, {
+    description: 'The copies, paused: each comes up in a sandbox of its own at its first run.',
+  }),
+});
+
+const McpSnapshotFields = {
+  name: Type.String(),
+  size_bytes: Type.Integer({ description: 'Bytes it holds, counted in the storage quota.' }),
+  created_at: Type.String({ format: 'date-time' }),
+  variables: Type.Boolean({ description: "It holds a stateful session's variables too." }),
+};
+
+export const SnapshotOutputSchema = Type.Object({ session_id: SessionId, ...McpSnapshotFields });
+
+export const ListSnapshotsOutputSchema = Type.Object({
+  session_id: SessionId,
+  snapshots: Type.Array(Type.Object(McpSnapshotFields), { description: 'Oldest first.' }),
+});
+
+export const RestoreSnapshotOutputSchema = Type.Object({
+  ...McpSessionFields,
+  session_id: Type.String({
+    description: 'The session that now holds the snapshot: the one rolled back, or the new one (into_new).',
+  }),
+  snapshot: Type.String(),
+  from_session_id: Type.String({ description: 'The session whose snapshot it is.' }),
+});
+
+export const DeleteSnapshotOutputSchema = Type.Object({
+  session_id: SessionId,
+  name: Type.String(),
+  status: Type.Literal('deleted'),
+});
+
+export const UndoRunOutputSchema = Type.Object({
+  ...McpSessionFields,
+  undone_run_id: Type.String({ description: 'The run whose changes were undone.' }),
+  variables: Type.Boolean({ description: 'The variables were brought back too (undo "state").' }),
+  remaining: Type.Integer({ description: 'How many more runs can be undone.' }),
+});
+
 /** A tool's output schema: its result or an error (MCP wants `type: "object"` at the root). */
 const orError = <T extends TObject>(ok: T) =>
   Type.Unsafe<Static<T> | McpToolError>({ type: 'object', anyOf: [ok, McpToolErrorSchema] });
@@ -490,6 +669,86 @@ export const MCP_TOOLS = [
     inputSchema: Type.Object({}, { additionalProperties: false }),
     outputSchema: orError(ListTemplatesOutputSchema),
     annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: 'pause_session',
+    title: 'Pause a session',
+    description:
+      "Pause the session: its sandbox is removed (no memory, no CPU), its files kept, and a stateful session's " +
+      'variables saved (those that cannot be, like open files, sockets and threads, are named). Its next run, or ' +
+      'resume_session, brings it back in a new sandbox. Idle sessions also pause by themselves.',
+    inputSchema: PauseSessionInputSchema,
+    outputSchema: orError(PauseSessionOutputSchema),
+    annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  },
+  {
+    name: 'resume_session',
+    title: 'Resume a session',
+    description:
+      'Bring a paused session back now, in a new sandbox with its files and variables, and say how long it took ' +
+      '(a run on a paused session does this by itself). A session that is not paused is left as it is.',
+    inputSchema: SessionInputSchema,
+    outputSchema: orError(ResumeSessionOutputSchema),
+    annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  },
+  {
+    name: 'fork_session',
+    title: 'Fork a session',
+    description:
+      'Copy the session (count 1 to 10): each copy holds its files and saved variables and goes its own way from ' +
+      'then on, to try several ideas from one state. The copies start paused; the source keeps going.',
+    inputSchema: ForkSessionInputSchema,
+    outputSchema: orError(ForkSessionOutputSchema),
+    annotations: { destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: 'snapshot_session',
+    title: 'Snapshot a session',
+    description:
+      "Keep the session's files (and a stateful session's variables) as they are now, under a name, to go back to " +
+      'with restore_snapshot. Snapshots count against the storage quota; a session keeps a limited number ' +
+      '(max_snapshots: delete one with delete_snapshot).',
+    inputSchema: SnapshotInputSchema,
+    outputSchema: orError(SnapshotOutputSchema),
+    annotations: { destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: 'list_snapshots',
+    title: 'List snapshots',
+    description: "The session's snapshots, oldest first, with their sizes.",
+    inputSchema: SessionInputSchema,
+    outputSchema: orError(ListSnapshotsOutputSchema),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: 'restore_snapshot',
+    title: 'Restore a snapshot',
+    description:
+      "Roll the session back to a snapshot: its files (and variables) become the snapshot's, its sandbox goes and " +
+      'it comes back at its next run. With into_new, a new session is made from the snapshot instead and this one ' +
+      'is left as it is. Refused while a run is going (session_busy).',
+    inputSchema: RestoreSnapshotInputSchema,
+    outputSchema: orError(RestoreSnapshotOutputSchema),
+    annotations: { destructiveHint: true, openWorldHint: false },
+  },
+  {
+    name: 'delete_snapshot',
+    title: 'Delete a snapshot',
+    description: "Delete one of the session's snapshots, freeing its room.",
+    inputSchema: SnapshotInputSchema,
+    outputSchema: orError(DeleteSnapshotOutputSchema),
+    annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  },
+  {
+    name: 'undo_run',
+    title: 'Undo the last run',
+    description:
+      "Bring the session's files back to how they were before its last run (a bad rm, a half-finished change); " +
+      'call it again to go one run further back. A session made with undo "state" gets its variables back too. ' +
+      'nothing_to_undo when no step is left (or undo is off).',
+    inputSchema: SessionInputSchema,
+    outputSchema: orError(UndoRunOutputSchema),
+    annotations: { destructiveHint: true, openWorldHint: false },
   },
   {
     name: 'start_service',

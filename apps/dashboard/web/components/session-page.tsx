@@ -8,6 +8,7 @@ import { ErrorNote, LoadMore, Panel, StateBadge, usePaged, usePoll } from './com
 import { FilesPanel } from './files-panel.tsx';
 import { RunForm } from './run-form.tsx';
 import { RunsTable } from './runs-table.tsx';
+import { LifecycleActions, SnapshotsPanel } from './session-lifecycle.tsx';
 import { SessionActions } from './sessions-page.tsx';
 
 /** One session: what it is, its files, a form to run code in it, and its runs. */
@@ -27,6 +28,11 @@ export function SessionPage({ id }: { id: string }) {
     await runs.reload();
   };
   const { refresh } = usePoll(load, 4000, [id, runs.reload]);
+  // A restore, an undo or a fork changes the files (and, for a restore in place, the snapshots' neighbours).
+  const changed = () => {
+    refresh();
+    setFilesChanged((n) => n + 1);
+  };
   if (!session)
     return (
       <Panel
@@ -49,15 +55,7 @@ export function SessionPage({ id }: { id: string }) {
           </>
         }
         label="session"
-        actions={
-          <SessionActions
-            session={session}
-            onChange={() => {
-              refresh();
-              setFilesChanged((n) => n + 1);
-            }}
-          />
-        }
+        actions={<SessionActions session={session} onChange={changed} />}
       >
         <ErrorNote error={error} />
         <dl class="facts">
@@ -72,13 +70,44 @@ export function SessionPage({ id }: { id: string }) {
             </dd>
           </div>
           <div>
+            <dt>template</dt>
+            <dd>{session.template ?? 'runtime image'}</dd>
+          </div>
+          <div>
             <dt>created</dt>
             <dd>{time(session.created_at)}</dd>
           </div>
+          {session.paused_at ? (
+            <div>
+              <dt>paused</dt>
+              <dd>{time(session.paused_at)}</dd>
+            </div>
+          ) : (
+            session.pauses_at && (
+              <div>
+                <dt>pauses if idle at</dt>
+                <dd>{time(session.pauses_at)}</dd>
+              </div>
+            )
+          )}
           <div>
-            <dt>expires</dt>
+            <dt>deleted if unused at</dt>
             <dd>{time(session.expires_at)}</dd>
           </div>
+          <div>
+            <dt>undo</dt>
+            <dd>{session.undo}</dd>
+          </div>
+          {session.forked_from && (
+            <div>
+              <dt>copy of</dt>
+              <dd>
+                <a href={href('sessions', session.forked_from)}>
+                  <code>{session.forked_from}</code>
+                </a>
+              </dd>
+            </div>
+          )}
           {session.volumes.length > 0 && (
             <div>
               <dt>volumes</dt>
@@ -105,6 +134,7 @@ export function SessionPage({ id }: { id: string }) {
             </div>
           )}
         </dl>
+        <LifecycleActions session={session} onChange={changed} />
         {error !== null && (
           <p>
             <button type="button" onClick={() => navigate('sessions')}>
@@ -114,6 +144,7 @@ export function SessionPage({ id }: { id: string }) {
         )}
       </Panel>
       <FilesPanel owner={sessionFiles(id)} refreshKey={filesChanged} />
+      <SnapshotsPanel session={session} refreshKey={filesChanged} onChange={changed} />
       <Panel title="Run code" label="run code">
         <RunForm
           sessionId={id}

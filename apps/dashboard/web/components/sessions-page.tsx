@@ -1,4 +1,4 @@
-import type { MountVolume, Session, Volume } from '@sandgate/contracts';
+import type { MountVolume, Session, Template, Volume } from '@sandgate/contracts';
 import { useEffect, useState } from 'preact/hooks';
 import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
@@ -77,10 +77,42 @@ function VolumePicker({ uses, onChange }: { uses: Record<string, Use>; onChange(
   );
 }
 
+/** The templates the tenant may use (GET /v1/templates); only a ready one can be chosen. */
+function TemplatePicker({ value, onChange }: { value: string; onChange(name: string): void }) {
+  const api = useApi();
+  const [templates, setTemplates] = useState<Template[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    api.templates().then(setTemplates, (err: unknown) => {
+      setTemplates([]);
+      setError(err);
+    });
+  }, []);
+  if (error) return <ErrorNote error={error} />;
+  if (!templates || templates.length === 0) return null;
+  return (
+    <>
+      <label for="session-template">Template</label>
+      <select id="session-template" value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+        <option value="">runtime image</option>
+        {templates.map((t) => (
+          <option key={t.name} value={t.name} disabled={t.state !== 'ready'}>
+            {t.name}
+            {t.description ? `: ${t.description}` : ''}
+            {t.state === 'ready' ? '' : ` (${t.state})`}
+          </option>
+        ))}
+      </select>
+    </>
+  );
+}
+
 function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
   const api = useApi();
   const [mode, setMode] = useState<'process' | 'stateful'>('process');
   const [uses, setUses] = useState<Record<string, Use>>({});
+  const [template, setTemplate] = useState('');
+  const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const create = async (e: Event) => {
     e.preventDefault();
@@ -88,10 +120,14 @@ function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
     const volumes: MountVolume[] = Object.entries(uses)
       .filter(([, use]) => use !== 'none')
       .map(([name, use]) => ({ name, read_only: use === 'ro' }));
+    setBusy(true);
     try {
-      onCreated(await api.request<Session>('POST', '/v1/sessions', { mode, ...(volumes.length ? { volumes } : {}) }));
+      const body = { mode, ...(volumes.length ? { volumes } : {}), ...(template ? { template } : {}) };
+      onCreated(await api.request<Session>('POST', '/v1/sessions', body));
     } catch (err) {
       setError(err);
+    } finally {
+      setBusy(false);
     }
   };
   return (
@@ -101,8 +137,9 @@ function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
         <option value="process">process: each run a new process</option>
         <option value="stateful">stateful: a notebook interpreter</option>
       </select>
-      <button type="submit" class="primary">
-        Create session
+      <TemplatePicker value={template} onChange={setTemplate} />
+      <button type="submit" class="primary" disabled={busy} aria-busy={busy}>
+        {busy ? 'Creating…' : 'Create session'}
       </button>
       <VolumePicker uses={uses} onChange={(name, use) => setUses((u) => ({ ...u, [name]: use }))} />
       <ErrorNote error={error} />

@@ -1,4 +1,4 @@
-import type { Execution, FileEntry, Session, Volume } from '@sandgate/contracts';
+import type { Execution, FileEntry, Session, Template, Volume } from '@sandgate/contracts';
 
 /**
  * A path of the API with every interpolated value encoded as one segment: an id taken from the address
@@ -106,6 +106,11 @@ export class Api {
   /** The tenant's volumes, by name (a tenant has few: one request holds them all). */
   async volumes(): Promise<Volume[]> {
     return (await this.request<{ volumes: Volume[] }>('GET', '/v1/volumes')).volumes;
+  }
+
+  /** The templates the tenant may make sessions of, by name. */
+  async templates(): Promise<Template[]> {
+    return (await this.request<{ templates: Template[] }>('GET', '/v1/templates')).templates;
   }
 
   /**

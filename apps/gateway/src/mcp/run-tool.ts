@@ -79,6 +79,7 @@ export class RunTool {
       duration_ms: r.duration_ms,
       ...(r.value !== undefined ? { value: r.value } : {}),
       ...(r.message !== undefined ? { message: r.message } : {}),
+      ...(r.resumed !== undefined ? { resumed: r.resumed } : {}),
       ...(r.tests !== undefined ? { tests: r.tests } : {}),
     };
   }
@@ -95,6 +96,9 @@ function describe(ev: StoredEvent): string {
     skipped?: boolean;
   };
   if (ev.type === 'phase') return `phase: ${data.phase}`;
+  if (ev.type === 'resumed') {
+    return `resumed: the paused session came back in ${(data as { duration_ms?: number }).duration_ms} ms`;
+  }
   if (ev.type === 'test_result') {
     return `test: ${data.name} ${data.skipped ? 'skipped' : data.passed ? 'passed' : 'failed'}`;
   }

@@ -8,25 +8,32 @@ import {
   type CallToolInput,
   SandgateError,
   type CreateSessionInput,
+  type ForkSessionInput,
+  type McpSession,
   type McpToolError,
   type McpToolName,
+  type PauseSessionInput,
   type ReadArtifactInput,
+  type RestoreSnapshotInput,
   type RevokePreviewsInput,
   type RunCodeInput,
   type RunTestsInput,
   type ServiceInput,
   type ServiceLogsInput,
   type SessionInput,
+  type Snapshot,
+  type SnapshotInput,
   type StartServiceInput,
   type UploadFileInput,
 } from '@sandgate/contracts';
 import { walkTree } from '@sandgate/storage';
-import type { ScriptRecord } from '@sandgate/state';
+import type { ScriptRecord, SessionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { MAX_INLINE_BYTES } from '../core/execution-control.ts';
 import type { SessionFiles } from '../core/session-files.ts';
 import type { ServiceManager } from '../core/service-manager.ts';
 import type { SessionControl } from '../core/session-control.ts';
+import type { SessionLifecycle } from '../core/session-lifecycle.ts';
 import type { TenantTools } from '../core/tenant-tools.ts';
 import { isImage, readSmallFile } from './artifact-bytes.ts';
 import { checkSessionId, mcpArtifact, sandboxPath, sessionPath } from './paths.ts';
@@ -50,6 +57,7 @@ export class McpTools {
   private readonly files: SessionFiles;
   private readonly sessions: SessionControl;
   private readonly services: ServiceManager;
+  private readonly lifecycle: SessionLifecycle;
   /** The operator's tools (SANDGATE_TOOLS). */
   readonly tools: TenantTools;
   private readonly checks = new Map<string, TypeCheck<TObject>>(
@@ -73,6 +81,7 @@ export class McpTools {
     this.files = d.sessionFiles;
     this.sessions = d.sessionControl;
     this.services = d.serviceManager;
+    this.lifecycle = d.sessionLifecycle;
     this.tools = d.tenantTools;
     this.handlers = {
       upload_file: (call, a: UploadFileInput) => this.upload(call, a),
@@ -99,6 +108,8 @@ export class McpTools {
           mode: a.mode ?? 'process',
           volumes: a.volumes,
           template: a.template,
+          idlePauseSeconds: a.idle_pause_seconds,
+          undo: a.undo,
         });
         return {
           result: {
@@ -107,8 +118,49 @@ export class McpTools {
             expires_at: new Date(s.expiresAt).toISOString(),
             volumes: s.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.read_only })),
             template: s.template?.name ?? null,
+            undo: s.undo,
           },
         };
+      },
+      pause_session: async (call, a: PauseSessionInput) => {
+        const id = checkSessionId(a.session_id);
+        const { session, variables } = await this.lifecycle.pause(call.tenant, id, a.discard_variables ?? false);
+        return { result: { ...this.summary(session), variables } };
+      },
+      resume_session: async (call, a: SessionInput) => {
+        const { session, resumed } = await this.lifecycle.resume(call.tenant, checkSessionId(a.session_id));
+        return { result: { ...this.summary(session), resumed } };
+      },
+      fork_session: async (call, a: ForkSessionInput) => {
+        const id = checkSessionId(a.session_id);
+        const copies = await this.lifecycle.fork(call.tenant, id, a.count ?? 1);
+        return { result: { session_id: id, sessions: copies.map((c) => this.summary(c)) } };
+      },
+      snapshot_session: async (call, a: SnapshotInput) => {
+        const id = checkSessionId(a.session_id);
+        return { result: { session_id: id, ...snapshotOf(await this.lifecycle.snapshot(call.tenant, id, a.name)) } };
+      },
+      list_snapshots: async (call, a: SessionInput) => {
+        const id = checkSessionId(a.session_id);
+        const snapshots = await this.lifecycle.snapshots(call.tenant, id);
+        return { result: { session_id: id, snapshots: snapshots.map(snapshotOf) } };
+      },
+      restore_snapshot: async (call, a: RestoreSnapshotInput) => {
+        const id = checkSessionId(a.session_id);
+        const s = await this.lifecycle.restore(call.tenant, id, a.name, a.into_new ?? false);
+        return { result: { ...this.summary(s), snapshot: a.name, from_session_id: id } };
+      },
+      delete_snapshot: async (call, a: SnapshotInput) => {
+        const id = checkSessionId(a.session_id);
+        await this.lifecycle.deleteSnapshot(call.tenant, id, a.name);
+        return { result: { session_id: id, name: a.name, status: 'deleted' } };
+      },
+      undo_run: async (call, a: SessionInput) => {
+        const { session, undone_execution_id, variables, remaining } = await this.lifecycle.undo(
+          call.tenant,
+          checkSessionId(a.session_id),
+        );
+        return { result: { ...this.summary(session), undone_run_id: undone_execution_id, variables, remaining } };
       },
       list_templates: async (call) => ({
         result: {
@@ -184,6 +236,13 @@ export class McpTools {
       if (e.error === 'internal') call.log.error({ err, tool: name }, 'MCP tool failed');
       return toolError(e);
     }
+  }
+
+  /** A session as the lifecycle tools answer it. */
+  private summary(s: SessionRecord): McpSession {
+    const p = this.sessions.present(s);
+    const { mode, state, paused_at, expires_at, forked_from, template } = p;
+    return { session_id: p.id, mode, state, paused_at, expires_at, forked_from, template };
   }
 
   /** Works in the given session, or in a new process session that is closed again if the work fails. */
@@ -274,6 +333,14 @@ function argumentProblem(check: TypeCheck<TObject>, args: Record<string, unknown
   }
   return { error: 'validation_failed', message: `${first.path.slice(1) || 'arguments'}: ${first.message}` };
 }
+
+/** A snapshot as MCP shows it: the REST fields, in a fixed order. */
+const snapshotOf = ({ name, size_bytes, created_at, variables }: Snapshot) => ({
+  name,
+  size_bytes,
+  created_at,
+  variables,
+});
 
 /** A path as the contract's messages show it: absolute in the sandbox. */
 const displayPath = (p: string) => (p.startsWith('/') ? p : sandboxPath(p));

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTemplateData, CreateTemplateErrors, CreateTemplateResponses, CreateVolumeData, CreateVolumeErrors, CreateVolumeResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteServiceData, DeleteServiceErrors, DeleteServiceResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DeleteTemplateData, DeleteTemplateErrors, DeleteTemplateResponses, DeleteVolumeData, DeleteVolumeErrors, DeleteVolumeFileData, DeleteVolumeFileErrors, DeleteVolumeFileResponses, DeleteVolumeResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, DownloadVolumeFileData, DownloadVolumeFileErrors, DownloadVolumeFileResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetServiceData, GetServiceErrors, GetServiceLogsData, GetServiceLogsErrors, GetServiceLogsResponses, GetServiceResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetTemplateData, GetTemplateErrors, GetTemplateResponses, GetVolumeData, GetVolumeErrors, GetVolumeResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListServicesData, ListServicesErrors, ListServicesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTemplatesData, ListTemplatesErrors, ListTemplatesResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListVolumeFilesData, ListVolumeFilesErrors, ListVolumeFilesResponses, ListVolumesData, ListVolumesErrors, ListVolumesResponses, MakeSessionPrivateData, MakeSessionPrivateErrors, MakeSessionPrivateResponses, PreviewServiceData, PreviewServiceErrors, PreviewServiceResponses, ProxyServiceData, ProxyServiceErrors, ProxyServiceResponses, PutFileData, PutFileErrors, PutFileResponses, PutVolumeFileData, PutVolumeFileErrors, PutVolumeFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RevokeServicePreviewsData, RevokeServicePreviewsErrors, RevokeServicePreviewsResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, ShareServiceData, ShareServiceErrors, ShareServiceResponses, StartServiceData, StartServiceErrors, StartServiceResponses, StopServiceData, StopServiceErrors, StopServiceResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, StreamTemplateBuildEventsData, StreamTemplateBuildEventsErrors, StreamTemplateBuildEventsResponse, StreamTemplateBuildEventsResponses, UploadFileData, UploadFileErrors, UploadFileResponses, UploadVolumeFileData, UploadVolumeFileErrors, UploadVolumeFileResponses } from './types.gen.js';
+import type { CallToolData, CallToolErrors, CallToolResponses, CancelExecutionData, CancelExecutionErrors, CancelExecutionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateSnapshotData, CreateSnapshotErrors, CreateSnapshotResponses, CreateTemplateData, CreateTemplateErrors, CreateTemplateResponses, CreateVolumeData, CreateVolumeErrors, CreateVolumeResponses, DeleteFileData, DeleteFileErrors, DeleteFileResponses, DeleteScriptData, DeleteScriptErrors, DeleteScriptResponses, DeleteServiceData, DeleteServiceErrors, DeleteServiceResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DeleteSnapshotData, DeleteSnapshotErrors, DeleteSnapshotResponses, DeleteTemplateData, DeleteTemplateErrors, DeleteTemplateResponses, DeleteVolumeData, DeleteVolumeErrors, DeleteVolumeFileData, DeleteVolumeFileErrors, DeleteVolumeFileResponses, DeleteVolumeResponses, DownloadFileData, DownloadFileErrors, DownloadFileResponses, DownloadVolumeFileData, DownloadVolumeFileErrors, DownloadVolumeFileResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetExecutionData, GetExecutionErrors, GetExecutionOutputData, GetExecutionOutputErrors, GetExecutionOutputResponses, GetExecutionResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetScriptData, GetScriptErrors, GetScriptResponses, GetServiceData, GetServiceErrors, GetServiceLogsData, GetServiceLogsErrors, GetServiceLogsResponses, GetServiceResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSystemStatsData, GetSystemStatsErrors, GetSystemStatsResponses, GetTemplateData, GetTemplateErrors, GetTemplateResponses, GetVolumeData, GetVolumeErrors, GetVolumeResponses, GetWebhookSecretData, GetWebhookSecretErrors, GetWebhookSecretResponses, ListExecutionsData, ListExecutionsErrors, ListExecutionsResponses, ListFilesData, ListFilesErrors, ListFilesResponses, ListRuntimesData, ListRuntimesErrors, ListRuntimesResponses, ListScriptsData, ListScriptsErrors, ListScriptsResponses, ListServicesData, ListServicesErrors, ListServicesResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSnapshotsData, ListSnapshotsErrors, ListSnapshotsResponses, ListTemplatesData, ListTemplatesErrors, ListTemplatesResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListVolumeFilesData, ListVolumeFilesErrors, ListVolumeFilesResponses, ListVolumesData, ListVolumesErrors, ListVolumesResponses, MakeSessionPrivateData, MakeSessionPrivateErrors, MakeSessionPrivateResponses, PauseSessionData, PauseSessionErrors, PauseSessionResponses, PreviewServiceData, PreviewServiceErrors, PreviewServiceResponses, ProxyServiceData, ProxyServiceErrors, ProxyServiceResponses, PutFileData, PutFileErrors, PutFileResponses, PutVolumeFileData, PutVolumeFileErrors, PutVolumeFileResponses, RestartSessionData, RestartSessionErrors, RestartSessionResponses, RestoreSnapshotData, RestoreSnapshotErrors, RestoreSnapshotResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, RevokeServicePreviewsData, RevokeServicePreviewsErrors, RevokeServicePreviewsResponses, RunExecutionData, RunExecutionErrors, RunExecutionResponses, SaveScriptData, SaveScriptErrors, SaveScriptResponses, ShareServiceData, ShareServiceErrors, ShareServiceResponses, StartServiceData, StartServiceErrors, StartServiceResponses, StopServiceData, StopServiceErrors, StopServiceResponses, StreamExecutionEventsData, StreamExecutionEventsErrors, StreamExecutionEventsResponse, StreamExecutionEventsResponses, StreamTemplateBuildEventsData, StreamTemplateBuildEventsErrors, StreamTemplateBuildEventsResponse, StreamTemplateBuildEventsResponses, UndoRunData, UndoRunErrors, UndoRunResponses, UploadFileData, UploadFileErrors, UploadFileResponses, UploadVolumeFileData, UploadVolumeFileErrors, UploadVolumeFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -119,6 +119,90 @@ export const restartSession = <ThrowOnError extends boolean = false>(options: Op
 export const makeSessionPrivate = <ThrowOnError extends boolean = false>(options: Options<MakeSessionPrivateData, ThrowOnError>): RequestResult<MakeSessionPrivateResponses, MakeSessionPrivateErrors, ThrowOnError> => (options.client ?? client).post<MakeSessionPrivateResponses, MakeSessionPrivateErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/sessions/{id}/private',
+    ...options
+});
+
+/**
+ * Pause a session: a stateful interpreter's variables are saved, its sandbox is removed (no memory, no CPU); files kept. Its next run, or POST …/resume, brings it back
+ */
+export const pauseSession = <ThrowOnError extends boolean = false>(options: Options<PauseSessionData, ThrowOnError>): RequestResult<PauseSessionResponses, PauseSessionErrors, ThrowOnError> => (options.client ?? client).post<PauseSessionResponses, PauseSessionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/pause',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Bring a paused session back now, in a new sandbox with its files and variables (a run would too)
+ */
+export const resumeSession = <ThrowOnError extends boolean = false>(options: Options<ResumeSessionData, ThrowOnError>): RequestResult<ResumeSessionResponses, ResumeSessionErrors, ThrowOnError> => (options.client ?? client).post<ResumeSessionResponses, ResumeSessionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/resume',
+    ...options
+});
+
+/**
+ * Copy a session (1 to 10 times): each copy holds its files and variables, paused until its first run; the source keeps going
+ */
+export const forkSession = <ThrowOnError extends boolean = false>(options: Options<ForkSessionData, ThrowOnError>): RequestResult<ForkSessionResponses, ForkSessionErrors, ThrowOnError> => (options.client ?? client).post<ForkSessionResponses, ForkSessionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/fork',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * List a session's snapshots, oldest first
+ */
+export const listSnapshots = <ThrowOnError extends boolean = false>(options: Options<ListSnapshotsData, ThrowOnError>): RequestResult<ListSnapshotsResponses, ListSnapshotsErrors, ThrowOnError> => (options.client ?? client).get<ListSnapshotsResponses, ListSnapshotsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/snapshots',
+    ...options
+});
+
+/**
+ * Keep the session's files (and a stateful session's variables) as they are now, by name
+ */
+export const createSnapshot = <ThrowOnError extends boolean = false>(options: Options<CreateSnapshotData, ThrowOnError>): RequestResult<CreateSnapshotResponses, CreateSnapshotErrors, ThrowOnError> => (options.client ?? client).post<CreateSnapshotResponses, CreateSnapshotErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/snapshots',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Roll the session back to a snapshot (its sandbox goes; it comes back paused), or make a new session from it with ?into=new
+ */
+export const restoreSnapshot = <ThrowOnError extends boolean = false>(options: Options<RestoreSnapshotData, ThrowOnError>): RequestResult<RestoreSnapshotResponses, RestoreSnapshotErrors, ThrowOnError> => (options.client ?? client).post<RestoreSnapshotResponses, RestoreSnapshotErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/snapshots/{name}/restore',
+    ...options
+});
+
+/**
+ * Delete a snapshot
+ */
+export const deleteSnapshot = <ThrowOnError extends boolean = false>(options: Options<DeleteSnapshotData, ThrowOnError>): RequestResult<DeleteSnapshotResponses, DeleteSnapshotErrors, ThrowOnError> => (options.client ?? client).delete<DeleteSnapshotResponses, DeleteSnapshotErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/snapshots/{name}',
+    ...options
+});
+
+/**
+ * Bring the session's files back to how they were before its last run (one run further back each time); its sandbox goes, and it comes back paused
+ */
+export const undoRun = <ThrowOnError extends boolean = false>(options: Options<UndoRunData, ThrowOnError>): RequestResult<UndoRunResponses, UndoRunErrors, ThrowOnError> => (options.client ?? client).post<UndoRunResponses, UndoRunErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{id}/undo',
     ...options
 });
 

@@ -123,6 +123,50 @@ export type ToolCallRecord = {
 };
 
 /**
+ * UnsavedVariable
+ */
+export type UnsavedVariable = {
+    name: string;
+    /**
+     * Why it was not saved (e.g. "an open file").
+     */
+    reason: string;
+};
+
+/**
+ * ResumedEvent
+ *
+ * A paused session was brought back in a new sandbox for this run (or by POST …/resume).
+ */
+export type ResumedEvent = {
+    /**
+     * When the session was paused.
+     */
+    paused_at: string | null;
+    /**
+     * How long bringing it back took: a new sandbox, files, variables.
+     */
+    duration_ms: number;
+    /**
+     * Stateful sessions: what came back of the variables; null for process sessions.
+     */
+    variables: {
+        /**
+         * Variables loaded back into the new interpreter.
+         */
+        restored: number;
+        /**
+         * Those the pause could not save.
+         */
+        unsaved: Array<UnsavedVariable>;
+        /**
+         * Why the variables could not be loaded, if they were not.
+         */
+        error?: string;
+    } | null;
+};
+
+/**
  * ExecutionResult
  */
 export type ExecutionResult = {
@@ -154,6 +198,7 @@ export type ExecutionResult = {
      * Stateful sessions: the interpreter was (re)started for this run, so earlier state is gone.
      */
     interpreter_restarted?: boolean;
+    resumed?: ResumedEvent;
     tests?: TestReport;
     /**
      * The tools the run's code called (sandgate.tools), in order; their arguments and answers are in the events.
@@ -341,15 +386,18 @@ export type Session = {
      * `process` (default): every execution is a new process in the session sandbox. `stateful`: a live Python interpreter keeps variables, imports and data between executions, like a notebook (python only).
      */
     mode: 'process' | 'stateful';
-    state: 'idle' | 'busy';
+    /**
+     * `idle`: its sandbox is up, waiting for a run. `busy`: a run (or a pause, fork, snapshot …) holds it. `paused`: it has no sandbox (no memory, no CPU); its files (and a stateful session's variables) are kept, and its next run, or POST /v1/sessions/{id}/resume, brings it back in a new sandbox.
+     */
+    state: 'idle' | 'busy' | 'paused';
     created_at: string;
     last_used_at: string;
     /**
-     * When the session expires if left idle.
+     * When the session is deleted, with its files, if it is not used before (paused or not).
      */
     expires_at: string;
     /**
-     * Idle time-to-live; every use pushes expires_at forward.
+     * Its retention: how long it is kept unused before it is deleted; every use pushes expires_at.
      */
     ttl_seconds: number;
     current_execution_id: string | null;
@@ -365,6 +413,26 @@ export type Session = {
      */
     private: boolean;
     /**
+     * When it was paused; null unless paused.
+     */
+    paused_at: string | null;
+    /**
+     * When it pauses by itself if left idle; null while paused.
+     */
+    pauses_at: string | null;
+    /**
+     * Idle time after which it pauses by itself.
+     */
+    idle_pause_seconds: number;
+    /**
+     * What POST /v1/sessions/{id}/undo brings back. `files` (default): the files as they were before the last run. `state`: the files and, for a stateful session, the interpreter's variables (saved before every run, which costs that run the time to save them). `off`: nothing is kept. Undo needs a data directory on btrfs; elsewhere it is `off`.
+     */
+    undo: 'files' | 'state' | 'off';
+    /**
+     * The session it is a copy of (POST /v1/sessions/{id}/fork, or a snapshot restored ?into=new).
+     */
+    forked_from: string | null;
+    /**
      * The template its sandbox is made from (GET /v1/templates/{name}); null: the runtime image.
      */
     template: string | null;
@@ -379,7 +447,7 @@ export type Session = {
  */
 export type SessionList = {
     /**
-     * Live sessions, newest first.
+     * Sessions (live and paused), newest first.
      */
     sessions: Array<Session>;
     /**
@@ -397,9 +465,17 @@ export type CreateSession = {
      */
     mode?: 'process' | 'stateful';
     /**
-     * Idle TTL; defaults to SANDGATE_SESSION_TTL_M.
+     * Retention: how long the session is kept unused (paused or not) before it is deleted; default the tenant's (SANDGATE_SESSION_RETENTION_S, 7 days), which is also the most it may ask for.
      */
     ttl_seconds?: number;
+    /**
+     * Idle time after which it pauses by itself; default SANDGATE_SESSION_IDLE_PAUSE_S (300).
+     */
+    idle_pause_seconds?: number;
+    /**
+     * What POST /v1/sessions/{id}/undo brings back. `files` (default): the files as they were before the last run. `state`: the files and, for a stateful session, the interpreter's variables (saved before every run, which costs that run the time to save them). `off`: nothing is kept. Undo needs a data directory on btrfs; elsewhere it is `off`.
+     */
+    undo?: 'files' | 'state' | 'off';
     /**
      * Free-form labels kept with the session.
      */
@@ -414,6 +490,148 @@ export type CreateSession = {
      * The tenant's volumes to mount, for the session's life (default none). A volume has one writer at a time (409 volume_in_use); readers are always allowed.
      */
     volumes?: Array<MountVolume>;
+};
+
+/**
+ * SavedVariables
+ *
+ * A stateful session's variables, as its interpreter saved them (with dill) to be loaded again later.
+ */
+export type SavedVariables = {
+    /**
+     * Variables saved (functions, classes and modules count as variables).
+     */
+    saved: number;
+    /**
+     * Variables that could not be saved, and why.
+     */
+    unsaved: Array<UnsavedVariable>;
+    /**
+     * Bytes of the saved variables, counted in the storage quota.
+     */
+    size_bytes: number;
+};
+
+/**
+ * PauseSession
+ */
+export type PauseSession = {
+    /**
+     * Pause even when the variables cannot be saved (they are larger than SANDGATE_MAX_STATE_BYTES): they are lost. Default false: such a pause answers 413 state_too_large and the session stays as it is.
+     */
+    discard_variables?: boolean;
+};
+
+/**
+ * SessionPause
+ */
+export type SessionPause = {
+    session: Session;
+    /**
+     * Stateful sessions: the variables saved; null for process sessions (or when discarded).
+     */
+    variables: SavedVariables | null;
+};
+
+/**
+ * SessionResume
+ */
+export type SessionResume = {
+    session: Session;
+    /**
+     * How it came back; null when it was not paused (nothing to do).
+     */
+    resumed: ResumedEvent | null;
+};
+
+/**
+ * ForkSession
+ */
+export type ForkSession = {
+    /**
+     * How many copies; default 1.
+     */
+    count?: number;
+    /**
+     * The copies' labels; default the source's.
+     */
+    metadata?: {
+        [key: string]: string;
+    };
+};
+
+/**
+ * SessionFork
+ */
+export type SessionFork = {
+    /**
+     * The copies, paused: each holds the source's files and saved variables, and comes up in a sandbox of its own at its first run (or POST …/resume).
+     */
+    sessions: Array<Session>;
+};
+
+/**
+ * CreateSnapshot
+ */
+export type CreateSnapshot = {
+    /**
+     * Lower-case letters, digits, `-` and `_`, starting with a letter or digit; at most 63.
+     */
+    name: string;
+};
+
+/**
+ * Snapshot
+ */
+export type Snapshot = {
+    name: string;
+    /**
+     * Bytes it holds (files and variables), counted in the storage quota.
+     */
+    size_bytes: number;
+    created_at: string;
+    /**
+     * It holds a stateful session's variables too.
+     */
+    variables: boolean;
+};
+
+/**
+ * SnapshotList
+ */
+export type SnapshotList = {
+    /**
+     * Oldest first.
+     */
+    snapshots: Array<Snapshot>;
+};
+
+/**
+ * SnapshotRestore
+ *
+ * The session rolled back (or the new one, with ?into=new): paused, to come up at its next run.
+ */
+export type SnapshotRestore = {
+    session: Session;
+};
+
+/**
+ * SessionUndo
+ */
+export type SessionUndo = {
+    session: Session;
+    /**
+     * The run whose changes were undone.
+     */
+    undone_execution_id: string;
+    /**
+     * The variables were brought back too (undo "state").
+     */
+    variables: boolean;
+    /**
+     * How many more runs can be undone.
+     */
+    remaining: number;
 };
 
 /**
@@ -600,6 +818,13 @@ export type ExecutionStreamEvent = {
     id: string;
     event: 'tool_result';
     data: ToolResultEvent;
+} | {
+    /**
+     * Pass as Last-Event-ID to resume after this event.
+     */
+    id: string;
+    event: 'resumed';
+    data: ResumedEvent;
 } | {
     /**
      * Pass as Last-Event-ID to resume after this event.
@@ -1858,6 +2083,479 @@ export type MakeSessionPrivateResponses = {
 };
 
 export type MakeSessionPrivateResponse = MakeSessionPrivateResponses[keyof MakeSessionPrivateResponses];
+
+export type PauseSessionData = {
+    body: PauseSession;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/pause';
+};
+
+export type PauseSessionErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type PauseSessionError = PauseSessionErrors[keyof PauseSessionErrors];
+
+export type PauseSessionResponses = {
+    /**
+     * Default Response
+     */
+    200: SessionPause;
+};
+
+export type PauseSessionResponse = PauseSessionResponses[keyof PauseSessionResponses];
+
+export type ResumeSessionData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/resume';
+};
+
+export type ResumeSessionErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type ResumeSessionError = ResumeSessionErrors[keyof ResumeSessionErrors];
+
+export type ResumeSessionResponses = {
+    /**
+     * Default Response
+     */
+    200: SessionResume;
+};
+
+export type ResumeSessionResponse = ResumeSessionResponses[keyof ResumeSessionResponses];
+
+export type ForkSessionData = {
+    body: ForkSession;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/fork';
+};
+
+export type ForkSessionErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type ForkSessionError = ForkSessionErrors[keyof ForkSessionErrors];
+
+export type ForkSessionResponses = {
+    /**
+     * Default Response
+     */
+    201: SessionFork;
+};
+
+export type ForkSessionResponse = ForkSessionResponses[keyof ForkSessionResponses];
+
+export type ListSnapshotsData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/snapshots';
+};
+
+export type ListSnapshotsErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type ListSnapshotsError = ListSnapshotsErrors[keyof ListSnapshotsErrors];
+
+export type ListSnapshotsResponses = {
+    /**
+     * Default Response
+     */
+    200: SnapshotList;
+};
+
+export type ListSnapshotsResponse = ListSnapshotsResponses[keyof ListSnapshotsResponses];
+
+export type CreateSnapshotData = {
+    body: CreateSnapshot;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/snapshots';
+};
+
+export type CreateSnapshotErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type CreateSnapshotError = CreateSnapshotErrors[keyof CreateSnapshotErrors];
+
+export type CreateSnapshotResponses = {
+    /**
+     * Default Response
+     */
+    201: Snapshot;
+};
+
+export type CreateSnapshotResponse = CreateSnapshotResponses[keyof CreateSnapshotResponses];
+
+export type RestoreSnapshotData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits, `-` and `_`, starting with a letter or digit; at most 63.
+         */
+        name: string;
+    };
+    query?: {
+        /**
+         * Make a new session (paused) from the snapshot instead of rolling this one back.
+         */
+        into?: 'new';
+    };
+    url: '/v1/sessions/{id}/snapshots/{name}/restore';
+};
+
+export type RestoreSnapshotErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * Too large (payload_too_large), past the tenant's storage quota (storage_quota_exceeded), or past a volume's size (volume_full)
+     */
+    413: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type RestoreSnapshotError = RestoreSnapshotErrors[keyof RestoreSnapshotErrors];
+
+export type RestoreSnapshotResponses = {
+    /**
+     * The session rolled back (or the new one, with ?into=new): paused, to come up at its next run.
+     */
+    200: SnapshotRestore;
+    /**
+     * The session rolled back (or the new one, with ?into=new): paused, to come up at its next run.
+     */
+    201: SnapshotRestore;
+};
+
+export type RestoreSnapshotResponse = RestoreSnapshotResponses[keyof RestoreSnapshotResponses];
+
+export type DeleteSnapshotData = {
+    body?: never;
+    path: {
+        id: string;
+        /**
+         * Lower-case letters, digits, `-` and `_`, starting with a letter or digit; at most 63.
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/snapshots/{name}';
+};
+
+export type DeleteSnapshotErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type DeleteSnapshotError = DeleteSnapshotErrors[keyof DeleteSnapshotErrors];
+
+export type DeleteSnapshotResponses = {
+    /**
+     * Default Response
+     */
+    204: void;
+};
+
+export type DeleteSnapshotResponse = DeleteSnapshotResponses[keyof DeleteSnapshotResponses];
+
+export type UndoRunData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/undo';
+};
+
+export type UndoRunErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type UndoRunError = UndoRunErrors[keyof UndoRunErrors];
+
+export type UndoRunResponses = {
+    /**
+     * Default Response
+     */
+    200: SessionUndo;
+};
+
+export type UndoRunResponse = UndoRunResponses[keyof UndoRunResponses];
 
 export type ListFilesData = {
     body?: never;
