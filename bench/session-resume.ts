@@ -4,10 +4,10 @@
  * tenant (SANDGATE_POOL_SIZE=2) measured in the same run: one of each in turn, with BENCH_POOL_PACE_MS after the
  * pooled run so that its sandbox is back in the pool. Goal: p50 <= 1.5x the pooled one-shot's p50.
  * Beside it: a raw cold container of the same image through the engine API (bench/lib/raw-docker.ts), one per sample
- * in the same rotation — what making a new sandbox costs without sandgate —, the run right after the resume in the same session (a warm session run, the part of the resumed run
- * that is not the resume), the worker's own account of the resume (`resumed.duration_ms`: a new sandbox made, files
- * and variables brought back), when the engine created and started the new sandbox, the pause's own time, and the
- * run's phases from sandgate's timestamps.
+ * in the same rotation (what making a new sandbox costs without sandgate); the run right after the resume in the same
+ * session (a warm session run: the part of the resumed run that is not the resume); the worker's own account of the
+ * resume (`resumed.duration_ms`: a new sandbox made, files and variables brought back); when the engine created and
+ * started the new sandbox; the pause's own time; and the run's phases from sandgate's timestamps.
  * Runs on the quick start's configuration (bench/lib/quick-start.ts): btrfs data directory with per-session quotas,
  * API keys, rate limits and tenant quotas counted.
  */

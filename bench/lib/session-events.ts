@@ -37,7 +37,11 @@ export class SessionEventLog {
 
   #record(line: string): void {
     try {
-      const ev = JSON.parse(line) as { Action?: string; timeNano?: number; Actor?: { Attributes?: Record<string, string> } };
+      const ev = JSON.parse(line) as {
+        Action?: string;
+        timeNano?: number;
+        Actor?: { Attributes?: Record<string, string> };
+      };
       const session = ev.Actor?.Attributes?.[LABELS.session];
       if (!session || !ev.Action || !ev.timeNano) return;
       const list = this.bySession.get(session) ?? [];
