@@ -99,6 +99,7 @@ async function measure(
     pace_ms: POOL_PACE_MS,
     ...(notResumed > 0 ? { error: `${notResumed} runs on a paused session reported no resume` } : {}),
     ...(pooled === 0 ? { error: 'the pool served no one-shot: the baseline is not a pooled run' } : {}),
+    target: TARGET,
     ratio_p25: ratioP25(resumedLat, pooledLat),
     ratio: round(ratio, 3),
     pass: notResumed === 0 && pooled > 0 && ratio <= 1.5,
