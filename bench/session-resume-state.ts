@@ -6,8 +6,8 @@
  * The DataFrame's own unpickle time is measured inside the session's sandbox, on the bytes `dill.dumps(df)` makes (what
  * the pause saves for it): in a fresh `python3` process (`unpickle_fresh_*`: `import dill` and `dill.load` of a file,
  * which imports pandas on the way, as a resumed interpreter must) and in the live interpreter, where pandas is already
- * imported (`unpickle_warm_*`), and what saving the interpreter's module takes there (`dump_module_in_sandbox`, into a
- * sink that keeps nothing). Goal: resume p50 <= 300 ms + the fresh unpickle's p50. Beside it, in the same rotation,
+ * imported (`unpickle_warm_*`), and what pickling it takes there (`pickle_in_sandbox`, `dill.dumps(df)`).
+ * Goal: resume p50 <= 300 ms + the fresh unpickle's p50. Beside it, in the same rotation,
  * the pause and the resume of a stateful session holding one small variable (`small_state_*`): what the 50 MiB add.
  * Runs on the quick start's configuration (bench/lib/quick-start.ts); SANDGATE_IMAGE must have dill and pandas.
  */
@@ -30,17 +30,10 @@ print(df.memory_usage(index=False).sum())`;
  * The DataFrame pickled as the pause pickles it, then unpickled: in a new python process from a file in the session's
  * directory (removed after), and in this interpreter. Prints one JSON line; peak memory stays near 4x the frame.
  */
-const UNPICKLE = `import dill as _d, io as _io, json as _j, os as _o, subprocess as _sp, sys as _s, time as _t
-class _Sink(_io.RawIOBase):
-    def writable(self):
-        return True
-    def write(self, b):
-        return len(b)
+const UNPICKLE = `import dill as _d, json as _j, os as _o, subprocess as _sp, sys as _s, time as _t
 _t0 = _t.perf_counter()
-_d.dump_module(_Sink(), module=_s.modules['__main__'])
-_save = _t.perf_counter() - _t0
-del _Sink
 _b = _d.dumps(df)
+_save = _t.perf_counter() - _t0
 _f = '/mnt/data/.bench-df.dill'
 with open(_f, 'wb') as _h:
     _h.write(_b)
@@ -60,7 +53,7 @@ _t0 = _t.perf_counter()
 _x = _d.loads(_b)
 _warm = _t.perf_counter() - _t0
 del _b, _x
-print(_j.dumps({"bytes": _n, "dump_module_s": _save, "fresh_import_dill_s": float(_out[0]), "fresh_load_s": float(_out[1]), "fresh_process_s": _proc, "warm_load_s": _warm}))`;
+print(_j.dumps({"bytes": _n, "dumps_s": _save, "fresh_import_dill_s": float(_out[0]), "fresh_load_s": float(_out[1]), "fresh_process_s": _proc, "warm_load_s": _warm}))`;
 
 async function measure(stack: Stack): Promise<void> {
   const session = await createSession(stack, { mode: 'stateful', undo: 'off' });
@@ -83,7 +76,7 @@ async function measure(stack: Stack): Promise<void> {
     importDill.push(m.fresh_import_dill_s! * 1000);
     freshProcess.push(m.fresh_process_s! * 1000);
     unpickleWarm.push(m.warm_load_s! * 1000);
-    dumpModule.push(m.dump_module_s! * 1000);
+    dumpModule.push(m.dumps_s! * 1000);
   }
   // The same steps on a stateful session holding one small variable: what a resume and a pause cost without 50 MiB.
   const small = await createSession(stack, { mode: 'stateful', undo: 'off' });
@@ -127,7 +120,7 @@ async function measure(stack: Stack): Promise<void> {
     unpickle_warm_p50_ms: summarize(unpickleWarm).p50_ms,
     small_state_resume_p50_ms: summarize(smallResume).p50_ms,
     small_state_pause_p50_ms: summarize(smallPause).p50_ms,
-    dump_module_in_sandbox_p50_ms: summarize(dumpModule).p50_ms,
+    pickle_in_sandbox_p50_ms: summarize(dumpModule).p50_ms,
     pause_p50_ms: summarize(pauseMs).p50_ms,
     pause_p95_ms: summarize(pauseMs).p95_ms,
     pause_max_ms: summarize(pauseMs).max_ms,
