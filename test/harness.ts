@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -266,12 +266,32 @@ export async function startStack({
       await deleteKeys(prefix);
       await deps.close();
       await cluster?.close();
+      await removeCopies(dataDir, config);
       await rm(dataDir, { recursive: true, force: true });
       assert.deepEqual(mismatches, [], 'every request and response of this stack matches openapi/openapi.json');
     },
   };
   if (worker) await stack.startWorker(worker === true ? undefined : worker);
   return stack;
+}
+
+/**
+ * Removes the copies sessions left (snapshots, undo steps), as deleting each session would: on btrfs they are
+ * read-only subvolumes, which a recursive rm cannot empty.
+ */
+async function removeCopies(dataDir: string, config: Config): Promise<void> {
+  const ids = new Set<string>();
+  for (const kind of ['undo', 'snapshots']) {
+    for (const id of await readdir(join(dataDir, kind)).catch(() => [] as string[])) ids.add(id);
+  }
+  if (ids.size === 0) return;
+  const workspaces = await openWorkspaces({
+    dataDir,
+    owner: { uid: config.sandboxUid, gid: config.sandboxUid },
+    sessionDiskBytes: config.sessionDiskBytes,
+    warn: () => {},
+  });
+  for (const id of ids) await workspaces.remove(id).catch(() => {});
 }
 
 /**

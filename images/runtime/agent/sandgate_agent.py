@@ -164,6 +164,7 @@ class Agent:
                                      "never" if self.start_interpreter else prewarm)
         self.stateful = sandgate_stateful.Interpreter(self.proto, self.base_env, self.interrupted)
         self.requests = queue.Queue()
+        self.load_slots = threading.Semaphore(LOAD_CHUNKS_AHEAD)
 
     def read_control(self):
         self.read_messages(self.control)
@@ -193,12 +194,15 @@ class Agent:
             elif msg.get("op") == "save_state":
                 self.requests.put(msg)
             elif msg.get("op") == "load_state":
-                # Its bytes follow the line. Written on to the interpreter as they come: the sender waits while the
-                # interpreter is behind.
+                # Its bytes follow the line. They are loaded on the requests' thread, never here: unpickling runs the
+                # session's own code (a __setstate__ may never return), and this thread must stay free to answer pings
+                # and take interrupts. At most LOAD_CHUNKS_AHEAD chunks wait: past that this thread waits too, so the
+                # sender waits while the interpreter is behind and the agent never holds much of the state at once.
                 data = read_exactly(lines, msg.get("n"))
                 if data is None:
                     return
-                self.stateful.load_chunk(msg, data, self.proto.send)
+                self.load_slots.acquire()
+                self.requests.put(dict(msg, data=data))
             elif msg.get("op") in ("reset", "manifest", "put", "get", "delete") and self.listen is not None:
                 self.requests.put(msg)
             elif msg.get("op") == "reset":
@@ -286,6 +290,12 @@ class Agent:
         elif op == "save_state":
             self.stateful.save(msg, self.proto.send, self.proto.send_bytes)
             return
+        elif op == "load_state":
+            try:
+                self.stateful.load_chunk(msg, msg.pop("data"), self.proto.send)
+            finally:
+                self.load_slots.release()
+            return
         else:
             self.run(msg)
         self.process.warm_up()
@@ -348,6 +358,8 @@ class Agent:
 
 
 MAX_BYTES_FRAME = 16 << 20
+# Chunks of saved variables (1 MB each from the worker) read ahead of the interpreter's load.
+LOAD_CHUNKS_AHEAD = 4
 
 
 def read_exactly(lines, n):

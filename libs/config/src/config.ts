@@ -85,9 +85,9 @@ export const ConfigSchema = Type.Object({
   pidsLimit: Type.Integer({ minimum: 8 }),
   execTimeoutMs: Type.Integer({ minimum: 1000 }),
   /** A session's retention: kept this long unused (paused or not), then deleted (SANDGATE_SESSION_RETENTION_S). */
-  sessionTtlSeconds: Type.Integer({ minimum: 60 }),
+  sessionTtlSeconds: Type.Integer({ minimum: 1 }),
   /** Idle seconds after which a live session pauses by itself. */
-  sessionIdlePauseSeconds: Type.Integer({ minimum: 10 }),
+  sessionIdlePauseSeconds: Type.Integer({ minimum: 1 }),
   /** Snapshots a session may keep. */
   maxSnapshots: Type.Integer({ minimum: 0, maximum: 1000 }),
   /** Undo steps kept per session (the runs that can be undone); 0: no undo. */

@@ -12,7 +12,7 @@ export const TenantLimitsSchema = Type.Object(
     requests_per_min: count('requests per minute'),
     storage_bytes: count("bytes of files over all the tenant's sessions (uploads and what runs write)"),
     session_retention_s: Type.Integer({
-      minimum: 60,
+      minimum: 1,
       description: "how long the tenant's unused sessions are kept (and the most a session may ask for)",
     }),
   },

@@ -32,6 +32,10 @@ export const SavedVariablesSchema = Type.Object(
 );
 export type SavedVariables = Static<typeof SavedVariablesSchema>;
 
+/** Why a session's saved variables did not come back into its new interpreter (ResumedEvent.variables.reason). */
+export const RESTORE_FAILURES = ['load_failed', 'load_timeout', 'cancelled'] as const;
+export type RestoreFailure = (typeof RESTORE_FAILURES)[number];
+
 export const ResumedEventSchema = Type.Object(
   {
     paused_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When the session was paused.' }),
@@ -43,6 +47,15 @@ export const ResumedEventSchema = Type.Object(
           unsaved: Type.Array(ref(UnsavedVariableSchema), { description: 'Those the pause could not save.' }),
           error: Type.Optional(
             Type.String({ description: 'Why the variables could not be loaded, if they were not.' }),
+          ),
+          reason: Type.Optional(
+            Type.Union(RESTORE_FAILURES.map((r) => Type.Literal(r)), {
+              description:
+                'Set when they were not loaded: `load_failed` (loading them raised an error, or ended the ' +
+                'interpreter) and `load_timeout` (they did not load within the run\'s time limit): they are dropped, ' +
+                'and the session goes on in a fresh interpreter, its files untouched; `cancelled` (the run was ' +
+                'cancelled first): they are kept for the next run.',
+            }),
           ),
         }),
         Type.Null(),

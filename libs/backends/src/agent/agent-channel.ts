@@ -78,6 +78,16 @@ interface Listener {
   closed(): void;
 }
 
+/** A request the agent did not answer in time (`timeout`), or whose caller gave up on it (`cancelled`). */
+export class AgentUnanswered extends Error {
+  constructor(
+    readonly why: 'timeout' | 'cancelled',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 const MAX_DIAGNOSTICS = 2048;
 /** The file requests of a channel, on one tree: the agent's workspace, or one volume of a volumes container. */
 export interface FileChannel {
@@ -302,7 +312,7 @@ export class AgentChannel {
   manifest(timeoutMs: number, maxEntries: number = MAX_MANIFEST_ENTRIES, root?: string): Promise<AgentManifest> {
     const files: ManifestEntry[] = [];
     let truncated = false;
-    return this.#request({ op: 'manifest', id: newId(), ...rooted(root) }, timeoutMs, (frame, done) => {
+    return this.#request({ op: 'manifest', id: newId(), ...rooted(root) }, timeoutMs, undefined, (frame, done) => {
       if (frame.t !== 'manifest') return;
       files.push(...frame.files.slice(0, maxEntries - files.length));
       truncated ||= frame.truncated === true || files.length >= maxEntries;
@@ -313,7 +323,7 @@ export class AgentChannel {
   /** Writes `source` to the agent's workspace at `path` (replacing what is there), with the given mtime. */
   async put(path: string, source: Readable, mtimeMs: number, timeoutMs: number, root?: string): Promise<void> {
     const id = newId();
-    const answer = this.#request(undefined, timeoutMs, (frame, done) => {
+    const answer = this.#request(undefined, timeoutMs, undefined, (frame, done) => {
       if (frame.t === 'done' && frame.id === id) done(frame.ok ? undefined : new Error(`${path}: ${frame.error}`));
     });
     // Sent as read: the agent answers once, after the last chunk (or at its first failure, which ends the wait).
@@ -371,6 +381,7 @@ export class AgentChannel {
     const done = this.#request<{ mtimeMs: number }>(
       { op: 'get', id: newId(), path, max: maxBytes, ...rooted(root) },
       timeoutMs,
+      undefined,
       (frame, finish) => {
         if (frame.t === 'chunk') {
           const bytes = Buffer.from(frame.d, 'base64');
@@ -398,7 +409,7 @@ export class AgentChannel {
 
   /** Removes files from the agent's workspace; missing ones are fine. */
   remove(paths: string[], timeoutMs: number, root?: string): Promise<void> {
-    return this.#request({ op: 'delete', id: newId(), paths, ...rooted(root) }, timeoutMs, (frame, done) => {
+    return this.#request({ op: 'delete', id: newId(), paths, ...rooted(root) }, timeoutMs, undefined, (frame, done) => {
       if (frame.t === 'done') done(frame.ok ? undefined : new Error(`could not remove: ${frame.error}`));
     });
   }
@@ -407,10 +418,11 @@ export class AgentChannel {
    * Saves the stateful interpreter's variables (at most `maxBytes`) into `sink`, which sets the pace: the connection
    * waits while it writes. Rejects with `state_too_large` (code) past the limit, or with what the agent said.
    */
-  saveState(sink: StateSink, maxBytes: number, timeoutMs: number): Promise<SavedState> {
+  saveState(sink: StateSink, maxBytes: number, timeoutMs: number, signal?: AbortSignal): Promise<SavedState> {
     let writing: Promise<void> = Promise.resolve();
     let received = 0;
-    return this.#request<SavedState>({ op: 'save_state', id: newId(), max: maxBytes }, timeoutMs, (frame, done) => {
+    const request = { op: 'save_state', id: newId(), max: maxBytes } as const;
+    return this.#request<SavedState>(request, timeoutMs, signal, (frame, done) => {
       if (frame.t === 'bytes') {
         received = frame.restart ? 0 : received + frame.data.length;
         if (received > maxBytes) return done(stateTooLarge(received, maxBytes));
@@ -436,39 +448,51 @@ export class AgentChannel {
     });
   }
 
-  /** Loads variables saved by saveState into the stateful interpreter; answers how many it has then. */
-  async loadState(source: Readable, timeoutMs: number): Promise<{ restored: number }> {
+  /**
+   * Loads variables saved by saveState into the stateful interpreter; answers how many it has then. Unpickling runs
+   * the session's own code, which may never end: the whole load, waits for the connection included, rejects at
+   * `timeoutMs` (StateTimeout) or when `signal` aborts, and the interpreter is then in no known state.
+   */
+  async loadState(source: Readable, timeoutMs: number, signal?: AbortSignal): Promise<{ restored: number }> {
     const id = newId();
-    const answer = this.#request<{ restored: number }>(undefined, timeoutMs, (frame, done) => {
+    let settled = false;
+    const answer = this.#request<{ restored: number }>(undefined, timeoutMs, signal, (frame, done) => {
       if (frame.t !== 'done' || frame.id !== id) return;
       done(frame.ok ? undefined : new Error(frame.error ?? 'the variables could not be loaded'), {
         restored: frame.restored ?? 0,
       });
     });
-    answer.catch(() => {});
+    const over = answer.then(
+      () => void (settled = true),
+      () => void (settled = true),
+    );
     let pending: Buffer = Buffer.alloc(0);
     const send = async (data: Buffer, last: boolean): Promise<void> => {
       const head = encodeMessage({ op: 'load_state', id, n: data.length, last });
-      if (this.#closed) return;
-      // The agent writes what it gets on to the interpreter: its pace is the pace of this stream.
+      if (this.#closed || settled) return;
+      // The agent reads ahead a few chunks, then waits for the interpreter: its pace is the pace of this stream, and
+      // a load that never ends (or a deadline, or an abort) ends the wait.
       if (!this.#stream.write(head) || !this.#stream.write(data)) {
-        await new Promise<void>((resolve) => {
-          const go = (): void => {
-            this.#stream.off('close', go);
-            this.#stream.off('drain', go);
-            resolve();
-          };
-          this.#stream.once('drain', go);
-          this.#stream.once('close', go);
-        });
+        let go = (): void => {};
+        await Promise.race([
+          over,
+          new Promise<void>((resolve) => {
+            go = resolve;
+            this.#stream.once('drain', go);
+            this.#stream.once('close', go);
+          }),
+        ]);
+        this.#stream.off('drain', go);
+        this.#stream.off('close', go);
       }
     };
     for await (const chunk of source as AsyncIterable<Buffer>) {
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      while (pending.length >= STATE_CHUNK) {
+      while (pending.length >= STATE_CHUNK && !settled) {
         await send(pending.subarray(0, STATE_CHUNK), false);
         pending = pending.subarray(STATE_CHUNK);
       }
+      if (settled) break;
     }
     await send(pending, true);
     return answer;
@@ -478,18 +502,21 @@ export class AgentChannel {
   #request<T = void>(
     message: AgentMessage | undefined,
     timeoutMs: number,
+    signal: AbortSignal | undefined,
     onFrame: (frame: RequestFrame, done: (err?: Error, value?: T) => void) => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const id = message && 'id' in message ? message.id : undefined;
+      const onAbort = (): void => done(new AgentUnanswered('cancelled', 'the request was cancelled'));
       const done = (err?: Error, value?: T): void => {
         clearTimeout(deadline);
+        signal?.removeEventListener('abort', onAbort);
         if (this.#listener === listener) this.#listener = undefined;
         if (err) reject(err);
         else resolve(value as T);
       };
       const deadline = setTimeout(
-        () => done(new Error(`the sandbox agent did not answer within ${timeoutMs} ms`)),
+        () => done(new AgentUnanswered('timeout', `the sandbox agent did not answer within ${timeoutMs} ms`)),
         timerDelay(timeoutMs),
       );
       const listener: Listener = {
@@ -502,6 +529,8 @@ export class AgentChannel {
       };
       this.#listener = listener;
       if (this.#closed) return listener.closed();
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
       if (message) this.#send(encodeMessage(message));
     });
   }

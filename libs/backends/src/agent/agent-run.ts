@@ -13,6 +13,8 @@ import type { ToolBroker } from '../run/tool-broker.ts';
 /** One run in a sandbox that runs the agent (a warm-pool sandbox, or a session's sandbox or Pod). */
 export interface AgentRunSetup {
   job: ExecutionJob;
+  /** The time the code has: the job's limit (the default), less what loading the session's variables took. */
+  timeoutMs?: number;
   events: EventSink;
   signal: AbortSignal;
   channel: AgentChannel;
@@ -78,7 +80,12 @@ export async function runInAgent(s: AgentRunSetup): Promise<AgentOutcome> {
       stderr: (bytes) => stderr.write(bytes),
       ...(s.tools ? { toolCall: (call) => s.tools!.handle(call) } : {}),
     },
-    { timeoutMs: job.timeout_ms, signal: s.signal, interruptGraceMs: s.interruptGraceMs, kill: () => s.kill() },
+    {
+      timeoutMs: s.timeoutMs ?? job.timeout_ms,
+      signal: s.signal,
+      interruptGraceMs: s.interruptGraceMs,
+      kill: () => s.kill(),
+    },
   );
   stdout.end();
   stderr.end();

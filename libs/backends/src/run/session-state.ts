@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { ExecutionJob, ResumedEvent, SavedVariables } from '@sandgate/contracts';
+import type { ExecutionJob, RestoreFailure, ResumedEvent, SavedVariables } from '@sandgate/contracts';
 import type { SessionCopies } from '@sandgate/storage';
-import type { AgentChannel } from '../agent/agent-channel.ts';
+import { AgentUnanswered, type AgentChannel } from '../agent/agent-channel.ts';
 import type { BackendLogger } from '../logger.ts';
 import type { HeldSandbox, SessionHost } from './session-run.ts';
 
@@ -30,7 +30,12 @@ export interface SessionTarget {
  * Saves the interpreter's variables to `file` (written aside and renamed, so a failed save leaves what was there).
  * The bytes are the interpreter's pickle: the worker stores them and never unpickles them.
  */
-export async function saveVariables(channel: AgentChannel, file: string, maxBytes: number): Promise<SavedVariables> {
+export async function saveVariables(
+  channel: AgentChannel,
+  file: string,
+  maxBytes: number,
+  { timeoutMs = stateTimeoutMs(maxBytes), signal }: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<SavedVariables> {
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   const part = `${file}.part-${randomBytes(6).toString('hex')}`;
   const handle = await open(part, 'w', 0o600);
@@ -48,7 +53,8 @@ export async function saveVariables(channel: AgentChannel, file: string, maxByte
         },
       },
       maxBytes,
-      stateTimeoutMs(maxBytes),
+      timeoutMs,
+      signal,
     );
     await handle.close();
     await rename(part, file);
@@ -60,23 +66,51 @@ export async function saveVariables(channel: AgentChannel, file: string, maxByte
   }
 }
 
-/** Loads the variables saved in `file` into the sandbox's interpreter; the error, if they could not all be. */
+/** Bounds of a load of saved variables: a deadline (the run's time left), and the run's cancel. */
+export interface LoadBounds {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** What came back of a session's saved variables; `failed`: the sandbox must go (its interpreter in no known state). */
+export type Restored = NonNullable<ResumedEvent['variables']> & { failed?: RestoreFailure };
+
+/**
+ * Loads the variables saved in `file` into the sandbox's interpreter, within the bounds (and within the time a load
+ * of its size may take). Answers how many came back, or why none did.
+ */
 export async function loadVariables(
   channel: AgentChannel,
   file: string,
-): Promise<{ restored: number; error?: string }> {
+  { timeoutMs, signal }: LoadBounds = {},
+): Promise<{ restored: number; error?: string; reason?: RestoreFailure }> {
   const { size } = await stat(file);
+  const limit = Math.min(stateTimeoutMs(size), timeoutMs ?? Infinity);
   try {
-    return await channel.loadState(createReadStream(file), stateTimeoutMs(size));
+    return await channel.loadState(createReadStream(file), Math.max(1, Math.floor(limit)), signal);
   } catch (err) {
-    return { restored: 0, error: (err as Error).message };
+    if (err instanceof AgentUnanswered) {
+      return err.why === 'cancelled'
+        ? { restored: 0, error: 'the run was cancelled before the variables had loaded', reason: 'cancelled' }
+        : {
+            restored: 0,
+            error:
+              `the variables did not load within ${Math.round(limit)} ms` +
+              (timeoutMs !== undefined && timeoutMs <= stateTimeoutMs(size) ? " (the run's time limit)" : ''),
+            reason: 'load_timeout',
+          };
+    }
+    return { restored: 0, error: (err as Error).message, reason: 'load_failed' };
   }
 }
 
 /**
  * After a session's sandbox was made for a run or a resume: a stateful session's saved variables (a pause, a fork, a
  * restore left them) are loaded into its new interpreter, then dropped from the store (the interpreter holds them
- * now). Answers what came back, for the `resumed` event: null for a process session.
+ * now). Answers what came back, for the `resumed` event: null for a process session. A load that did not end well
+ * (`failed`) leaves the interpreter in no known state: the caller replaces the sandbox. Variables that failed to load
+ * or did not load in time are dropped too, so that the session goes on (the next load would fail as this one did);
+ * those of a cancelled run are kept for the next.
  */
 export async function restoreVariables(
   settings: SessionStateSettings,
@@ -84,20 +118,35 @@ export async function restoreVariables(
   sessionId: string,
   stateful: boolean,
   log: BackendLogger,
-): Promise<ResumedEvent['variables']> {
+  bounds: LoadBounds = {},
+): Promise<Restored | null> {
   if (!stateful) return null;
   const file = settings.copies.stateFile(sessionId);
   const size = await settings.copies.stateBytes(sessionId);
   if (size === 0) return { restored: 0, unsaved: [] };
-  const loaded = await loadVariables(sandbox.channel, file);
+  const loaded = await loadVariables(sandbox.channel, file, bounds);
   const unsaved = await settings.copies.unsavedOf(sessionId);
-  if (loaded.error !== undefined) {
-    log.warn({ sessionId, err: loaded.error }, 'the saved variables could not be loaded');
-    return { restored: loaded.restored, unsaved, error: loaded.error };
+  if (loaded.reason !== undefined) {
+    log.warn({ sessionId, err: loaded.error, reason: loaded.reason }, 'the saved variables could not be loaded');
+    if (loaded.reason !== 'cancelled') await settings.copies.removeState(sessionId);
+    return {
+      restored: 0,
+      unsaved,
+      error: loaded.error ?? 'the variables could not be loaded',
+      reason: loaded.reason,
+      failed: loaded.reason,
+    };
   }
   await settings.copies.removeState(sessionId);
   return { restored: loaded.restored, unsaved };
 }
+
+/** The `resumed` event's variables, without what is for the worker alone. */
+export const publicVariables = (restored: Restored | null): ResumedEvent['variables'] => {
+  if (restored === null) return null;
+  const { failed: _failed, ...rest } = restored;
+  return rest;
+};
 
 /**
  * Pauses a session: a stateful interpreter's variables are saved (unless `discard`), then its sandbox is removed.
@@ -151,23 +200,32 @@ export async function checkpointInHost<S extends HeldSandbox>(
 
 /**
  * Before a run: keeps an undo step of the session's files (and, with `undo: "state"`, of its live interpreter's
- * variables), then drops the oldest past the depth, in the background. A failure costs the undo step, not the run.
+ * variables), then drops the oldest past the depth, in the background. A failure costs the undo step, not the run;
+ * but a save of the variables that did not end within the bounds (a __getstate__ of the session's that never returns)
+ * leaves the interpreter in no known state: that is answered, and the caller ends the sandbox and the run.
  */
 export async function keepUndoStep(
   settings: SessionStateSettings,
   job: ExecutionJob,
   channel: AgentChannel | undefined,
   log: BackendLogger,
-): Promise<void> {
-  if (job.undo === undefined || settings.undoDepth === 0 || settings.copies.kind !== 'snapshot') return;
+  bounds: LoadBounds = {},
+): Promise<AgentUnanswered | undefined> {
+  if (job.undo === undefined || settings.undoDepth === 0 || settings.copies.kind !== 'snapshot') return undefined;
   const { copies } = settings;
+  let unanswered: AgentUnanswered | undefined;
   try {
     const steps = await copies.undoSteps(job.session_id);
     const step = await copies.keepUndo(job.session_id, job.execution_id, steps);
     if (job.undo === 'state' && channel !== undefined) {
-      await saveVariables(channel, copies.undoStateFile(step), settings.maxStateBytes).catch((err: unknown) =>
-        log.warn({ sessionId: job.session_id, err }, 'the undo step keeps the files only'),
-      );
+      const timeoutMs = Math.min(stateTimeoutMs(settings.maxStateBytes), bounds.timeoutMs ?? Infinity);
+      await saveVariables(channel, copies.undoStateFile(step), settings.maxStateBytes, {
+        timeoutMs: Math.max(1, Math.floor(timeoutMs)),
+        ...(bounds.signal ? { signal: bounds.signal } : {}),
+      }).catch((err: unknown) => {
+        if (err instanceof AgentUnanswered) unanswered = err;
+        log.warn({ sessionId: job.session_id, err }, 'the undo step keeps the files only');
+      });
     }
     void copies
       .pruneUndo(job.session_id, settings.undoDepth, [step, ...steps])
@@ -175,11 +233,13 @@ export async function keepUndoStep(
   } catch (err) {
     log.warn({ sessionId: job.session_id, err }, 'no undo step kept before this run');
   }
+  return unanswered;
 }
 
 /**
  * Brings a paused session back without a run (POST …/resume): its sandbox made as a run of `job` would make it, its
- * files brought in where the sandbox's workspace is its own, a stateful session's variables loaded.
+ * files brought in where the sandbox's workspace is its own, a stateful session's variables loaded. Variables that do
+ * not load leave a fresh sandbox in its place, and the answer says why.
  */
 export async function resumeInHost<S extends HeldSandbox>(
   host: SessionHost<S>,
@@ -188,14 +248,35 @@ export async function resumeInHost<S extends HeldSandbox>(
   dir: string,
   log: BackendLogger,
 ): Promise<ResumedEvent['variables']> {
-  const sandbox = await host.acquire(job, dir).catch((err: unknown) => {
-    throw host.failure(err);
-  });
-  sandbox.created = false;
+  const bringUp = async (): Promise<S> => {
+    const sandbox = await host.acquire(job, dir).catch((err: unknown) => {
+      throw host.failure(err);
+    });
+    sandbox.created = false;
+    return sandbox;
+  };
+  const sandbox = await bringUp();
+  let restored: Restored | null;
   try {
     await host.prepare?.(sandbox, job, dir);
-    return await restoreVariables(settings, sandbox, job.session_id, job.sandbox === 'stateful', log);
+    restored = await restoreVariables(settings, sandbox, job.session_id, job.sandbox === 'stateful', log);
+    if (restored?.failed !== undefined) await discard(host, sandbox);
   } finally {
     host.release(sandbox);
   }
+  if (restored?.failed !== undefined) {
+    const fresh = await bringUp();
+    try {
+      await host.prepare?.(fresh, job, dir);
+    } finally {
+      host.release(fresh);
+    }
+  }
+  return publicVariables(restored);
+}
+
+/** Ends a sandbox whose interpreter is in no known state (a load or a save that never ended): acquire replaces it. */
+export async function discard<S extends HeldSandbox>(host: SessionHost<S>, sandbox: S): Promise<void> {
+  await host.kill(sandbox).catch(() => {});
+  sandbox.channel.close();
 }
