@@ -26,6 +26,12 @@ const BENCHES: { file: string; figures: string[] }[] = [
   { file: 'memory-stdout-flood', figures: ['memory-stdout-flood'] },
   { file: 'memory-upload', figures: ['memory-upload'] },
   { file: 'http-oneshot-k8s', figures: ['http-oneshot-k8s'] },
+  // Sessions that last, on the quick start's configuration (btrfs data disk with quotas: bench/lib/quick-start.ts).
+  { file: 'session-resume', figures: ['session-resume'] },
+  { file: 'session-resume-state', figures: ['session-resume-state'] },
+  { file: 'session-fork', figures: ['session-fork', 'session-snapshot'] },
+  { file: 'session-undo', figures: ['session-undo', 'session-undo-dataframe'] },
+  { file: 'template-pool', figures: ['template-pool'] },
 ];
 forwardSignals();
 

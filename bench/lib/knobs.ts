@@ -41,6 +41,11 @@ export const POOL_BASELINE = ((): 'cold' | 'exec' => {
   if (v !== 'cold' && v !== 'exec') throw new Error(`BENCH_POOL_BASELINE must be cold or exec (got "${v}")`);
   return v;
 })();
+/**
+ * How long a stack may take to answer /readyz (BENCH_READY_TIMEOUT_S, default 180): a sandgate process loads for
+ * 3-25 s on a quiet machine, and for 50 s and more at a load average of 15-20 on two cores.
+ */
+export const READY_TIMEOUT_S = int('BENCH_READY_TIMEOUT_S', 180);
 /** Repetitions of each memory scenario (BENCH_MEMORY_RUNS, default 3). */
 export const MEMORY_RUNS = int('BENCH_MEMORY_RUNS', 3);
 

@@ -14,7 +14,7 @@ import { deleteKeys, freePort, REDIS_URL } from '../../test/redis-and-ports.ts';
 import { cpuMsOfAll } from './proc.ts';
 import { docker } from './raw-docker.ts';
 import { request } from './http.ts';
-import { API_KEYS } from './knobs.ts';
+import { API_KEYS, READY_TIMEOUT_S } from './knobs.ts';
 import { onCleanup } from './main.ts';
 import { sleep } from './stats.ts';
 
@@ -71,9 +71,10 @@ function exitOf(child: ChildProcess, timeoutMs: number): Promise<boolean> {
 /**
  * Where each stack's data directory is made (BENCH_DATA_PARENT, default the temporary directory). The quick start's
  * data directory is on btrfs with quotas, so `BENCH_DATA_PARENT=/var/lib/sandgate` measures with per-session disk
- * quotas, as a deployment made by scripts/setup.sh runs.
+ * quotas, as a deployment made by scripts/setup.sh runs. Read when a stack starts, so that a bench may set it first
+ * (bench/lib/quick-start.ts).
  */
-const DATA_PARENT = process.env.BENCH_DATA_PARENT || tmpdir();
+const dataParent = (): string => process.env.BENCH_DATA_PARENT || tmpdir();
 
 /**
  * A stack of the given processes (e.g. ['standalone'] or ['gateway', 'worker']), ready when /readyz says so.
@@ -85,7 +86,7 @@ export async function startStack(
   nodeArgs: string[] = [],
 ): Promise<Stack> {
   const prefix = `sgbench${randomBytes(4).toString('hex')}`;
-  const dataDir = await mkdtemp(join(DATA_PARENT, 'sandgate-bench-'));
+  const dataDir = await mkdtemp(join(dataParent(), 'sandgate-bench-'));
   const port = await freePort();
   const fullEnv: Record<string, string> = {
     REDIS_URL,
@@ -149,7 +150,7 @@ export async function startStack(
       stack.procs.push(proc);
       return proc;
     },
-    async waitReady(timeoutMs = 60_000) {
+    async waitReady(timeoutMs = READY_TIMEOUT_S * 1000) {
       const deadline = Date.now() + timeoutMs;
       let last = '';
       while (Date.now() < deadline) {

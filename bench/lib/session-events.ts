@@ -1,0 +1,64 @@
+/**
+ * Docker's event stream for sessions' sandboxes: when the engine created, started and destroyed each one. A session's
+ * sandbox carries its session id (org.sandgate.session), not a run's, so bench/lib/docker-events.ts does not see it.
+ */
+import { LABELS } from '@sandgate/backends/testing';
+import { docker } from './raw-docker.ts';
+
+export class SessionEventLog {
+  /** session id → the engine's events for its sandboxes, in order (ms since epoch). */
+  readonly bySession = new Map<string, { action: string; at: number }[]>();
+  #stream: NodeJS.ReadableStream | null = null;
+
+  /** `deployment`: the stack's Redis prefix (org.sandgate.deployment on its sandboxes). */
+  constructor(private readonly deployment: string) {}
+
+  async start(): Promise<void> {
+    const stream = (await docker.getEvents({
+      filters: {
+        type: ['container'],
+        label: [`${LABELS.deployment}=${this.deployment}`],
+        event: ['create', 'start', 'die', 'destroy'],
+      },
+    })) as unknown as NodeJS.ReadableStream;
+    let buf = '';
+    stream.on('data', (chunk: Buffer) => {
+      buf += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) this.#record(line);
+      }
+    });
+    stream.on('error', () => {});
+    this.#stream = stream;
+  }
+
+  #record(line: string): void {
+    try {
+      const ev = JSON.parse(line) as {
+        Action?: string;
+        timeNano?: number;
+        Actor?: { Attributes?: Record<string, string> };
+      };
+      const session = ev.Actor?.Attributes?.[LABELS.session];
+      if (!session || !ev.Action || !ev.timeNano) return;
+      const list = this.bySession.get(session) ?? [];
+      list.push({ action: ev.Action, at: ev.timeNano / 1e6 });
+      this.bySession.set(session, list);
+    } catch {
+      /* not an event line */
+    }
+  }
+
+  /** The first time the engine reported `action` for the session's sandboxes at or after `since`. */
+  at(session: string, action: string, since: number): number | undefined {
+    return this.bySession.get(session)?.find((e) => e.action === action && e.at >= since)?.at;
+  }
+
+  stop(): void {
+    (this.#stream as unknown as { destroy?: () => void } | null)?.destroy?.();
+    this.#stream = null;
+  }
+}
