@@ -10,8 +10,8 @@
  *   way over its own blocks (`limit`, `limit_ratio`); `ratio` is p50 against the bare queue's p50.
  *   gateway-overhead-throughput: BENCH_ACCEPT_N POST /v1/executions (no wait) over BENCH_ACCEPT_CONNECTIONS
  *   keep-alive connections, and as many `POST /add` (queue.add, 202) of the bare queue over as many connections, in
- *   alternating halves; accepted (202) per second against the 5,000/s goal; the bare queue's is its limit. Also how long the
- *   worker then takes to drain the queue.
+ *   alternating halves; accepted (202) per second against the 5,000/s goal; the bare queue's is its limit. Also how
+ *   long the worker then takes to drain the queue.
  */
 import { Agent } from 'node:http';
 import { Queue } from 'bullmq';

@@ -98,9 +98,7 @@ export async function startWorker({
     redis,
     k,
     executions,
-    ledger,
     scripts,
-    deployment,
     stats,
     leases,
   });
