@@ -8,7 +8,7 @@
  * (MONITOR slows Redis for everyone while it runs, a few seconds).
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSession, runWait } from './lib/api.ts';
@@ -44,6 +44,8 @@ const inSession =
   };
 
 const N = Number(process.env.BENCH_PROFILE_N ?? 0);
+/** BENCH_PROFILE_KEEP=dir: the .cpuprofile files and each mode's sample window are copied there, to be read further. */
+const KEEP = process.env.BENCH_PROFILE_KEEP;
 const MODES: Record<string, Mode> = {
   noop: { entries: ['noop'], env: {}, n: N || 1000, warmup: 300, setup: oneShot(5) },
   // The real gateway process and a no-op worker process: what splitting them over the 2 cores changes.
@@ -128,6 +130,12 @@ async function profile(name: string, mode: Mode): Promise<void> {
     const cpuMs = await Promise.all(stack.procs.map(async (p, i) => (await cpuMsOf(p.pid)) - cpu0[i]!));
     const redis = await redisCommands(stack, run, Math.min(20, mode.n));
     await stack.close();
+    if (KEEP) await cp(dir, KEEP, { recursive: true });
+    if (KEEP)
+      await writeFile(
+        join(KEEP, `window-${name}.json`),
+        JSON.stringify({ ...window, pids: stack.procs.map((p) => [p.name, p.pid]) }),
+      );
     const n = mode.n;
     const processes: Record<string, unknown> = {};
     for (const [i, p] of stack.procs.entries()) {

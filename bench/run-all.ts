@@ -40,13 +40,26 @@ function keyFigure(f: Fig): string {
   if (f.executions_per_s !== undefined) return `${f.executions_per_s}/s`;
   if (f.accepted_per_s !== undefined) return `${f.accepted_per_s}/s accepted`;
   if (f.subscribers !== undefined) return `${f.subscribers_complete}/${f.subscribers} complete`;
+  if (f.sandgate_cpu_ms_per_execution_normalized !== undefined)
+    return `${f.sandgate_cpu_ms_per_execution_normalized} ms CPU`;
   const growth = Object.keys(f).filter((k) => k.endsWith('_rss_growth_mb'));
   if (growth.length) return growth.map((k) => `${k.replace('_rss_growth_mb', '')} +${f[k]} MB`).join(', ');
   return '';
 }
 
+/**
+ * What the key figure would be if sandgate's own work were zero, measured in the same run (a figure's `limit`), and
+ * the figure's ratio to it.
+ */
+function limitText(f: Fig): string {
+  const limit = f.limit as { value: number; unit: string } | undefined;
+  if (!limit) return '';
+  const unit = limit.unit.startsWith('/') ? limit.unit : ` ${limit.unit}`;
+  return `${limit.value}${unit}${f.limit_ratio === undefined ? '' : ` (${String(f.limit_ratio)}×)`}`;
+}
+
 function table(figures: Fig[]): string {
-  const rows = [['bench', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'figure', 'ratio', 'target', 'pass']];
+  const rows = [['bench', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'figure', 'limit (ratio)', 'ratio', 'target', 'pass']];
   for (const f of figures) {
     rows.push([
       f.bench,
@@ -55,6 +68,7 @@ function table(figures: Fig[]): string {
       String(f.p95_ms ?? '-'),
       String(f.p99_ms ?? '-'),
       keyFigure(f),
+      limitText(f),
       f.ratio === undefined ? '' : String(f.ratio),
       f.target ?? '',
       f.pass ? 'PASS' : 'MISS',

@@ -18,6 +18,8 @@ export interface Alternation {
   cpuMs: number;
   /** Sandgate's CPU per run (ms) in each block: how much it moved during the figure. */
   cpuMsPerRunByBlock: number[];
+  /** The baseline's CPU (ms) over its own blocks, counted the same way; null when `baselineCpuMs` was not given. */
+  baselineCpuMs: number | null;
 }
 
 /**
@@ -30,9 +32,12 @@ export async function alternate(opts: {
   sandgate(i: number): Promise<void>;
   baseline(i: number): Promise<void>;
   cpuMs(): Promise<number>;
+  /** The CPU the baseline's processes have used so far, when the baseline is a process of its own. */
+  baselineCpuMs?(): Promise<number>;
 }): Promise<Alternation> {
   const t0 = performance.now();
   let cpuMs = 0;
+  let baselineCpuMs = 0;
   const byBlock: number[] = [];
   let i = 0;
   while (moreSamples(i, opts.n, t0)) {
@@ -43,7 +48,17 @@ export async function alternate(opts: {
     const used = (await opts.cpuMs()) - c0;
     cpuMs += used;
     byBlock.push(round(used / (i - first)));
+    const b0 = await opts.baselineCpuMs?.();
     for (let j = first; j < i; j++) await opts.baseline(j);
+    if (opts.baselineCpuMs) {
+      await sleep(TAIL_MS);
+      baselineCpuMs += (await opts.baselineCpuMs()) - b0!;
+    }
   }
-  return { samples: i, cpuMs, cpuMsPerRunByBlock: byBlock };
+  return {
+    samples: i,
+    cpuMs,
+    cpuMsPerRunByBlock: byBlock,
+    baselineCpuMs: opts.baselineCpuMs ? baselineCpuMs : null,
+  };
 }

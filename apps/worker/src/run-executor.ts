@@ -4,13 +4,11 @@ import type { ExecutionBackend } from '@sandgate/backends';
 import {
   EventWriter,
   platformResult,
-  type DeploymentStats,
   type ExecutionStore,
   type Keys,
   type LuaRedis,
   type ScriptStore,
   type SessionStore,
-  type StorageLedger,
 } from '@sandgate/state';
 import { limitsFor, type Config } from '@sandgate/config';
 import type { Workspaces } from '@sandgate/storage';
@@ -45,9 +43,7 @@ export interface RunExecutorOptions {
   redis: LuaRedis;
   k: Keys;
   executions: ExecutionStore;
-  ledger: StorageLedger;
   scripts: ScriptStore;
-  deployment: DeploymentStats;
   stats: WorkerStats;
   leases: LeaseKeeper;
   sessions: SessionStore;
@@ -92,7 +88,7 @@ export class RunExecutor {
 
   /** Runs one queued execution to its end; `throttled` when its tenant runs its maximum already (it stays queued). */
   async run(queued: QueuedExecution, queuedAt: number): Promise<'throttled' | void> {
-    const { config, backend, workspaces, redis, k, executions, ledger, scripts, deployment, stats, leases } = this.o;
+    const { config, backend, workspaces, redis, k, executions, scripts, stats, leases } = this.o;
     const id = this.o.workerId;
     // Every line about a run carries its ids and tenant, so `execution_id` finds them all across processes.
     let jlog = this.o.log.child({ execution_id: queued.execution_id, tenant: queued.tenant });
@@ -100,7 +96,15 @@ export class RunExecutor {
     this.#inFlight.set(queued.execution_id, ac);
     try {
       const maxRunning = limitsFor(config, queued.tenant).max_running;
-      const started = await executions.markRunning(queued.execution_id, queued.tenant, id, config.leaseMs, maxRunning);
+      // The run's wait in the queue is observed (/metrics) in the same step as it starts.
+      const started = await executions.markRunning(
+        queued.execution_id,
+        queued.tenant,
+        id,
+        config.leaseMs,
+        maxRunning,
+        Date.now() - queuedAt,
+      );
       if (started.state === 'throttled') return 'throttled';
       if (started.state === 'not_queued') {
         jlog.info('execution no longer queued (cancelled or reaped); skipping');
@@ -108,7 +112,6 @@ export class RunExecutor {
       }
       const { job } = started;
       jlog = jlog.child({ session_id: job.session_id });
-      deployment.queueWait(Date.now() - queuedAt).catch(() => {});
       // The cancel was published before this run was in `inFlight`: the backend sees it through the signal.
       if (started.state === 'cancel_requested') ac.abort();
       leases.track(job.execution_id, jlog);
@@ -135,17 +138,22 @@ export class RunExecutor {
         leases.untrack(job.execution_id);
       }
       if (ac.signal.reason === SHUTDOWN) result = shutdownResult(result, this.#graceUsed);
-      // What the run wrote counts against its tenant's storage quota, before anyone learns that it ended.
-      await ledger
-        .record(job.tenant, job.session_id, await workspaces.usedBytes(job.session_id))
-        .catch((err: unknown) => jlog.warn({ err }, "could not record the session's storage"));
-      // What the backend reported and is not sent yet goes out with the result, in one step.
+      // What the backend reported and is not sent yet goes out with the result, in one step (taken before the wait
+      // below, so that the last events of a short run do not cost a write of their own).
+      const pending = events.takePending();
+      // What the run wrote counts against its tenant's storage quota, before anyone learns that it ended: recorded in
+      // the same step as the ending.
+      const storageBytes = await workspaces.usedBytes(job.session_id).catch((err: unknown) => {
+        jlog.warn({ err }, "could not measure the session's storage");
+        return undefined;
+      });
       await Promise.all([
         executions.finalize(
           { id: job.execution_id, session_id: job.session_id, tenant: job.tenant, language: job.language },
           result,
           ['running'],
-          events.takePending(),
+          pending,
+          storageBytes === undefined ? {} : { storageBytes },
         ),
         events.flush().catch((err: unknown) => jlog.warn({ err }, 'some events could not be written')),
       ]);

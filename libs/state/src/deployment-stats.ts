@@ -44,6 +44,25 @@ function decode(field: string): { name: string; labels: Labels } {
 }
 
 /**
+ * One observation of a histogram, as the scripts that end a run or start it record it in the same step (sgFinalize,
+ * sgMarkRunning): the histogram's hash, the series (its labels, encoded), the bucket the value falls in, the value.
+ */
+export interface Observation {
+  key: string;
+  series: string;
+  le: string;
+  seconds: number;
+}
+
+/** Lua: records an Observation given as (key, series, le, seconds), as `observe` below does. */
+export const OBSERVE_LUA = `
+  local function observe(key, series, le, seconds)
+    redis.call('HINCRBY', key, series .. '#' .. le, 1)
+    redis.call('HINCRBYFLOAT', key, series .. '#sum', seconds)
+    redis.call('HINCRBY', key, series .. '#count', 1)
+  end`;
+
+/**
  * Counters and histograms of the whole deployment, kept in Redis so that every process adds to the same numbers and
  * any gateway reports all of them: runs ended (by whichever process ended them), their durations and queue waits,
  * and the deltas workers publish with their heartbeat (pool events, engine and Redis errors). Totals run from the
@@ -58,16 +77,31 @@ export class DeploymentStats {
   /** A run ended: counted by state and reason, its duration observed by language and state. */
   async ended(language: string, result: ExecutionResult): Promise<void> {
     const m = this.redis.multi();
-    m.hincrby(this.k.statsCounters(), encode('executions', { state: result.state, reason: result.reason ?? '' }), 1);
-    this.observe(m, 'duration', { language, state: result.state }, result.duration_ms / 1000);
+    m.hincrby(this.k.statsCounters(), this.endedCounter(result), 1);
+    this.observe(m, this.endedDuration(language, result));
     await m.exec();
   }
 
   /** A run waited `ms` in the queue before a worker started it. */
   async queueWait(ms: number): Promise<void> {
     const m = this.redis.multi();
-    this.observe(m, 'queue_wait', {}, ms / 1000);
+    this.observe(m, this.queueWaitOf(ms));
     await m.exec();
+  }
+
+  /** The field of the `executions` counter a run that ended so counts in. */
+  endedCounter(result: ExecutionResult): string {
+    return encode('executions', { state: result.state, reason: result.reason ?? '' });
+  }
+
+  /** The observation of an ended run's duration, by language and state. */
+  endedDuration(language: string, result: ExecutionResult): Observation {
+    return this.observation('duration', { language, state: result.state }, result.duration_ms / 1000);
+  }
+
+  /** The observation of a run's wait in the queue (`ms`) before a worker started it. */
+  queueWaitOf(ms: number): Observation {
+    return this.observation('queue_wait', {}, ms / 1000);
   }
 
   /** Adds counter deltas, e.g. `[['pool', { event: 'hit' }, 3]]`; zero deltas are skipped. */
@@ -79,13 +113,13 @@ export class DeploymentStats {
     await m.exec();
   }
 
-  private observe(m: ReturnType<Redis['multi']>, name: HistogramName, labels: Labels, seconds: number): void {
-    const key = this.k.statsHistogram(name);
+  private observation(name: HistogramName, labels: Labels, seconds: number): Observation {
     const le = BUCKETS[name].find((b) => seconds <= b);
-    const base = encode('', labels);
-    m.hincrby(key, `${base}#${le ?? '+Inf'}`, 1)
-      .hincrbyfloat(key, `${base}#sum`, seconds)
-      .hincrby(key, `${base}#count`, 1);
+    return { key: this.k.statsHistogram(name), series: encode('', labels), le: String(le ?? '+Inf'), seconds };
+  }
+
+  private observe(m: ReturnType<Redis['multi']>, { key, series, le, seconds }: Observation): void {
+    m.hincrby(key, `${series}#${le}`, 1).hincrbyfloat(key, `${series}#sum`, seconds).hincrby(key, `${series}#count`, 1);
   }
 
   async read(): Promise<StatsSnapshot> {

@@ -16,6 +16,7 @@ import { keys } from './keys.ts';
 import { createRedis } from './redis.ts';
 import { withLuaScripts } from './lua-scripts.ts';
 import { SessionStore, newSessionId } from './sessions.ts';
+import { DeploymentStats } from './deployment-stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -188,6 +189,62 @@ test('finalize writes the events still pending before done and result, once, and
   assert.deepEqual(ending, { result: rec!.result, startedAt: rec!.started_at, finishedAt: rec!.finished_at });
   assert.equal(rec!.state, 'completed');
   assert.equal((await sessions.require('acme', m.session_id)).currentExecutionId, null, 'the lock is released');
+});
+
+test('start refuses a tenant whose files take its whole storage quota, and records nothing', async (t) => {
+  const { executions, redis, k, meta } = setup(t);
+  await redis.hset(k.tenantStorage('acme'), 'sess_a', '600', 'sess_b', '400');
+  const over = meta(newSessionId());
+  await assert.rejects(executions.start(over, specOf(over), { ...oneshot, maxStorageBytes: 1000 }), {
+    code: 'storage_quota_exceeded',
+    message: /files take 1000 bytes, its whole storage quota of 1000 bytes/,
+  });
+  assert.equal(await executions.get(over.id), null, 'a refused run leaves no record');
+  const under = meta(newSessionId());
+  assert.equal(await executions.start(under, specOf(under), { ...oneshot, maxStorageBytes: 1001 }), 1);
+  const other = { ...meta(newSessionId()), tenant: 'globex' };
+  assert.equal(
+    await executions.start(other, specOf(other), { ...oneshot, maxStorageBytes: 1 }),
+    1,
+    "another tenant's files do not count",
+  );
+  const unlimited = meta(newSessionId());
+  assert.equal(await executions.start(unlimited, specOf(unlimited), { ...oneshot, maxStorageBytes: 0 }), 2);
+});
+
+test('the start of a run observes its queue wait, and its ending is counted once, with its storage, in the same step', async (t) => {
+  const { executions, redis, k, meta } = setup(t);
+  const stats = new DeploymentStats(redis, k);
+  const m = meta(newSessionId());
+  await executions.start(m, specOf(m), oneshot);
+  assert.equal((await executions.markRunning(m.id, 'acme', 'w1', 5000, 0, 7)).state, 'running');
+  assert.equal((await executions.markRunning(m.id, 'acme', 'w1', 5000, 0, 7)).state, 'not_queued');
+  const result = { ...platformResult('completed', undefined, 'ok'), exit_code: 0, duration_ms: 30 };
+  assert.equal(await executions.finalize(m, result, ['running'], [], { storageBytes: 4096 }), true);
+  assert.equal(
+    await executions.finalize(m, platformResult('error', 'worker_lost', 'late'), ['running'], [], { storageBytes: 0 }),
+    false,
+  );
+  const read = await stats.read();
+  assert.deepEqual(read.counters.get('executions'), [{ labels: { state: 'completed', reason: '' }, value: 1 }]);
+  const wait = read.histograms.get('queue_wait')![0]!;
+  assert.equal(wait.count, 1, 'a run that did not start again is not observed again');
+  assert.equal(wait.buckets.find((b) => b.le === '0.01')!.count, 1);
+  assert.equal(wait.buckets.find((b) => b.le === '0.005')!.count, 0);
+  const duration = read.histograms.get('duration')!;
+  assert.deepEqual(
+    duration.map((h) => [h.labels, h.count, h.sum]),
+    [[{ language: 'python', state: 'completed' }, 1, 0.03]],
+  );
+  assert.equal(
+    await redis.hget(k.tenantStorage('acme'), m.session_id),
+    '0',
+    'the last measure is recorded, whoever ended the run',
+  );
+  const measured = meta(newSessionId());
+  await executions.start(measured, specOf(measured), oneshot);
+  await executions.finalize(measured, result, ['queued']);
+  assert.equal(await redis.hget(k.tenantStorage('acme'), measured.session_id), null, 'no measure, no record');
 });
 
 test('a reader blocked on the stream wakes once for the events of one turn of the event loop', async (t) => {

@@ -15,7 +15,6 @@ import { randomHex } from './random-ids.ts';
 import type { LuaRedis } from './lua-scripts.ts';
 import { maxSessionsError } from './sessions.ts';
 import { DeploymentStats } from './deployment-stats.ts';
-import { countRedisError } from './redis.ts';
 import { pageIndex, type Page } from './time-index.ts';
 
 export interface ExecutionMeta {
@@ -42,6 +41,11 @@ export interface StartOptions {
   maxSessions: number;
   /** Runs the tenant may have queued or running (0: no limit); one more is refused with quota_exceeded. */
   maxInFlight: number;
+  /**
+   * The tenant's storage quota in bytes (0 or absent: none): a tenant whose files take all of it runs nothing more
+   * (runs write files), refused with storage_quota_exceeded.
+   */
+  maxStorageBytes?: number;
   /** Create the session on the way, as a one-shot's (counted as no live session), with this idle TTL. */
   oneshotTtlSeconds?: number;
   /** The channel of the EndedNotices that waits for this run; default: none. */
@@ -83,7 +87,7 @@ export class ExecutionStore {
    * queued, so runs of one tenant keep their order and a tenant with nothing queued goes first (fair scheduling).
    */
   async start(meta: ExecutionMeta, spec: ExecutionJob, opts: StartOptions): Promise<number> {
-    const { maxSessions, maxInFlight, oneshotTtlSeconds, notify = '' } = opts;
+    const { maxSessions, maxInFlight, maxStorageBytes = 0, oneshotTtlSeconds, notify = '' } = opts;
     const k = this.k;
     const r = await this.redis.sgStartExecution(
       k.session(meta.session_id),
@@ -99,6 +103,7 @@ export class ExecutionStore {
       k.tenantQueued(meta.tenant),
       k.tenantRunning(meta.tenant),
       k.sessionIdle(),
+      k.tenantStorage(meta.tenant),
       meta.session_id,
       meta.tenant,
       meta.id,
@@ -115,8 +120,16 @@ export class ExecutionStore {
       oneshotTtlSeconds ?? 0,
       k.executionPrefix(),
       spec.timeout_ms,
+      maxStorageBytes,
     );
     if (typeof r === 'number') return r;
+    if (typeof r === 'string' && r.startsWith('storage ')) {
+      throw new SandgateError(
+        'storage_quota_exceeded',
+        `the tenant's files take ${r.slice(8)} bytes, its whole storage quota ` +
+          `of ${maxStorageBytes} bytes; delete files or sessions to run again`,
+      );
+    }
     if (r === 'max_sessions') throw await maxSessionsError(this.redis, k, meta.tenant, maxSessions);
     if (r === 'not_found')
       throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
@@ -189,7 +202,9 @@ export class ExecutionStore {
   /**
    * queued → running, with the worker's lease, unless the tenant already runs `maxRunning` (0: no limit): then
    * `throttled`, and the run stays queued. `not_queued` when the run is no longer queued (cancelled, reaped);
-   * `cancel_requested` when it is now running but a cancel came before the worker could listen for one.
+   * `cancel_requested` when it is now running but a cancel came before the worker could listen for one. With
+   * `queuedMs` (how long the run waited in the queue), a run that starts is observed in the queue wait histogram
+   * (/metrics) in the same step.
    */
   async markRunning(
     id: string,
@@ -197,8 +212,10 @@ export class ExecutionStore {
     workerId: string,
     leaseMs: number,
     maxRunning: number,
+    queuedMs?: number,
   ): Promise<MarkRunning> {
     const k = this.k;
+    const wait = queuedMs === undefined ? null : this.stats.queueWaitOf(queuedMs);
     const [code, spec] = (await this.redis.sgMarkRunning(
       k.execution(id),
       k.lease(id),
@@ -207,12 +224,16 @@ export class ExecutionStore {
       k.queued(),
       k.tenantQueued(tenant),
       k.tenantRunning(tenant),
+      k.statsHistogram('queue_wait'),
       id,
       Date.now(),
       workerId,
       leaseMs,
       maxRunning,
       k.executionPrefix(),
+      wait?.series ?? '',
+      wait?.le ?? '',
+      wait?.seconds ?? 0,
     )) as [number, string | undefined];
     if (code === 0) return { state: 'not_queued' };
     if (code === 3) return { state: 'throttled' };
@@ -232,16 +253,20 @@ export class ExecutionStore {
    * Ends a run: state, result, `done` and `result` events and the session lock, in one step.
    * Only from the given states, so concurrent finishers (worker, reaper, cancel) produce one result.
    * `pending` are events of the run not written yet (EventWriter.takePending): they go in before `done`.
-   * The process that ends a run counts it in the deployment's stats (/metrics), after answering.
+   * The ending is counted in the deployment's stats (/metrics) in the same step, once, by the finisher that ends it.
+   * `storageBytes`, the bytes the session's files take now, is recorded in the tenant's storage ledger in the same
+   * step too, whether or not this call ends the run.
    */
   async finalize(
     rec: Pick<ExecutionMeta, 'id' | 'session_id' | 'tenant' | 'language'>,
     result: ExecutionResult,
     from: ExecutionState[],
     pending: string[] = [],
+    { storageBytes }: { storageBytes?: number } = {},
   ): Promise<boolean> {
     const now = Date.now();
     const k = this.k;
+    const duration = this.stats.endedDuration(rec.language, result);
     const r = await this.redis.sgFinalize(
       k.execution(rec.id),
       k.events(rec.id),
@@ -252,6 +277,9 @@ export class ExecutionStore {
       k.tenantQueued(rec.tenant),
       k.tenantRunning(rec.tenant),
       k.webhooksDue(),
+      k.statsCounters(),
+      duration.key,
+      k.tenantStorage(rec.tenant),
       rec.id,
       now,
       JSON.stringify(result),
@@ -260,10 +288,14 @@ export class ExecutionStore {
       from.join(','),
       phase('done', now),
       JSON.stringify({ result } satisfies ResultEvent),
+      this.stats.endedCounter(result),
+      duration.series,
+      duration.le,
+      duration.seconds,
+      storageBytes === undefined ? '' : rec.session_id,
+      storageBytes ?? 0,
       ...pending,
     );
-    // Stats must never fail or slow down the ending itself; a lost increment shows as a Redis error.
-    if (r === 1) this.stats.ended(rec.language, result).catch(countRedisError);
     return r === 1;
   }
 

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { OBSERVE_LUA } from './deployment-stats.ts';
 import { TIME_INDEX_LUA } from './time-index.ts';
 import { VOLUME_SCRIPTS } from './volume-scripts.ts';
 
@@ -138,14 +139,20 @@ const SCRIPTS = {
   },
   sgStartExecution: {
     // session, sessionLock, execution, tenantSessions, sessionExpiry, tenantExecutions, sessionExecutions, events,
-    // tenantSessionList, queued, tenantQueued, tenantRunning, sessionIdle
-    numberOfKeys: 13,
+    // tenantSessionList, queued, tenantQueued, tenantRunning, sessionIdle, tenantStorage
+    numberOfKeys: 14,
     // ARGV: sessionId, tenant, executionId, now, meta, lockTtlMs, retentionS, queuedEvent, the channel to tell when the
     // run ends ('' for none), spec (the run's ExecutionJob, kept until it ends), maxInFlight (0: no limit),
     // maxSessions, oneshot ('1': create the session, as a one-shot's), the session TTL (s), executionPrefix, the run's
-    // timeout (ms: the session does not pause while it may run). Answers the run's rank in its tenant's queue, or why
-    // it was refused.
+    // timeout (ms: the session does not pause while it may run), the tenant's storage quota in bytes (0: none).
+    // Answers the run's rank in its tenant's queue, or why it was refused ('storage <bytes used>' at the quota).
     lua: `${TIME_INDEX_LUA}${PRUNE}
+      local storageLimit = tonumber(ARGV[17])
+      if storageLimit > 0 then
+        local used = 0
+        for _, v in ipairs(redis.call('HVALS', KEYS[14])) do used = used + (tonumber(v) or 0) end
+        if used >= storageLimit then return 'storage ' .. string.format('%.0f', used) end
+      end
       local now = tonumber(ARGV[4])
       local maxInFlight = tonumber(ARGV[11])
       if maxInFlight > 0 and redis.call('ZCARD', KEYS[11]) + redis.call('SCARD', KEYS[12]) >= maxInFlight
@@ -202,11 +209,12 @@ const SCRIPTS = {
       return rank`,
   },
   sgMarkRunning: {
-    numberOfKeys: 7, // execution, lease, running, cancelFlag, queued, tenantQueued, tenantRunning
-    // ARGV: executionId, now, workerId, leaseMs, maxRunning (0: no limit), executionPrefix.
+    numberOfKeys: 8, // execution, lease, running, cancelFlag, queued, tenantQueued, tenantRunning, queueWaitHistogram
+    // ARGV: executionId, now, workerId, leaseMs, maxRunning (0: no limit), executionPrefix, then the run's wait in the
+    // queue as an observation of the histogram (series, le, seconds; le '' for none), recorded once it runs.
     // { 0 }: no longer queued; { 3 }: the tenant runs its maximum already, so it waits; { 1, spec }: running;
     // { 2, spec }: running, but a cancel came first.
-    lua: `${PRUNE}
+    lua: `${PRUNE}${OBSERVE_LUA}
       if redis.call('HGET', KEYS[1], 'state') ~= 'queued' then return { 0 } end
       local maxRunning = tonumber(ARGV[5])
       if maxRunning > 0 and redis.call('SCARD', KEYS[7]) >= maxRunning
@@ -219,17 +227,23 @@ const SCRIPTS = {
       redis.call('ZREM', KEYS[5], ARGV[1])
       redis.call('ZREM', KEYS[6], ARGV[1])
       redis.call('SADD', KEYS[7], ARGV[1])
+      if ARGV[8] ~= '' then observe(KEYS[8], ARGV[7], ARGV[8], ARGV[9]) end
       return { redis.call('EXISTS', KEYS[4]) == 1 and 2 or 1, redis.call('HGET', KEYS[1], 'spec') }`,
   },
   sgFinalize: {
-    // execution, events, sessionLock, running, lease, queued, tenantQueued, tenantRunning, webhooksDue
-    numberOfKeys: 9,
-    // ARGV: executionId, now, resultJson, state, retentionS, allowedFromCsv, doneEvent, resultEvent, then the run's
-    // events not yet written, as type, data pairs. The result entry also carries started_at and finished_at (ms),
-    // so whoever waits for it has the whole terminal record without reading it back; so does the notice published
-    // to the channel `start` was given (id, started_at, finished_at and the result event, a line each).
-    // The run's spec goes: its code, env (secrets, maybe) and stdin are kept no longer than the run.
-    lua: `${APPEND_EVENTS}
+    // execution, events, sessionLock, running, lease, queued, tenantQueued, tenantRunning, webhooksDue, statsCounters,
+    // durationHistogram, tenantStorage
+    numberOfKeys: 12,
+    // ARGV: executionId, now, resultJson, state, retentionS, allowedFromCsv, doneEvent, resultEvent, the counter field
+    // the ending counts in, its duration as an observation (series, le, seconds), the session and the bytes its files
+    // take now (session '' for no new measure), then the run's events not yet written, as type, data pairs.
+    // The result entry also carries started_at and finished_at (ms), so whoever waits for it has the whole terminal
+    // record without reading it back; so does the notice published to the channel `start` was given (id, started_at,
+    // finished_at and the result event, a line each).
+    // The run's spec goes: its code, env (secrets, maybe) and stdin are kept no longer than the run. The storage
+    // measure is recorded whoever ends the run; the ending is counted (/metrics) by the one that ends it, in this step.
+    lua: `${APPEND_EVENTS}${OBSERVE_LUA}
+      if ARGV[13] ~= '' then redis.call('HSET', KEYS[12], ARGV[13], ARGV[14]) end
       local cur, started, notify = unpack(redis.call('HMGET', KEYS[1], 'state', 'started_at', 'notify'))
       if not cur then return 0 end
       local allowed = false
@@ -238,7 +252,7 @@ const SCRIPTS = {
       started = started or ''
       redis.call('HSET', KEYS[1], 'state', ARGV[4], 'finished_at', ARGV[2], 'result', ARGV[3])
       redis.call('HDEL', KEYS[1], 'spec', 'notify')
-      appendEvents(KEYS[2], 9)
+      appendEvents(KEYS[2], 15)
       redis.call('XADD', KEYS[2], '*', 'type', 'phase', 'data', ARGV[7])
       redis.call('XADD', KEYS[2], '*', 'type', 'result', 'data', ARGV[8], 'started_at', started, 'finished_at', ARGV[2])
       if notify then
@@ -254,6 +268,8 @@ const SCRIPTS = {
       if redis.call('HEXISTS', KEYS[1], 'callback') == 1 then redis.call('ZADD', KEYS[9], ARGV[2], ARGV[1]) end
       redis.call('EXPIRE', KEYS[1], ARGV[5])
       redis.call('EXPIRE', KEYS[2], ARGV[5])
+      redis.call('HINCRBY', KEYS[10], ARGV[9], 1)
+      observe(KEYS[11], ARGV[10], ARGV[11], ARGV[12])
       return 1`,
   },
   sgAppendEvents: {

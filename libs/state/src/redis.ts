@@ -44,10 +44,6 @@ let errors = 0;
 
 /** Connection and command errors of every connection this process made, for sandgate_redis_errors_total. */
 export const redisErrorCount = (): number => errors;
-/** Counts a failed command whose error no connection reported. */
-export const countRedisError = (): void => {
-  errors++;
-};
 
 /**
  * A Redis connection. By default `maxRetriesPerRequest: null`, because BullMQ's workers require it and because a

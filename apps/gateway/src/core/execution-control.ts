@@ -72,7 +72,6 @@ export class ExecutionControl {
         `inline files total ${inline} bytes; upload large files with POST /v1/sessions/{id}/files`,
       );
     }
-    await this.checkStorage(tenant);
     const session = body.session_id ? await this.d.sessions.require(tenant, body.session_id) : null;
     const template = await this.templateOf(tenant, body, session);
     if (template) withTemplate(job, body, template);
@@ -110,9 +109,13 @@ export class ExecutionControl {
     };
     const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
     try {
+      const limits = limitsFor(config, tenant);
+      // A tenant at its storage quota runs nothing more (runs write files) until it deletes files or sessions: checked
+      // by the start itself, with no round trip of its own.
       const start: StartOptions = {
         maxSessions: config.maxSessions,
-        maxInFlight: maxInFlight(limitsFor(config, tenant)),
+        maxInFlight: maxInFlight(limits),
+        maxStorageBytes: limits.storage_bytes,
         ...(session ? {} : { oneshotTtlSeconds: config.sessionTtlSeconds }),
         ...(ending ? { notify: this.d.notices.channel } : {}),
       };
@@ -219,20 +222,6 @@ export class ExecutionControl {
       return session.template;
     }
     return body.template === undefined ? null : this.d.templateControl.resolve(tenant, body.template);
-  }
-
-  /** A tenant at its storage quota runs nothing more (runs write files) until it deletes files or sessions. */
-  private async checkStorage(tenant: string): Promise<void> {
-    const limit = limitsFor(this.d.config, tenant).storage_bytes;
-    if (limit === 0) return;
-    const used = await this.d.ledger.total(tenant);
-    if (used >= limit) {
-      throw new SandgateError(
-        'storage_quota_exceeded',
-        `the tenant's files take ${used} bytes, its whole storage quota ` +
-          `of ${limit} bytes; delete files or sessions to run again`,
-      );
-    }
   }
 
   /** Ends a started run that could not be queued, then rethrows why. */
