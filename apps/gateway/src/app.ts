@@ -31,6 +31,7 @@ import { toolRoutes } from './routes/tools.ts';
 import { templateRoutes } from './routes/templates.ts';
 import { volumeRoutes } from './routes/volumes.ts';
 import { serverTimeouts } from './timeouts.ts';
+import { cachedSerializerFactory } from './serializer-cache.ts';
 import { routeUpgrades } from './upgrades.ts';
 
 export interface AppOptions {
@@ -91,6 +92,8 @@ export async function buildApp(
     clientErrorHandler,
     // Previews on an origin of their own: every request to a preview host is the preview's.
     ...(deps.config.previewOrigin ? { rewriteUrl: previewHostRewrite(deps.config.previewOrigin) } : {}),
+    // Each response schema compiled once (the shared problem+json answers, and every app a test process builds).
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory() } },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
