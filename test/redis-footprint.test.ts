@@ -72,7 +72,8 @@ test('what finished runs leave in Redis: no code, env or stdin, no job, and a TT
   const lasting = [
     /^signing-key$/,
     /^workers$/,
-    /^sessions:expiry$/,
+    // When each session is deleted (retention) and when each live one pauses if left idle.
+    /^sessions:(expiry|idle)$/,
     // The runs queue, and the queue of template builds beside it.
     /^q:executions(-builds)?:(meta|id|events|stalled-check|pc|marker)$/,
     new RegExp(`^session:(${oneShot.body.session_id}|${session})$`),

@@ -110,7 +110,8 @@ export async function maxSessionsError(redis: Redis, k: Keys, tenant: string, ma
   const retryAfter = Math.max(1, Math.ceil(((soonest === undefined ? now : Number(soonest)) - now) / 1000));
   return new SandgateError(
     'max_sessions',
-    `tenant already has ${max} live sessions; delete one or wait for one to expire (the next in ${retryAfter} s)`,
+    `tenant already has ${max} live sessions; pause or delete one, or wait for one to pause by itself (the next in ` +
+      `${retryAfter} s)`,
     { extra: { retry_after: retryAfter } },
   );
 }
