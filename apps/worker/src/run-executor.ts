@@ -9,9 +9,10 @@ import {
   type LuaRedis,
   type ScriptStore,
   type SessionStore,
+  type StorageLedger,
 } from '@sandgate/state';
 import { limitsFor, type Config } from '@sandgate/config';
-import type { Workspaces } from '@sandgate/storage';
+import { SessionCopies, type Workspaces } from '@sandgate/storage';
 import type { LeaseKeeper } from './lease-keeper.ts';
 import type { WorkerStats } from './worker-stats.ts';
 
@@ -47,6 +48,8 @@ export interface RunExecutorOptions {
   stats: WorkerStats;
   leases: LeaseKeeper;
   sessions: SessionStore;
+  /** A stateful session's saved variables are counted beside its files (the files themselves: by finalize). */
+  ledger: StorageLedger;
 }
 
 /**
@@ -147,6 +150,17 @@ export class RunExecutor {
         jlog.warn({ err }, "could not measure the session's storage");
         return undefined;
       });
+      if (job.sandbox === 'stateful') {
+        // Saved variables the run's new interpreter loaded are no longer kept (nor counted); a failed load's are not.
+        await this.o.ledger
+          .recordBeside(
+            job.tenant,
+            job.session_id,
+            'state',
+            await new SessionCopies(workspaces).stateBytes(job.session_id),
+          )
+          .catch((err: unknown) => jlog.warn({ err }, "could not record the session's saved variables"));
+      }
       await Promise.all([
         executions.finalize(
           { id: job.execution_id, session_id: job.session_id, tenant: job.tenant, language: job.language },

@@ -103,6 +103,7 @@ export async function startWorker({
     stats,
     leases,
     sessions,
+    ledger,
   });
   const ops = new SessionOps({ config, log: wlog, backend, workspaces, redis, k, sessions, ledger });
   for (const warning of await redisWarnings(redis)) wlog.warn(warning);
