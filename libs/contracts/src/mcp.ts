@@ -3,7 +3,7 @@ import { LANGUAGES } from './executions.ts';
 import { ServiceNameSchema, ServiceSchema, StartServiceSchema } from './services.ts';
 import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeSchema, VolumeUserSchema } from './volumes.ts';
 import { TEMPLATE_STATES, TemplateNameSchema } from './templates.ts';
-import { SNAPSHOT_NAME_PATTERN, SnapshotNameSchema } from './session-lifecycle.ts';
+import { RESTORE_FAILURES, SNAPSHOT_NAME_PATTERN, SnapshotNameSchema } from './session-lifecycle.ts';
 import { UndoModeSchema } from './undo-mode.ts';
 
 /**
@@ -259,6 +259,16 @@ const McpResumedSchema = Type.Object(
           restored: Type.Integer(),
           unsaved: UnsavedVariables,
           error: Type.Optional(Type.String({ description: 'Why the variables could not be loaded, if not.' })),
+          reason: Type.Optional(
+            Type.Union(
+              RESTORE_FAILURES.map((r) => Type.Literal(r)),
+              {
+                description:
+                  'Set when they were not loaded: load_failed or load_timeout (dropped: a fresh interpreter, files ' +
+                  'untouched), cancelled (kept for the next run).',
+              },
+            ),
+          ),
         }),
         Type.Null(),
       ],

@@ -163,6 +163,10 @@ export type ResumedEvent = {
          * Why the variables could not be loaded, if they were not.
          */
         error?: string;
+        /**
+         * Set when they were not loaded: `load_failed` (loading them raised an error, or ended the interpreter) and `load_timeout` (they did not load within the run's time limit): they are dropped, and the session goes on in a fresh interpreter, its files untouched; `cancelled` (the run was cancelled first): they are kept for the next run.
+         */
+        reason?: 'load_failed' | 'load_timeout' | 'cancelled';
     } | null;
 };
 
