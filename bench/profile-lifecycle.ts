@@ -8,7 +8,8 @@
  *                  same functions (@sandgate/storage) on a subvolume of the same disk: the snapshot ioctl (writable for
  *                  a fork, read-only for a snapshot), the qgroup limit ioctl a fork's copy gets, and the
  *                  `btrfs qgroup show` a fork's and a snapshot's size is read with (a child process)
- *   btrfs_spawns   how many `btrfs` processes sandgate started during 3 forks and 3 snapshots (strace, execve only)
+ *   btrfs_*        how many `btrfs` processes sandgate started during 3 forks and 3 snapshots, and which (strace,
+ *                  execve only)
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, readFile, rm } from 'node:fs/promises';
@@ -44,7 +45,10 @@ async function times(fn: (i: number) => Promise<unknown>): Promise<{ p50_ms: num
 }
 
 /** Counts the `btrfs` processes the stack's process starts while `fn` runs (strace on execve only). */
-async function btrfsSpawns(stack: Stack, fn: () => Promise<void>): Promise<number> {
+async function btrfsSpawns(
+  stack: Stack,
+  fn: () => Promise<void>,
+): Promise<{ count: number; commands: Record<string, number> }> {
   const out = `/tmp/sandgate-profile-lifecycle-${stack.prefix}.strace`;
   const tracer = spawn('strace', ['-f', '-qq', '-e', 'trace=execve', '-o', out, '-p', String(stack.procs[0]!.pid)], {
     stdio: 'ignore',
@@ -58,7 +62,14 @@ async function btrfsSpawns(stack: Stack, fn: () => Promise<void>): Promise<numbe
   }
   const text = await readFile(out, 'utf8').catch(() => '');
   await rm(out, { force: true });
-  return text.split('\n').filter((l) => /execve\("[^"]*btrfs"/.test(l)).length;
+  // Each PATH entry tried is an execve of its own: only those that succeeded started a process.
+  const started = text.split('\n').filter((l) => /execve\("[^"]*btrfs"/.test(l) && /= 0$/.test(l.trim()));
+  const commands: Record<string, number> = {};
+  for (const l of started) {
+    const argv = /\[("[^\]]*)\]/.exec(l)?.[1]?.replace(/"/g, '').split(', ').slice(1, 3).join(' ') ?? '?';
+    commands[argv] = (commands[argv] ?? 0) + 1;
+  }
+  return { count: started.length, commands };
 }
 
 main(async () => {
@@ -106,14 +117,14 @@ main(async () => {
     const from = join(stack.dataDir, 'sessions', source.id);
     const scratch = join(stack.dataDir, 'bench-scratch');
     await mkdir(scratch, { recursive: true });
-    const quota = await SubvolumeQuota.forDataDir(stack.dataDir, 2 << 30);
+    const quota = await SubvolumeQuota.forDataDir(stack.dataDir, 2 * 2 ** 30);
     if ('unavailable' in quota) throw new Error(quota.unavailable);
     const made: string[] = [];
     const snapRw = await times(async (i) => {
       await snapshotSubvolume(from, join(scratch, `rw-${i}`));
       made.push(join(scratch, `rw-${i}`));
     });
-    const limit = await times((i) => limitSubvolume(join(scratch, `rw-${i}`), 2 << 30));
+    const limit = await times((i) => limitSubvolume(join(scratch, `rw-${i}`), 2 * 2 ** 30));
     const snapRo = await times(async (i) => {
       await snapshotSubvolume(from, join(scratch, `ro-${i}`), { readOnly: true });
       made.push(join(scratch, `ro-${i}`));
@@ -138,7 +149,8 @@ main(async () => {
         btrfs_qgroup_show_process: qgroupShow,
         btrfs_version_process: btrfsVersion,
       },
-      btrfs_spawns_per_fork_and_snapshot: round(spawns / 6, 2),
+      btrfs_processes_per_fork_and_snapshot: round(spawns.count / 6, 2),
+      btrfs_commands_during_3_forks_and_3_snapshots: spawns.commands,
       fork_unexplained_p50_ms: round(
         forkT.p50_ms - opRoundtrip.p50_ms - snapRw.p50_ms - limit.p50_ms - qgroupShow.p50_ms,
       ),

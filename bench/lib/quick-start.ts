@@ -49,6 +49,7 @@ export async function quickStart(): Promise<QuickStart> {
       SANDGATE_IMAGE: IMAGE,
       SANDGATE_API_KEYS: `${randomBytes(16).toString('hex')}:bench-tenant`,
       SANDGATE_OPERATOR_KEYS: operatorKey,
+      ...extraEnv(),
     },
     operatorKey,
     async remove() {
@@ -56,6 +57,21 @@ export async function quickStart(): Promise<QuickStart> {
       await remove();
     },
   };
+}
+
+/**
+ * BENCH_SANDGATE_ENV=NAME=value,NAME=value: more of sandgate's settings for these stacks (to see what one changes,
+ * e.g. SANDGATE_SWEEP_INTERVAL_S), after the configuration's own.
+ */
+function extraEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const item of (process.env.BENCH_SANDGATE_ENV ?? '').split(',').filter(Boolean)) {
+    const eq = item.indexOf('=');
+    if (eq <= 0 || !item.startsWith('SANDGATE_'))
+      throw new Error(`BENCH_SANDGATE_ENV: "${item}" is no SANDGATE_NAME=value`);
+    env[item.slice(0, eq)] = item.slice(eq + 1);
+  }
+  return env;
 }
 
 /**
