@@ -17,7 +17,9 @@ import { emit, emitError, percentile, round, sleep, summarize } from './lib/stat
 const BENCH = 'sse-fanout';
 const TARGET = `${SSE_SUBSCRIBERS} concurrent subscribers all receive every event`;
 const LINES = 20;
-const CODE = `import time\ntime.sleep(3)\nfor i in range(${LINES}):\n    print('line', i, flush=True)\n    time.sleep(${2 / LINES})\n`;
+/** Long enough for every subscriber to connect before output starts: 3 s, and 1 s more per 1,000 subscribers. */
+const QUIET_S = 3 + Math.ceil(SSE_SUBSCRIBERS / 1000);
+const CODE = `import time\ntime.sleep(${QUIET_S})\nfor i in range(${LINES}):\n    print('line', i, flush=True)\n    time.sleep(${2 / LINES})\n`;
 
 interface Subscriber {
   connectedAt: number | null;
@@ -85,11 +87,11 @@ main(async () => {
       limit && limit.soft < needed
         ? `ulimit -n is ${limit.soft}: below the ~${needed} descriptors ${SSE_SUBSCRIBERS} subscribers need (client and gateway); expect EMFILE`
         : null;
-    stack = await startStack(['standalone'], {});
+    stack = await startStack(['standalone'], { SANDGATE_EXEC_TIMEOUT_S: String(QUIET_S + 60) });
     const gatewayLimit = await openFilesLimit(stack.procs[0]!.pid);
     const created = expectStatus(
       await request('POST', `${stack.url}/v1/executions`, {
-        json: { language: 'python', code: CODE },
+        json: { language: 'python', code: CODE, timeout_ms: (QUIET_S + 30) * 1000 },
         headers: stack.headers,
       }),
       [202],
@@ -97,10 +99,16 @@ main(async () => {
     );
     const id: string = created.json.id;
     const t0 = Date.now();
-    const subs = Array.from({ length: SSE_SUBSCRIBERS }, () =>
-      subscribe(`${stack!.url}/v1/executions/${id}/events`, agent, stack!.headers),
-    );
-    await within(90_000, 'the SSE streams', Promise.all(subs.map((s) => s.done)));
+    // In waves of 500, so that thousands of connects do not overflow the listen backlog at once.
+    const subs: ReturnType<typeof subscribe>[] = [];
+    while (subs.length < SSE_SUBSCRIBERS) {
+      const wave = Array.from({ length: Math.min(500, SSE_SUBSCRIBERS - subs.length) }, () =>
+        subscribe(`${stack!.url}/v1/executions/${id}/events`, agent, stack!.headers),
+      );
+      subs.push(...wave);
+      while (wave.some((s) => s.sub.connectedAt === null && s.sub.error === null)) await sleep(20);
+    }
+    await within(90_000 + QUIET_S * 1000, 'the SSE streams', Promise.all(subs.map((s) => s.done)));
     const all = subs.map((s) => s.sub);
     // The truth: the stream as stored in Redis.
     const stored = (await stack.redis.xrange(keys(stack.prefix).events(id), '-', '+')) as [string, string[]][];

@@ -1,12 +1,19 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SandgateError } from '@sandgate/contracts';
-import { isStreamId } from '@sandgate/state';
+import { isStreamId, type StoredEvent } from '@sandgate/state';
 import type { GatewayDeps } from './deps.ts';
 import { toProblem } from './plugins/errors.ts';
 
 /** How soon a client reconnects when this gateway ends its stream to shut down. */
 const RECONNECT_MS = 250;
+
+/**
+ * Each live event's frame, made once for all its subscribers: the EventHub hands every subscriber of a stream the same
+ * event object, and the frame depends only on the event and its stream (see serveEventStream's `present`). Events
+ * replayed from Redis are objects of their own and are framed for their one subscriber.
+ */
+const frames = new WeakMap<StoredEvent, string>();
 
 /** Where a client resumes a stream: its Last-Event-ID header, or ?last_event_id=; null: from the start. */
 export function resumeAfter(req: FastifyRequest, query: { last_event_id?: string | undefined }): string | null {
@@ -20,7 +27,8 @@ export function resumeAfter(req: FastifyRequest, query: { last_event_id?: string
 /**
  * Serves a Redis stream of events (an execution's, a template build's) as SSE from `after`, until its `result` event:
  * replayed, then followed through the EventHub. A stream that has ended with nothing left after `after` answers 204,
- * which tells an EventSource to stop reconnecting. `present` turns an event's stored data into what the client gets.
+ * which tells an EventSource to stop reconnecting. `present` turns an event's stored data into what the client gets;
+ * it must give the same for every subscriber of the stream, since a live event is presented and framed once for all.
  */
 export async function serveEventStream(
   deps: GatewayDeps,
@@ -45,7 +53,17 @@ export async function serveEventStream(
   try {
     const stop = AbortSignal.any([sse.closed, deps.draining]);
     for await (const ev of deps.hub.subscribe(o.key, o.after, stop)) {
-      await sse.send({ id: ev.id, event: ev.type, data: o.present ? o.present(ev.type, ev.data) : ev.data });
+      let frame = frames.get(ev);
+      if (frame === undefined) {
+        frame = SseWriter.frame({ id: ev.id, event: ev.type, data: o.present ? o.present(ev.type, ev.data) : ev.data });
+        frames.set(ev, frame);
+      }
+      // The stream's last event goes out with the end of the response, in one write.
+      if (ev.type === 'result') {
+        sse.end(frame);
+        return undefined;
+      }
+      await sse.sendFrame(frame);
     }
     // A stream that ends without its `result` is to be resumed: say so, and soon, since another replica serves it.
     if (deps.draining.aborted) {
@@ -90,13 +108,25 @@ export class SseWriter {
 
   /** Sends one event; `id` and `event` must not contain newlines, `data` is sent line by line. */
   send(ev: { id?: string; event: string; data: string }): Promise<void> {
+    return this.write(SseWriter.frame(ev));
+  }
+
+  /** Sends an event already framed by SseWriter.frame. */
+  sendFrame(frame: string): Promise<void> {
+    return this.write(frame);
+  }
+
+  /** An event as the bytes of the stream; `id` and `event` must not contain newlines, `data` goes line by line. */
+  static frame(ev: { id?: string; event: string; data: string }): string {
     if (/[\r\n]/.test(ev.event) || (ev.id && /[\r\n]/.test(ev.id)))
       throw new Error('SSE id/event must not contain newlines');
-    const data = ev.data
-      .split(/\r\n|\r|\n/)
-      .map((l) => `data: ${l}\n`)
-      .join('');
-    return this.write(`${ev.id ? `id: ${ev.id}\n` : ''}event: ${ev.event}\n${data}\n`);
+    const data = /[\r\n]/.test(ev.data)
+      ? ev.data
+          .split(/\r\n|\r|\n/)
+          .map((l) => `data: ${l}\n`)
+          .join('')
+      : `data: ${ev.data}\n`;
+    return `${ev.id ? `id: ${ev.id}\n` : ''}event: ${ev.event}\n${data}\n`;
   }
 
   private write(chunk: string): Promise<void> {
@@ -118,8 +148,11 @@ export class SseWriter {
     await this.write(`: ${why.replace(/[\r\n]/g, ' ')}\nretry: ${retryMs}\n\n`);
   }
 
-  end(): void {
+  /** Ends the stream, with a last chunk if given (one write for both). */
+  end(last?: string): void {
     clearInterval(this.heartbeat);
-    if (!this.res.writableEnded) this.res.end();
+    if (this.res.writableEnded) return;
+    if (last !== undefined && !this.closed.aborted) this.res.end(last);
+    else this.res.end();
   }
 }
