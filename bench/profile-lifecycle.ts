@@ -10,14 +10,21 @@
  *                  `btrfs qgroup show` a fork's and a snapshot's size is read with (a child process)
  *   btrfs_*        how many `btrfs` processes sandgate started during 3 forks and 3 snapshots, and which (strace,
  *                  execve only)
+ * `… profile-lifecycle.ts state`: where sandgate's CPU goes when a stateful session holding a 50 MiB DataFrame
+ * is paused and resumed (BENCH_PROFILE_N times each, default 10): the standalone process under V8's CPU profiler,
+ * its self time by category and function over the pauses and over the resumes (bench/lib/cpu-profile.ts), and its
+ * CPU per operation.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { deleteSubvolume, limitSubvolume, snapshotSubvolume, SubvolumeQuota } from '@sandgate/storage';
 import { createSession, deleteSession, runWait } from './lib/api.ts';
-import { deleteSnapshot, fork, pause, snapshot } from './lib/lifecycle-api.ts';
+import { analyse, monotonicUs, type CpuProfile } from './lib/cpu-profile.ts';
+import { deleteSnapshot, fork, pause, resume, snapshot } from './lib/lifecycle-api.ts';
+import { cpuMsOf } from './lib/proc.ts';
 import { main } from './lib/main.ts';
 import { quickStart, type QuickStart } from './lib/quick-start.ts';
 import { startStack, type Stack } from './lib/stack.ts';
@@ -72,11 +79,79 @@ async function btrfsSpawns(
   return { count: started.length, commands };
 }
 
+/** The pause and the resume of a stateful session holding a 50 MiB DataFrame, under the CPU profiler. */
+async function stateProfile(qs: QuickStart): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'sandgate-bench-prof-'));
+  const stack = await startStack(['standalone'], { ...qs.env, SANDGATE_MAX_SESSIONS: '100000' }, [
+    '--cpu-prof',
+    `--cpu-prof-dir=${dir}`,
+  ]);
+  try {
+    const session = await createSession(stack, { mode: 'stateful', undo: 'off' });
+    const code = 'import numpy as np, pandas as pd\ndf = pd.DataFrame(np.random.default_rng(1).random((655360, 10)))';
+    await runWait(stack, { session_id: session.id, language: 'python', code }, { wait: 120, expectStdout: null });
+    await pause(stack, session.id);
+    await resume(stack, session.id);
+    const pid = stack.procs[0]!.pid;
+    const windows = {
+      pause: [] as { fromUs: number; toUs: number }[],
+      resume: [] as { fromUs: number; toUs: number }[],
+    };
+    const cpu = { pause: 0, resume: 0 };
+    const lat = { pause: [] as number[], resume: [] as number[] };
+    for (let i = 0; i < M; i++) {
+      for (const op of ['pause', 'resume'] as const) {
+        const c0 = await cpuMsOf(pid);
+        const w = { fromUs: monotonicUs(), toUs: 0 };
+        lat[op].push((op === 'pause' ? await pause(stack, session.id) : await resume(stack, session.id)).ms);
+        w.toUs = monotonicUs();
+        windows[op].push(w);
+        cpu[op] += (await cpuMsOf(pid)) - c0;
+      }
+    }
+    await deleteSession(stack, session.id);
+    await stack.close();
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile') && f.split('.')[3] === String(pid));
+    const profiles = await Promise.all(
+      files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as CpuProfile),
+    );
+    const out: Record<string, unknown> = { profile: 'lifecycle-state', samples: M, dataframe_mib: 50 };
+    for (const op of ['pause', 'resume'] as const) {
+      // Self time over that operation's windows, from the process's main-thread profile (the biggest).
+      const parts = windows[op].map(
+        (w) => profiles.map((p) => analyse(p, w, 12)).sort((a, b) => b.busyMs - a.busyMs)[0]!,
+      );
+      const sum = (pick: (b: (typeof parts)[number]) => Record<string, number>) => {
+        const acc: Record<string, number> = {};
+        for (const b of parts) for (const [k, v] of Object.entries(pick(b))) acc[k] = (acc[k] ?? 0) + v / M;
+        return Object.fromEntries(
+          Object.entries(acc)
+            .sort((a, b) => b[1] - a[1])
+            .slice(0, 12)
+            .map(([k, v]) => [k, round(v)]),
+        );
+      };
+      out[op] = {
+        latency: summarize(lat[op]),
+        process_cpu_ms_per_op: round(cpu[op] / M),
+        profiled_busy_ms_per_op: round(parts.reduce((a, b) => a + b.busyMs, 0) / M),
+        categories_ms_per_op: sum((b) => b.categories),
+        top_functions_ms_per_op: sum((b) => Object.fromEntries(b.functions)),
+      };
+    }
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+  } finally {
+    await stack.close().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 main(async () => {
   let qs: QuickStart | null = null;
   let stack: Stack | null = null;
   try {
     qs = await quickStart();
+    if (process.argv[2] === 'state') return await stateProfile(qs);
     stack = await startStack(['standalone'], {
       ...qs.env,
       SANDGATE_MAX_SESSIONS: '100000',
