@@ -13,7 +13,7 @@ import {
   type StorageLedger,
 } from '@sandgate/state';
 import { limitsFor, type Config } from '@sandgate/config';
-import type { Workspaces } from '@sandgate/storage';
+import { SessionCopies, type Workspaces } from '@sandgate/storage';
 import type { LeaseKeeper } from './lease-keeper.ts';
 import type { WorkerStats } from './worker-stats.ts';
 
@@ -139,6 +139,13 @@ export class RunExecutor {
       await ledger
         .record(job.tenant, job.session_id, await workspaces.usedBytes(job.session_id))
         .catch((err: unknown) => jlog.warn({ err }, "could not record the session's storage"));
+      if (job.sandbox === 'stateful') {
+        // Saved variables the run's new interpreter loaded are no longer kept (nor counted); a failed load's are not.
+        const copies = new SessionCopies(workspaces);
+        await ledger
+          .recordBeside(job.tenant, job.session_id, 'state', await copies.stateBytes(job.session_id))
+          .catch((err: unknown) => jlog.warn({ err }, "could not record the session's saved variables"));
+      }
       // What the backend reported and is not sent yet goes out with the result, in one step.
       await Promise.all([
         executions.finalize(

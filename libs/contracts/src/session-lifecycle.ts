@@ -49,13 +49,16 @@ export const ResumedEventSchema = Type.Object(
             Type.String({ description: 'Why the variables could not be loaded, if they were not.' }),
           ),
           reason: Type.Optional(
-            Type.Union(RESTORE_FAILURES.map((r) => Type.Literal(r)), {
-              description:
-                'Set when they were not loaded: `load_failed` (loading them raised an error, or ended the ' +
-                'interpreter) and `load_timeout` (they did not load within the run\'s time limit): they are dropped, ' +
-                'and the session goes on in a fresh interpreter, its files untouched; `cancelled` (the run was ' +
-                'cancelled first): they are kept for the next run.',
-            }),
+            Type.Union(
+              RESTORE_FAILURES.map((r) => Type.Literal(r)),
+              {
+                description:
+                  'Set when they were not loaded: `load_failed` (loading them raised an error, or ended the ' +
+                  "interpreter) and `load_timeout` (they did not load within the run's time limit): they are dropped, " +
+                  'and the session goes on in a fresh interpreter, its files untouched; `cancelled` (the run was ' +
+                  'cancelled first): they are kept for the next run.',
+              },
+            ),
           ),
         }),
         Type.Null(),

@@ -46,6 +46,8 @@ export interface SessionPod extends HeldSandbox {
 
 /** How long a new Pod's volumes container may take to listen once the agent's has (python start-up). */
 const VOLUMES_CONNECT_MS = 30_000;
+/** Killed sessions remembered at most (kill, acquire). */
+const MAX_KILLED = 10_000;
 
 /**
  * Finds, makes and replaces sessions' long-lived Pods, exec-free: the worker reaches each Pod's agent over TCP at the
@@ -55,6 +57,8 @@ const VOLUMES_CONNECT_MS = 30_000;
  */
 export class SessionPods implements SessionHost<SessionPod> {
   readonly #kept = new AttachCache<SessionPod>();
+  /** Sessions whose Pod this worker killed (kill): their next Pod replaces it. */
+  readonly #killed = new Set<string>();
 
   constructor(
     private readonly pods: AgentPods,
@@ -83,7 +87,9 @@ export class SessionPods implements SessionHost<SessionPod> {
     }
     kept?.channel.close();
     kept?.volumes?.close();
-    let replaces = kept !== undefined;
+    // A Pod this worker killed is gone, not left stopped as a Docker sandbox is: remembered, so its successor's first
+    // interpreter is reported as the restart it is.
+    let replaces = this.#killed.delete(job.session_id) || kept !== undefined;
     const deadline = Date.now() + pods.timing.startupMs;
     for (;;) {
       const pod = await pods.read(name);
@@ -177,6 +183,8 @@ export class SessionPods implements SessionHost<SessionPod> {
   }
 
   async kill(sandbox: SessionPod): Promise<void> {
+    this.#killed.add(sandbox.sessionId);
+    if (this.#killed.size > MAX_KILLED) this.#killed.delete(this.#killed.values().next().value!);
     await this.pods.delete(sandbox.name, sandbox.uid);
   }
 
