@@ -19,6 +19,11 @@ const session = {
   private: false,
   volumes: [],
   template: null,
+  paused_at: null,
+  pauses_at: '2026-01-01T00:05:00.000Z',
+  idle_pause_seconds: 300,
+  undo: 'files',
+  forked_from: null,
 };
 const x = (over: Partial<Exchange>): Exchange => ({
   method: 'GET',
