@@ -13,21 +13,7 @@ export class DockerEventLog {
   constructor(private readonly deployment: string | null = null) {}
 
   async start(): Promise<void> {
-    const stream = (await docker.getEvents({
-      filters: { type: ['container'], label: [MANAGED_SELECTOR], event: ['create', 'start', 'die', 'destroy'] },
-    })) as unknown as NodeJS.ReadableStream;
-    let buf = '';
-    stream.on('data', (chunk: Buffer) => {
-      buf += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (line) this.#record(line);
-      }
-    });
-    stream.on('error', () => {});
-    this.#stream = stream;
+    this.#stream = await containerEvents(MANAGED_SELECTOR, (line) => this.#record(line));
   }
 
   #record(line: string): void {
@@ -58,4 +44,26 @@ export class DockerEventLog {
     (this.#stream as unknown as { destroy?: () => void } | null)?.destroy?.();
     this.#stream = null;
   }
+}
+
+/**
+ * Follows the engine's container create/start/die/destroy events of containers labelled `label`: each event's JSON line
+ * to `onLine` as it comes. Answers the stream (destroy it to stop).
+ */
+export async function containerEvents(label: string, onLine: (line: string) => void): Promise<NodeJS.ReadableStream> {
+  const stream = (await docker.getEvents({
+    filters: { type: ['container'], label: [label], event: ['create', 'start', 'die', 'destroy'] },
+  })) as unknown as NodeJS.ReadableStream;
+  let buf = '';
+  stream.on('data', (chunk: Buffer) => {
+    buf += chunk.toString('utf8');
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line) onLine(line);
+    }
+  });
+  stream.on('error', () => {});
+  return stream;
 }

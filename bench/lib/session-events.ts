@@ -3,7 +3,7 @@
  * sandbox carries its session id (org.sandgate.session), not a run's, so bench/lib/docker-events.ts does not see it.
  */
 import { LABELS } from '@sandgate/backends/testing';
-import { docker } from './raw-docker.ts';
+import { containerEvents } from './docker-events.ts';
 
 export class SessionEventLog {
   /** session id → the engine's events for its sandboxes, in order (ms since epoch). */
@@ -14,25 +14,7 @@ export class SessionEventLog {
   constructor(private readonly deployment: string) {}
 
   async start(): Promise<void> {
-    const stream = (await docker.getEvents({
-      filters: {
-        type: ['container'],
-        label: [`${LABELS.deployment}=${this.deployment}`],
-        event: ['create', 'start', 'die', 'destroy'],
-      },
-    })) as unknown as NodeJS.ReadableStream;
-    let buf = '';
-    stream.on('data', (chunk: Buffer) => {
-      buf += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (line) this.#record(line);
-      }
-    });
-    stream.on('error', () => {});
-    this.#stream = stream;
+    this.#stream = await containerEvents(`${LABELS.deployment}=${this.deployment}`, (line) => this.#record(line));
   }
 
   #record(line: string): void {
