@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import Dockerode from 'dockerode';
-import { startStack, TEST_BACKEND, until } from './harness.ts';
+import { startStack, TEST_BACKEND } from './harness.ts';
+import { readSse } from './sse-client.ts';
 import { assertGenuine, forger } from './stateful-forger.ts';
 
 const K8S = TEST_BACKEND === 'kubernetes';
@@ -159,13 +160,12 @@ test('a stateful cell can neither forge its run result nor reach the agent', asy
     const queued = await s.api('POST', '/v1/executions', { session_id: sid, language: 'python', code: forger(!K8S) });
     assert.equal(queued.status, 202, JSON.stringify(queued.body));
     const id = queued.body.id as string;
-    // Once it runs, a Kubernetes session Pod has had its files for this run.
+    // The phase `running` comes once the worker has moved the session's files into a Kubernetes session Pod for this
+    // run (the execution's state is `running` earlier, as soon as a worker takes it).
     if (K8S)
-      await until(
-        'the run to start',
-        async () => (await s.api('GET', `/v1/executions/${id}`)).body.state === 'running',
-        30_000,
-      );
+      await readSse(`${s.url}/v1/executions/${id}/events`, {
+        onEvent: (ev) => !(ev.event === 'phase' && JSON.parse(ev.data).phase === 'running'),
+      });
     const put = await s.api('PUT', `/v1/sessions/${sid}/files/run-id.txt`, id, { 'content-type': 'text/plain' });
     assert.equal(put.status, 201, JSON.stringify(put.body));
     const done = (await s.api('GET', `/v1/executions/${id}?wait=60`)).body;
