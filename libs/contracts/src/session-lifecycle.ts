@@ -26,7 +26,7 @@ export const SavedVariablesSchema = Type.Object(
     reason: Type.Optional(
       Type.Literal('save_timeout', {
         description:
-          'Set when none could be saved: `save_timeout`, saving them (which runs the session\'s own `__getstate__`, ' +
+          "Set when none could be saved: `save_timeout`, saving them (which runs the session's own `__getstate__`, " +
           '`__reduce__` …) did not end within SANDGATE_STATE_SAVE_TIMEOUT_S. The interpreter was ended; a pause ' +
           'still pauses, keeping the files, and the next interpreter starts afresh.',
       }),
