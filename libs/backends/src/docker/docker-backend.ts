@@ -349,7 +349,7 @@ export class DockerBackend implements ExecutionBackend {
     });
     this.#sessions.forget(keep.sessions);
     this.#egress?.proxy.retain(keep.sessions);
-    await retainServices(this.#workspaces.dataDir, keep.sessions);
+    await retainServices(this.#workspaces.dataDir, keep.sessions, live.readAt);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandboxes');
     return { removed };
   }

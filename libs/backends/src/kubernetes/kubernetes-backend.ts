@@ -315,7 +315,7 @@ export class KubernetesBackend implements ExecutionBackend {
     const keep = { ...live, sessions, executions: this.#inFlight.with(live.executions) };
     this.#sessions.forget(sessions);
     const removed = await sweepPods(this.api, this.#settings.deployment, keep, this.#sweepGraceMs, this.#log);
-    await retainServices(this.#workspaces.dataDir, sessions);
+    await retainServices(this.#workspaces.dataDir, sessions, live.readAt);
     this.#egress?.retain(sessions);
     this.#egress?.proxy.retain(sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');
