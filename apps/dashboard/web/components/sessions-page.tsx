@@ -4,7 +4,7 @@ import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { time } from '../lib/format.ts';
 import { href, navigate } from '../lib/router.ts';
-import { ErrorNote, LoadMore, Panel, StateBadge, usePaged, usePoll } from './common.tsx';
+import { ErrorNote, ListTable, LoadMore, Panel, StateBadge, usePaged, usePoll } from './common.tsx';
 
 export function SessionActions({ session, onChange }: { session: Session; onChange(): void }) {
   const api = useApi();
@@ -159,45 +159,31 @@ export function SessionsPage() {
       actions={<CreateSession onCreated={(s) => navigate(s.mode === 'stateful' ? 'notebook' : 'sessions', s.id)} />}
     >
       <ErrorNote error={list.error} />
-      {list.items?.length === 0 && <p class="muted empty">No sessions yet. Create one, or start a run.</p>}
-      {list.items && list.items.length > 0 && (
-        <div class="table-scroll">
-          <table class="list" aria-label="sessions">
-            <thead>
-              <tr>
-                <th scope="col">Session</th>
-                <th scope="col">Mode</th>
-                <th scope="col">State</th>
-                <th scope="col">Created</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((s) => (
-                <tr key={s.id} data-session={s.id}>
-                  <td>
-                    <a href={href('sessions', s.id)}>
-                      <code>{s.id}</code>
-                    </a>
-                  </td>
-                  <td>{s.mode}</td>
-                  <td>
-                    <StateBadge state={s.state} />
-                  </td>
-                  <td>{time(s.created_at)}</td>
-                  <td>{time(s.expires_at)}</td>
-                  <td>
-                    <SessionActions session={s} onChange={refresh} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        label="sessions"
+        columns={['Session', 'Mode', 'State', 'Created', 'Expires']}
+        actions
+        items={list.items}
+        empty="No sessions yet. Create one, or start a run."
+        row={(s) => (
+          <tr key={s.id} data-session={s.id}>
+            <td>
+              <a href={href('sessions', s.id)}>
+                <code>{s.id}</code>
+              </a>
+            </td>
+            <td>{s.mode}</td>
+            <td>
+              <StateBadge state={s.state} />
+            </td>
+            <td>{time(s.created_at)}</td>
+            <td>{time(s.expires_at)}</td>
+            <td>
+              <SessionActions session={s} onChange={refresh} />
+            </td>
+          </tr>
+        )}
+      />
       <LoadMore next={list.next} onMore={list.more} />
     </Panel>
   );
