@@ -166,7 +166,7 @@ test('MCP sessions that last: pause, resume, fork, snapshots, undo', async (t) =
     assert.equal((await stranger.fail('fork_session', { session_id: session })).error, 'session_not_found');
   });
 
-  await t.test('fork_session takes the copies\' metadata, as POST /v1/sessions/{id}/fork does', async () => {
+  await t.test("fork_session takes the copies' metadata, as POST /v1/sessions/{id}/fork does", async () => {
     const source = (await s.api('GET', `/v1/sessions/${session}`)).body;
     const labelled = await ok('fork_session', { session_id: session, metadata: { idea: 'b', run: '2' } });
     const copy = labelled.sessions[0] as { session_id: string; metadata: Record<string, string> };

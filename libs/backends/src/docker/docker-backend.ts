@@ -186,7 +186,8 @@ export class DockerBackend implements ExecutionBackend {
     this.#sweepGraceMs = sweepGraceMs;
     this.#interruptGraceMs = interruptGraceMs;
     this.#resetTimeoutMs = poolResetTimeoutMs;
-    this.#state = { copies: new SessionCopies(workspaces), maxStateBytes, saveTimeoutMs: stateSaveTimeoutMs, undoDepth };
+    const copies = new SessionCopies(workspaces);
+    this.#state = { copies, maxStateBytes, saveTimeoutMs: stateSaveTimeoutMs, undoDepth };
     // Beside the sessions, on their filesystem, so that a rename can hand a slot directory to a session.
     this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user), workspaces.quota);
     // Beside the sessions too: the directory holding each session's proxy socket is bind-mounted like theirs.
