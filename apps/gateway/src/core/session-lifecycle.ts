@@ -40,6 +40,7 @@ export class SessionLifecycle {
 
   /** Brings a paused session back in a new sandbox now (a run would too); one that is not paused is left as it is. */
   async resume(tenant: string, id: string) {
+    await this.d.sessions.require(tenant, id);
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
       // A session the platform is pausing by itself (idle) is resumed once that pause has ended.
