@@ -25,7 +25,6 @@ import threading
 import time
 
 import sandgate_process
-import sandgate_reset
 from sandgate_io import WORKDIR
 
 DATA = 0
@@ -35,6 +34,7 @@ HEADER = struct.Struct(">BI")
 MAX_FRAME = 65536
 MAX_SIDE = 1000
 HANGUP_GRACE_S = 1.0
+KILL_DEADLINE_S = 5.0
 SHELL = ["setsid", "--ctty", "bash", "-l"]
 
 
@@ -167,7 +167,10 @@ class Session:
         deadline = time.monotonic() + HANGUP_GRACE_S
         while self.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        kill_session(pid, signal.SIGKILL)
+        # Until none is left: a process may fork between one pass and the next (a fork bomb does nothing else).
+        deadline = time.monotonic() + KILL_DEADLINE_S
+        while kill_session(pid, signal.SIGKILL) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def finish(self):
         self.terminals.ended(self.proc.pid)
@@ -205,9 +208,24 @@ def refuse(conn, answer):
 
 
 def kill_session(sid, sig):
+    """Signals every process of session `sid`; answers how many there were."""
+    found = 0
     for name in os.listdir("/proc"):
-        if name.isdigit() and sandgate_reset.session_of(int(name)) == sid:
+        if name.isdigit() and living_in(int(name), sid):
+            found += 1
             try:
                 os.kill(int(name), sig)
             except OSError:
                 pass
+    return found
+
+
+def living_in(pid, sid):
+    """Whether process `pid` is in session `sid` and not already dead (a zombie waits only to be collected)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            line = fh.read()
+        fields = line[line.rindex(b")") + 2:].split()
+        return fields[0] != b"Z" and int(fields[3]) == sid
+    except (OSError, ValueError, IndexError):
+        return False

@@ -1299,6 +1299,31 @@ export type ServicePreview = {
 };
 
 /**
+ * TerminalUrl
+ */
+export type TerminalUrl = {
+    /**
+     * ws:// or wss:// URL of GET /v1/sessions/{id}/terminal with `expires` and `sig`: opens one terminal without an API key, once, until expires_at (a minute). Add `cols` and `rows` to its query as needed.
+     */
+    url: string;
+    expires_at: string;
+};
+
+/**
+ * TerminalStatus
+ */
+export type TerminalStatus = {
+    /**
+     * Terminals open in the session's sandbox now.
+     */
+    open: number;
+    /**
+     * How many it may have open at once (SANDGATE_MAX_TERMINALS).
+     */
+    max: number;
+};
+
+/**
  * TemplateRecipe
  */
 export type TemplateRecipe = {
@@ -1584,7 +1609,7 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1609,7 +1634,7 @@ export type GetReadinessData = {
 
 export type GetReadinessErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -1650,7 +1675,7 @@ export type GetWebhookSecretErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1687,7 +1712,7 @@ export type ListRuntimesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1724,7 +1749,7 @@ export type GetMetricsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -1765,7 +1790,7 @@ export type GetSystemStatsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -1823,7 +1848,7 @@ export type ListSessionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1876,7 +1901,7 @@ export type CreateSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -1927,7 +1952,7 @@ export type DeleteSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1974,7 +1999,7 @@ export type GetSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2025,7 +2050,7 @@ export type RestartSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2072,7 +2097,7 @@ export type MakeSessionPrivateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2127,7 +2152,7 @@ export type PauseSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2182,7 +2207,7 @@ export type ResumeSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2241,7 +2266,7 @@ export type ForkSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2296,7 +2321,7 @@ export type ListSnapshotsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2355,7 +2380,7 @@ export type CreateSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2423,7 +2448,7 @@ export type RestoreSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2486,7 +2511,7 @@ export type DeleteSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2541,7 +2566,7 @@ export type UndoRunErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2609,7 +2634,7 @@ export type ListFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2673,7 +2698,7 @@ export type UploadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2736,7 +2761,7 @@ export type DeleteFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2807,7 +2832,7 @@ export type PutFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2856,7 +2881,7 @@ export type ListVolumesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2909,7 +2934,7 @@ export type CreateVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2963,7 +2988,7 @@ export type DeleteVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3013,7 +3038,7 @@ export type GetVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3080,7 +3105,7 @@ export type ListVolumeFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3143,7 +3168,7 @@ export type UploadVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -3209,7 +3234,7 @@ export type DeleteVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3279,7 +3304,7 @@ export type PutVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -3339,7 +3364,7 @@ export type ListExecutionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3397,7 +3422,7 @@ export type RunExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -3457,7 +3482,7 @@ export type GetExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3521,7 +3546,7 @@ export type GetExecutionOutputErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3568,7 +3593,7 @@ export type CancelExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3626,7 +3651,7 @@ export type StreamExecutionEventsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3667,7 +3692,7 @@ export type ListScriptsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3720,7 +3745,7 @@ export type SaveScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3774,7 +3799,7 @@ export type DeleteScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3824,7 +3849,7 @@ export type GetScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3861,7 +3886,7 @@ export type ListToolsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3914,7 +3939,7 @@ export type CallToolErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3951,7 +3976,7 @@ export type ListTemplatesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4013,7 +4038,7 @@ export type CreateTemplateErrors = {
      */
     422: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4071,7 +4096,7 @@ export type DeleteTemplateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4121,7 +4146,7 @@ export type GetTemplateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4182,7 +4207,7 @@ export type StreamTemplateBuildEventsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4233,11 +4258,11 @@ export type ListServicesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4292,7 +4317,7 @@ export type StartServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -4300,7 +4325,7 @@ export type StartServiceErrors = {
      */
     501: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4351,11 +4376,11 @@ export type DeleteServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4406,11 +4431,11 @@ export type GetServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4470,11 +4495,11 @@ export type GetServiceLogsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4529,11 +4554,11 @@ export type StopServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4584,7 +4609,7 @@ export type RevokeServicePreviewsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4639,7 +4664,7 @@ export type ShareServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4698,11 +4723,11 @@ export type ProxyServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4752,11 +4777,11 @@ export type PreviewServiceErrors = {
      */
     409: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4771,6 +4796,133 @@ export type PreviewServiceResponses = {
 };
 
 export type PreviewServiceResponse = PreviewServiceResponses[keyof PreviewServiceResponses];
+
+export type CreateTerminalUrlData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/terminal/url';
+};
+
+export type CreateTerminalUrlErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Error
+     */
+    501: Problem;
+};
+
+export type CreateTerminalUrlError = CreateTerminalUrlErrors[keyof CreateTerminalUrlErrors];
+
+export type CreateTerminalUrlResponses = {
+    /**
+     * Default Response
+     */
+    201: TerminalUrl;
+};
+
+export type CreateTerminalUrlResponse = CreateTerminalUrlResponses[keyof CreateTerminalUrlResponses];
+
+export type OpenTerminalData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * Columns at the start.
+         */
+        cols?: number;
+        /**
+         * Rows at the start.
+         */
+        rows?: number;
+        /**
+         * Of a signed URL (POST …/terminal/url): when it expires.
+         */
+        expires?: string;
+        /**
+         * Of a signed URL: its signature (it stands for the API key, once).
+         */
+        sig?: string;
+    };
+    url: '/v1/sessions/{id}/terminal';
+};
+
+export type OpenTerminalErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Error
+     */
+    501: Problem;
+    /**
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
+     */
+    502: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type OpenTerminalError = OpenTerminalErrors[keyof OpenTerminalErrors];
+
+export type OpenTerminalResponses = {
+    /**
+     * Default Response
+     */
+    200: TerminalStatus;
+};
+
+export type OpenTerminalResponse = OpenTerminalResponses[keyof OpenTerminalResponses];
 
 export type DownloadFileData = {
     body?: never;
@@ -4824,7 +4976,7 @@ export type DownloadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4896,7 +5048,7 @@ export type DownloadVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
