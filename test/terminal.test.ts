@@ -275,7 +275,7 @@ test('terminals of a session over websockets', async (t) => {
   });
 
   await t.test(
-    "the session's limits hold in the terminal: its memory limit, a fork bomb meets the pids limit",
+    "the session's limits hold in the terminal: its memory limit; on Docker a fork bomb meets the pids limit",
     async () => {
       const id = await newSession();
       const probe = await openAs(id);
