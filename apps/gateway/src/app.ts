@@ -26,6 +26,7 @@ import { operatorRoutes } from './routes/operator.ts';
 import { systemRoutes } from './routes/system.ts';
 import { transferRoutes } from './routes/transfers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
+import { terminalRoutes } from './routes/terminal.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { templateRoutes } from './routes/templates.ts';
@@ -61,6 +62,10 @@ const TAGS = [
     name: 'services',
     description:
       "Long-running programs in a session's sandbox (a web app, a notebook), and the proxy that reaches them.",
+  },
+  {
+    name: 'terminal',
+    description: "A shell in a session's sandbox over a websocket, and the signed URLs that open one from a browser.",
   },
   {
     name: 'templates',
@@ -166,6 +171,7 @@ export async function buildApp(
   await app.register(toolRoutes, { prefix: '/v1/tools', deps });
   await app.register(templateRoutes, { prefix: '/v1/templates', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(serviceRoutes, { deps });
+  await app.register(terminalRoutes, { deps });
   await app.register(downloadRoutes, { deps });
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });

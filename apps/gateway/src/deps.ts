@@ -39,6 +39,7 @@ import { SystemStatsReader } from './core/system-stats.ts';
 import { TenantTools } from './core/tenant-tools.ts';
 import { TemplateControl } from './core/template-control.ts';
 import { VolumeControl } from './core/volume-control.ts';
+import { TerminalControl } from './core/terminal-control.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -92,6 +93,8 @@ export interface GatewayDeps {
   serviceManager: ServiceManager;
   /** Pause, resume, fork, snapshots and undo of sessions (done by workers). */
   sessionLifecycle: SessionLifecycle;
+  /** Terminals in sessions' sandboxes (GET /v1/sessions/:id/terminal). */
+  terminalControl: TerminalControl;
   templateControl: TemplateControl;
   close(): Promise<void>;
 }
@@ -191,6 +194,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.tenantTools = new TenantTools(deps);
   deps.serviceManager = new ServiceManager(deps);
   deps.sessionLifecycle = new SessionLifecycle(deps);
+  deps.terminalControl = new TerminalControl(deps);
   deps.templateControl = new TemplateControl(deps);
   // The templates file is the operator's word at every start: what it declares is made (built if it changed).
   await deps.templateControl.applyFile();

@@ -36,8 +36,11 @@ const PROBLEM_DESCRIPTIONS: Record<string, string> = {
   415: 'Unsupported Content-Type (unsupported_media_type)',
   416: 'The Range cannot be satisfied (range_not_satisfiable)',
   421: "This gateway does not answer to the request's Host (host_not_allowed)",
-  429: 'A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After',
+  429:
+    'A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); ' +
+    'see Retry-After',
   500: 'Internal error',
+  502: "The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)",
   503: 'Not ready, or a dependency is unavailable (not_ready, backend_unavailable)',
   507: 'The server is short of disk for files (insufficient_storage)',
 };

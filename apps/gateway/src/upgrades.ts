@@ -47,3 +47,13 @@ export function routeUpgrades(app: Pick<FastifyInstance, 'server' | 'routing' | 
     app.routing(req, res);
   });
 }
+
+/**
+ * A route answered the upgrade itself on the connection (a websocket server's handshake): the response is done, with
+ * the 101 that the request log and metrics then see, and the connection is the route's from now on.
+ */
+export function tookOver(res: ServerResponse, upgrade: Upgrade): void {
+  upgrade.tunnelled = true;
+  res.statusCode = 101;
+  res.emit('finish');
+}

@@ -13,10 +13,11 @@ agent's own uid may enter it. A Kubernetes session Pod has no such directory: th
 agent's --services-port), which the chart's NetworkPolicy opens to the gateway only. Each connection opens with one JSON line carrying the token whose SHA-256 the agent got
 in $SANDGATE_SERVICES_TOKEN_SHA256 (so code of a stateful session, which runs as the agent's uid, cannot use it
 either), and one op:
-  {"op":"status"}                          -> one JSON line: {"services": [status, ...]}
+  {"op":"status"}                          -> one JSON line: {"services": [status, ...], "terminals": open}
   {"op":"logs","name","offset"}             -> one JSON line: {"data" (latin-1), "offset", "next_offset"} or {"error"}
   {"op":"stop","name","grace_ms"}           -> SIGTERM to its session, SIGKILL after grace_ms; answers once it ended
   {"op":"connect","port"}                   -> "ok\\n", then the connection is relayed to 127.0.0.1:port
+  {"op":"terminal","cols","rows","max"}     -> a login shell on a pseudo-terminal (sandgate_terminal.py)
 Ports a service listens on are found in /proc/net/tcp{,6}: a port the sandbox user starts listening on while services
 run belongs to the service started last. Listeners of other users (a container network's DNS resolver, say) and the
 agent's own ports are never a service's.
@@ -34,6 +35,7 @@ import time
 import sandgate_egress
 import sandgate_process
 import sandgate_reset
+import sandgate_terminal
 from sandgate_io import WORKDIR
 
 MOUNT = "/run/sandgate/services"
@@ -107,15 +109,19 @@ class Services:
         self.services = {}
         self.lock = threading.Lock()
         self.scanner = None
+        self.terminals = sandgate_terminal.Terminals(base_env)
 
     def sids(self):
-        """The sessions of live services: their processes outlive the run that ends."""
+        """The sessions of live services and open terminals: their processes outlive the run that ends."""
         with self.lock:
-            return {s.proc.pid for s in self.services.values() if s.running}
+            live = {s.proc.pid for s in self.services.values() if s.running}
+        return live | self.terminals.sids()
 
     def pids(self):
+        """Processes whose exit status a thread of ours waits for: the agent's reaper leaves them alone."""
         with self.lock:
-            return {s.proc.pid for s in self.services.values()}
+            mine = {s.proc.pid for s in self.services.values()}
+        return mine | self.terminals.sids()
 
     def start(self, msg):
         """Starts the run's program as service msg["service"]; the run's exit frame, at once."""
@@ -183,7 +189,7 @@ class Services:
     def status(self):
         with self.lock:
             services = list(self.services.values())
-        return {"services": [s.status() for s in services]}
+        return {"services": [s.status() for s in services], "terminals": len(self.terminals.sids())}
 
     def logs(self, name, offset):
         with self.lock:
@@ -285,6 +291,9 @@ class Ingress(sandgate_egress.Relay):
                 raise ValueError("wrong token")
         except (OSError, ValueError):
             conn.close()
+            return
+        if msg.get("op") == "terminal":
+            self.services.terminals.start(conn, msg, rest)
             return
         if msg.get("op") != "connect":
             try:

@@ -123,12 +123,30 @@ export interface AgentLogs {
 /** The session has no sandbox the gateway can reach (none yet, or it ended): no service of it runs. */
 export class NoSandbox extends Error {}
 
+/** The session's sandbox has as many terminals open as it may. */
+export class TooManyTerminals extends Error {
+  constructor(readonly open: number) {
+    super(`${open} terminals are open in the session's sandbox`);
+  }
+}
+
 /** Talks to sessions' agents through their services sockets. */
 export class ServiceAgents {
   readonly #dataDir: string;
 
   constructor(dataDir: string) {
     this.#dataDir = dataDir;
+  }
+
+  /** How many terminals are open in the session's sandbox (none without a sandbox). */
+  async terminalsOpen(sessionId: string): Promise<number> {
+    try {
+      const answer = (await this.#request(sessionId, { op: 'status' })) as { terminals?: number };
+      return answer.terminals ?? 0;
+    } catch (err) {
+      if (err instanceof NoSandbox) return 0;
+      throw err;
+    }
   }
 
   async status(sessionId: string): Promise<AgentService[]> {
@@ -161,6 +179,27 @@ export class ServiceAgents {
     }
     if (line.rest.length > 0) socket.unshift(line.rest);
     return socket;
+  }
+
+  /**
+   * A terminal in the session's sandbox (images/runtime/agent/sandgate_terminal.py): a login shell on a pty of `cols`
+   * by `rows`, unless `max` are open there already (TooManyTerminals). The socket then carries terminal frames.
+   */
+  async terminal(sessionId: string, size: { cols: number; rows: number }, max: number): Promise<Socket> {
+    const socket = await this.#open(sessionId, { op: 'terminal', ...size, max });
+    try {
+      socket.setTimeout(REQUEST_TIMEOUT_MS, () => socket.destroy(new Error('the sandbox agent did not answer')));
+      const line = await readLine(socket, 4096);
+      socket.setTimeout(0);
+      const answer = JSON.parse(line.text) as { ok?: boolean; error?: string; open?: number };
+      if (answer.error === 'too_many') throw new TooManyTerminals(answer.open ?? max);
+      if (answer.ok !== true) throw new Error(answer.error ?? 'the sandbox agent refused the terminal');
+      if (line.rest.length > 0) socket.unshift(line.rest);
+      return socket;
+    } catch (err) {
+      socket.destroy();
+      throw err;
+    }
   }
 
   async #request(sessionId: string, msg: object, extraMs = 0): Promise<unknown> {

@@ -1,5 +1,6 @@
 export { Sandgate, type SandgateOptions, type RunOptions } from './sandgate.js';
 export { SandgateApiError } from './errors.js';
+export { resizeTerminal, type TerminalOptions } from './terminal.js';
 export { tailEvents, type TailOptions } from './events.js';
 export type { UploadSource } from './files.js';
 /** The generated SDK: one function per operation of openapi/openapi.json, and every type of the document. */

@@ -36,6 +36,8 @@ import type {
 import { SandgateApiError, errorOf } from './errors.js';
 import { tailEvents, type TailOptions } from './events.js';
 import { bodyOf, saveTo, type UploadSource } from './files.js';
+import { openTerminalSocket, type TerminalOptions } from './terminal.js';
+import type WebSocket from 'ws';
 
 export interface SandgateOptions {
   /** The gateway's URL (SANDGATE_PUBLIC_URL), e.g. `http://127.0.0.1:8080`. */
@@ -259,6 +261,18 @@ export class Sandgate {
     const response = await this.fetchFn(url, { headers: this.auth() });
     if (!response.ok || !response.body) throw await errorOf(response);
     return saveTo(response.body, dest);
+  }
+
+  /**
+   * Opens a terminal in the session's sandbox: a login shell on a pty, over a websocket (the `ws` package's). Send
+   * keys as binary messages (`ws.send(Buffer.from('ls\r'))`), read what the terminal shows from its binary messages,
+   * resize it with resizeTerminal(). It closes with 1000 when the shell exits, 4409 when the session is paused, 4404
+   * when it is deleted. A session without a sandbox gets one first.
+   */
+  terminal(sessionId: string, { cols = 80, rows = 24 }: TerminalOptions = {}): Promise<WebSocket> {
+    const base = this.baseUrl.replace(/^http/, 'ws');
+    const url = `${base}/v1/sessions/${encodeURIComponent(sessionId)}/terminal?cols=${cols}&rows=${rows}`;
+    return openTerminalSocket(url, this.auth());
   }
 
   private auth(): Record<string, string> {

@@ -130,6 +130,8 @@ export const ConfigSchema = Type.Object({
   sessionIdlePauseSeconds: Type.Integer({ minimum: 1 }),
   /** Snapshots a session may keep. */
   maxSnapshots: Type.Integer({ minimum: 0, maximum: 1000 }),
+  /** Terminals a session may have open at once (GET /v1/sessions/{id}/terminal); 0: no terminals. */
+  maxTerminals: Type.Integer({ minimum: 0, maximum: 64 }),
   /** Undo steps kept per session (the runs that can be undone); 0: no undo. */
   undoDepth: Type.Integer({ minimum: 0, maximum: 100 }),
   /** The most a stateful session's saved variables may take. */
@@ -331,6 +333,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_SESSION_RETENTION_S: ['sessionTtlSeconds', int, String(7 * 86_400)],
   SANDGATE_SESSION_IDLE_PAUSE_S: ['sessionIdlePauseSeconds', int, '300'],
   SANDGATE_MAX_SNAPSHOTS: ['maxSnapshots', int, '10'],
+  SANDGATE_MAX_TERMINALS: ['maxTerminals', int, '4'],
   SANDGATE_UNDO_DEPTH: ['undoDepth', int, '5'],
   SANDGATE_MAX_STATE_BYTES: ['maxStateBytes', parseBytes, '1GiB'],
   SANDGATE_STATE_SAVE_TIMEOUT_S: ['stateSaveTimeoutMs', seconds, '60'],

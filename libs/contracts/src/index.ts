@@ -13,6 +13,7 @@ export * from './session-lifecycle.ts';
 export * from './undo-mode.ts';
 export * from './templates.ts';
 export * from './volumes.ts';
+export * from './terminal.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -84,6 +85,7 @@ import {
   TemplateRecipeSchema,
   TemplateSchema,
 } from './templates.ts';
+import { TerminalStatusSchema, TerminalUrlSchema } from './terminal.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -149,6 +151,8 @@ export const SHARED_SCHEMAS = [
   StopServiceSchema,
   SharePreviewSchema,
   ServicePreviewSchema,
+  TerminalUrlSchema,
+  TerminalStatusSchema,
   TemplateRecipeSchema,
   TemplateBuildSchema,
   TemplateSchema,

@@ -15,6 +15,8 @@ export const keys = (p: string) => ({
   sessionSnapshots: (id: string) => `${p}:session:${id}:snapshots`,
   /** What a session operation answered (SessionOps), kept a few minutes for a gateway that missed the notice. */
   sessionOp: (opId: string) => `${p}:session-op:${opId}`,
+  /** A signed terminal URL that was used: each opens one terminal (kept until it would have expired anyway). */
+  usedTerminalUrl: (sig: string) => `${p}:terminal-url:${sig}`,
   /** A tenant's live sessions, newest last, as time-index members (time-index.ts): what GET /v1/sessions pages. */
   tenantSessionList: (tenant: string) => `${p}:tenant:${tenant}:session-list`,
   /** A tenant's executions within the retention, as time-index members. */

@@ -81,3 +81,20 @@ test('refuses to sign a path no client could use', () => {
   assert.throws(() => signer.downloadUrl(SESSION, '../etc/passwd', NOW), code('invalid_path'));
   assert.throws(() => signer.downloadUrl(SESSION, '.sandgate-tmp-1', NOW), code('invalid_path'));
 });
+
+test('grants: signed for one purpose and subject, until they expire; no download signature stands for one', () => {
+  const signer = new UrlSigner({ key: randomBytes(32), publicUrl: 'https://sg.example', ttlSeconds: 600 });
+  const now = 1_700_000_000_000;
+  const { expires, sig } = signer.signGrant('terminal', 'sess_0123456789ab', 60, now);
+  assert.equal(Number(expires), now / 1000 + 60);
+  assert.equal(signer.verifyGrant('terminal', 'sess_0123456789ab', expires, sig, now), true);
+  assert.equal(signer.verifyGrant('terminal', 'sess_0123456789ac', expires, sig, now), false, 'another subject');
+  assert.equal(signer.verifyGrant('preview', 'sess_0123456789ab', expires, sig, now), false, 'another purpose');
+  assert.equal(signer.verifyGrant('terminal', 'sess_0123456789ab', String(Number(expires) + 1), sig, now), false);
+  assert.equal(signer.verifyGrant('terminal', 'sess_0123456789ab', expires, sig, now + 60_000), false, 'expired');
+  assert.equal(signer.verifyGrant('terminal', 'sess_0123456789ab', expires, undefined, now), false);
+  const download = new URL(signer.downloadUrl('sess_0123456789ab', 'x', now));
+  const [e, s] = [download.searchParams.get('expires')!, download.searchParams.get('sig')!];
+  assert.equal(signer.verifyGrant('terminal', 'sess_0123456789ab', e, s, now), false);
+  assert.equal(signer.verify('sess_0123456789ab', '', expires, sig, now), false, 'a grant downloads nothing');
+});

@@ -10,6 +10,13 @@ export interface UrlSignerOptions {
   ttlSeconds: number;
 }
 
+/** The query parameters of a signed grant (UrlSigner.signGrant). */
+export interface GrantQuery {
+  /** Unix seconds. */
+  expires: string;
+  sig: string;
+}
+
 const EXPIRES = /^[0-9]{1,12}$/;
 const SIG = /^[A-Za-z0-9_-]{43}$/; // 32 bytes of base64url, unpadded
 
@@ -63,18 +70,49 @@ export class UrlSigner {
       if (typeof expires !== 'string' || typeof sig !== 'string' || !EXPIRES.test(expires) || !SIG.test(sig))
         return false;
       if (Number(expires) * 1000 <= now) return false;
-      const expected = Buffer.from(this.#sign(owner, normalizeUserPath(relPath), expires));
-      // Compared as text: decoding first would accept the several spellings of the same final base64 bits.
-      const given = Buffer.from(sig);
-      return given.length === expected.length && timingSafeEqual(given, expected);
+      return sameText(sig, this.#sign(owner, normalizeUserPath(relPath), expires));
     } catch {
       return false;
     }
   }
 
+  /**
+   * `expires` and `sig` query parameters that grant `purpose` (e.g. 'terminal') on `subject` (e.g. a session's id) for
+   * `ttlSeconds`: a signed URL of another kind than a download's, which no download signature can stand for.
+   */
+  signGrant(purpose: string, subject: string, ttlSeconds: number, now: number = Date.now()): GrantQuery {
+    const expires = String(Math.floor(now / 1000 + ttlSeconds));
+    return { expires, sig: this.#mac([`sandgate-${purpose}-v1`, subject, expires]) };
+  }
+
+  /** True only for an unexpired grant signed for exactly this purpose and subject. Never throws. */
+  verifyGrant(
+    purpose: string,
+    subject: string,
+    expires: string | undefined,
+    sig: string | undefined,
+    now: number = Date.now(),
+  ): boolean {
+    if (typeof expires !== 'string' || typeof sig !== 'string' || !EXPIRES.test(expires) || !SIG.test(sig))
+      return false;
+    if (Number(expires) * 1000 <= now) return false;
+    return sameText(sig, this.#mac([`sandgate-${purpose}-v1`, subject, expires]));
+  }
+
   #sign(owner: string, path: string, expires: string): string {
+    return this.#mac(['sandgate-download-v1', owner, path, expires]);
+  }
+
+  #mac(fields: string[]): string {
     // Fields are length-prefixed so no choice of owner id or path can make two tuples sign the same bytes.
-    const message = ['sandgate-download-v1', owner, path, expires].map((f) => `${Buffer.byteLength(f)}:${f}`).join('');
+    const message = fields.map((f) => `${Buffer.byteLength(f)}:${f}`).join('');
     return createHmac('sha256', this.#key).update(message).digest('base64url');
   }
+}
+
+/** Compared as text, in constant time: decoding first would accept the several spellings of the same base64 bits. */
+function sameText(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

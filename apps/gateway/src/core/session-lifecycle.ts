@@ -57,9 +57,22 @@ export class SessionLifecycle {
   async #resumeOnce(tenant: string, id: string) {
     const s = await this.d.sessions.require(tenant, id);
     if (s.pausedAt === null) return { session: s, resumed: null };
+    const resumed = await this.#resume(s);
+    return { session: await this.d.sessions.require(tenant, id), resumed };
+  }
+
+  /**
+   * Makes the session's sandbox now if it has none (paused, or never run), as a resume does; one it has is kept. For
+   * what needs the sandbox itself rather than a run (a terminal).
+   */
+  async bringUp(tenant: string, id: string): Promise<void> {
+    await this.#resume(await this.d.sessions.require(tenant, id));
+  }
+
+  async #resume(s: SessionRecord): Promise<ResumedEvent> {
     const spec: ExecutionJob = {
       execution_id: `exec_${randomBytes(6).toString('hex')}`,
-      tenant,
+      tenant: s.tenant,
       session_id: s.id,
       language: 'python',
       code: '',
@@ -70,10 +83,11 @@ export class SessionLifecycle {
       stdin: null,
       ...this.d.executionControl.sandboxOf(s),
     };
+    // A session that is not paused (bringUp) has no pause to report: it resumes from now.
+    spec.paused_at ??= Date.now();
     // Its sandbox comes back as it was made: the template's image, env and default limits.
     if (s.template) withTemplate(spec, {}, s.template);
-    const resumed = (await this.#op(s, 'resume', { spec }, { live: true })) as ResumedEvent;
-    return { session: await this.d.sessions.require(tenant, id), resumed };
+    return (await this.#op(s, 'resume', { spec }, { live: true })) as ResumedEvent;
   }
 
   /**

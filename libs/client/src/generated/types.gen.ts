@@ -1307,6 +1307,31 @@ export type ServicePreview = {
 };
 
 /**
+ * TerminalUrl
+ */
+export type TerminalUrl = {
+    /**
+     * ws:// or wss:// URL of GET /v1/sessions/{id}/terminal with `expires` and `sig`: opens one terminal without an API key, once, until expires_at (a minute). Add `cols` and `rows` to its query as needed.
+     */
+    url: string;
+    expires_at: string;
+};
+
+/**
+ * TerminalStatus
+ */
+export type TerminalStatus = {
+    /**
+     * Terminals open in the session's sandbox now.
+     */
+    open: number;
+    /**
+     * How many it may have open at once (SANDGATE_MAX_TERMINALS).
+     */
+    max: number;
+};
+
+/**
  * TemplateRecipe
  */
 export type TemplateRecipe = {
@@ -1592,7 +1617,7 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1617,7 +1642,7 @@ export type GetReadinessData = {
 
 export type GetReadinessErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -1658,7 +1683,7 @@ export type GetWebhookSecretErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1695,7 +1720,7 @@ export type ListRuntimesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1732,7 +1757,7 @@ export type GetMetricsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -1773,7 +1798,7 @@ export type GetSystemStatsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -1831,7 +1856,7 @@ export type ListSessionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1884,7 +1909,7 @@ export type CreateSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -1935,7 +1960,7 @@ export type DeleteSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -1982,7 +2007,7 @@ export type GetSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2033,7 +2058,7 @@ export type RestartSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2080,7 +2105,7 @@ export type MakeSessionPrivateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2135,7 +2160,7 @@ export type PauseSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2190,7 +2215,7 @@ export type ResumeSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2249,7 +2274,7 @@ export type ForkSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2304,7 +2329,7 @@ export type ListSnapshotsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2363,7 +2388,7 @@ export type CreateSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2431,7 +2456,7 @@ export type RestoreSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2494,7 +2519,7 @@ export type DeleteSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2549,7 +2574,7 @@ export type UndoRunErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2617,7 +2642,7 @@ export type ListFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2681,7 +2706,7 @@ export type UploadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2744,7 +2769,7 @@ export type DeleteFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2815,7 +2840,7 @@ export type PutFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -2864,7 +2889,7 @@ export type ListVolumesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2917,7 +2942,7 @@ export type CreateVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -2971,7 +2996,7 @@ export type DeleteVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3021,7 +3046,7 @@ export type GetVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3088,7 +3113,7 @@ export type ListVolumeFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3151,7 +3176,7 @@ export type UploadVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -3217,7 +3242,7 @@ export type DeleteVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3287,7 +3312,7 @@ export type PutVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -3347,7 +3372,7 @@ export type ListExecutionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3405,7 +3430,7 @@ export type RunExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -3465,7 +3490,7 @@ export type GetExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3529,7 +3554,7 @@ export type GetExecutionOutputErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3576,7 +3601,7 @@ export type CancelExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3634,7 +3659,7 @@ export type StreamExecutionEventsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3675,7 +3700,7 @@ export type ListScriptsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3728,7 +3753,7 @@ export type SaveScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3782,7 +3807,7 @@ export type DeleteScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3832,7 +3857,7 @@ export type GetScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3869,7 +3894,7 @@ export type ListToolsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3922,7 +3947,7 @@ export type CallToolErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -3959,7 +3984,7 @@ export type ListTemplatesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4021,7 +4046,7 @@ export type CreateTemplateErrors = {
      */
     422: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4079,7 +4104,7 @@ export type DeleteTemplateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4129,7 +4154,7 @@ export type GetTemplateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4190,7 +4215,7 @@ export type StreamTemplateBuildEventsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4241,11 +4266,11 @@ export type ListServicesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4300,7 +4325,7 @@ export type StartServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
@@ -4308,7 +4333,7 @@ export type StartServiceErrors = {
      */
     501: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4359,11 +4384,11 @@ export type DeleteServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4414,11 +4439,11 @@ export type GetServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4478,11 +4503,11 @@ export type GetServiceLogsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4537,11 +4562,11 @@ export type StopServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4592,7 +4617,7 @@ export type RevokeServicePreviewsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4647,7 +4672,7 @@ export type ShareServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4706,11 +4731,11 @@ export type ProxyServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4760,11 +4785,11 @@ export type PreviewServiceErrors = {
      */
     409: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
     /**
-     * Error
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
      */
     502: Problem;
 };
@@ -4779,6 +4804,133 @@ export type PreviewServiceResponses = {
 };
 
 export type PreviewServiceResponse = PreviewServiceResponses[keyof PreviewServiceResponses];
+
+export type CreateTerminalUrlData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/terminal/url';
+};
+
+export type CreateTerminalUrlErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Error
+     */
+    501: Problem;
+};
+
+export type CreateTerminalUrlError = CreateTerminalUrlErrors[keyof CreateTerminalUrlErrors];
+
+export type CreateTerminalUrlResponses = {
+    /**
+     * Default Response
+     */
+    201: TerminalUrl;
+};
+
+export type CreateTerminalUrlResponse = CreateTerminalUrlResponses[keyof CreateTerminalUrlResponses];
+
+export type OpenTerminalData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * Columns at the start.
+         */
+        cols?: number;
+        /**
+         * Rows at the start.
+         */
+        rows?: number;
+        /**
+         * Of a signed URL (POST …/terminal/url): when it expires.
+         */
+        expires?: string;
+        /**
+         * Of a signed URL: its signature (it stands for the API key, once).
+         */
+        sig?: string;
+    };
+    url: '/v1/sessions/{id}/terminal';
+};
+
+export type OpenTerminalErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * Conflicts with the current state (file_exists, session_busy, volume_exists, volume_in_use, max_volumes)
+     */
+    409: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Error
+     */
+    501: Problem;
+    /**
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
+     */
+    502: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type OpenTerminalError = OpenTerminalErrors[keyof OpenTerminalErrors];
+
+export type OpenTerminalResponses = {
+    /**
+     * Default Response
+     */
+    200: TerminalStatus;
+};
+
+export type OpenTerminalResponse = OpenTerminalResponses[keyof OpenTerminalResponses];
 
 export type DownloadFileData = {
     body?: never;
@@ -4832,7 +4984,7 @@ export type DownloadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
@@ -4904,7 +5056,7 @@ export type DownloadVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
      */
     429: Problem;
 };
