@@ -19,7 +19,7 @@ const RESTRICTED: k8s.V1SecurityContext = {
  * with the worker's ServiceAccount token: each granted verb is used and suffices, and nothing else is allowed.
  * test/kubernetes/rbac-contract.test.ts checks the Kubernetes backend's own calls the same way.
  */
-test('the chart Role allows exactly the exec-free flow; exec, watch, patch, events, reading Secrets are 403', async (t) => {
+test('the chart Role allows exactly the exec-free flow; exec, patch, events, reading Secrets are 403', async (t) => {
   const ms = await renderChart({ values: { redis: { url: 'redis://r:6379' } }, name: 'sg', namespace: 'sandgate' });
   const rules = ms.find((m) => m.kind === 'Role')!.rules as { resources: string[]; verbs: string[] }[];
   const ns = await TestNamespace.create({ dir: '/tmp' });
@@ -65,10 +65,25 @@ test('the chart Role allows exactly the exec-free flow; exec, watch, patch, even
     if (i > 600) throw new Error(`the Pod did not end (phase ${phase})`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  assert.equal(
-    (await core.listNamespacedPod({ namespace, labelSelector: 'org.sandgate.execution=exec_1' })).items.length,
-    1,
-  );
+  const listed = await core.listNamespacedPod({ namespace, labelSelector: 'org.sandgate.execution=exec_1' });
+  assert.equal(listed.items.length, 1);
+  // The worker's watch of its Pods, from the list's point in history (the server ends it after a second).
+  const watched = await new Promise<string[]>((resolve, reject) => {
+    const seen: string[] = [];
+    void new k8s.Watch(worker)
+      .watch(
+        `/api/v1/namespaces/${namespace}/pods`,
+        {
+          labelSelector: 'org.sandgate.execution=exec_1',
+          resourceVersion: listed.metadata!.resourceVersion!,
+          timeoutSeconds: 1,
+        },
+        (type: string) => seen.push(type),
+        (err: unknown) => (err ? reject(err as Error) : resolve(seen)),
+      )
+      .catch(reject);
+  });
+  assert.deepEqual(watched, [], 'nothing changed since the list');
   assert.equal(
     await core.readNamespacedPodLog({ name: 'sandgate-exec-1', namespace, container: 'runner', limitBytes: 1024 }),
     'hello\n',
@@ -116,7 +131,7 @@ test('the chart Role allows exactly the exec-free flow; exec, watch, patch, even
   assert.equal(await status('GET', 'pods/x/exec?command=id&stdout=true'), 403, 'nor by a websocket-style GET');
   assert.equal(await status('POST', 'pods/x/attach'), 403);
   assert.equal(await status('POST', 'pods/x/portforward'), 403);
-  assert.equal(await status('GET', 'pods?watch=true'), 403);
+  assert.equal(await status('GET', 'secrets?watch=true'), 403, 'no watch of Secrets');
   assert.equal(await status('PATCH', 'pods/x'), 403);
   assert.equal(await status('GET', 'events'), 403);
   assert.equal(await status('GET', 'secrets'), 403, 'no list: it would return every Secret of the namespace');

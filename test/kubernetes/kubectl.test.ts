@@ -79,7 +79,7 @@ test('kubectl: get, describe, logs and delete on a run in progress; auth can-i a
     const can = async (...args: string[]) =>
       (await kubectl('worker', 'auth', 'can-i', ...args).catch((e: { stdout?: string }) => e.stdout ?? '')).trim();
     // A subresource is asked with --subresource: `can-i create pods/exec` would ask about a Pod named "exec".
-    for (const v of ['create pods', 'get pods', 'list pods', 'delete pods', 'get pods --subresource=log'])
+    for (const v of ['create pods', 'get pods', 'list pods', 'watch pods', 'delete pods', 'get pods --subresource=log'])
       assert.equal(await can(...v.split(' ')), 'yes', v);
     for (const v of ['create secrets', 'update secrets']) assert.equal(await can(...v.split(' ')), 'yes', v);
     for (const v of [
@@ -87,7 +87,6 @@ test('kubectl: get, describe, logs and delete on a run in progress; auth can-i a
       'get pods --subresource=exec',
       'create pods --subresource=attach',
       'create pods --subresource=portforward',
-      'watch pods',
       'patch pods',
       'get secrets',
       'list secrets',
