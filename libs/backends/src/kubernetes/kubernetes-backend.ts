@@ -289,7 +289,7 @@ export class KubernetesBackend implements ExecutionBackend {
       return runInPod(
         {
           api: this.api,
-          watch: this.watch,
+          watch: this.watch.start(),
           settings: this.#settings,
           gatewayUrl: this.#options.gatewayUrl,
           grantTransfer: this.#options.grantTransfer,
@@ -332,7 +332,7 @@ export class KubernetesBackend implements ExecutionBackend {
       keep,
       this.#sweepGraceMs,
       this.#log,
-      this.watch.synced ? this.watch.list() : undefined,
+      this.watch.start().synced ? this.watch.list() : undefined,
     );
     await retainServices(this.#workspaces.dataDir, sessions);
     this.#egress?.retain(sessions);

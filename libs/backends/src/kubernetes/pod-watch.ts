@@ -14,6 +14,7 @@ const RETRY_MAX_MS = 5_000;
  * their Pods without reading them again and again, and what its sweep looks through. Each change of a Pod wakes
  * who waits on it. Made again from a new list when the server says the watch's point in history is gone (410), and
  * retried with backoff when the API server does not answer; meanwhile `synced` is false and callers read the API.
+ * Started by the first run or sweep that looks through it.
  */
 export class PodWatch {
   readonly #pods = new Map<string, k8s.V1Pod>();
@@ -25,7 +26,7 @@ export class PodWatch {
   #silence: NodeJS.Timeout | undefined;
   #wake: (() => void) | undefined;
   readonly #stop = new AbortController();
-  readonly #running: Promise<void>;
+  #running: Promise<void> | undefined;
   /** Lists made (the first, and each after a 410 or a failure), for the counts the docs give. */
   lists = 0;
 
@@ -33,8 +34,12 @@ export class PodWatch {
     private readonly api: PodApi,
     readonly selector: string,
     private readonly log: BackendLogger,
-  ) {
-    this.#running = this.#run();
+  ) {}
+
+  /** Starts it (once): a list, then the watch, in the background. */
+  start(): this {
+    if (!this.#closed) this.#running ??= this.#run();
+    return this;
   }
 
   /** The view follows the API server: every change since the last list has been seen. */
