@@ -16,7 +16,7 @@ const REDIS = { redis: { url: 'redis://redis.data.svc:6379' } };
 const CONTRACT = {
   pods: ['create', 'delete', 'get', 'list', 'watch'],
   'pods/log': ['get'],
-  secrets: ['create', 'update'],
+  secrets: ['create'],
 };
 
 const find = (ms: Manifest[], kind: string, nameEnd = ''): Manifest[] =>

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { podName, secretName } from '@sandgate/backends/testing';
+import { podName } from '@sandgate/backends/testing';
 import { startStack, type Stack } from '../harness.ts';
 import type { ApiCall } from './cluster.ts';
 
@@ -33,7 +33,8 @@ test('kubernetes: a cold one-shot costs at most 6 API calls, none of them a poll
     const before = (await ns.calls()).length;
     const { id } = await run(s, 'print(1)');
     const calls = (await ns.calls()).slice(before);
-    const own = (c: ApiCall) => c.name === podName(id) || c.name === secretName(id);
+    const own = (c: ApiCall) =>
+      c.name === podName(id) || (c.resource === 'secrets' && c.name?.startsWith(podName(id)) === true);
     const what = (c: ApiCall) =>
       c.resource === 'pods/log' ? `get pods/log ${c.query.container}` : `${c.verb} ${c.resource}`;
     const mine = calls.filter(own).map(what);

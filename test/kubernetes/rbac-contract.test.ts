@@ -18,8 +18,8 @@ const sink = (): EventSink & { out: string[] } => {
  * the Role the chart renders (any other call is a 403), and the backend's runs, retries of a run whose worker died,
  * check, health probe and sweep use every verb the Role grants. A verb the backend stops using, or starts to need,
  * fails this test. Pods are followed by one watch (list, then watch) and read only to look at a leftover. Secrets are
- * created, or replaced for a retried run, and never read, listed or deleted: each is
- * owned by its Pod, and the garbage collector removes it with the Pod.
+ * created, and never replaced, read, listed or deleted: each is named by its attempt and owned by its Pod, and the
+ * garbage collector removes it with the Pod.
  */
 test('kubernetes: the chart Role grants exactly the calls the backend makes', async (t) => {
   const ms = await renderChart({ values: { redis: { url: 'redis://r:6379' } }, name: 'sg', namespace: 'sandgate' });
@@ -81,16 +81,21 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
   // The probe each heartbeat makes needs no verb of its own.
   assert.deepEqual(await backend.health(5000), { usable: true });
   // A retry of an execution whose worker died after making its Pod and Secret: the leftover Pod is read and deleted
-  // (that very one, by uid), the leftover Secret replaced.
+  // (that very one, by uid); the leftover Secret, an earlier attempt's, is no concern of the new one (its own Secret
+  // is named by its attempt), and goes with its Pod.
   const retried = 'exec_aaaaaaaaaaaaaaa1';
-  await leftoverPod(retried);
+  const left = await leftoverPod(retried);
+  const owner = { apiVersion: 'v1', kind: 'Pod', name: podName(retried), uid: left.metadata!.uid! };
   await core.createNamespacedSecret({
     namespace: ns.name,
-    body: { metadata: { name: secretName(retried), labels: labels(retried) }, stringData: { token: 'old' } },
+    body: {
+      metadata: { name: secretName(retried, 'e0e0e0e0e0e0e0e0'), labels: labels(retried), ownerReferences: [owner] },
+      stringData: { token: 'old' },
+    },
   });
   const events = sink();
   const result = await backend.execute(job(retried), events, new AbortController().signal);
-  assert.equal(result.state, 'completed', result.stderr);
+  assert.equal(result.state, 'completed', JSON.stringify(result));
   assert.equal(events.out.join(''), 'ran\n');
   // What a worker that died left: a Pod no live execution owns. Sweep removes it (its Secret goes with it).
   const dead = 'exec_aaaaaaaaaaaaaaa2';

@@ -184,12 +184,6 @@ export class PodApi {
     );
   }
 
-  replaceSecret(name: string, body: k8s.V1Secret): Promise<k8s.V1Secret> {
-    return this.#call('update secrets', (o) =>
-      this.#core.replaceNamespacedSecret({ name, namespace: this.namespace, body }, o),
-    );
-  }
-
   /**
    * At most one Pod of `labelSelector`, asked once (no retry) and dropped when `signal` aborts: the health probe, which
    * a worker makes every few seconds, so it is the cheapest call of a verb the Role grants already.

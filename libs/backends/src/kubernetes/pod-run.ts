@@ -192,17 +192,15 @@ async function createPod(ctx: PodRunContext, job: ExecutionJob, stage: boolean):
   }
 }
 
-/** The transfer Secret, owned by the Pod; one left by an earlier attempt (not yet collected) is overwritten. */
+/**
+ * The transfer Secret of this attempt, owned by its Pod. A 409 is this attempt's own create that timed out after it
+ * had succeeded (the name is the attempt's): what it holds is this attempt's.
+ */
 async function createSecret(ctx: PodRunContext, job: ExecutionJob, pod: k8s.V1Pod, token: string): Promise<void> {
   const secret = transferSecret(job, pod, ctx.settings, ctx.gatewayUrl, token);
-  try {
-    await ctx.api.createSecret(secret);
-  } catch (err) {
+  await ctx.api.createSecret(secret).catch((err: unknown) => {
     if (statusOf(err) !== 409) throw clusterError(err, 'creating the transfer Secret');
-    await ctx.api.replaceSecret(secret.metadata!.name!, secret).catch((e: unknown) => {
-      throw clusterError(e, 'replacing a leftover transfer Secret');
-    });
-  }
+  });
 }
 
 /**
