@@ -1,10 +1,11 @@
-import type { MountVolume, Session, Template, Volume } from '@sandgate/contracts';
+import type { MountVolume, Session, Volume } from '@sandgate/contracts';
 import { useEffect, useState } from 'preact/hooks';
 import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { time } from '../lib/format.ts';
 import { href, navigate } from '../lib/router.ts';
 import { ErrorNote, ListTable, LoadMore, Panel, StateBadge, usePaged, usePoll } from './common.tsx';
+import { TemplatePicker } from './template-picker.tsx';
 
 export function SessionActions({ session, onChange }: { session: Session; onChange(): void }) {
   const api = useApi();
@@ -77,36 +78,6 @@ function VolumePicker({ uses, onChange }: { uses: Record<string, Use>; onChange(
   );
 }
 
-/** The templates the tenant may use (GET /v1/templates); only a ready one can be chosen. */
-function TemplatePicker({ value, onChange }: { value: string; onChange(name: string): void }) {
-  const api = useApi();
-  const [templates, setTemplates] = useState<Template[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  useEffect(() => {
-    api.templates().then(setTemplates, (err: unknown) => {
-      setTemplates([]);
-      setError(err);
-    });
-  }, []);
-  if (error) return <ErrorNote error={error} />;
-  if (!templates || templates.length === 0) return null;
-  return (
-    <>
-      <label for="session-template">Template</label>
-      <select id="session-template" value={value} onChange={(e) => onChange(e.currentTarget.value)}>
-        <option value="">runtime image</option>
-        {templates.map((t) => (
-          <option key={t.name} value={t.name} disabled={t.state !== 'ready'}>
-            {t.name}
-            {t.description ? `: ${t.description}` : ''}
-            {t.state === 'ready' ? '' : ` (${t.state})`}
-          </option>
-        ))}
-      </select>
-    </>
-  );
-}
-
 function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
   const api = useApi();
   const [mode, setMode] = useState<'process' | 'stateful'>('process');
@@ -137,7 +108,7 @@ function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
         <option value="process">process: each run a new process</option>
         <option value="stateful">stateful: a notebook interpreter</option>
       </select>
-      <TemplatePicker value={template} onChange={setTemplate} />
+      <TemplatePicker id="session-template" value={template} onChange={setTemplate} />
       <button type="submit" class="primary" disabled={busy} aria-busy={busy}>
         {busy ? 'Creating…' : 'Create session'}
       </button>
