@@ -78,7 +78,7 @@ test('kubernetes: the chart Role grants exactly the calls the backend makes', as
     });
 
   await backend.check();
-  // The probe each heartbeat makes needs no verb of its own.
+  // The health probe needs no verb of its own (here it answers from check's call, made just before).
   assert.deepEqual(await backend.health(5000), { usable: true });
   // A retry of an execution whose worker died after making its Pod and Secret: the leftover Pod is read and deleted
   // (that very one, by uid); the leftover Secret, an earlier attempt's, is no concern of the new one (its own Secret
