@@ -14,9 +14,9 @@ import { HelmError, lintChart, renderChart, type Manifest } from './kubernetes/h
 const REDIS = { redis: { url: 'redis://redis.data.svc:6379' } };
 /** The RBAC contract of the exec-free backend: exactly these verbs, nothing else. */
 const CONTRACT = {
-  pods: ['create', 'delete', 'get', 'list'],
+  pods: ['create', 'delete', 'get', 'list', 'watch'],
   'pods/log': ['get'],
-  secrets: ['create', 'update'],
+  secrets: ['create'],
 };
 
 const find = (ms: Manifest[], kind: string, nameEnd = ''): Manifest[] =>

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { podName } from '@sandgate/backends/testing';
@@ -36,7 +37,7 @@ test('kubernetes: API faults, eviction, a lost Pod and an unreachable gateway ea
     'transient API failures (429 with Retry-After, 500, 503, a reset) are retried; the run completes',
     async () => {
       double.faults.inject({ match: { verb: 'create', resource: 'pods' }, action: FAULTS.tooManyRequests(1) });
-      double.faults.inject({ match: { verb: 'get', resource: 'pods' }, action: FAULTS.internalError(), times: 2 });
+      double.faults.inject({ match: { verb: 'delete', resource: 'pods' }, action: FAULTS.internalError(), times: 2 });
       double.faults.inject({
         match: { verb: 'get', resource: 'pods', subresource: 'log' },
         action: FAULTS.unavailable(),
@@ -45,6 +46,41 @@ test('kubernetes: API faults, eviction, a lost Pod and an unreachable gateway ea
       const r = await run(s, { code: 'print("through")' });
       assert.equal(r.result.state, 'completed', JSON.stringify(r.result));
       assert.equal(r.result.stdout, 'through\n');
+      assert.equal(await s.sandboxesOf(r.id), 0, 'its Pod deleted on the third attempt');
+    },
+  );
+
+  await t.test(
+    'a watch the API server refuses, then resets, is made again; runs meanwhile read their Pod',
+    async () => {
+      // Armed before the backend starts: its first watch requests meet them, and it retries with backoff.
+      double.faults.inject({ match: { verb: 'watch', resource: 'pods' }, action: FAULTS.unavailable() });
+      double.faults.inject({ match: { verb: 'watch', resource: 'pods' }, action: FAULTS.reset() });
+      const watches = double.count('watch', 'pods');
+      const backend = kubernetesBackendOf(s, t);
+      const events = { out: [] as string[] };
+      const result = await backend.execute(
+        {
+          execution_id: `exec_${randomBytes(8).toString('hex')}`,
+          tenant: 'acme',
+          session_id: `sess_${randomBytes(6).toString('hex')}`,
+          language: 'python',
+          code: 'print("watched")',
+          timeout_ms: 10_000,
+          memory_mb: 128,
+          cpus: 0.5,
+          env: {},
+          stdin: null,
+          sandbox: 'oneshot',
+          generation: 0,
+        },
+        { phase: () => {}, stdout: (t) => events.out.push(t), stderr: () => {}, artifact: () => {} },
+        new AbortController().signal,
+      );
+      assert.equal(result.state, 'completed', result.stderr);
+      assert.equal(events.out.join(''), 'watched\n');
+      await until('the watch to be in sync again', async () => backend.watch.synced);
+      assert.ok(double.count('watch', 'pods') - watches >= 3, 'refused, reset, then made');
     },
   );
 

@@ -72,7 +72,7 @@ test('kubernetes: a session lives in one Pod, reached exec-free, with its files 
     const second = await run(s, { session_id: sid, code: 'n + 1' });
     assert.equal(second.result.value, '2');
     // The worker's sweep (a list of every Pod of the deployment, every SANDGATE_SWEEP_INTERVAL_S) and its health probe
-    // (one Pod of the deployment, with each heartbeat) are no part of it.
+    // (one Pod of the deployment, when no call answered for a while) are no part of it.
     const sweep = `${LABELS.managed}=true,${LABELS.deployment}=${s.config.redisPrefix}`;
     const probe = `${LABELS.deployment}=${s.config.redisPrefix}`;
     const background = (c: ApiCall) =>

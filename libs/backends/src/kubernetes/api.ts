@@ -1,3 +1,4 @@
+import { Agent as HttpsAgent, type AgentOptions } from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import { SandgateError } from '@sandgate/contracts';
 import type { BackendLogger } from '../logger.ts';
@@ -43,22 +44,81 @@ function backoffMs(err: unknown, attempt: number): number {
   return BACKOFF_MS * 2 ** attempt;
 }
 
+/** What a watch of Pods is told: each event, and its end (an error, or undefined when the server closed it). */
+export interface PodWatchHandlers {
+  event(type: string, object: k8s.V1Pod | k8s.V1Status): void;
+  done(err: unknown): void;
+}
+
+/** The TLS settings of an agent, which decide whether two requests may share its connections. */
+const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'servername', 'rejectUnauthorized'] as const;
+
 /**
  * The namespaced core/v1 calls the Kubernetes backend makes, and nothing else (the chart's Role grants exactly
- * these: docs/kubernetes.md). Plain REST only: no exec, attach, port-forward, watch or follow. Every call has a
- * timeout; transient failures are retried with backoff, a definitive answer (4xx) never is.
+ * these: docs/kubernetes.md). Plain REST, and one watch of the deployment's Pods: no exec, attach, port-forward or
+ * follow. Every call has a timeout; transient failures are retried with backoff, a definitive answer (4xx) never is.
+ * Calls share kept-alive connections: the client makes a new agent, so a new TLS handshake, for every request.
  */
 export class PodApi {
   readonly #core: k8s.CoreV1Api;
+  readonly #kc: k8s.KubeConfig;
   readonly namespace: string;
   readonly #log: BackendLogger;
   /** Calls made, by verb and resource: what a run costs the API server. */
   readonly calls = new Map<string, number>();
+  /** TLS connections opened for calls (not the watch): one per request without keep-alive. */
+  connections = 0;
+  /** When a call last got an answer that shows the API server serves this worker, and when one last failed so. */
+  lastAnswerAt = 0;
+  lastFailureAt = 0;
+  #agent: { agent: HttpsAgent; key: string } | undefined;
 
   constructor(kc: k8s.KubeConfig, namespace: string, log: BackendLogger) {
     this.#core = kc.makeApiClient(k8s.CoreV1Api);
+    this.#kc = kc;
     this.namespace = namespace;
     this.#log = log;
+  }
+
+  /**
+   * The API server served this worker within `ms` (a call of it succeeded, or answered about the object it named),
+   * and no call failed since (unreachable, refused, overloaded): a health probe would tell nothing new.
+   */
+  answeredWithin(ms: number): boolean {
+    return this.lastAnswerAt > this.lastFailureAt && Date.now() - this.lastAnswerAt < ms;
+  }
+
+  /**
+   * Watches the Pods of `labelSelector` from `resourceVersion` (with bookmarks; the server ends it after
+   * `timeoutSeconds`). Resolves once the server has answered 200, with what stops it; rejects when it did not.
+   */
+  async watchPods(
+    labelSelector: string,
+    resourceVersion: string,
+    timeoutSeconds: number,
+    handlers: PodWatchHandlers,
+  ): Promise<AbortController> {
+    this.calls.set('watch pods', (this.calls.get('watch pods') ?? 0) + 1);
+    const watch = new k8s.Watch(this.#kc);
+    let started = false;
+    let refused: { err: unknown } | undefined;
+    const controller = await watch.watch(
+      `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/pods`,
+      { labelSelector, resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+      (type, object) => handlers.event(type, object as k8s.V1Pod | k8s.V1Status),
+      (err: unknown) => {
+        if (started) handlers.done(err ?? undefined);
+        else refused = { err: err ?? new Error('the watch ended before it started') };
+      },
+    );
+    // The library reports a refused watch (4xx, 5xx, unreachable) through `done`, before it returns.
+    if (refused !== undefined) {
+      this.#failed(refused.err);
+      throw refused.err;
+    }
+    started = true;
+    this.lastAnswerAt = Date.now();
+    return controller;
   }
 
   createPod(body: k8s.V1Pod): Promise<k8s.V1Pod> {
@@ -69,17 +129,20 @@ export class PodApi {
     return this.#call('get pods', (o) => this.#core.readNamespacedPod({ name, namespace: this.namespace }, o));
   }
 
-  listPods(labelSelector: string, _continue?: string): Promise<k8s.V1PodList> {
-    return this.#call('list pods', (o) =>
-      this.#core.listNamespacedPod(
-        {
-          namespace: this.namespace,
-          labelSelector,
-          limit: 500,
-          ...(_continue ? { _continue } : {}),
-        },
-        o,
-      ),
+  listPods(labelSelector: string, _continue?: string, signal?: AbortSignal): Promise<k8s.V1PodList> {
+    return this.#call(
+      'list pods',
+      (o) =>
+        this.#core.listNamespacedPod(
+          {
+            namespace: this.namespace,
+            labelSelector,
+            limit: 500,
+            ...(_continue ? { _continue } : {}),
+          },
+          o,
+        ),
+      signal ? { signal } : {},
     );
   }
 
@@ -121,12 +184,6 @@ export class PodApi {
     );
   }
 
-  replaceSecret(name: string, body: k8s.V1Secret): Promise<k8s.V1Secret> {
-    return this.#call('update secrets', (o) =>
-      this.#core.replaceNamespacedSecret({ name, namespace: this.namespace, body }, o),
-    );
-  }
-
   /**
    * At most one Pod of `labelSelector`, asked once (no retry) and dropped when `signal` aborts: the health probe, which
    * a worker makes every few seconds, so it is the cheapest call of a verb the Role grants already.
@@ -152,6 +209,8 @@ export class PodApi {
           {
             pre: (ctx) => {
               ctx.setSignal(signal ? AbortSignal.any([signal, timeout]) : timeout);
+              const agent = ctx.getAgent();
+              if (agent instanceof HttpsAgent) ctx.setAgent(this.#keptAlive(agent));
               return new k8s.Observable(Promise.resolve(ctx));
             },
             post: (ctx) => new k8s.Observable(Promise.resolve(ctx)),
@@ -160,9 +219,12 @@ export class PodApi {
         middlewareMergeStrategy: 'append',
       };
       try {
-        return await call(options);
+        const answer = await call(options);
+        this.lastAnswerAt = Date.now();
+        return answer;
       } catch (err) {
-        if (!transient(err) || attempt + 1 >= attempts) throw err;
+        this.#failed(err);
+        if (!transient(err) || attempt + 1 >= attempts || signal?.aborted) throw err;
         this.#log.warn(
           { call: what, status: statusOf(err), attempt: attempt + 1, err: messageOf(err) },
           'retrying a Kubernetes API call',
@@ -170,6 +232,43 @@ export class PodApi {
         await new Promise((r) => setTimeout(r, backoffMs(err, attempt)));
       }
     }
+  }
+
+  /** A failure that says the API server does not serve this worker now; any other answer (404, 409, 422…) does. */
+  #failed(err: unknown): void {
+    const status = statusOf(err) ?? (err as { statusCode?: unknown } | null)?.statusCode;
+    if (typeof status !== 'number' || status === 401 || status === 403 || status === 429 || status >= 500) {
+      this.lastFailureAt = Date.now();
+    } else {
+      this.lastAnswerAt = Date.now();
+    }
+  }
+
+  /**
+   * One kept-alive agent in place of the one the client made for this request (its own, fresh each time), as long as
+   * the TLS settings are the same (credentials read again from a file may change them). Proxy agents are left alone.
+   */
+  #keptAlive(made: HttpsAgent): HttpsAgent {
+    if (made.constructor !== HttpsAgent) return made;
+    const options = (made as HttpsAgent & { options: AgentOptions }).options;
+    const key = JSON.stringify(TLS_KEYS.map((k) => String(options[k] ?? '')));
+    if (this.#agent?.key !== key) {
+      this.#agent?.agent.destroy();
+      const agent = new HttpsAgent({ ...options, keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 16 });
+      const create = agent.createConnection.bind(agent);
+      agent.createConnection = ((...args: Parameters<typeof create>) => {
+        this.connections++;
+        return create(...args);
+      }) as typeof agent.createConnection;
+      this.#agent = { agent, key };
+    }
+    return this.#agent.agent;
+  }
+
+  /** Closes the kept-alive connections. */
+  close(): void {
+    this.#agent?.agent.destroy();
+    this.#agent = undefined;
   }
 }
 

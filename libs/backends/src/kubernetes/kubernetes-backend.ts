@@ -31,6 +31,7 @@ import {
   type PodSettings,
 } from './pod-spec.ts';
 import { sweepPods } from './sweep.ts';
+import { PodWatch } from './pod-watch.ts';
 import { runInSession } from '../run/session-run.ts';
 import { SessionPods, type SessionPod } from './session-pods.ts';
 import { AgentPods, type AgentPodTiming } from './agent-pods.ts';
@@ -110,13 +111,22 @@ const DEFAULT_TIMING: PodTiming = {
   pollMinMs: 50,
   pollMaxMs: 500,
   pollGrowth: 1.25,
+  outputEveryMs: 500,
+  resyncMs: 10_000,
   startupMs: 180_000,
   deadRunnerGraceMs: 10_000,
   resultLagMs: 5_000,
 };
 
 /**
- * Runs executions as Kubernetes Pods with plain REST calls only (no exec, attach, port-forward or watch). A one-shot
+ * A health probe answers from the calls runs made when one of them got an answer this recently (and none failed since):
+ * a busy worker probes no more, an idle one every this often.
+ */
+const HEALTH_FRESH_MS = 10_000;
+
+/**
+ * Runs executions as Kubernetes Pods with plain REST calls and one watch of the deployment's Pods (no exec, attach,
+ * port-forward or follow). A one-shot
  * gets a Pod of its own, whose files move through the gateway (stage and harvest containers). A session, process or
  * stateful, gets a long-lived Pod whose agent the worker reaches over TCP at the Pod IP, moving the session's files
  * over that connection. Never a path shared with the node.
@@ -125,6 +135,8 @@ export class KubernetesBackend implements ExecutionBackend {
   readonly name = 'kubernetes';
   readonly capabilities: BackendCapabilities = CAPABILITIES.kubernetes;
   readonly api: PodApi;
+  /** The deployment's Pods as this worker sees them: its runs follow their Pods, and its sweep looks, through it. */
+  readonly watch: PodWatch;
   readonly #workspaces: Workspaces;
   readonly #settings: PodSettings;
   readonly #options: KubernetesBackendOptions;
@@ -149,6 +161,8 @@ export class KubernetesBackend implements ExecutionBackend {
     this.#options = options;
     this.#log = options.logger ?? silentLogger;
     this.api = new PodApi(options.kubeConfig, options.namespace, this.#log);
+    const deployment = options.deployment ?? DEFAULT_DEPLOYMENT;
+    this.watch = new PodWatch(this.api, `${LABELS.managed}=true,${LABELS.deployment}=${deployment}`, this.#log);
     this.#workspaces = options.workspaces;
     this.#timing = { ...DEFAULT_TIMING, ...options.timing };
     this.#sweepGraceMs = options.sweepGraceMs ?? 5_000;
@@ -156,7 +170,7 @@ export class KubernetesBackend implements ExecutionBackend {
       image,
       helperImage: options.helperImage ?? image,
       runtimeClassName: options.runtimeClassName,
-      deployment: options.deployment ?? DEFAULT_DEPLOYMENT,
+      deployment,
       workspaceBytes: options.workspaceBytes ?? options.workspaces.quota?.bytes ?? 0,
       tmpfsBytes: options.tmpfsBytes ?? 64 << 20,
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
@@ -278,6 +292,7 @@ export class KubernetesBackend implements ExecutionBackend {
       return runInPod(
         {
           api: this.api,
+          watch: this.watch.start(),
           settings: this.#settings,
           gatewayUrl: this.#options.gatewayUrl,
           grantTransfer: this.#options.grantTransfer,
@@ -314,7 +329,14 @@ export class KubernetesBackend implements ExecutionBackend {
     const sessions = new Set([...live.sessions, ...this.#activeSessions]);
     const keep = { ...live, sessions, executions: this.#inFlight.with(live.executions) };
     this.#sessions.forget(sessions);
-    const removed = await sweepPods(this.api, this.#settings.deployment, keep, this.#sweepGraceMs, this.#log);
+    const removed = await sweepPods(
+      this.api,
+      this.#settings.deployment,
+      keep,
+      this.#sweepGraceMs,
+      this.#log,
+      this.watch.start().synced ? this.watch.list() : undefined,
+    );
     await retainServices(this.#workspaces.dataDir, sessions, live.readAt);
     this.#egress?.retain(sessions);
     this.#egress?.proxy.retain(sessions);
@@ -322,8 +344,12 @@ export class KubernetesBackend implements ExecutionBackend {
     return { removed };
   }
 
-  /** The API server answers a list of at most one of this deployment's Pods, with the credentials runs use. */
-  health(timeoutMs: number): Promise<BackendHealth> {
+  /**
+   * The API server answers a list of at most one of this deployment's Pods, with the credentials runs use; or it
+   * answered a call of this worker's within HEALTH_FRESH_MS and none failed since, which tells as much.
+   */
+  async health(timeoutMs: number): Promise<BackendHealth> {
+    if (this.api.answeredWithin(HEALTH_FRESH_MS)) return { usable: true };
     const selector = `${LABELS.deployment}=${this.#settings.deployment}`;
     return probeHealth({
       what: 'API server',
@@ -362,6 +388,8 @@ export class KubernetesBackend implements ExecutionBackend {
     await this.#egress?.proxy.shutdown();
     await this.#options.tools?.caller.close();
     await Promise.all([this.#pool.close(), this.#templatePools.close()]);
+    await this.watch.close();
+    this.api.close();
     await this.#options.onClose?.();
   }
 }

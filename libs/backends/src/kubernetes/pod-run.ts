@@ -13,6 +13,7 @@ import { clusterError, messageOf, statusOf, type PodApi } from './api.ts';
 import { LogTail } from './log-tail.ts';
 import { ATTEMPT_ANNOTATION, CONTAINERS, podName, sandboxPod, transferSecret, type PodSettings } from './pod-spec.ts';
 import { runnerStarted, viewOf, type PodView } from './pod-status.ts';
+import type { PodWatch } from './pod-watch.ts';
 
 /** A grant for one execution's Pod to fetch and send back the session's files (the gateway's /internal/transfer). */
 export interface TransferGrant {
@@ -23,6 +24,8 @@ export type GrantTransfer = (job: ExecutionJob, ttlSeconds: number) => Promise<T
 
 export interface PodRunContext {
   api: PodApi;
+  /** The worker's watch of its deployment's Pods: how a run sees its Pod change without reading it each time. */
+  watch?: PodWatch;
   settings: PodSettings;
   /** The gateway as Pods reach it. */
   gatewayUrl: string;
@@ -36,12 +39,16 @@ export interface PodRunContext {
 
 export interface PodTiming {
   /**
-   * Between two observations of a Pod, at first; it grows by pollGrowth each time, to pollMaxMs. Slower growth
-   * notices the end of a short run sooner, at the cost of more API calls (bench/http-oneshot-k8s.ts reports both).
+   * While the watch is down: between two reads of a Pod, at first; it grows by pollGrowth each time, to pollMaxMs.
+   * Slower growth notices the end of a short run sooner, at the cost of more API calls.
    */
   pollMinMs: number;
   pollMaxMs: number;
   pollGrowth: number;
+  /** While the runner runs: between two reads of its log, the output the run streams. */
+  outputEveryMs: number;
+  /** A Pod the watch said nothing of for this long is read once (a safety net under a watch that lost an event). */
+  resyncMs: number;
   /** How long a Pod may take to start its runner (scheduling, image pulls, stage) before the run fails. */
   startupMs: number;
   /** How long the runner may be gone without its exit frame before the run is given up as lost. */
@@ -97,7 +104,7 @@ export async function runInPod(
     const pod = await createPod(ctx, job, before.size > 0 || job.stdin !== null);
     uid = pod.metadata!.uid!;
     await createSecret(ctx, job, pod, grant.token);
-    const follow = new PodFollower(ctx, job, name, stdout, stderr, events);
+    const follow = new PodFollower(ctx, job, pod, stdout, stderr, events);
     const ending = await follow.untilEnd(signal);
     stdout.end();
     stderr.end();
@@ -185,37 +192,48 @@ async function createPod(ctx: PodRunContext, job: ExecutionJob, stage: boolean):
   }
 }
 
-/** The transfer Secret, owned by the Pod; one left by an earlier attempt (not yet collected) is overwritten. */
+/**
+ * The transfer Secret of this attempt, owned by its Pod. A 409 is this attempt's own create that timed out after it
+ * had succeeded (the name is the attempt's): what it holds is this attempt's.
+ */
 async function createSecret(ctx: PodRunContext, job: ExecutionJob, pod: k8s.V1Pod, token: string): Promise<void> {
   const secret = transferSecret(job, pod, ctx.settings, ctx.gatewayUrl, token);
-  try {
-    await ctx.api.createSecret(secret);
-  } catch (err) {
+  await ctx.api.createSecret(secret).catch((err: unknown) => {
     if (statusOf(err) !== 409) throw clusterError(err, 'creating the transfer Secret');
-    await ctx.api.replaceSecret(secret.metadata!.name!, secret).catch((e: unknown) => {
-      throw clusterError(e, 'replacing a leftover transfer Secret');
-    });
-  }
+  });
 }
 
-/** Observes one Pod until it has ended, turning what it sees into phase and output events. */
+/**
+ * Observes one Pod until it has ended, turning what it sees into phase and output events. The worker's watch tells it
+ * each change of the Pod, so it reads the API only for the runner's output (every outputEveryMs while it runs, and
+ * once at the end); without a watch in sync it reads the Pod itself, every pollMinMs growing to pollMaxMs.
+ */
 class PodFollower {
   exit: ExitFrame | undefined;
   apiCalls = 0;
   readonly #runner: LogTail;
+  readonly name: string;
+  readonly #uid: string;
+  /** The Pod as last seen, and whether the watch has shown it at all (its first event may come after the create). */
+  #last: k8s.V1Pod;
+  #watched = false;
+  #heardAt = Date.now();
   #runningSince: number | undefined;
   #runnerGoneAt: number | undefined;
 
   constructor(
     private readonly ctx: PodRunContext,
     private readonly job: ExecutionJob,
-    private readonly name: string,
+    created: k8s.V1Pod,
     private readonly stdout: OutputCollector,
     private readonly stderr: OutputCollector,
     private readonly events: EventSink,
   ) {
+    this.name = created.metadata!.name!;
+    this.#uid = created.metadata!.uid!;
+    this.#last = created;
     // Frames are JSON of at most cap+1 bytes per stream, escaped: a read this large never cuts the run's output.
-    this.#runner = new LogTail(ctx.api, name, CONTAINERS.runner, Math.max(1 << 20, ctx.maxOutputBytes * 16));
+    this.#runner = new LogTail(ctx.api, this.name, CONTAINERS.runner, Math.max(1 << 20, ctx.maxOutputBytes * 16));
   }
 
   runningForMs(): number {
@@ -226,34 +244,68 @@ class PodFollower {
     const { timing } = this.ctx;
     const created = Date.now();
     let pause = timing.pollMinMs;
+    let nextOutput: number | undefined;
     for (;;) {
       if (signal.aborted) return { kind: 'cancelled' };
       const view = await this.#observe();
+      if (runnerStarted(view)) nextOutput ??= Date.now() + timing.outputEveryMs;
       const ending = this.#ending(view, created);
       if (ending !== undefined) {
         // What the runner printed last is in its log, unless the Pod is gone with its logs (eviction, deadline).
         if (runnerStarted(view) && ending.kind !== 'evicted') await this.#readOutput();
         return ending;
       }
-      await sleep(pause, signal);
-      pause = Math.min(timing.pollMaxMs, Math.round(pause * timing.pollGrowth));
+      if (nextOutput !== undefined && Date.now() >= nextOutput) {
+        await this.#readOutput();
+        nextOutput = Date.now() + timing.outputEveryMs;
+      }
+      const watch = this.#watch();
+      if (watch !== undefined) {
+        const until = Math.min(nextOutput ?? Infinity, this.#heardAt + timing.resyncMs);
+        await watch.changed(this.name, Math.max(1, until - Date.now()), signal);
+      } else {
+        await sleep(Math.min(pause, Math.max(1, (nextOutput ?? Infinity) - Date.now())), signal);
+        pause = Math.min(timing.pollMaxMs, Math.round(pause * timing.pollGrowth));
+      }
     }
   }
 
+  /** The watch, while it follows the API server. */
+  #watch(): PodWatch | undefined {
+    return this.ctx.watch?.synced ? this.ctx.watch : undefined;
+  }
+
+  /**
+   * The Pod now: as the watch last showed it, or read from the API when there is no watch in sync, when the watch
+   * shows it gone (deleted, or another Pod by its name), or when the watch has said nothing of it for resyncMs.
+   */
   async #observe(): Promise<PodView> {
-    this.apiCalls++;
-    const pod = await this.ctx.api.readPod(this.name).catch((err: unknown) => {
-      if (statusOf(err) === 404)
+    const watch = this.#watch();
+    const seen = watch?.get(this.name);
+    let pod: k8s.V1Pod | undefined;
+    if (seen?.metadata?.uid === this.#uid) {
+      if (seen !== this.#last) this.#heardAt = Date.now();
+      this.#watched = true;
+      pod = seen;
+    } else if (watch !== undefined && !this.#watched && Date.now() - this.#heardAt < this.ctx.timing.resyncMs) {
+      pod = this.#last; // made, and not shown by the watch yet
+    }
+    if (pod === undefined || Date.now() - this.#heardAt >= this.ctx.timing.resyncMs) {
+      this.apiCalls++;
+      pod = await this.ctx.api.readPod(this.name).catch((err: unknown) => {
+        if (statusOf(err) === 404)
+          throw new SandgateError('backend_unavailable', 'The sandbox Pod was deleted by someone else during the run.');
+        throw clusterError(err, 'reading the sandbox Pod');
+      });
+      if (pod.metadata?.uid !== this.#uid)
         throw new SandgateError('backend_unavailable', 'The sandbox Pod was deleted by someone else during the run.');
-      throw clusterError(err, 'reading the sandbox Pod');
-    });
+      this.#heardAt = Date.now();
+    }
+    this.#last = pod;
     const view = viewOf(pod);
-    if (runnerStarted(view)) {
-      if (this.#runningSince === undefined) {
-        this.#runningSince = Date.now();
-        this.events.phase('running');
-      }
-      await this.#readOutput();
+    if (runnerStarted(view) && this.#runningSince === undefined) {
+      this.#runningSince = Date.now();
+      this.events.phase('running');
     }
     return view;
   }

@@ -58,14 +58,14 @@ test('names are valid DNS-1123 labels, deterministic per execution, and distinct
     'exec-0123456789abcdef',
     `exec_${'x'.repeat(200)}`,
   ].map(podName);
-  for (const n of [...names, ...names.map((n) => `${n}-transfer`)]) {
+  for (const n of [...names, ...names.map((n) => `${n}-0123456789abcdef`)]) {
     assert.match(n, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, n);
-    assert.ok(n.length <= 63 + '-transfer'.length, n);
+    assert.ok(n.length <= 63 + 17, n);
   }
   assert.ok(names.every((n) => n.length <= 63));
   assert.equal(new Set(names).size, names.length);
   assert.equal(podName(JOB.execution_id), podName(JOB.execution_id));
-  assert.equal(secretName(JOB.execution_id), `${podName(JOB.execution_id)}-transfer`);
+  assert.equal(secretName(JOB.execution_id, '0123456789abcdef'), `${podName(JOB.execution_id)}-0123456789abcdef`);
 });
 
 test('the Pod: exec-free, no token, every container non-root with a read-only root and no capability', async () => {

@@ -97,7 +97,12 @@ function dnsName(prefix: string, id: string): string {
   return `${prefix}-${readable}-${digest}`.slice(0, 63).replace(/-+$/, '');
 }
 
-export const secretName = (executionId: string): string => `${podName(executionId)}-transfer`;
+/**
+ * The transfer Secret of one attempt at an execution: named by the attempt too, so a Pod never mounts a Secret an
+ * earlier attempt left (the kubelet would mount what it holds when the Pod starts, an old token, and not see it
+ * replaced for a minute or more). An earlier attempt's Secret goes with its Pod (ownerReferences).
+ */
+export const secretName = (executionId: string, attempt: string): string => `${podName(executionId)}-${attempt}`;
 
 const RESTRICTED: k8s.V1SecurityContext = {
   runAsNonRoot: true,
@@ -168,7 +173,7 @@ export function sandboxPod(job: ExecutionJob, s: PodSettings, attempt: string, {
         { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: mib(s.tmpfsBytes) } },
         { name: 'run', emptyDir: { medium: 'Memory', sizeLimit: mib(stdinBytes + (1 << 20)) } },
         { name: 'handoff', emptyDir: { sizeLimit: '64Mi' } },
-        { name: 'transfer', secret: { secretName: secretName(job.execution_id), defaultMode: 0o440 } },
+        { name: 'transfer', secret: { secretName: secretName(job.execution_id, attempt), defaultMode: 0o440 } },
       ],
       // Nothing to fetch (an empty session, no stdin): no stage, one container less to start.
       ...(stage
@@ -228,7 +233,7 @@ export function transferSecret(
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: {
-      name: secretName(job.execution_id),
+      name: secretName(job.execution_id, pod.metadata!.annotations![ATTEMPT_ANNOTATION]!),
       labels: ownershipLabels(job, settings.deployment),
       // Collected with its Pod: the token never outlives the run, even when the worker dies in between.
       ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: pod.metadata!.name!, uid: pod.metadata!.uid! }],

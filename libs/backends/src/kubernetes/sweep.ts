@@ -1,3 +1,4 @@
+import type * as k8s from '@kubernetes/client-node';
 import type { LiveSet } from '../backend.ts';
 import { isOrphan, LABELS, ownerOf } from '../housekeeping/labels.ts';
 import type { BackendLogger } from '../logger.ts';
@@ -5,7 +6,9 @@ import { clusterError, messageOf, statusOf, type PodApi } from './api.ts';
 
 /**
  * Deletes the sandbox Pods of this deployment that nothing in `live` owns (isOrphan, the rule the Docker backend
- * sweeps by), once older than `graceMs`; each by its uid, so a Pod made meanwhile under the same name stays. Their
+ * sweeps by), once older than `graceMs`; each by its uid, so a Pod made meanwhile under the same name stays. Looks
+ * through `seen`, the worker's watch of them, when it has one in sync (a Pod it shows that is gone already is a 404,
+ * one made since it last heard is younger than any orphan worth removing), else lists them. Their
  * transfer Secrets go with them: each is owned by its Pod (ownerReferences), so the garbage collector deletes it, and
  * the worker needs no right to list or delete Secrets. Answers the executions, sessions or workers they belonged to.
  */
@@ -15,15 +18,18 @@ export async function sweepPods(
   live: LiveSet,
   graceMs: number,
   log: BackendLogger,
+  seen?: k8s.V1Pod[],
 ): Promise<string[]> {
   const selector = `${LABELS.managed}=true,${LABELS.deployment}=${deployment}`;
   const newest = Date.now() - graceMs;
   const removed: string[] = [];
   let next: string | undefined;
   do {
-    const page = await api.listPods(selector, next).catch((err: unknown) => {
-      throw clusterError(err, 'listing Pods to sweep');
-    });
+    const page = seen
+      ? { items: seen, metadata: {} as k8s.V1ListMeta }
+      : await api.listPods(selector, next).catch((err: unknown) => {
+          throw clusterError(err, 'listing Pods to sweep');
+        });
     for (const pod of page.items) {
       const { name, uid, labels, creationTimestamp } = pod.metadata ?? {};
       if (name === undefined || !isOrphan(labels, live, deployment)) continue;
