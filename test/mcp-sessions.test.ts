@@ -166,6 +166,22 @@ test('MCP sessions that last: pause, resume, fork, snapshots, undo', async (t) =
     assert.equal((await stranger.fail('fork_session', { session_id: session })).error, 'session_not_found');
   });
 
+  await t.test("fork_session takes the copies' metadata, as POST /v1/sessions/{id}/fork does", async () => {
+    const source = (await s.api('GET', `/v1/sessions/${session}`)).body;
+    const labelled = await ok('fork_session', { session_id: session, metadata: { idea: 'b', run: '2' } });
+    const copy = labelled.sessions[0] as { session_id: string; metadata: Record<string, string> };
+    assert.deepEqual(copy.metadata, { idea: 'b', run: '2' });
+    const rest = await s.api('GET', `/v1/sessions/${copy.session_id}`);
+    assert.deepEqual(rest.body.metadata, { idea: 'b', run: '2' }, 'the copy keeps them');
+    const plain = await ok('fork_session', { session_id: session });
+    assert.deepEqual(plain.sessions[0].metadata, source.metadata, "without metadata: the source's");
+    const tooLong = await fail('fork_session', { session_id: session, metadata: { idea: 'x'.repeat(257) } });
+    assert.equal(tooLong.error, 'validation_failed', tooLong.message);
+    for (const c of [copy.session_id, plain.sessions[0].session_id]) {
+      assert.equal((await s.api('DELETE', `/v1/sessions/${c}`)).status, 204);
+    }
+  });
+
   await t.test(
     'snapshot_session, list_snapshots, restore_snapshot (in place and into_new), delete_snapshot',
     async () => {

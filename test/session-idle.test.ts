@@ -20,8 +20,9 @@ test('sessions left idle pause by themselves, and go after their retention', { c
     env: {
       SANDGATE_API_KEYS: `${KEY}:acme,${BRIEF}:brief`,
       SANDGATE_SESSION_IDLE_PAUSE_S: '2',
-      // The tenant `brief` keeps unused sessions 4 s; acme the default (7 days).
-      SANDGATE_TENANT_LIMITS: JSON.stringify({ brief: { session_retention_s: 4 } }),
+      // The tenant `brief` keeps unused sessions 15 s (long enough for its first run to start on a loaded machine);
+      // acme the default (7 days).
+      SANDGATE_TENANT_LIMITS: JSON.stringify({ brief: { session_retention_s: 15 } }),
     },
     apiKey: KEY,
   });
@@ -50,14 +51,14 @@ test('sessions left idle pause by themselves, and go after their retention', { c
     async () => {
       // It never pauses here (the retention is what is looked at): a run meeting its idle pause would get session_busy.
       const brief = (await s.api('POST', '/v1/sessions', { idle_pause_seconds: 3600 }, as(BRIEF))).body;
-      assert.equal(brief.ttl_seconds, 4);
+      assert.equal(brief.ttl_seconds, 15);
       const kept = (await s.api('POST', '/v1/sessions', {})).body;
       assert.equal(kept.ttl_seconds, 7 * 86_400);
       await run(s, brief.id, "open('x.txt','w').write('x')", BRIEF);
       await until(
         "the brief tenant's session to be deleted",
         async () => (await stateOf(s, brief.id, BRIEF)).status === 404,
-        30_000,
+        60_000,
       );
       const files = await s.api('GET', `/v1/sessions/${brief.id}/files`, undefined, as(BRIEF));
       assert.equal(files.status, 404);

@@ -5,7 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page, Route } from 'playwright-core';
 import type { Stack } from '../harness.ts';
-import { KEY_A, accessibilityProblems, openPage, screenshot, signIn, startDashboardStack, until } from './browser.ts';
+import {
+  KEY_A,
+  accessibilityProblems,
+  openPage,
+  screenshot,
+  signIn,
+  startDashboardStack,
+  typeCode,
+  until,
+} from './browser.ts';
 
 /** Runs Python in the session through the API and waits for it. */
 async function run(s: Stack, session: string, code: string) {
@@ -44,7 +53,8 @@ test('a session that lasts, from the dashboard: template picker, pause and resum
   const image = process.env.SANDGATE_IMAGE ?? 'sandgate/runtime:1';
   await writeFile(
     templates,
-    `templates:\n  - name: tables\n    description: the runtime image, by name\n    image: ${image}\n`,
+    `templates:\n  - name: tables\n    description: the runtime image, by name\n    image: ${image}\n` +
+      '    env:\n      FLAVOUR: tables\n',
   );
   // On the quick start's btrfs data disk, where undo keeps its steps.
   const d = await startDashboardStack({ env: { SANDGATE_TEMPLATES: templates }, diskQuotas: true });
@@ -188,6 +198,20 @@ test('a session that lasts, from the dashboard: template picker, pause and resum
     const paused = page.locator('table[aria-label="sessions"] .badge', { hasText: 'paused' });
     await until('paused sessions listed', async () => (await paused.count()) >= 2);
     await noAxeProblems();
+    assert.deepEqual(problems, []);
+  });
+
+  await t.test('the new run form offers the templates for a one-shot, which then runs on the one chosen', async () => {
+    await page.getByRole('link', { name: 'New run' }).click();
+    const form = page.getByRole('form', { name: 'run code' });
+    await form.getByLabel('Template').selectOption('tables');
+    await typeCode(page, form, 'import os\nprint("flavour", os.environ.get("FLAVOUR"))\n');
+    await form.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('.live-run .console').getByText('flavour tables').waitFor();
+    await noAxeProblems();
+    // A run in a session takes the session's template: the picker is for one-shots only.
+    await form.getByLabel('Session').selectOption({ index: 1 });
+    assert.equal(await form.getByLabel('Template').count(), 0);
     assert.deepEqual(problems, []);
   });
 });

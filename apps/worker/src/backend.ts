@@ -41,6 +41,7 @@ export async function createBackend(
     poolLimits: { memory_mb: config.memoryMb, cpus: config.cpus },
     maxOutputBytes: config.maxOutputBytes,
     maxStateBytes: config.maxStateBytes,
+    stateSaveTimeoutMs: config.stateSaveTimeoutMs,
     undoDepth: config.undoDepth,
     artifactUrl,
     ...(tools ? { tools } : {}),
@@ -93,6 +94,7 @@ async function kubernetesBackend(
     deployment: config.redisPrefix,
     maxOutputBytes: config.maxOutputBytes,
     maxStateBytes: config.maxStateBytes,
+    stateSaveTimeoutMs: config.stateSaveTimeoutMs,
     undoDepth: config.undoDepth,
     // The Pod's workspace is its own disk: bounded by the session quota whatever the data directory's filesystem.
     workspaceBytes: config.sessionDiskBytes,

@@ -129,7 +129,9 @@ export class Housekeeping {
     for (const idInFlight of runs.ids()) live.add(idInFlight);
     const workers = await registry.aliveIds(WORKER_ALIVE_MS);
     workers.add(id);
-    const { removed } = await backend.sweep({ executions: live, sessions: await sessions.liveIds(), workers });
+    // When the sessions were read: a session resumed after it (on any worker) keeps what its new sandbox made.
+    const readAt = Date.now();
+    const { removed } = await backend.sweep({ executions: live, sessions: await sessions.liveIds(), workers, readAt });
     if (removed.length > 0) wlog.info({ removed }, 'removed orphaned sandboxes');
     for (const s of await sessions.expired()) {
       if (s.tenant === null) await sessions.forget(s.id);

@@ -12,7 +12,7 @@ import {
 } from '@sandgate/contracts';
 import type { ExecutionBackend } from '@sandgate/backends';
 import {
-  newOpId,
+  newAutoOpId,
   SESSION_OP_LOCK_MS,
   type Keys,
   type LuaRedis,
@@ -159,6 +159,8 @@ export class SessionOps {
     if (rec.mode !== 'stateful') return { file: undefined, temporary: false };
     const temp = join(this.#copies.stateDir(rec.id), `checkpoint-${randomBytes(6).toString('hex')}.dill`);
     const live = await this.o.backend.checkpointSession?.({ sessionId: rec.id, stateful: true }, temp);
+    // Variables whose save did not end in time: the interpreter was ended, and the copies hold the files only.
+    if (live?.reason !== undefined) return { file: undefined, temporary: false };
     if (live) return { file: temp, temporary: true, unsaved: live.unsaved };
     const saved = (await this.#copies.stateBytes(rec.id)) > 0 ? this.#copies.stateFile(rec.id) : undefined;
     return { file: saved, temporary: false };
@@ -243,7 +245,8 @@ export class SessionOps {
    */
   async pauseIdle(sessionId: string): Promise<boolean> {
     const { sessions, log } = this.o;
-    const owner = newOpId();
+    // An automatic operation: a run or an operation a user asks for meanwhile waits for it instead of being refused.
+    const owner = newAutoOpId();
     try {
       await sessions.lock(null, sessionId, owner, { lockMs: SESSION_OP_LOCK_MS });
     } catch (err) {

@@ -43,6 +43,11 @@ export interface LiveSet {
   sessions: ReadonlySet<string>;
   /** Worker instances with a recent heartbeat: their warm pools stay. */
   workers: ReadonlySet<string>;
+  /**
+   * When `sessions` was read (ms since the epoch): what was made for a session after it (a resume's sandbox, its
+   * services state) is not judged by it, since the session may have come back since. Absent: everything is.
+   */
+  readAt?: number;
 }
 
 /** What a backend reports about itself for /metrics; counters are totals since it was made. */

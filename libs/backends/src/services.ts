@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +22,8 @@ const REQUEST_TIMEOUT_MS = 10_000;
 /** A session Pod that is gone may leave its address unanswered: its services are then not running. */
 const CONNECT_TIMEOUT_MS = 3_000;
 const MAX_ANSWER_BYTES = 8 << 20;
+/** File times are coarser than the clock: state this close before a read of the live sessions counts as after it. */
+const MTIME_SLACK_MS = 1000;
 
 const rootOf = (dataDir: string): string => join(dataDir, 'services');
 /** The host directory a session sandbox mounts at SERVICES_MOUNT. */
@@ -75,13 +77,26 @@ export async function publishServices(
   await write(tokenFileOf(dataDir, sessionId), token);
 }
 
-/** Removes the services directories of sessions that are not in `live`. */
-export async function retainServices(dataDir: string, live: ReadonlySet<string>): Promise<void> {
-  const names = await readdir(rootOf(dataDir)).catch(() => [] as string[]);
+/**
+ * Removes the services state (directory, token, address) of sessions that are not in `live`. `readAt`: when `live`
+ * was read. State made since (a resume on any worker made the session a sandbox after it was read as paused) is kept:
+ * the next sweep, with a newer view of the sessions, decides about it.
+ */
+export async function retainServices(dataDir: string, live: ReadonlySet<string>, readAt?: number): Promise<void> {
+  const root = rootOf(dataDir);
+  const names = await readdir(root).catch(() => [] as string[]);
+  const madeSince = async (path: string): Promise<boolean> => {
+    if (readAt === undefined) return false;
+    const st = await lstat(path).catch(() => null);
+    return st === null || st.mtimeMs >= readAt - MTIME_SLACK_MS;
+  };
   await Promise.all(
     names
       .filter((n) => !live.has(n.replace(/\.(token|address)$/, '')))
-      .map((n) => rm(join(rootOf(dataDir), n), { recursive: true, force: true })),
+      .map(async (n) => {
+        const path = join(root, n);
+        if (!(await madeSince(path))) await rm(path, { recursive: true, force: true });
+      }),
   );
 }
 

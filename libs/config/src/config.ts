@@ -134,6 +134,8 @@ export const ConfigSchema = Type.Object({
   undoDepth: Type.Integer({ minimum: 0, maximum: 100 }),
   /** The most a stateful session's saved variables may take. */
   maxStateBytes: Type.Integer({ minimum: 1 }),
+  /** How long saving a stateful session's variables may take at a pause, a fork or a snapshot. */
+  stateSaveTimeoutMs: Type.Integer({ minimum: 1 }),
   maxSessions: Type.Integer({ minimum: 1 }),
   maxUploadBytes: Type.Integer({ minimum: 1 }),
   /** Per-session disk quota (btrfs data directory); 0: none. */
@@ -331,6 +333,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MAX_SNAPSHOTS: ['maxSnapshots', int, '10'],
   SANDGATE_UNDO_DEPTH: ['undoDepth', int, '5'],
   SANDGATE_MAX_STATE_BYTES: ['maxStateBytes', parseBytes, '1GiB'],
+  SANDGATE_STATE_SAVE_TIMEOUT_S: ['stateSaveTimeoutMs', seconds, '60'],
   SANDGATE_MAX_SESSIONS: ['maxSessions', int, '20'],
   SANDGATE_MAX_UPLOAD_BYTES: ['maxUploadBytes', parseBytes, '50MB'],
   SANDGATE_SESSION_DISK_BYTES: ['sessionDiskBytes', parseBytes, '1GiB'],

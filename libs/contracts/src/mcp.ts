@@ -182,6 +182,12 @@ export const ForkSessionInputSchema = Type.Object(
     count: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 10, default: 1, description: 'How many copies (1 to 10); default 1.' }),
     ),
+    metadata: Type.Optional(
+      Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), {
+        maxProperties: 16,
+        description: "The copies' labels (at most 16, as on create_session); default the source's.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -508,7 +514,20 @@ export type McpSession = Static<typeof McpSessionSchema>;
 export const PauseSessionOutputSchema = Type.Object({
   ...McpSessionFields,
   variables: Type.Union(
-    [Type.Object({ saved: Type.Integer(), unsaved: UnsavedVariables, size_bytes: Type.Integer() }), Type.Null()],
+    [
+      Type.Object({
+        saved: Type.Integer(),
+        unsaved: UnsavedVariables,
+        size_bytes: Type.Integer(),
+        reason: Type.Optional(
+          Type.Literal('save_timeout', {
+            description: 'None could be saved in time (the interpreter was ended); the session paused all the same.',
+          }),
+        ),
+        error: Type.Optional(Type.String()),
+      }),
+      Type.Null(),
+    ],
     { description: 'A stateful session: the variables saved, and those that could not be; null otherwise.' },
   ),
 });
@@ -522,7 +541,7 @@ export const ResumeSessionOutputSchema = Type.Object({
 
 export const ForkSessionOutputSchema = Type.Object({
   session_id: Type.String({ description: 'The source session, which keeps going.' }),
-  sessions: Type.Array(McpSessionSchema, {
+  sessions: Type.Array(Type.Object({ ...McpSessionFields, metadata: Type.Record(Type.String(), Type.String()) }), {
     description: 'The copies, paused: each comes up in a sandbox of its own at its first run.',
   }),
 });

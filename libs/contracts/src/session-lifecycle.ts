@@ -23,6 +23,15 @@ export const SavedVariablesSchema = Type.Object(
     saved: Type.Integer({ description: 'Variables saved (functions, classes and modules count as variables).' }),
     unsaved: Type.Array(ref(UnsavedVariableSchema), { description: 'Variables that could not be saved, and why.' }),
     size_bytes: Type.Integer({ description: 'Bytes of the saved variables, counted in the storage quota.' }),
+    reason: Type.Optional(
+      Type.Literal('save_timeout', {
+        description:
+          "Set when none could be saved: `save_timeout`, saving them (which runs the session's own `__getstate__`, " +
+          '`__reduce__` …) did not end within SANDGATE_STATE_SAVE_TIMEOUT_S. The interpreter was ended; a pause ' +
+          'still pauses, keeping the files, and the next interpreter starts afresh.',
+      }),
+    ),
+    error: Type.Optional(Type.String({ description: 'Why none could be saved, when `reason` is set.' })),
   },
   {
     $id: 'SavedVariables',

@@ -42,8 +42,9 @@ export interface StartOptions {
   /** Runs the tenant may have queued or running (0: no limit); one more is refused with quota_exceeded. */
   maxInFlight: number;
   /**
-   * The tenant's storage quota in bytes (0 or absent: none): a tenant whose files take all of it runs nothing more
-   * (runs write files), refused with storage_quota_exceeded.
+   * The tenant's storage quota in bytes (0 or absent: none): a tenant whose files take more than it runs nothing more
+   * (runs write files), refused with storage_quota_exceeded. At the quota runs still run: a paused session's bytes are
+   * counted already, and resuming it costs none more.
    */
   maxStorageBytes?: number;
   /** Create the session on the way, as a one-shot's (counted as no live session), with this idle TTL. */

@@ -145,13 +145,15 @@ const SCRIPTS = {
     // run ends ('' for none), spec (the run's ExecutionJob, kept until it ends), maxInFlight (0: no limit),
     // maxSessions, oneshot ('1': create the session, as a one-shot's), the session TTL (s), executionPrefix, the run's
     // timeout (ms: the session does not pause while it may run), the tenant's storage quota in bytes (0: none).
-    // Answers the run's rank in its tenant's queue, or why it was refused ('storage <bytes used>' at the quota).
+    // Answers the run's rank in its tenant's queue, or why it was refused ('storage <bytes used>' over the quota).
     lua: `${TIME_INDEX_LUA}${PRUNE}
       local storageLimit = tonumber(ARGV[17])
       if storageLimit > 0 then
         local used = 0
         for _, v in ipairs(redis.call('HVALS', KEYS[14])) do used = used + (tonumber(v) or 0) end
-        if used >= storageLimit then return 'storage ' .. string.format('%.0f', used) end
+        -- Over the quota, nothing runs (runs write files); at it, runs still run: the bytes a paused session holds are
+        -- counted already, and resuming it (or reading what it has) costs none more.
+        if used > storageLimit then return 'storage ' .. string.format('%.0f', used) end
       end
       local now = tonumber(ARGV[4])
       local maxInFlight = tonumber(ARGV[11])

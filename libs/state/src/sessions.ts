@@ -97,6 +97,14 @@ export interface SessionTemplate {
 export const newSessionId = () => `sess_${randomHex(6)}`;
 /** The id of a session operation (pause, fork …): what its session's lock holds while it goes on. */
 export const newOpId = () => `op_${randomHex(8)}`;
+/**
+ * The id of an operation the platform does by itself (an idle pause): a run or an operation a user asks for meanwhile
+ * waits for it to end (SessionStore.waitOutAutoOp) instead of being refused, since the user did nothing to conflict.
+ */
+export const newAutoOpId = () => `${AUTO_OP_PREFIX}${randomHex(8)}`;
+const AUTO_OP_PREFIX = 'op_auto_';
+/** How often a request waiting out an automatic operation looks whether it has ended. */
+const AUTO_OP_POLL_MS = 100;
 /** How long a session operation may hold its session's lock: saving 1 GiB of variables takes a while. */
 export const SESSION_OP_LOCK_MS = 5 * 60_000;
 
@@ -351,6 +359,22 @@ export class SessionStore {
       `session ${id} is ${holder?.startsWith('op_') ? 'being paused, resumed, forked or snapshotted' : `running ${holder}`}; ` +
         'wait for it (or cancel the run) first',
     );
+  }
+
+  /**
+   * When the session's lock is held by an operation the platform does by itself (an idle pause), waits until it lets
+   * go, or until `deadline`: answers true when it has (the caller tries again, and finds the session as the operation
+   * left it), false when something else holds it, nothing does, or the deadline came first.
+   */
+  async waitOutAutoOp(id: string, deadline: number): Promise<boolean> {
+    const key = this.k.sessionLock(id);
+    const holder = await this.redis.get(key);
+    if (holder === null || !holder.startsWith(AUTO_OP_PREFIX)) return false;
+    while (Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, AUTO_OP_POLL_MS));
+      if ((await this.redis.get(key)) !== holder) return true;
+    }
+    return false;
   }
 
   /**

@@ -95,3 +95,47 @@ export function LoadMore({ next, onMore }: { next: string | null; onMore(): void
     </p>
   ) : null;
 }
+
+/**
+ * The dashboard's one markup for a list: a table of `items`, one `row` each, under `columns` (and a last, unlabelled
+ * column for each row's buttons when `actions`); `empty` in its place when there are none, nothing while they load.
+ */
+export function ListTable<T>({
+  label,
+  columns,
+  items,
+  empty,
+  actions = false,
+  row,
+}: {
+  label: string;
+  columns: string[];
+  items: T[] | null | undefined;
+  empty?: ComponentChildren;
+  actions?: boolean;
+  row(item: T): ComponentChildren;
+}) {
+  if (!items) return null;
+  if (items.length === 0) return empty ? <p class="muted empty">{empty}</p> : null;
+  return (
+    <div class="table-scroll">
+      <table class="list" aria-label={label}>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th scope="col" key={c}>
+                {c}
+              </th>
+            ))}
+            {actions && (
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            )}
+          </tr>
+        </thead>
+        <tbody>{items.map(row)}</tbody>
+      </table>
+    </div>
+  );
+}

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { sameOrigin } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { bytes, time } from '../lib/format.ts';
-import { ErrorNote, LoadMore, Panel, usePaged, usePoll } from './common.tsx';
+import { ErrorNote, ListTable, LoadMore, Panel, usePaged, usePoll } from './common.tsx';
 import { DropUpload } from './drop-upload.tsx';
 import { FilePreview, previewKind } from './file-preview.tsx';
 
@@ -69,29 +69,14 @@ export function FilesPanel({ owner, refreshKey }: { owner: string; refreshKey: n
     <Panel title="Files" label="files">
       <DropUpload owner={owner} onUploaded={refresh} />
       <ErrorNote error={list.error} />
-      {list.items?.length === 0 && <p class="muted empty">No files yet.</p>}
-      {list.items && list.items.length > 0 && (
-        <div class="table-scroll">
-          <table class="list" aria-label="files">
-            <thead>
-              <tr>
-                <th scope="col">Path</th>
-                <th scope="col">Size</th>
-                <th scope="col">Type</th>
-                <th scope="col">Modified</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((f) => (
-                <FileRow key={f.path} owner={owner} file={f} onDeleted={refresh} />
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        label="files"
+        columns={['Path', 'Size', 'Type', 'Modified']}
+        actions
+        items={list.items}
+        empty="No files yet."
+        row={(f) => <FileRow key={f.path} owner={owner} file={f} onDeleted={refresh} />}
+      />
       <LoadMore next={list.next} onMore={list.more} />
     </Panel>
   );

@@ -4,6 +4,7 @@ import { useApi } from '../lib/context.ts';
 import { ErrorNote } from './common.tsx';
 import { CodeEditor } from './code-editor.tsx';
 import { LiveRun } from './live-run.tsx';
+import { TemplatePicker } from './template-picker.tsx';
 
 interface Runtimes {
   runtimes: { language: string }[];
@@ -18,7 +19,8 @@ const EXAMPLES: Record<string, string> = {
 };
 
 /**
- * Runs code: language, editor, timeout and limits, and (without a fixed session) a session picker;
+ * Runs code: language, editor, timeout and limits, and (without a fixed session) a session picker and, for a
+ * one-shot, a template picker;
  * the run then streams below the form. Shift+Enter or Ctrl+Enter in the editor runs it.
  */
 export function RunForm({
@@ -34,6 +36,7 @@ export function RunForm({
   const [runtimes, setRuntimes] = useState<Runtimes | null>(null);
   const [sessions, setSessions] = useState<Session[]>([]);
   const [target, setTarget] = useState(sessionId ?? '');
+  const [template, setTemplate] = useState('');
   const [language, setLanguage] = useState('python');
   const [code, setCode] = useState(EXAMPLES.python!);
   const [timeoutS, setTimeoutS] = useState('');
@@ -59,7 +62,8 @@ export function RunForm({
       const exec = await api.request<Execution>('POST', '/v1/executions', {
         language,
         code,
-        ...(target ? { session_id: target } : {}),
+        // A one-shot names its template; a session's runs use the one it was made with.
+        ...(target ? { session_id: target } : template ? { template } : {}),
         ...(timeoutS ? { timeout_ms: Math.round(Number(timeoutS) * 1000) } : {}),
         ...(Object.keys(limits).length ? { limits } : {}),
       });
@@ -87,6 +91,7 @@ export function RunForm({
               </select>
             </label>
           )}
+          {!sessionId && !target && <TemplatePicker id="run-template" value={template} onChange={setTemplate} />}
           <label>
             Language
             <select

@@ -28,8 +28,7 @@ export function RunsPage() {
       }
     >
       <ErrorNote error={list.error} />
-      {list.items?.length === 0 && <p class="muted empty">{state ? `No ${state} runs.` : 'No runs.'}</p>}
-      {list.items && list.items.length > 0 && <RunsTable runs={list.items} />}
+      <RunsTable runs={list.items} empty={state ? `No ${state} runs.` : 'No runs.'} />
       <LoadMore next={list.next} onMore={list.more} />
     </Panel>
   );

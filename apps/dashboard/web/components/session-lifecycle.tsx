@@ -5,7 +5,7 @@ import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { bytes, time } from '../lib/format.ts';
 import { href, navigate } from '../lib/router.ts';
-import { ErrorNote, Panel } from './common.tsx';
+import { ErrorNote, ListTable, Panel } from './common.tsx';
 
 /**
  * One action at a time on a session: which is going (its button says so, the others wait), and the error of the
@@ -214,63 +214,50 @@ export function SnapshotsPanel({
         </button>
       </form>
       <ErrorNote error={error ?? listError} />
-      {snapshots?.length === 0 && <p class="muted empty">No snapshots yet.</p>}
-      {snapshots && snapshots.length > 0 && (
-        <div class="table-scroll">
-          <table class="list" aria-label="snapshots">
-            <thead>
-              <tr>
-                <th scope="col">Snapshot</th>
-                <th scope="col">Size</th>
-                <th scope="col">Holds</th>
-                <th scope="col">Taken</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {snapshots.map((s) => (
-                <tr key={s.name} data-snapshot={s.name}>
-                  <td>{s.name}</td>
-                  <td class="num">{bytes(s.size_bytes)}</td>
-                  <td>{s.variables ? 'files and variables' : 'files'}</td>
-                  <td>{time(s.created_at)}</td>
-                  <td>
-                    <span class="row-actions">
-                      <button
-                        type="button"
-                        disabled={busy !== null}
-                        aria-label={`Restore ${s.name}`}
-                        onClick={() => restore(s.name, false)}
-                      >
-                        {busy === `restore:${s.name}` ? 'Restoring…' : 'Restore'}
-                      </button>
-                      <button
-                        type="button"
-                        disabled={busy !== null}
-                        aria-label={`Restore ${s.name} into a new session`}
-                        onClick={() => restore(s.name, true)}
-                      >
-                        {busy === `new:${s.name}` ? 'Making…' : 'Into a new session'}
-                      </button>
-                      <button
-                        type="button"
-                        class="danger"
-                        disabled={busy !== null}
-                        aria-label={`Delete snapshot ${s.name}`}
-                        onClick={() => remove(s.name)}
-                      >
-                        Delete
-                      </button>
-                    </span>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        label="snapshots"
+        columns={['Snapshot', 'Size', 'Holds', 'Taken']}
+        actions
+        items={snapshots}
+        empty="No snapshots yet."
+        row={(s) => (
+          <tr key={s.name} data-snapshot={s.name}>
+            <td>{s.name}</td>
+            <td class="num">{bytes(s.size_bytes)}</td>
+            <td>{s.variables ? 'files and variables' : 'files'}</td>
+            <td>{time(s.created_at)}</td>
+            <td>
+              <span class="row-actions">
+                <button
+                  type="button"
+                  disabled={busy !== null}
+                  aria-label={`Restore ${s.name}`}
+                  onClick={() => restore(s.name, false)}
+                >
+                  {busy === `restore:${s.name}` ? 'Restoring…' : 'Restore'}
+                </button>
+                <button
+                  type="button"
+                  disabled={busy !== null}
+                  aria-label={`Restore ${s.name} into a new session`}
+                  onClick={() => restore(s.name, true)}
+                >
+                  {busy === `new:${s.name}` ? 'Making…' : 'Into a new session'}
+                </button>
+                <button
+                  type="button"
+                  class="danger"
+                  disabled={busy !== null}
+                  aria-label={`Delete snapshot ${s.name}`}
+                  onClick={() => remove(s.name)}
+                >
+                  Delete
+                </button>
+              </span>
+            </td>
+          </tr>
+        )}
+      />
     </Panel>
   );
 }

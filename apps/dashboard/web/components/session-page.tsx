@@ -157,8 +157,7 @@ export function SessionPage({ id }: { id: string }) {
       </Panel>
       <Panel title="Runs in this session" label="session runs">
         <ErrorNote error={runs.error} />
-        {runs.items?.length === 0 && <p class="muted empty">No runs yet.</p>}
-        {runs.items && runs.items.length > 0 && <RunsTable runs={runs.items} showSession={false} />}
+        <RunsTable runs={runs.items} empty="No runs yet." showSession={false} />
         <LoadMore next={runs.next} onMore={runs.more} />
       </Panel>
     </>

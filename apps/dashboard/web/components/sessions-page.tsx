@@ -1,10 +1,11 @@
-import type { MountVolume, Session, Template, Volume } from '@sandgate/contracts';
+import type { MountVolume, Session, Volume } from '@sandgate/contracts';
 import { useEffect, useState } from 'preact/hooks';
 import { apiPath } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { time } from '../lib/format.ts';
 import { href, navigate } from '../lib/router.ts';
-import { ErrorNote, LoadMore, Panel, StateBadge, usePaged, usePoll } from './common.tsx';
+import { ErrorNote, ListTable, LoadMore, Panel, StateBadge, usePaged, usePoll } from './common.tsx';
+import { TemplatePicker } from './template-picker.tsx';
 
 export function SessionActions({ session, onChange }: { session: Session; onChange(): void }) {
   const api = useApi();
@@ -77,36 +78,6 @@ function VolumePicker({ uses, onChange }: { uses: Record<string, Use>; onChange(
   );
 }
 
-/** The templates the tenant may use (GET /v1/templates); only a ready one can be chosen. */
-function TemplatePicker({ value, onChange }: { value: string; onChange(name: string): void }) {
-  const api = useApi();
-  const [templates, setTemplates] = useState<Template[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  useEffect(() => {
-    api.templates().then(setTemplates, (err: unknown) => {
-      setTemplates([]);
-      setError(err);
-    });
-  }, []);
-  if (error) return <ErrorNote error={error} />;
-  if (!templates || templates.length === 0) return null;
-  return (
-    <>
-      <label for="session-template">Template</label>
-      <select id="session-template" value={value} onChange={(e) => onChange(e.currentTarget.value)}>
-        <option value="">runtime image</option>
-        {templates.map((t) => (
-          <option key={t.name} value={t.name} disabled={t.state !== 'ready'}>
-            {t.name}
-            {t.description ? `: ${t.description}` : ''}
-            {t.state === 'ready' ? '' : ` (${t.state})`}
-          </option>
-        ))}
-      </select>
-    </>
-  );
-}
-
 function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
   const api = useApi();
   const [mode, setMode] = useState<'process' | 'stateful'>('process');
@@ -137,7 +108,7 @@ function CreateSession({ onCreated }: { onCreated(s: Session): void }) {
         <option value="process">process: each run a new process</option>
         <option value="stateful">stateful: a notebook interpreter</option>
       </select>
-      <TemplatePicker value={template} onChange={setTemplate} />
+      <TemplatePicker id="session-template" value={template} onChange={setTemplate} />
       <button type="submit" class="primary" disabled={busy} aria-busy={busy}>
         {busy ? 'Creating…' : 'Create session'}
       </button>
@@ -159,45 +130,31 @@ export function SessionsPage() {
       actions={<CreateSession onCreated={(s) => navigate(s.mode === 'stateful' ? 'notebook' : 'sessions', s.id)} />}
     >
       <ErrorNote error={list.error} />
-      {list.items?.length === 0 && <p class="muted empty">No sessions yet. Create one, or start a run.</p>}
-      {list.items && list.items.length > 0 && (
-        <div class="table-scroll">
-          <table class="list" aria-label="sessions">
-            <thead>
-              <tr>
-                <th scope="col">Session</th>
-                <th scope="col">Mode</th>
-                <th scope="col">State</th>
-                <th scope="col">Created</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((s) => (
-                <tr key={s.id} data-session={s.id}>
-                  <td>
-                    <a href={href('sessions', s.id)}>
-                      <code>{s.id}</code>
-                    </a>
-                  </td>
-                  <td>{s.mode}</td>
-                  <td>
-                    <StateBadge state={s.state} />
-                  </td>
-                  <td>{time(s.created_at)}</td>
-                  <td>{time(s.expires_at)}</td>
-                  <td>
-                    <SessionActions session={s} onChange={refresh} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        label="sessions"
+        columns={['Session', 'Mode', 'State', 'Created', 'Expires']}
+        actions
+        items={list.items}
+        empty="No sessions yet. Create one, or start a run."
+        row={(s) => (
+          <tr key={s.id} data-session={s.id}>
+            <td>
+              <a href={href('sessions', s.id)}>
+                <code>{s.id}</code>
+              </a>
+            </td>
+            <td>{s.mode}</td>
+            <td>
+              <StateBadge state={s.state} />
+            </td>
+            <td>{time(s.created_at)}</td>
+            <td>{time(s.expires_at)}</td>
+            <td>
+              <SessionActions session={s} onChange={refresh} />
+            </td>
+          </tr>
+        )}
+      />
       <LoadMore next={list.next} onMore={list.more} />
     </Panel>
   );

@@ -4,7 +4,7 @@ import { apiPath, volumeFiles } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { bytes, time } from '../lib/format.ts';
 import { href, navigate } from '../lib/router.ts';
-import { ErrorNote, Panel, usePoll } from './common.tsx';
+import { ErrorNote, ListTable, Panel, usePoll } from './common.tsx';
 import { FilesPanel } from './files-panel.tsx';
 
 const MiB = 1024 * 1024;
@@ -113,43 +113,29 @@ export function VolumesPage() {
         at a time may write to it, any number may read it.
       </p>
       <ErrorNote error={error} />
-      {volumes?.length === 0 && <p class="muted empty">No volumes yet.</p>}
-      {volumes && volumes.length > 0 && (
-        <div class="table-scroll">
-          <table class="list" aria-label="volumes">
-            <thead>
-              <tr>
-                <th scope="col">Volume</th>
-                <th scope="col">Used</th>
-                <th scope="col">Size</th>
-                <th scope="col">Mounted by</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {volumes.map((v) => (
-                <tr key={v.id} data-volume={v.name}>
-                  <td>
-                    <a href={href('volumes', v.name)}>{v.name}</a>
-                  </td>
-                  <td class="num">{bytes(v.used_bytes)}</td>
-                  <td class="num">{bytes(v.size_bytes)}</td>
-                  <td>
-                    <Users volume={v} />
-                  </td>
-                  <td>{time(v.created_at)}</td>
-                  <td>
-                    <DeleteVolume volume={v} onDeleted={refresh} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        label="volumes"
+        columns={['Volume', 'Used', 'Size', 'Mounted by', 'Created']}
+        actions
+        items={volumes}
+        empty="No volumes yet."
+        row={(v) => (
+          <tr key={v.id} data-volume={v.name}>
+            <td>
+              <a href={href('volumes', v.name)}>{v.name}</a>
+            </td>
+            <td class="num">{bytes(v.used_bytes)}</td>
+            <td class="num">{bytes(v.size_bytes)}</td>
+            <td>
+              <Users volume={v} />
+            </td>
+            <td>{time(v.created_at)}</td>
+            <td>
+              <DeleteVolume volume={v} onDeleted={refresh} />
+            </td>
+          </tr>
+        )}
+      />
     </Panel>
   );
 }

@@ -56,7 +56,26 @@ export class ExecutionControl {
     tenant: string,
     body: CreateExecution,
     waitSeconds = 0,
-    { service }: { service?: string } = {},
+    options: { service?: string } = {},
+  ): Promise<ExecutionRecord> {
+    // A session the platform is pausing by itself (idle) is not the user's conflict: the run waits for the pause to
+    // end, within its own time limit, and then resumes the session as any run of a paused session does.
+    const deadline = Date.now() + (body.timeout_ms ?? this.d.config.execTimeoutMs);
+    for (;;) {
+      try {
+        return await this.createOnce(tenant, body, waitSeconds, options);
+      } catch (err) {
+        const busy = err instanceof SandgateError && err.code === 'session_busy' && body.session_id !== undefined;
+        if (!busy || !(await this.d.sessions.waitOutAutoOp(body.session_id!, deadline))) throw err;
+      }
+    }
+  }
+
+  private async createOnce(
+    tenant: string,
+    body: CreateExecution,
+    waitSeconds: number,
+    { service }: { service?: string },
   ): Promise<ExecutionRecord> {
     const { config } = this.d;
     const job = this.validate(body, await this.source(tenant, body));

@@ -40,6 +40,21 @@ export class SessionLifecycle {
 
   /** Brings a paused session back in a new sandbox now (a run would too); one that is not paused is left as it is. */
   async resume(tenant: string, id: string) {
+    await this.d.sessions.require(tenant, id);
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+      // A session the platform is pausing by itself (idle) is resumed once that pause has ended.
+      await this.d.sessions.waitOutAutoOp(id, deadline);
+      try {
+        return await this.#resumeOnce(tenant, id);
+      } catch (err) {
+        if (!(err instanceof SandgateError && err.code === 'session_busy')) throw err;
+        if (!(await this.d.sessions.waitOutAutoOp(id, deadline))) throw err;
+      }
+    }
+  }
+
+  async #resumeOnce(tenant: string, id: string) {
     const s = await this.d.sessions.require(tenant, id);
     if (s.pausedAt === null) return { session: s, resumed: null };
     const spec: ExecutionJob = {
@@ -107,7 +122,7 @@ export class SessionLifecycle {
     const { sessions, ledger } = this.d;
     const s = await sessions.require(tenant, id);
     const owner = newOpId();
-    await sessions.lock(tenant, s.id, owner, { lockMs: SESSION_OP_LOCK_MS });
+    await this.#lock(s, owner, { lockMs: SESSION_OP_LOCK_MS });
     try {
       if (!(await sessions.removeSnapshot(s.id, name))) {
         throw new SandgateError('snapshot_not_found', `session ${s.id} has no snapshot ${name}`);
@@ -198,6 +213,27 @@ export class SessionLifecycle {
   }
 
   /**
+   * Takes the session's lock for `owner`. An operation the platform does by itself (an idle pause) is waited out, not
+   * refused: the user did nothing to conflict with it. A run (or an operation a user asked for) answers session_busy.
+   */
+  async #lock(
+    s: SessionRecord,
+    owner: string,
+    opts: { lockMs: number; live?: boolean; maxSessions?: number },
+  ): Promise<void> {
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+      try {
+        return await this.d.sessions.lock(s.tenant, s.id, owner, opts);
+      } catch (err) {
+        if (!(err instanceof SandgateError && err.code === 'session_busy')) throw err;
+        // A resume asks again from the start (resume()): what it sends the worker depends on how the pause left it.
+        if (opts.live || !(await this.d.sessions.waitOutAutoOp(s.id, deadline))) throw err;
+      }
+    }
+  }
+
+  /**
    * Takes the session's lock, queues the operation for a worker and waits for its answer: its result, or the error it
    * ended with. `live`: the session becomes live first (a resume), within the tenant's limit of live sessions.
    */
@@ -209,11 +245,7 @@ export class SessionLifecycle {
   ): Promise<unknown> {
     const { sessions, notices, queue, config, redis } = this.d;
     const opId = newOpId();
-    await sessions.lock(s.tenant, s.id, opId, {
-      lockMs: SESSION_OP_LOCK_MS,
-      live,
-      maxSessions: config.maxSessions,
-    });
+    await this.#lock(s, opId, { lockMs: SESSION_OP_LOCK_MS, live, maxSessions: config.maxSessions });
     const wait = notices.expectOp(opId);
     try {
       const job: SessionOpJob = {

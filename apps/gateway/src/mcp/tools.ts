@@ -133,8 +133,9 @@ export class McpTools {
       },
       fork_session: async (call, a: ForkSessionInput) => {
         const id = checkSessionId(a.session_id);
-        const copies = await this.lifecycle.fork(call.tenant, id, a.count ?? 1);
-        return { result: { session_id: id, sessions: copies.map((c) => this.summary(c)) } };
+        const copies = await this.lifecycle.fork(call.tenant, id, a.count ?? 1, a.metadata);
+        const sessions = copies.map((c) => ({ ...this.summary(c), metadata: c.metadata }));
+        return { result: { session_id: id, sessions } };
       },
       snapshot_session: async (call, a: SnapshotInput) => {
         const id = checkSessionId(a.session_id);

@@ -98,6 +98,8 @@ export interface DockerBackendOptions {
   egress?: EgressSettings;
   /** SANDGATE_MAX_STATE_BYTES: the most a stateful session's saved variables may take. Default 1 GiB. */
   maxStateBytes?: number;
+  /** SANDGATE_STATE_SAVE_TIMEOUT_S: how long saving them may take at a pause, fork or snapshot. Default 60 s. */
+  stateSaveTimeoutMs?: number;
   /** SANDGATE_UNDO_DEPTH: undo steps kept per session (on a btrfs data directory). Default 5. */
   undoDepth?: number;
   /** Where template builds get packages (SANDGATE_TEMPLATE_*). Default: PyPI and npm's registry, no wheels, no CA. */
@@ -163,6 +165,7 @@ export class DockerBackend implements ExecutionBackend {
     sweepGraceMs = 5000,
     egress,
     maxStateBytes = 1 << 30,
+    stateSaveTimeoutMs = 60_000,
     undoDepth = 5,
     templateBuilds = {
       pipIndexUrl: 'https://pypi.org/simple',
@@ -183,7 +186,8 @@ export class DockerBackend implements ExecutionBackend {
     this.#sweepGraceMs = sweepGraceMs;
     this.#interruptGraceMs = interruptGraceMs;
     this.#resetTimeoutMs = poolResetTimeoutMs;
-    this.#state = { copies: new SessionCopies(workspaces), maxStateBytes, undoDepth };
+    const copies = new SessionCopies(workspaces);
+    this.#state = { copies, maxStateBytes, saveTimeoutMs: stateSaveTimeoutMs, undoDepth };
     // Beside the sessions, on their filesystem, so that a rename can hand a slot directory to a session.
     this.#slots = new SlotDirs(workspaces.dataDir, parseUser(user), workspaces.quota);
     // Beside the sessions too: the directory holding each session's proxy socket is bind-mounted like theirs.
@@ -346,7 +350,7 @@ export class DockerBackend implements ExecutionBackend {
     });
     this.#sessions.forget(keep.sessions);
     this.#egress?.proxy.retain(keep.sessions);
-    await retainServices(this.#workspaces.dataDir, keep.sessions);
+    await retainServices(this.#workspaces.dataDir, keep.sessions, live.readAt);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandboxes');
     return { removed };
   }

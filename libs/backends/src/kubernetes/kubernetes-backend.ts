@@ -100,6 +100,8 @@ export interface KubernetesBackendOptions {
   onClose?: () => Promise<void>;
   /** SANDGATE_MAX_STATE_BYTES: the most a stateful session's saved variables may take. Default 1 GiB. */
   maxStateBytes?: number;
+  /** SANDGATE_STATE_SAVE_TIMEOUT_S: how long saving them may take at a pause, fork or snapshot. Default 60 s. */
+  stateSaveTimeoutMs?: number;
   /** SANDGATE_UNDO_DEPTH: undo steps kept per session (on a btrfs data directory). Default 5. */
   undoDepth?: number;
 }
@@ -170,6 +172,7 @@ export class KubernetesBackend implements ExecutionBackend {
     this.#state = {
       copies: new SessionCopies(options.workspaces),
       maxStateBytes: options.maxStateBytes ?? 1 << 30,
+      saveTimeoutMs: options.stateSaveTimeoutMs ?? 60_000,
       undoDepth: options.undoDepth ?? 5,
     };
     this.#artifacts = new LocalArtifactStore(options.artifactUrl);
@@ -312,7 +315,7 @@ export class KubernetesBackend implements ExecutionBackend {
     const keep = { ...live, sessions, executions: this.#inFlight.with(live.executions) };
     this.#sessions.forget(sessions);
     const removed = await sweepPods(this.api, this.#settings.deployment, keep, this.#sweepGraceMs, this.#log);
-    await retainServices(this.#workspaces.dataDir, sessions);
+    await retainServices(this.#workspaces.dataDir, sessions, live.readAt);
     this.#egress?.retain(sessions);
     this.#egress?.proxy.retain(sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');

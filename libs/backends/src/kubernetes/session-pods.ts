@@ -228,11 +228,23 @@ export class SessionPods implements SessionHost<SessionPod> {
   ): Promise<{ failed: TransferFailure[]; diskQuota?: string }> {
     const baseline = sandbox.baseline ?? new Map();
     sandbox.baseline = undefined;
-    const own = await pullFiles(sandbox.channel, baseline, dir, this.maxFileBytes, this.pods.log, job.session_id);
+    const quota = this.maxFileBytes < Number.MAX_SAFE_INTEGER ? this.maxFileBytes : undefined;
+    const own = await pullFiles(sandbox.channel, baseline, dir, this.maxFileBytes, this.pods.log, job.session_id, {
+      what: "the session's disk quota",
+      ...(quota === undefined ? {} : { totalBytes: quota }),
+    });
+    // Files written faster than the kubelet looks at the emptyDir's limit are still over the session's disk quota
+    // (or its directory's own, a fork's copy's included): not kept, and the run fails as a full disk makes it fail.
+    const ownFull =
+      own.full &&
+      `Files the run wrote did not fit in the session's disk quota${quota === undefined ? '' : ` of ${quota} bytes`} ` +
+        'and were not kept.';
     const baselines = sandbox.volumeBaselines;
     sandbox.volumeBaselines = undefined;
     const writable = (job.volumes ?? []).filter((v) => !v.read_only);
-    if (writable.length === 0 || baselines === undefined || sandbox.volumes === undefined) return own;
+    if (writable.length === 0 || baselines === undefined || sandbox.volumes === undefined) {
+      return { failed: own.failed, ...(ownFull ? { diskQuota: ownFull } : {}) };
+    }
     const failed = [...own.failed];
     let full: JobVolume | undefined;
     for (const v of writable) {
@@ -249,9 +261,10 @@ export class SessionPods implements SessionHost<SessionPod> {
       if (pulled.full) full ??= v;
     }
     const diskQuota =
-      full &&
-      `Files the run wrote to the volume ${full.name} (${full.path}) did not fit in its size of ` +
-        `${full.size_bytes} bytes and were not kept.`;
+      ownFull ||
+      (full &&
+        `Files the run wrote to the volume ${full.name} (${full.path}) did not fit in its size of ` +
+          `${full.size_bytes} bytes and were not kept.`);
     return { failed, ...(diskQuota ? { diskQuota } : {}) };
   }
 

@@ -16,6 +16,11 @@ export interface SessionStateSettings {
   copies: SessionCopies;
   /** SANDGATE_MAX_STATE_BYTES: the most a stateful session's saved variables may take. */
   maxStateBytes: number;
+  /**
+   * SANDGATE_STATE_SAVE_TIMEOUT_S: how long saving the variables may take at a pause, a fork or a snapshot. Saving runs
+   * the session's own code (a `__getstate__`, a `__reduce__`), which may never end.
+   */
+  saveTimeoutMs: number;
   /** SANDGATE_UNDO_DEPTH: undo steps kept per session. */
   undoDepth: number;
 }
@@ -148,9 +153,50 @@ export const publicVariables = (restored: Restored | null): ResumedEvent['variab
   return rest;
 };
 
+/** How long a save of at most `settings.maxStateBytes` may take: the setting, and no longer than such a save needs. */
+const saveTimeoutOf = (settings: SessionStateSettings): number =>
+  Math.max(1, Math.min(settings.saveTimeoutMs, stateTimeoutMs(settings.maxStateBytes)));
+
+/**
+ * What is answered for variables whose save did not end in time: none is kept, and the interpreter, still running the
+ * session's code that held the save up, is ended with its sandbox.
+ */
+const saveTimedOut = (timeoutMs: number): SavedVariables => ({
+  saved: 0,
+  unsaved: [],
+  size_bytes: 0,
+  reason: 'save_timeout',
+  error:
+    `the variables were not saved within ${Math.round(timeoutMs / 1000)} s (SANDGATE_STATE_SAVE_TIMEOUT_S): the ` +
+    "session's code that saving runs (a __getstate__ or __reduce__) did not return; none is kept and the " +
+    'interpreter was ended',
+});
+
+/**
+ * Saves the live interpreter's variables to `file` within the save timeout. A save that does not end in time (the
+ * session's own code holding it up) leaves the interpreter in no known state: its sandbox is ended, and the answer
+ * says so (`reason: save_timeout`, nothing saved). Any other failure (too large, the agent gone) is thrown.
+ */
+async function saveBounded<S extends HeldSandbox>(
+  host: SessionHost<S>,
+  settings: SessionStateSettings,
+  sandbox: S,
+  file: string,
+): Promise<SavedVariables> {
+  const timeoutMs = saveTimeoutOf(settings);
+  try {
+    return await saveVariables(sandbox.channel, file, settings.maxStateBytes, { timeoutMs });
+  } catch (err) {
+    if (!(err instanceof AgentUnanswered && err.why === 'timeout')) throw err;
+    await discard(host, sandbox);
+    return saveTimedOut(timeoutMs);
+  }
+}
+
 /**
  * Pauses a session: a stateful interpreter's variables are saved (unless `discard`), then its sandbox is removed.
- * Answers what was saved; null for a process session, or a stateful one with no sandbox (nothing live to save).
+ * Answers what was saved; null for a process session, or a stateful one with no sandbox (nothing live to save). A save
+ * that does not end within the save timeout pauses the session all the same, without its variables.
  */
 export async function pauseInHost<S extends HeldSandbox>(
   host: SessionHost<S>,
@@ -159,17 +205,14 @@ export async function pauseInHost<S extends HeldSandbox>(
   discard: boolean,
 ): Promise<SavedVariables | null> {
   let saved: SavedVariables | null = null;
-  // A save that fails (too large, the agent gone) leaves the session as it is, sandbox and all.
+  // A save that fails otherwise (too large, the agent gone) leaves the session as it is, sandbox and all.
   if (target.stateful && !discard) {
     const sandbox = await host.find(target.sessionId);
     if (sandbox !== undefined) {
       try {
-        saved = await saveVariables(
-          sandbox.channel,
-          settings.copies.stateFile(target.sessionId),
-          settings.maxStateBytes,
-        );
-        await settings.copies.noteUnsaved(target.sessionId, saved.unsaved);
+        saved = await saveBounded(host, settings, sandbox, settings.copies.stateFile(target.sessionId));
+        if (saved.reason === undefined) await settings.copies.noteUnsaved(target.sessionId, saved.unsaved);
+        else await settings.copies.removeState(target.sessionId);
       } finally {
         host.release(sandbox);
       }
@@ -181,7 +224,9 @@ export async function pauseInHost<S extends HeldSandbox>(
 
 /**
  * Saves a live stateful interpreter's variables to `file` without stopping it (a fork's or a snapshot's copy);
- * null when the session has no live sandbox (its saved state, if any, is in the store already).
+ * null when the session has no live sandbox (its saved state, if any, is in the store already). A save that does not
+ * end in time ends the sandbox (its interpreter is stuck in the session's code) and answers `reason: save_timeout`,
+ * with no file written: the copy then holds the files only.
  */
 export async function checkpointInHost<S extends HeldSandbox>(
   host: SessionHost<S>,
@@ -192,7 +237,7 @@ export async function checkpointInHost<S extends HeldSandbox>(
   const sandbox = await host.find(sessionId);
   if (sandbox === undefined) return null;
   try {
-    return await saveVariables(sandbox.channel, file, settings.maxStateBytes);
+    return await saveBounded(host, settings, sandbox, file);
   } finally {
     host.release(sandbox);
   }

@@ -514,6 +514,14 @@ export type SavedVariables = {
      * Bytes of the saved variables, counted in the storage quota.
      */
     size_bytes: number;
+    /**
+     * Set when none could be saved: `save_timeout`, saving them (which runs the session's own `__getstate__`, `__reduce__` …) did not end within SANDGATE_STATE_SAVE_TIMEOUT_S. The interpreter was ended; a pause still pauses, keeping the files, and the next interpreter starts afresh.
+     */
+    reason?: 'save_timeout';
+    /**
+     * Why none could be saved, when `reason` is set.
+     */
+    error?: string;
 };
 
 /**
