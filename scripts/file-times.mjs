@@ -7,27 +7,36 @@ import { relative, resolve } from 'node:path';
 
 const SHOWN = 15;
 
+// scripts/run-tests.sh runs compiled copies of the test files (BUILD_DIR/<source>.mjs): the runner reports a file by
+// the copy's path, and a test in it by the source's (through the source map). Both name the source here.
+const built = process.env.SANDGATE_TEST_BUILD_DIR && resolve(process.env.SANDGATE_TEST_BUILD_DIR);
+const sourceOf = (file) =>
+  built && file.startsWith(`${built}/`)
+    ? file.slice(built.length + 1).replace(/\.mjs$/, '')
+    : relative(process.cwd(), file);
+
 export default async function* fileTimes(source) {
   const started = Date.now();
-  const files = new Map(); // file → { start, end, tests }
+  const files = new Map(); // source file → { start, end, tests }
   let last; // the file the runner took last: a test declared in a helper module counts for it
   for await (const { type, data } of source) {
     if (!data?.file) continue;
+    const file = sourceOf(data.file);
     // The runner reports each file as a test named by its path (absolute on Node 20, relative from Node 22).
     if (typeof data.name === 'string' && (data.name === data.file || resolve(data.name) === data.file)) {
       if (type === 'test:dequeue') {
         last = { start: Date.now(), end: undefined, tests: 0 };
-        files.set(data.file, last);
-      } else if (type === 'test:complete' && files.has(data.file)) {
-        files.get(data.file).end = Date.now();
+        files.set(file, last);
+      } else if (type === 'test:complete' && files.has(file)) {
+        files.get(file).end = Date.now();
       }
     } else if ((type === 'test:pass' || type === 'test:fail') && data.nesting === 0) {
-      const entry = files.get(data.file) ?? last;
+      const entry = files.get(file) ?? last;
       if (entry) entry.tests += 1;
     }
   }
   const rows = [...files.entries()].map(([file, { start, end, tests }]) => ({
-    file: relative(process.cwd(), file),
+    file,
     seconds: ((end ?? Date.now()) - start) / 1000,
     tests,
   }));

@@ -32,9 +32,25 @@ concurrency="${SANDGATE_TEST_CONCURRENCY:-2}"
 ALONE='^test/faults/'
 mapfile -t alone < <(printf '%s\n' "${files[@]}" | grep -E -- "$ALONE" || true)
 mapfile -t shared < <(printf '%s\n' "${files[@]}" | grep -Ev -- "$ALONE" || true)
+
+# The files are compiled once, together, before the runner starts (scripts/build-tests.mjs: esbuild, the workspace
+# packages bundled, source maps on), and each runs as plain JavaScript: under `--import tsx` every test process
+# compiled the same sources again. The compiled copy lives in .cache/tests/ while this script runs;
+# SANDGATE_TEST_TSX=1 runs the sources under tsx instead.
+loader=(--enable-source-maps)
+if [[ ${SANDGATE_TEST_TSX:-} == 1 ]]; then
+  loader=(--import tsx)
+else
+  mkdir -p .cache/tests
+  build="$(mktemp -d .cache/tests/run.XXXXXX)"
+  trap 'rm -rf "$build"' EXIT
+  node scripts/build-tests.mjs "$build" "${files[@]}"
+  export SANDGATE_TEST_BUILD_DIR="$build"   # scripts/file-times.mjs names the sources
+fi
 runner() {   # runner CONCURRENCY FILE...
   local n=$1; shift
-  node --import tsx --test --test-concurrency="$n" --test-timeout=600000 \
+  if [[ -n ${build:-} ]]; then set -- "${@/#/$build/}"; set -- "${@/%/.mjs}"; fi
+  node "${loader[@]}" --test --test-concurrency="$n" --test-timeout=600000 \
     --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=./scripts/file-times.mjs --test-reporter-destination=stdout "${args[@]}" "$@"
 }

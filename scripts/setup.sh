@@ -343,9 +343,12 @@ if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-loc
   say "npm ci"
   # Some registry mirrors lack other platforms' optional binaries (turbo, msgpackr-extract), which
   # makes `npm ci` refuse the lockfile; `npm install` honours the same pinned versions and skips them.
-  if ! npm ci --no-audit --no-fund </dev/null; then
+  # --prefer-offline: what npm's cache already holds is used without asking the registry again; the lockfile's
+  # versions and integrity hashes still decide what is installed (one run each on a busy 2-core machine, from a warm
+  # cache: 73 s of CPU against 105 s).
+  if ! npm ci --prefer-offline --no-audit --no-fund </dev/null; then
     warn "npm ci refused the lockfile; installing the pinned versions with npm install"
-    npm install --no-audit --no-fund </dev/null
+    npm install --prefer-offline --no-audit --no-fund </dev/null
   fi
 else
   say "node_modules up to date"

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import ts from 'typescript';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { tsImport } from 'tsx/esm/api';
 import { startStack } from './harness.ts';
 
 // A client as its users make one with the most common generator besides hey-api: openapi-typescript's types (its
@@ -112,7 +113,8 @@ test('openapi-typescript + openapi-fetch: bodies without defaulted fields compil
   await t.test('the same calls against a live gateway and worker', async (live) => {
     const s = await startStack();
     live.after(() => s.close());
-    const { workflow } = (await import(pathToFileURL(usage).href)) as {
+    // The usage is TypeScript: load it as its users would run it, through tsx (the test itself runs compiled).
+    const { workflow } = (await tsImport(pathToFileURL(usage).href, import.meta.url)) as {
       workflow: (baseUrl: string) => Promise<Record<string, any>>;
     };
     const out = await workflow(s.url);

@@ -1,18 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { SandgateError } from '@sandgate/contracts';
 import { keys } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { MAX_INLINE_BYTES } from '../core/execution-control.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import type { Quota } from '../plugins/limits.ts';
-import { buildMcpServer } from './mcp-server.ts';
 import { originPolicy, trustedOrigins } from '../plugins/origin-policy.ts';
 import { RunCancels } from './run-cancels.ts';
 import { RunTool } from './run-tool.ts';
-import { McpTools } from './tools.ts';
+import type { McpTools } from './tools.ts';
 import { holdOpen } from '../timeouts.ts';
 
 export interface McpRouteOptions {
@@ -45,7 +42,10 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
     extra: trustedOrigins(config),
   });
   const runs = new RunTool(deps, new RunCancels(deps.redis, keys(config.redisPrefix), config.retentionSeconds));
-  const tools = new McpTools(deps, runs);
+  // The MCP SDK's server and its zod schemas load with the first POST: a gateway nobody asks over MCP (and every
+  // process that starts one) does not pay their third of a second of CPU at start-up.
+  let sdk: Promise<McpServerParts> | undefined;
+  const mcp = () => (sdk ??= loadMcpServerParts(deps, runs));
   // Room for the largest upload_file (base64 in JSON) or code (JSON-escaped), whichever is larger.
   const upload = Math.ceil((Math.min(config.maxUploadBytes, MAX_INLINE_BYTES) * 4) / 3);
   const bodyLimit = Math.max(upload, config.maxCodeBytes * 6) + 65_536;
@@ -58,6 +58,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
   });
 
   app.post('/mcp', { bodyLimit, schema: { hide: true } }, async (req, reply) => {
+    const { tools, buildMcpServer, StreamableHTTPServerTransport, isInitializeRequest } = await mcp();
     const tenant = tenantOf(req);
     const header = req.headers['mcp-session-id'];
     const echoed = typeof header === 'string' && MCP_SESSION.test(header) ? header : null;
@@ -115,3 +116,21 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, { deps
     });
   }
 };
+
+interface McpServerParts {
+  tools: McpTools;
+  buildMcpServer: typeof import('./mcp-server.ts').buildMcpServer;
+  StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+  isInitializeRequest: typeof import('@modelcontextprotocol/sdk/types.js').isInitializeRequest;
+}
+
+async function loadMcpServerParts(deps: GatewayDeps, runs: RunTool): Promise<McpServerParts> {
+  const [{ McpTools }, { buildMcpServer }, { StreamableHTTPServerTransport }, { isInitializeRequest }] =
+    await Promise.all([
+      import('./tools.ts'),
+      import('./mcp-server.ts'),
+      import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+      import('@modelcontextprotocol/sdk/types.js'),
+    ]);
+  return { tools: new McpTools(deps, runs), buildMcpServer, StreamableHTTPServerTransport, isInitializeRequest };
+}
