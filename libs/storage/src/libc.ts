@@ -1,7 +1,7 @@
 import { constants as osConstants } from 'node:os';
 
 /**
- * The few libc calls Node has no binding for, through koffi (an FFI; docs/adr/btrfs-ioctls.md says why): loaded once,
+ * The few libc calls Node has no binding for, through koffi (an FFI; docs/adr/0015-btrfs-ioctls-through-koffi.md says why): loaded once,
  * on first use. Each call runs on libuv's thread pool, so one that waits (a btrfs snapshot waits for a transaction
  * commit) never blocks the event loop; koffi hands back the errno of that thread.
  */
