@@ -1,5 +1,5 @@
-import { constants } from 'node:fs';
-import { open, readFile, type FileHandle } from 'node:fs/promises';
+import { constants, readFileSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { ioctl } from './libc.ts';
 
@@ -150,7 +150,9 @@ export const qgroupsDir = (fsid: string): string => `/sys/fs/btrfs/${fsid}/qgrou
  */
 export async function qgroupUsage(fsid: string, id: bigint): Promise<{ used: number; limit: number }> {
   const dir = `${qgroupsDir(fsid)}/0_${id}`;
-  const read = async (name: string): Promise<number> => Number((await readFile(`${dir}/${name}`, 'utf8')).trim());
-  const [used, flags, limit] = await Promise.all([read('referenced'), read('limit_flags'), read('max_referenced')]);
+  // Read at once: a sysfs file is a few bytes the kernel formats from memory, so reading it never waits on a disk,
+  // and the thread pool (where each async read would queue behind file work) is not worth the hops.
+  const read = (name: string): number => Number(readFileSync(`${dir}/${name}`, 'utf8').trim());
+  const [used, flags, limit] = [read('referenced'), read('limit_flags'), read('max_referenced')];
   return { used, limit: (BigInt(flags) & QGROUP_LIMIT_MAX_RFER) !== 0n ? limit : Number.POSITIVE_INFINITY };
 }
