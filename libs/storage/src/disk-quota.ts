@@ -39,9 +39,9 @@ const btrfs = async (...args: string[]): Promise<string> =>
  */
 export class SubvolumeQuota {
   /**
-   * Where empty subvolumes with this limit wait to become a session's or a pool slot's: making one takes two `btrfs`
-   * commands (tens of milliseconds on a busy machine), taking one a rename. Named `<bytes>-<random>`; a name that
-   * starts with `.` is one being made or checked. Only root enters (0700).
+   * Where empty subvolumes with this limit wait to become a session's or a pool slot's: making one takes two ioctls,
+   * the first waiting for a transaction commit (tens of milliseconds on a busy machine), taking one a rename. Named
+   * `<bytes>-<random>`; a name that starts with `.` is one being made or checked. Only root enters (0700).
    */
   readonly #blanks: string;
   #refillTimer: NodeJS.Timeout | undefined;
