@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, readFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { ioctl } from './libc.ts';
@@ -14,6 +14,16 @@ const SNAP_CREATE_V2 = 0x50009417;
 const SNAP_DESTROY = 0x5000940f;
 /** _IOR(BTRFS_IOCTL_MAGIC, 43, struct btrfs_ioctl_qgroup_limit_args): the limits of a qgroup (0: the fd's). */
 const QGROUP_LIMIT = 0x8030942b;
+/** _IOW(BTRFS_IOCTL_MAGIC, 14, struct btrfs_ioctl_vol_args): a new empty subvolume `name` in the directory. */
+const SUBVOL_CREATE = 0x5000940e;
+/** _IOWR(BTRFS_IOCTL_MAGIC, 18, struct btrfs_ioctl_ino_lookup_args): with treeid 0, answers the fd's subvolume id. */
+const INO_LOOKUP = 0xd0009412;
+/** _IOW(BTRFS_IOCTL_MAGIC, 42, struct btrfs_ioctl_qgroup_create_args): creates (create 1) or destroys a qgroup. */
+const QGROUP_CREATE = 0x4010942a;
+/** _IOR(BTRFS_IOCTL_MAGIC, 31, struct btrfs_ioctl_fs_info_args): the filesystem's fsid, among others. */
+const FS_INFO = 0x8400941f;
+const FS_INFO_BYTES = 1024;
+const INO_LOOKUP_BYTES = 4096;
 const VOL_ARGS_BYTES = 4096;
 const SUBVOL_RDONLY = 1n << 1n;
 const QGROUP_LIMIT_MAX_RFER = 1n;
@@ -77,4 +87,72 @@ export async function limitSubvolume(path: string, bytes: number): Promise<void>
   } finally {
     await handle.close();
   }
+}
+
+/** Makes `path` (which must not exist, in a directory on btrfs) a new empty subvolume, as `btrfs subvolume create`. */
+export async function createSubvolume(path: string): Promise<void> {
+  const parent = await openDir(dirname(path));
+  try {
+    const args = Buffer.alloc(VOL_ARGS_BYTES);
+    args.write(nameOf(path), 8, 'utf8');
+    await ioctl(`creating the subvolume ${path}`, parent.fd, SUBVOL_CREATE, args);
+  } finally {
+    await parent.close();
+  }
+}
+
+/** The id of the subvolume `path` is in (its qgroup is 0/<id>), as `btrfs inspect-internal rootid`. */
+export async function subvolumeId(path: string): Promise<bigint> {
+  const handle = await openDir(path);
+  try {
+    const args = Buffer.alloc(INO_LOOKUP_BYTES);
+    // treeid 0: the fd's own tree, which the kernel writes back; the objectid of a subvolume's root asks for no path.
+    args.writeBigUInt64LE(BigInt(SUBVOLUME_ROOT_INO), 8);
+    await ioctl(`the subvolume id of ${path}`, handle.fd, INO_LOOKUP, args);
+    return args.readBigUInt64LE(0);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Destroys the qgroup 0/`id` of the filesystem `onFs` is on, as `btrfs qgroup destroy` (EBUSY while it counts). */
+export async function destroyQgroup(onFs: string, id: bigint): Promise<void> {
+  const handle = await openDir(onFs);
+  try {
+    const args = Buffer.alloc(16);
+    args.writeBigUInt64LE(0n, 0); // create 0: destroy
+    args.writeBigUInt64LE(id, 8); // level 0
+    await ioctl(`destroying the qgroup 0/${id}`, handle.fd, QGROUP_CREATE, args);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The filesystem's uuid (its fsid), which names it under /sys/fs/btrfs. */
+export async function filesystemId(path: string): Promise<string> {
+  const handle = await openDir(path);
+  try {
+    const args = Buffer.alloc(FS_INFO_BYTES);
+    await ioctl(`the filesystem id of ${path}`, handle.fd, FS_INFO, args);
+    const hex = args.subarray(16, 32).toString('hex');
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Where the kernel shows the qgroups of a filesystem (Linux 5.9 and later, once quotas are enabled). */
+export const qgroupsDir = (fsid: string): string => `/sys/fs/btrfs/${fsid}/qgroups`;
+
+/**
+ * The bytes the qgroup 0/`id` refers to and its limit (Infinity: none), read from sysfs: the figures `btrfs qgroup
+ * show` reads from the quota tree, without a process. Rejects (ENOENT) when there is no such qgroup.
+ */
+export async function qgroupUsage(fsid: string, id: bigint): Promise<{ used: number; limit: number }> {
+  const dir = `${qgroupsDir(fsid)}/0_${id}`;
+  // Read at once: a sysfs file is a few bytes the kernel formats from memory, so reading it never waits on a disk,
+  // and the thread pool (where each async read would queue behind file work) is not worth the hops.
+  const read = (name: string): number => Number(readFileSync(`${dir}/${name}`, 'utf8').trim());
+  const [used, flags, limit] = [read('referenced'), read('limit_flags'), read('max_referenced')];
+  return { used, limit: (BigInt(flags) & QGROUP_LIMIT_MAX_RFER) !== 0n ? limit : Number.POSITIVE_INFINITY };
 }

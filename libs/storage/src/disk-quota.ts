@@ -3,6 +3,17 @@ import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, rename, rmdir, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import {
+  createSubvolume,
+  deleteSubvolume,
+  destroyQgroup,
+  filesystemId,
+  limitSubvolume,
+  qgroupsDir,
+  qgroupUsage,
+  snapshotSubvolume,
+  subvolumeId,
+} from './btrfs.ts';
 import { errno } from './fd-path.ts';
 
 const run = promisify(execFile);
@@ -12,8 +23,8 @@ const REACHED_SLACK_BYTES = 256 * 1024;
 /** Empty limited subvolumes kept ready in `<dataDir>/blanks`, per limit, so that making a session's is a rename. */
 const SPARE_BLANKS = 4;
 /**
- * Blanks are made this long after one was taken, not at once: a `btrfs` command blocks the event loop for a few ms
- * while it is spawned, and a one-shot in the warm pool gives its blank back within that time.
+ * Blanks are made this long after one was taken, not at once: a one-shot in the warm pool gives its blank back within
+ * that time, and making one waits for a transaction commit that the run's own writes would share.
  */
 const REFILL_DELAY_MS = 1000;
 
@@ -28,31 +39,45 @@ const btrfs = async (...args: string[]): Promise<string> =>
  */
 export class SubvolumeQuota {
   /**
-   * Where empty subvolumes with this limit wait to become a session's or a pool slot's: making one takes two `btrfs`
-   * commands (tens of milliseconds on a busy machine), taking one a rename. Named `<bytes>-<random>`; a name that
-   * starts with `.` is one being made or checked. Only root enters (0700).
+   * Where empty subvolumes with this limit wait to become a session's or a pool slot's: making one takes two ioctls,
+   * the first waiting for a transaction commit (tens of milliseconds on a busy machine), taking one a rename. Named
+   * `<bytes>-<random>`; a name that starts with `.` is one being made or checked. Only root enters (0700).
    */
   readonly #blanks: string;
   #refillTimer: NodeJS.Timeout | undefined;
   #refilling: Promise<void> | undefined;
 
+  /** The filesystem's id when the kernel shows its qgroups in sysfs: usage is read there, else from `btrfs`. */
+  readonly #fsid: string | undefined;
+
   private constructor(
     readonly bytes: number,
     dataDir: string,
+    fsid: string | undefined,
   ) {
     this.#blanks = join(dataDir, 'blanks');
+    this.#fsid = fsid;
   }
 
   /** A quota for directories under `dataDir`, or undefined (with why) when that filesystem cannot enforce one. */
   static async forDataDir(dataDir: string, bytes: number): Promise<SubvolumeQuota | { unavailable: string }> {
     const fs = await statfs(dataDir);
     if (fs.type !== BTRFS_MAGIC) return { unavailable: `${dataDir} is not on btrfs` };
+    // The qgroups directory is there exactly when quotas are enabled (on Linux 5.9 and later); without it, ask btrfs.
+    const fsid = await filesystemId(dataDir);
+    if (
+      await lstat(qgroupsDir(fsid)).then(
+        () => true,
+        () => false,
+      )
+    )
+      return new SubvolumeQuota(bytes, dataDir, fsid);
     try {
       await btrfs('qgroup', 'show', dataDir);
     } catch (err) {
       return { unavailable: `btrfs quotas are not enabled on ${dataDir}: ${(err as Error).message.split('\n')[0]}` };
     }
-    return new SubvolumeQuota(bytes, dataDir);
+    return new SubvolumeQuota(bytes, dataDir, undefined);
   }
 
   /**
@@ -72,8 +97,8 @@ export class SubvolumeQuota {
    * which shares the data and copies nothing; symlinks and all are kept as they are, never followed.
    */
   async snapshot(from: string, to: string): Promise<void> {
-    await btrfs('subvolume', 'snapshot', from, to);
-    await btrfs('qgroup', 'limit', String(this.bytes), to);
+    await snapshotSubvolume(from, to);
+    await limitSubvolume(to, this.bytes);
   }
 
   /**
@@ -101,12 +126,12 @@ export class SubvolumeQuota {
 
   /** Makes `dir` (which must not exist) a subvolume limited to `bytes`, whatever this quota's own limit: a volume's. */
   async makeLimited(dir: string, bytes: number): Promise<void> {
-    await btrfs('subvolume', 'create', dir);
+    await createSubvolume(dir);
     try {
-      await btrfs('qgroup', 'limit', String(bytes), dir);
+      await limitSubvolume(dir, bytes);
     } catch (err) {
       // Never left unlimited: a subvolume without its limit is removed again.
-      await this.removing(dir, () => btrfs('subvolume', 'delete', dir).then(() => undefined)).catch(() => {});
+      await this.removing(dir, () => deleteSubvolume(dir)).catch(() => {});
       throw err;
     }
   }
@@ -187,13 +212,14 @@ export class SubvolumeQuota {
 
   /** Runs `remove`, which deletes the subvolume at `dir`, then drops its accounting (stale qgroups stay otherwise). */
   async removing(dir: string, remove: () => Promise<void>): Promise<void> {
-    const id = (await btrfs('inspect-internal', 'rootid', dir).catch(() => '')).trim();
+    const id = await subvolumeId(dir).catch(() => undefined);
     await remove();
-    if (id) await btrfs('qgroup', 'destroy', `0/${id}`, dirname(dir)).catch(() => {});
+    if (id !== undefined) await destroyQgroup(dirname(dir), id).catch(() => {});
   }
 
   /** Bytes the subvolume at `dir` holds, and its limit. */
   async usage(dir: string): Promise<{ used: number; limit: number }> {
+    if (this.#fsid !== undefined) return qgroupUsage(this.#fsid, await subvolumeId(dir));
     const out = await btrfs('qgroup', 'show', '-rf', '--raw', dir);
     const row = out.split('\n').find((line) => /^0\/\d+\s/.test(line));
     const [, used, , limit] = row?.trim().split(/\s+/) ?? [];

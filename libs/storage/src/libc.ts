@@ -1,9 +1,9 @@
 import { constants as osConstants } from 'node:os';
 
 /**
- * The few libc calls Node has no binding for, through koffi (an FFI; docs/adr/btrfs-ioctls.md says why): loaded once,
- * on first use. Each call runs on libuv's thread pool, so one that waits (a btrfs snapshot waits for a transaction
- * commit) never blocks the event loop; koffi hands back the errno of that thread.
+ * The few libc calls Node has no binding for, through koffi (an FFI; docs/adr/0015-btrfs-ioctls-through-koffi.md says
+ * why): loaded once, on first use. Each call runs on libuv's thread pool, so one that waits (a btrfs snapshot waits
+ * for a transaction commit) never blocks the event loop; koffi hands back the errno of that thread.
  */
 interface Call<A extends unknown[]> {
   async(...args: [...A, (err: unknown, result: number) => void]): void;

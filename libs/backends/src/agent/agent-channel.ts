@@ -62,7 +62,7 @@ export interface StateSink {
 }
 
 /** Bytes of saved variables per load_state message. */
-const STATE_CHUNK = 1 << 20;
+export const STATE_CHUNK = 1 << 20;
 
 const newId = (): string => randomBytes(6).toString('hex');
 
@@ -466,7 +466,6 @@ export class AgentChannel {
       () => void (settled = true),
       () => void (settled = true),
     );
-    let pending: Buffer = Buffer.alloc(0);
     const send = async (data: Buffer, last: boolean): Promise<void> => {
       const head = encodeMessage({ op: 'load_state', id, n: data.length, last });
       if (this.#closed || settled) return;
@@ -486,15 +485,24 @@ export class AgentChannel {
         this.#stream.off('close', go);
       }
     };
+    // The source's chunks are gathered until they make a message and joined once: every byte is copied at most once
+    // (a file read with a highWaterMark of STATE_CHUNK is not copied at all).
+    let parts: Buffer[] = [];
+    let gathered = 0;
     for await (const chunk of source as AsyncIterable<Buffer>) {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      while (pending.length >= STATE_CHUNK && !settled) {
-        await send(pending.subarray(0, STATE_CHUNK), false);
-        pending = pending.subarray(STATE_CHUNK);
+      parts.push(chunk);
+      gathered += chunk.length;
+      if (gathered < STATE_CHUNK) continue;
+      let joined = parts.length === 1 ? parts[0]! : Buffer.concat(parts, gathered);
+      while (joined.length >= STATE_CHUNK && !settled) {
+        await send(joined.subarray(0, STATE_CHUNK), false);
+        joined = joined.subarray(STATE_CHUNK);
       }
+      parts = joined.length > 0 ? [joined] : [];
+      gathered = joined.length;
       if (settled) break;
     }
-    await send(pending, true);
+    await send(parts.length === 1 ? parts[0]! : Buffer.concat(parts, gathered), true);
     return answer;
   }
 

@@ -4,7 +4,7 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { ExecutionJob, RestoreFailure, ResumedEvent, SavedVariables } from '@sandgate/contracts';
 import type { SessionCopies } from '@sandgate/storage';
-import { AgentUnanswered, type AgentChannel } from '../agent/agent-channel.ts';
+import { AgentUnanswered, STATE_CHUNK, type AgentChannel } from '../agent/agent-channel.ts';
 import type { BackendLogger } from '../logger.ts';
 import type { HeldSandbox, SessionHost } from './session-run.ts';
 
@@ -92,7 +92,9 @@ export async function loadVariables(
   const { size } = await stat(file);
   const limit = Math.min(stateTimeoutMs(size), timeoutMs ?? Infinity);
   try {
-    return await channel.loadState(createReadStream(file), Math.max(1, Math.floor(limit)), signal);
+    // Read in the chunks the channel sends, so that none is copied on the way.
+    const source = createReadStream(file, { highWaterMark: STATE_CHUNK });
+    return await channel.loadState(source, Math.max(1, Math.floor(limit)), signal);
   } catch (err) {
     if (err instanceof AgentUnanswered) {
       return err.why === 'cancelled'
