@@ -191,17 +191,18 @@ test('finalize writes the events still pending before done and result, once, and
   assert.equal((await sessions.require('acme', m.session_id)).currentExecutionId, null, 'the lock is released');
 });
 
-test('start refuses a tenant whose files take its whole storage quota, and records nothing', async (t) => {
+test('start refuses a tenant whose files are over its storage quota, and records nothing; at the quota runs run', async (t) => {
   const { executions, redis, k, meta } = setup(t);
   await redis.hset(k.tenantStorage('acme'), 'sess_a', '600', 'sess_b', '400');
   const over = meta(newSessionId());
-  await assert.rejects(executions.start(over, specOf(over), { ...oneshot, maxStorageBytes: 1000 }), {
+  await assert.rejects(executions.start(over, specOf(over), { ...oneshot, maxStorageBytes: 999 }), {
     code: 'storage_quota_exceeded',
-    message: /files take 1000 bytes, its whole storage quota of 1000 bytes/,
+    message: /files take 1000 bytes, over its storage quota of 999 bytes/,
   });
   assert.equal(await executions.get(over.id), null, 'a refused run leaves no record');
-  const under = meta(newSessionId());
-  assert.equal(await executions.start(under, specOf(under), { ...oneshot, maxStorageBytes: 1001 }), 1);
+  // At the quota exactly, a run still runs: it is how a paused session whose bytes are counted comes back.
+  const at = meta(newSessionId());
+  assert.equal(await executions.start(at, specOf(at), { ...oneshot, maxStorageBytes: 1000 }), 1);
   const other = { ...meta(newSessionId()), tenant: 'globex' };
   assert.equal(
     await executions.start(other, specOf(other), { ...oneshot, maxStorageBytes: 1 }),

@@ -70,14 +70,16 @@ const phase = (p: PhaseEvent['phase'], at = Date.now()) =>
 
 /** Execution records and their one-way state machine: queued → running → a terminal state. */
 export class ExecutionStore {
-  private readonly stats: DeploymentStats;
+  readonly #stats: DeploymentStats;
 
-  constructor(
-    private readonly redis: LuaRedis,
-    private readonly k: Keys,
-    private readonly opts: { retentionSeconds: number },
-  ) {
-    this.stats = new DeploymentStats(redis, k);
+  readonly #redis: LuaRedis;
+  readonly #k: Keys;
+  readonly #opts: { retentionSeconds: number };
+  constructor(redis: LuaRedis, k: Keys, opts: { retentionSeconds: number }) {
+    this.#redis = redis;
+    this.#k = k;
+    this.#opts = opts;
+    this.#stats = new DeploymentStats(redis, k);
   }
 
   /**
@@ -89,8 +91,8 @@ export class ExecutionStore {
    */
   async start(meta: ExecutionMeta, spec: ExecutionJob, opts: StartOptions): Promise<number> {
     const { maxSessions, maxInFlight, maxStorageBytes = 0, oneshotTtlSeconds, notify = '' } = opts;
-    const k = this.k;
-    const r = await this.redis.sgStartExecution(
+    const k = this.#k;
+    const r = await this.#redis.sgStartExecution(
       k.session(meta.session_id),
       k.sessionLock(meta.session_id),
       k.execution(meta.id),
@@ -111,7 +113,7 @@ export class ExecutionStore {
       meta.created_at,
       JSON.stringify(meta),
       24 * 3600 * 1000,
-      this.opts.retentionSeconds,
+      this.#opts.retentionSeconds,
       phase('queued', meta.created_at),
       notify,
       JSON.stringify(spec),
@@ -127,11 +129,11 @@ export class ExecutionStore {
     if (typeof r === 'string' && r.startsWith('storage ')) {
       throw new SandgateError(
         'storage_quota_exceeded',
-        `the tenant's files take ${r.slice(8)} bytes, its whole storage quota ` +
-          `of ${maxStorageBytes} bytes; delete files or sessions to run again`,
+        `the tenant's files take ${r.slice(8)} bytes, over its storage quota of ${maxStorageBytes} bytes; ` +
+          'delete files or sessions to run again',
       );
     }
-    if (r === 'max_sessions') throw await maxSessionsError(this.redis, k, meta.tenant, maxSessions);
+    if (r === 'max_sessions') throw await maxSessionsError(this.#redis, k, meta.tenant, maxSessions);
     if (r === 'not_found')
       throw new SandgateError('session_not_found', `session ${meta.session_id} does not exist or has expired`);
     if (r === 'quota') {
@@ -146,11 +148,11 @@ export class ExecutionStore {
   }
 
   eventsKey(id: string): string {
-    return this.k.events(id);
+    return this.#k.events(id);
   }
 
   async get(id: string): Promise<ExecutionRecord | null> {
-    const h = await this.redis.hgetall(this.k.execution(id));
+    const h = await this.#redis.hgetall(this.#k.execution(id));
     if (!h.meta) return null;
     return {
       ...(JSON.parse(h.meta) as ExecutionMeta),
@@ -169,12 +171,12 @@ export class ExecutionStore {
 
   /** Sets where the run is POSTed when it ends; before it is queued, so that no ending can miss it. */
   async setCallback(id: string, url: string): Promise<void> {
-    await this.redis.hset(this.k.execution(id), 'callback', url);
+    await this.#redis.hset(this.#k.execution(id), 'callback', url);
   }
 
   /** Records the delivery of the run's webhook so far. */
   async setWebhook(id: string, status: WebhookStatus): Promise<void> {
-    await this.redis.hset(this.k.execution(id), 'webhook', JSON.stringify(status));
+    await this.#redis.hset(this.#k.execution(id), 'webhook', JSON.stringify(status));
   }
 
   /** The execution if it exists and belongs to `tenant`; otherwise execution_not_found. */
@@ -192,8 +194,8 @@ export class ExecutionStore {
     after: string | null,
     limit: number,
   ): Promise<Page<ExecutionRecord>> {
-    const index = filter.sessionId ? this.k.sessionExecutions(filter.sessionId) : this.k.tenantExecutions(tenant);
-    return pageIndex(this.redis, index, after, limit, async (ids) =>
+    const index = filter.sessionId ? this.#k.sessionExecutions(filter.sessionId) : this.#k.tenantExecutions(tenant);
+    return pageIndex(this.#redis, index, after, limit, async (ids) =>
       (await Promise.all(ids.map((id) => this.get(id)))).map((r) =>
         r && r.tenant === tenant && (!filter.state || r.state === filter.state) ? r : null,
       ),
@@ -215,9 +217,9 @@ export class ExecutionStore {
     maxRunning: number,
     queuedMs?: number,
   ): Promise<MarkRunning> {
-    const k = this.k;
-    const wait = queuedMs === undefined ? null : this.stats.queueWaitOf(queuedMs);
-    const [code, spec] = (await this.redis.sgMarkRunning(
+    const k = this.#k;
+    const wait = queuedMs === undefined ? null : this.#stats.queueWaitOf(queuedMs);
+    const [code, spec] = (await this.#redis.sgMarkRunning(
       k.execution(id),
       k.lease(id),
       k.running(),
@@ -243,11 +245,11 @@ export class ExecutionStore {
 
   /** Runs still queued that were recorded before `before` (ms), oldest first: housekeeping checks they have a job. */
   async queuedBefore(before: number, limit = 100): Promise<string[]> {
-    return this.redis.zrangebyscore(this.k.queued(), '-inf', before, 'LIMIT', 0, limit);
+    return this.#redis.zrangebyscore(this.#k.queued(), '-inf', before, 'LIMIT', 0, limit);
   }
 
   async renewLease(id: string, workerId: string, leaseMs: number): Promise<void> {
-    await this.redis.set(this.k.lease(id), workerId, 'PX', leaseMs);
+    await this.#redis.set(this.#k.lease(id), workerId, 'PX', leaseMs);
   }
 
   /**
@@ -266,9 +268,9 @@ export class ExecutionStore {
     { storageBytes }: { storageBytes?: number } = {},
   ): Promise<boolean> {
     const now = Date.now();
-    const k = this.k;
-    const duration = this.stats.endedDuration(rec.language, result);
-    const r = await this.redis.sgFinalize(
+    const k = this.#k;
+    const duration = this.#stats.endedDuration(rec.language, result);
+    const r = await this.#redis.sgFinalize(
       k.execution(rec.id),
       k.events(rec.id),
       k.sessionLock(rec.session_id),
@@ -285,11 +287,11 @@ export class ExecutionStore {
       now,
       JSON.stringify(result),
       result.state,
-      this.opts.retentionSeconds,
+      this.#opts.retentionSeconds,
       from.join(','),
       phase('done', now),
       JSON.stringify({ result } satisfies ResultEvent),
-      this.stats.endedCounter(result),
+      this.#stats.endedCounter(result),
       duration.series,
       duration.le,
       duration.seconds,
@@ -302,16 +304,16 @@ export class ExecutionStore {
 
   /** Runs marked running, split by whether some worker still renews their lease (`live`) or stopped (`lost`). */
   async leases(): Promise<{ live: Set<string>; lost: string[] }> {
-    const ids = await this.redis.smembers(this.k.running());
-    const alive = await Promise.all(ids.map((id) => this.redis.exists(this.k.lease(id))));
+    const ids = await this.#redis.smembers(this.#k.running());
+    const alive = await Promise.all(ids.map((id) => this.#redis.exists(this.#k.lease(id))));
     return { live: new Set(ids.filter((_, i) => alive[i] === 1)), lost: ids.filter((_, i) => alive[i] === 0) };
   }
 
   async requestCancel(id: string): Promise<void> {
-    await this.redis
+    await this.#redis
       .multi()
-      .set(this.k.cancelFlag(id), '1', 'EX', this.opts.retentionSeconds)
-      .publish(this.k.cancelChannel(), id)
+      .set(this.#k.cancelFlag(id), '1', 'EX', this.#opts.retentionSeconds)
+      .publish(this.#k.cancelChannel(), id)
       .exec();
   }
 }
