@@ -6,6 +6,13 @@ import tseslint from 'typescript-eslint';
 /** Test support: the Kubernetes API double, and the `testing` export of any workspace. */
 const TEST_SUPPORT = /^@sandgate\/(k8s-double(\/.*)?|[a-z0-9-]+\/testing)$/;
 const TEST_SUPPORT_WHY = "test support (the Kubernetes API double, a package's testing export) is for tests only";
+/** One way to keep a member to its class: ECMAScript's `#name`, which holds at run time too (constructors aside). */
+const NO_TS_PRIVATE = {
+  selector:
+    ':matches(PropertyDefinition, MethodDefinition[kind!="constructor"], TSParameterProperty, ' +
+    'TSAbstractPropertyDefinition, TSAbstractMethodDefinition)[accessibility="private"]',
+  message: 'a private member is written #name, not `private name`',
+};
 
 export default tseslint.config(
   {
@@ -26,6 +33,10 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    files: ['**/*.{ts,tsx}'],
+    rules: { 'no-restricted-syntax': ['error', NO_TS_PRIVATE] },
+  },
+  {
     // Product code never imports test support: the Kubernetes API double, nor any package's `testing` export. Tests,
     // test support and the double itself may.
     files: ['apps/*/src/**/*.{ts,tsx}', 'libs/*/src/**/*.{ts,tsx}'],
@@ -34,6 +45,7 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [{ regex: TEST_SUPPORT.source, message: TEST_SUPPORT_WHY }] }],
       'no-restricted-syntax': [
         'error',
+        NO_TS_PRIVATE,
         { selector: `ImportExpression[source.value=${TEST_SUPPORT}]`, message: TEST_SUPPORT_WHY },
       ],
     },

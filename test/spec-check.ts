@@ -30,24 +30,24 @@ const JSON_TYPES = new Set(['application/json', 'application/problem+json']);
  */
 export class SpecCheck {
   // quick: no check of the document itself (its OpenAPI 3.0 schema refuses 3.1; Redocly lints it), lazy validators.
-  private readonly api = new OpenAPIBackend({
+  readonly #api = new OpenAPIBackend({
     definition: structuredClone(DOC),
     strict: true,
     quick: true,
     customizeAjv: (ajv) => addFormats.default(ajv),
   });
-  private readonly ajv = addFormats.default(new Ajv2020({ strict: false, allErrors: true, formats: { binary: true } }));
-  private ready: Promise<unknown> | null = null;
+  readonly #ajv = addFormats.default(new Ajv2020({ strict: false, allErrors: true, formats: { binary: true } }));
+  #ready: Promise<unknown> | null = null;
 
   constructor() {
-    this.ajv.addSchema(DOC as object, 'openapi');
+    this.#ajv.addSchema(DOC as object, 'openapi');
   }
 
   /** The mismatches of one exchange, as sentences; none when it matches the document. */
   async check(x: Exchange): Promise<string[]> {
     if (UNDOCUMENTED.test(x.url) || x.method === 'OPTIONS' || x.method === 'HEAD') return [];
-    this.ready ??= this.api.init();
-    await this.ready;
+    this.#ready ??= this.#api.init();
+    await this.#ready;
     const [path, search = ''] = x.url.split('?');
     const request = {
       method: x.method,
@@ -56,20 +56,20 @@ export class SpecCheck {
       headers: x.headers as Record<string, string>,
       body: x.body,
     };
-    const op = this.api.router.matchOperation(request as Parameters<typeof this.api.router.matchOperation>[0]);
+    const op = this.#api.router.matchOperation(request as Parameters<OpenAPIBackend['router']['matchOperation']>[0]);
     if (!op) return [];
     const at = `${x.method} ${path} → ${x.status}`;
-    return [...this.checkRequest(op, request, x, at), ...this.checkResponse(op, x, at)];
+    return [...this.#checkRequest(op, request, x, at), ...this.#checkResponse(op, x, at)];
   }
 
-  private checkRequest(
+  #checkRequest(
     op: Operation,
     request: Parameters<OpenAPIBackend['validator']['validateRequest']>[0],
     x: Exchange,
     at: string,
   ): string[] {
     const json = /^application\/json/.test(String(x.headers['content-type'] ?? ''));
-    const errors = (this.api.validator.validateRequest(request, op).errors ?? [])
+    const errors = (this.#api.validator.validateRequest(request, op).errors ?? [])
       // Multipart and raw bodies are read by the route as they stream in: only JSON bodies can be checked here.
       .filter((e: object) => json || !JSON.stringify(e).includes('requestBody'))
       // Unknown query parameters are ignored by the server and not forbidden by OpenAPI: not a mismatch.
@@ -78,16 +78,16 @@ export class SpecCheck {
           !(e.keyword === 'additionalProperties' && e.instancePath === '/query'),
       );
     if (errors.length > 0 && x.status < 400) {
-      return [`${at}: the server accepted a request the document forbids: ${this.ajv.errorsText(errors)}`];
+      return [`${at}: the server accepted a request the document forbids: ${this.#ajv.errorsText(errors)}`];
     }
-    const problem = this.parse(x);
+    const problem = this.#parse(x);
     if (errors.length === 0 && x.status === 400 && Array.isArray((problem as { errors?: unknown } | null)?.errors)) {
       return [`${at}: the document allows a request the server's schema refused: ${x.payload}`];
     }
     return [];
   }
 
-  private checkResponse(op: Operation, x: Exchange, at: string): string[] {
+  #checkResponse(op: Operation, x: Exchange, at: string): string[] {
     const responses = op.responses as Record<string, { content?: Record<string, { schema?: object }> }>;
     const status = [String(x.status), `${String(x.status)[0]}XX`, 'default'].find((k) => responses[k]);
     const documented = status === undefined ? undefined : responses[status];
@@ -102,16 +102,16 @@ export class SpecCheck {
     const key = media && (content[media] ? media : content['*/*'] ? '*/*' : undefined);
     if (!key) return [`${at}: ${media ?? 'no Content-Type'} is not among ${Object.keys(content).join(', ')}`];
     if (!JSON_TYPES.has(media!) || x.payload === undefined) return [];
-    const validate = this.ajv.compile({
+    const validate = this.#ajv.compile({
       $ref: `openapi#/paths/${pointer(op.path)}/${op.method}/responses/${status}/content/${pointer(key)}/schema`,
     });
-    if (validate(this.parse(x))) return [];
+    if (validate(this.#parse(x))) return [];
     return [
-      `${at}: body does not match the schema: ${this.ajv.errorsText(validate.errors)} in ${x.payload.slice(0, 300)}`,
+      `${at}: body does not match the schema: ${this.#ajv.errorsText(validate.errors)} in ${x.payload.slice(0, 300)}`,
     ];
   }
 
-  private parse(x: Exchange): unknown {
+  #parse(x: Exchange): unknown {
     try {
       return x.payload === undefined ? undefined : JSON.parse(x.payload);
     } catch {

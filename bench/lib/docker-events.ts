@@ -10,7 +10,10 @@ export class DockerEventLog {
   #stream: NodeJS.ReadableStream | null = null;
 
   /** `deployment`: the stack's Redis prefix, which sandgate puts on its containers as org.sandgate.deployment. */
-  constructor(private readonly deployment: string | null = null) {}
+  readonly #deployment: string | null;
+  constructor(deployment: string | null = null) {
+    this.#deployment = deployment;
+  }
 
   async start(): Promise<void> {
     this.#stream = await containerEvents(MANAGED_SELECTOR, (line) => this.#record(line));
@@ -27,7 +30,7 @@ export class DockerEventLog {
       const attrs = ev.Actor?.Attributes ?? {};
       const exec = attrs[LABELS.execution];
       const action = ev.Action ?? ev.status;
-      if (action === 'create' && this.deployment !== null && attrs[LABELS.deployment] === this.deployment) {
+      if (action === 'create' && this.#deployment !== null && attrs[LABELS.deployment] === this.#deployment) {
         const kind = attrs[LABELS.kind] ?? 'unknown';
         this.created[kind] = (this.created[kind] ?? 0) + 1;
       }

@@ -11,10 +11,13 @@ export class SessionEventLog {
   #stream: NodeJS.ReadableStream | null = null;
 
   /** `deployment`: the stack's Redis prefix (org.sandgate.deployment on its sandboxes). */
-  constructor(private readonly deployment: string) {}
+  readonly #deployment: string;
+  constructor(deployment: string) {
+    this.#deployment = deployment;
+  }
 
   async start(): Promise<void> {
-    this.#stream = await containerEvents(`${LABELS.deployment}=${this.deployment}`, (line) => this.#record(line));
+    this.#stream = await containerEvents(`${LABELS.deployment}=${this.#deployment}`, (line) => this.#record(line));
   }
 
   #record(line: string): void {

@@ -5,19 +5,19 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
  * as a network drop would, while the gateway and the run carry on.
  */
 export class DropProxy {
-  private readonly server: Server;
-  private readonly open = new Set<Socket>();
+  readonly #server: Server;
+  readonly #open = new Set<Socket>();
   /** Connections accepted so far. */
   accepted = 0;
   url = '';
 
   private constructor(target: URL) {
-    this.server = createServer((client) => {
+    this.#server = createServer((client) => {
       this.accepted++;
       const upstream = connect(Number(target.port), target.hostname);
       for (const s of [client, upstream]) {
-        this.open.add(s);
-        s.on('close', () => this.open.delete(s));
+        this.#open.add(s);
+        s.on('close', () => this.#open.delete(s));
         s.on('error', () => {
           client.destroy();
           upstream.destroy();
@@ -30,20 +30,20 @@ export class DropProxy {
 
   static async start(target: string): Promise<DropProxy> {
     const proxy = new DropProxy(new URL(target));
-    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
-    proxy.url = `http://127.0.0.1:${(proxy.server.address() as { port: number }).port}`;
+    await new Promise<void>((resolve) => proxy.#server.listen(0, '127.0.0.1', resolve));
+    proxy.url = `http://127.0.0.1:${(proxy.#server.address() as { port: number }).port}`;
     return proxy;
   }
 
   /** Destroys every connection open right now (both ends). */
   dropAll(): number {
-    const n = this.open.size;
-    for (const s of this.open) s.destroy();
+    const n = this.#open.size;
+    for (const s of this.#open) s.destroy();
     return n;
   }
 
   async close(): Promise<void> {
     this.dropAll();
-    await new Promise((resolve) => this.server.close(resolve));
+    await new Promise((resolve) => this.#server.close(resolve));
   }
 }

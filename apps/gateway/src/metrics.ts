@@ -26,11 +26,13 @@ export class GatewayMetrics {
   #sent = 0;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly reader: SystemStatsReader,
-    private readonly redis: Redis,
-    private readonly k: Keys,
-  ) {
+  readonly #reader: SystemStatsReader;
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  constructor(reader: SystemStatsReader, redis: Redis, k: Keys) {
+    this.#reader = reader;
+    this.#redis = redis;
+    this.#k = k;
     this.#deployment = new DeploymentStats(redis, k);
     collectDefaultMetrics({ register: this.registry });
     this.#http = new Histogram({
@@ -74,11 +76,11 @@ export class GatewayMetrics {
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
-    await this.redis.hdel(this.k.gatewayStats(), this.id).catch(() => {});
+    await this.#redis.hdel(this.#k.gatewayStats(), this.id).catch(() => {});
   }
 
   async #beat(): Promise<void> {
-    await this.redis.hset(this.k.gatewayStats(), this.id, JSON.stringify({ at: Date.now(), sse: this.#sse }));
+    await this.#redis.hset(this.#k.gatewayStats(), this.id, JSON.stringify({ at: Date.now(), sse: this.#sse }));
     const errors = redisErrorCount();
     await this.#deployment.add([['redis_errors', {}, errors - this.#sent]]);
     this.#sent = errors;
@@ -96,7 +98,7 @@ export class GatewayMetrics {
           help,
           type,
           aggregator: 'sum',
-          values: values(await this.reader.read().catch(() => null)),
+          values: values(await this.#reader.read().catch(() => null)),
         }),
       } as unknown as Metric);
     };

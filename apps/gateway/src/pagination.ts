@@ -10,11 +10,14 @@ const invalid = () =>
  * a session's files): `encode` the position after the last item returned, `decode` what the client sends back.
  */
 export class Cursors {
-  constructor(private readonly key: Buffer) {}
+  readonly #key: Buffer;
+  constructor(key: Buffer) {
+    this.#key = key;
+  }
 
   encode(scope: string, position: string): string {
     const body = Buffer.from(position, 'utf8').toString('base64url');
-    return `${body}.${this.mac(scope, body)}`;
+    return `${body}.${this.#mac(scope, body)}`;
   }
 
   /** The position a cursor stands for; null for no cursor (the first page); invalid_cursor for anything else. */
@@ -22,13 +25,16 @@ export class Cursors {
     if (cursor === undefined) return null;
     const [body, mac, ...rest] = cursor.split('.');
     if (!body || !mac || rest.length > 0) throw invalid();
-    const want = Buffer.from(this.mac(scope, body));
+    const want = Buffer.from(this.#mac(scope, body));
     const got = Buffer.from(mac);
     if (got.length !== want.length || !timingSafeEqual(got, want)) throw invalid();
     return Buffer.from(body, 'base64url').toString('utf8');
   }
 
-  private mac(scope: string, body: string): string {
-    return createHmac('sha256', this.key).update(`sandgate-cursor\n${scope}\n${body}`).digest('base64url').slice(0, 22);
+  #mac(scope: string, body: string): string {
+    return createHmac('sha256', this.#key)
+      .update(`sandgate-cursor\n${scope}\n${body}`)
+      .digest('base64url')
+      .slice(0, 22);
   }
 }

@@ -85,16 +85,14 @@ export async function serveEventStream(
  */
 export class SseWriter {
   readonly closed: AbortSignal;
-  private readonly ac = new AbortController();
-  private readonly heartbeat: NodeJS.Timeout;
+  readonly #ac = new AbortController();
+  readonly #heartbeat: NodeJS.Timeout;
 
-  constructor(
-    private readonly res: ServerResponse,
-    headers: OutgoingHttpHeaders,
-    opts: { heartbeatMs: number; retryMs: number },
-  ) {
-    this.closed = this.ac.signal;
-    res.on('close', () => this.ac.abort());
+  readonly #res: ServerResponse;
+  constructor(res: ServerResponse, headers: OutgoingHttpHeaders, opts: { heartbeatMs: number; retryMs: number }) {
+    this.#res = res;
+    this.closed = this.#ac.signal;
+    res.on('close', () => this.#ac.abort());
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
@@ -103,17 +101,17 @@ export class SseWriter {
       ...headers,
     });
     res.write(`retry: ${opts.retryMs}\n\n`);
-    this.heartbeat = setInterval(() => void this.write(': heartbeat\n\n'), opts.heartbeatMs);
+    this.#heartbeat = setInterval(() => void this.#write(': heartbeat\n\n'), opts.heartbeatMs);
   }
 
   /** Sends one event; `id` and `event` must not contain newlines, `data` is sent line by line. */
   send(ev: { id?: string; event: string; data: string }): Promise<void> {
-    return this.write(SseWriter.frame(ev));
+    return this.#write(SseWriter.frame(ev));
   }
 
   /** Sends an event already framed by SseWriter.frame. */
   sendFrame(frame: string): Promise<void> {
-    return this.write(frame);
+    return this.#write(frame);
   }
 
   /** An event as the bytes of the stream; `id` and `event` must not contain newlines, `data` goes line by line. */
@@ -129,30 +127,30 @@ export class SseWriter {
     return `${ev.id ? `id: ${ev.id}\n` : ''}event: ${ev.event}\n${data}\n`;
   }
 
-  private write(chunk: string): Promise<void> {
+  #write(chunk: string): Promise<void> {
     if (this.closed.aborted) return Promise.resolve();
-    if (this.res.write(chunk)) return Promise.resolve();
+    if (this.#res.write(chunk)) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const done = () => {
-        this.res.off('drain', done);
-        this.res.off('close', done);
+        this.#res.off('drain', done);
+        this.#res.off('close', done);
         resolve();
       };
-      this.res.once('drain', done);
-      this.res.once('close', done);
+      this.#res.once('drain', done);
+      this.#res.once('close', done);
     });
   }
 
   /** Tells the client to reconnect (with Last-Event-ID) after `retryMs`, e.g. to another replica; then end(). */
   async reconnect(retryMs: number, why: string): Promise<void> {
-    await this.write(`: ${why.replace(/[\r\n]/g, ' ')}\nretry: ${retryMs}\n\n`);
+    await this.#write(`: ${why.replace(/[\r\n]/g, ' ')}\nretry: ${retryMs}\n\n`);
   }
 
   /** Ends the stream, with a last chunk if given (one write for both). */
   end(last?: string): void {
-    clearInterval(this.heartbeat);
-    if (this.res.writableEnded) return;
-    if (last !== undefined && !this.closed.aborted) this.res.end(last);
-    else this.res.end();
+    clearInterval(this.#heartbeat);
+    if (this.#res.writableEnded) return;
+    if (last !== undefined && !this.closed.aborted) this.#res.end(last);
+    else this.#res.end();
   }
 }

@@ -21,7 +21,10 @@ export class EngineGate {
   #following: Promise<void> = Promise.resolve();
   #taking = true;
 
-  constructor(private readonly o: EngineGateOptions) {}
+  readonly #o: EngineGateOptions;
+  constructor(o: EngineGateOptions) {
+    this.#o = o;
+  }
 
   /** Whether this worker takes runs now. */
   get takingRuns(): boolean {
@@ -33,7 +36,7 @@ export class EngineGate {
     this.#following = this.#following
       .then(() => this.#decide(usable))
       .catch((err: unknown) => {
-        this.o.log.warn({ err }, 'could not decide whether to take runs');
+        this.#o.log.warn({ err }, 'could not decide whether to take runs');
       });
     return this.#following;
   }
@@ -41,11 +44,11 @@ export class EngineGate {
   async #decide(usable: boolean): Promise<void> {
     const before = this.#taking;
     await this.#settle(usable);
-    if (before !== this.#taking) await this.o.onChange();
+    if (before !== this.#taking) await this.#o.onChange();
   }
 
   async #settle(usable: boolean): Promise<void> {
-    const { queue, log } = this.o;
+    const { queue, log } = this.#o;
     if (usable) {
       if (!queue.isPaused()) return;
       await queue.resume();
@@ -53,8 +56,8 @@ export class EngineGate {
       log.info({}, 'backend usable again: taking runs');
       return;
     }
-    const peers = (await this.o.registry.list(WORKER_ALIVE_MS)).filter(
-      (w) => w.id !== this.o.id && w.backend_state === 'usable',
+    const peers = (await this.#o.registry.list(WORKER_ALIVE_MS)).filter(
+      (w) => w.id !== this.#o.id && w.backend_state === 'usable',
     ).length;
     if (peers > 0 && !queue.isPaused()) {
       // No new run is taken, not even by the fetch waiting now (BullMQ cuts its blocking read); this resolves once the

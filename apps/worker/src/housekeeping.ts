@@ -47,12 +47,15 @@ export class Housekeeping {
   #timer: NodeJS.Timeout | undefined;
   #pass: Promise<void> = Promise.resolve();
 
-  constructor(private readonly o: HousekeepingOptions) {}
+  readonly #o: HousekeepingOptions;
+  constructor(o: HousekeepingOptions) {
+    this.#o = o;
+  }
 
   /** A pass now, then one every SANDGATE_SWEEP_INTERVAL_MS. */
   start(): void {
     this.#tick();
-    this.#timer = setInterval(() => this.#tick(), this.o.config.sweepIntervalMs);
+    this.#timer = setInterval(() => this.#tick(), this.#o.config.sweepIntervalMs);
   }
 
   /** Stops the passes; resolves once the one under way, if any, has ended. */
@@ -63,8 +66,8 @@ export class Housekeeping {
 
   #tick(): void {
     this.#pass = this.#housekeeping().catch((err: unknown) => {
-      if (err instanceof SandgateError && err.code === 'backend_unavailable') this.o.stats.engineErrors++;
-      this.o.log.error({ err }, 'housekeeping failed');
+      if (err instanceof SandgateError && err.code === 'backend_unavailable') this.#o.stats.engineErrors++;
+      this.#o.log.error({ err }, 'housekeeping failed');
     });
   }
 
@@ -73,9 +76,9 @@ export class Housekeeping {
    * three leases, a queued run with no job would otherwise hold its session's lock until the lock's 24 h expire.
    */
   async #endStranded(): Promise<void> {
-    const { config, executions, redis } = this.o;
+    const { config, executions, redis } = this.#o;
     for (const stranded of await executions.queuedBefore(Date.now() - 3 * config.leaseMs)) {
-      if ((await redis.exists(this.o.jobKey(stranded))) === 1) continue;
+      if ((await redis.exists(this.#o.jobKey(stranded))) === 1) continue;
       const rec = await executions.get(stranded);
       if (!rec) continue;
       const result = platformResult(
@@ -84,7 +87,7 @@ export class Housekeeping {
         'the execution was recorded but never queued; it did not run',
       );
       if (await executions.finalize(rec, result, ['queued'])) {
-        this.o.log.warn({ executionId: stranded }, 'execution ended: it was never queued');
+        this.#o.log.warn({ executionId: stranded }, 'execution ended: it was never queued');
       }
     }
   }
@@ -94,9 +97,9 @@ export class Housekeeping {
    * removes every sandbox no live run owns, then expired sessions.
    */
   async #housekeeping(): Promise<void> {
-    const { config, backend, workspaces, executions, sessions, ledger, registry, runs } = this.o;
-    const id = this.o.workerId;
-    const wlog = this.o.log;
+    const { config, backend, workspaces, executions, sessions, ledger, registry, runs } = this.#o;
+    const id = this.#o.workerId;
+    const wlog = this.#o.log;
     await this.#endStranded();
     const { live, lost: lostRuns } = await executions.leases();
     for (const lost of lostRuns) {
@@ -108,7 +111,7 @@ export class Housekeeping {
       const rec = await executions.get(lost);
       if (!rec) continue;
       // The result carries what the run streamed before its worker stopped: its clients saw that output.
-      const streamed = await streamedParts(this.o.redis, executions.eventsKey(lost), config.maxOutputBytes);
+      const streamed = await streamedParts(this.#o.redis, executions.eventsKey(lost), config.maxOutputBytes);
       const result = {
         ...platformResult('error', 'worker_lost', 'the worker running this execution stopped'),
         ...streamed,
@@ -120,9 +123,9 @@ export class Housekeeping {
         wlog.warn(ids, 'execution ended: its worker was lost');
       }
     }
-    for (const idle of await this.o.sessions.idleDue()) {
-      await this.o.ops.pauseIdle(idle).catch((err: unknown) => {
-        if (err instanceof SandgateError && err.code === 'backend_unavailable') this.o.stats.engineErrors++;
+    for (const idle of await this.#o.sessions.idleDue()) {
+      await this.#o.ops.pauseIdle(idle).catch((err: unknown) => {
+        if (err instanceof SandgateError && err.code === 'backend_unavailable') this.#o.stats.engineErrors++;
         wlog.warn({ err, sessionId: idle }, 'could not pause an idle session');
       });
     }

@@ -21,10 +21,13 @@ export class LeaseKeeper {
   readonly #held = new Map<string, Held>();
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly o: LeaseKeeperOptions) {}
+  readonly #o: LeaseKeeperOptions;
+  constructor(o: LeaseKeeperOptions) {
+    this.#o = o;
+  }
 
   start(): void {
-    this.#timer ??= setInterval(() => this.#renew(), Math.floor(this.o.leaseMs / 3));
+    this.#timer ??= setInterval(() => this.#renew(), Math.floor(this.#o.leaseMs / 3));
   }
 
   /** Keeps renewing the run's lease until `untrack`; a failed renewal is told to the run's own `log`. */
@@ -44,8 +47,8 @@ export class LeaseKeeper {
 
   #renew(): void {
     for (const [executionId, { log }] of this.#held) {
-      this.o.executions
-        .renewLease(executionId, this.o.workerId, this.o.leaseMs)
+      this.#o.executions
+        .renewLease(executionId, this.#o.workerId, this.#o.leaseMs)
         .catch((err: unknown) => log.warn({ err }, 'lease renewal failed'));
     }
   }

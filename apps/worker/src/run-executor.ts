@@ -61,7 +61,9 @@ export class RunExecutor {
   /** The grace the shutdown gave, which a run it stopped names. */
   #graceUsed: number;
 
-  constructor(private readonly o: RunExecutorOptions) {
+  readonly #o: RunExecutorOptions;
+  constructor(o: RunExecutorOptions) {
+    this.#o = o;
     this.#graceUsed = o.config.shutdownGraceMs;
   }
 
@@ -91,10 +93,10 @@ export class RunExecutor {
 
   /** Runs one queued execution to its end; `throttled` when its tenant runs its maximum already (it stays queued). */
   async run(queued: QueuedExecution, queuedAt: number): Promise<'throttled' | void> {
-    const { config, backend, workspaces, redis, k, executions, scripts, stats, leases } = this.o;
-    const id = this.o.workerId;
+    const { config, backend, workspaces, redis, k, executions, scripts, stats, leases } = this.#o;
+    const id = this.#o.workerId;
     // Every line about a run carries its ids and tenant, so `execution_id` finds them all across processes.
-    let jlog = this.o.log.child({ execution_id: queued.execution_id, tenant: queued.tenant });
+    let jlog = this.#o.log.child({ execution_id: queued.execution_id, tenant: queued.tenant });
     const ac = new AbortController();
     this.#inFlight.set(queued.execution_id, ac);
     try {
@@ -152,7 +154,7 @@ export class RunExecutor {
       });
       if (job.sandbox === 'stateful') {
         // Saved variables the run's new interpreter loaded are no longer kept (nor counted); a failed load's are not.
-        await this.o.ledger
+        await this.#o.ledger
           .recordBeside(
             job.tenant,
             job.session_id,
@@ -173,7 +175,7 @@ export class RunExecutor {
       ]);
       if (job.sandbox !== 'oneshot') {
         // Its idle time counts from the end of its last run.
-        void this.o.sessions
+        void this.#o.sessions
           .idleFrom({ id: job.session_id, tenant: job.tenant })
           .catch((err: unknown) => jlog.warn({ err }, "could not push the session's pause time"));
       }

@@ -48,16 +48,18 @@ export interface SessionOpsOptions {
 export class SessionOps {
   readonly #copies: SessionCopies;
 
-  constructor(private readonly o: SessionOpsOptions) {
+  readonly #o: SessionOpsOptions;
+  constructor(o: SessionOpsOptions) {
+    this.#o = o;
     this.#copies = new SessionCopies(o.workspaces);
   }
 
   /** Does a queued operation, lets its lock go, and tells the gateway waiting for it. */
   async run(job: SessionOpJob): Promise<void> {
-    const log = this.o.log.child({ session_id: job.session_id, tenant: job.tenant, op: job.op, op_id: job.op_id });
+    const log = this.#o.log.child({ session_id: job.session_id, tenant: job.tenant, op: job.op, op_id: job.op_id });
     let answer: OpAnswer;
     let outcome: 'live' | 'paused' | 'keep';
-    const rec = await this.o.sessions.get(job.tenant, job.session_id);
+    const rec = await this.#o.sessions.get(job.tenant, job.session_id);
     try {
       if (!rec) throw new SandgateError('session_not_found', `session ${job.session_id} does not exist or has expired`);
       const done = await this.#do(job, rec, log);
@@ -72,11 +74,11 @@ export class SessionOps {
       // A resume made the session live before it was queued: it stays live (its next run makes a sandbox).
       outcome = job.op === 'resume' ? 'live' : 'keep';
     }
-    await this.o.sessions.unlock({ id: job.session_id, tenant: job.tenant }, job.op_id, outcome, job.op !== 'pause');
+    await this.#o.sessions.unlock({ id: job.session_id, tenant: job.tenant }, job.op_id, outcome, job.op !== 'pause');
     const json = JSON.stringify(answer);
-    await this.o.redis
+    await this.#o.redis
       .multi()
-      .set(this.o.k.sessionOp(job.op_id), json, 'EX', ANSWER_TTL_S)
+      .set(this.#o.k.sessionOp(job.op_id), json, 'EX', ANSWER_TTL_S)
       .publish(job.notify, `${job.op_id}\n${json}`)
       .exec();
     log.info({ ok: answer.ok }, 'session operation done');
@@ -130,7 +132,7 @@ export class SessionOps {
 
   /** Removes the session's sandbox; a stateful one's variables are saved first unless `discard`. */
   async #stop(rec: SessionRecord, discard: boolean): Promise<SavedVariables | null> {
-    const { backend } = this.o;
+    const { backend } = this.#o;
     if (backend.pauseSession === undefined) {
       throw new SandgateError('unsupported_by_backend', `the ${backend.name} backend cannot pause sessions`);
     }
@@ -141,10 +143,10 @@ export class SessionOps {
   async #resume(job: SessionOpJob): Promise<ResumedEvent> {
     const spec = job.spec as ExecutionJob & { paused_at: number };
     const started = Date.now();
-    if (this.o.backend.resumeSession === undefined) {
-      throw new SandgateError('unsupported_by_backend', `the ${this.o.backend.name} backend cannot resume sessions`);
+    if (this.#o.backend.resumeSession === undefined) {
+      throw new SandgateError('unsupported_by_backend', `the ${this.#o.backend.name} backend cannot resume sessions`);
     }
-    const variables = await this.o.backend.resumeSession(spec);
+    const variables = await this.#o.backend.resumeSession(spec);
     await this.#account(job.tenant, job.session_id);
     return { paused_at: new Date(spec.paused_at).toISOString(), duration_ms: Date.now() - started, variables };
   }
@@ -158,7 +160,7 @@ export class SessionOps {
   ): Promise<{ file: string | undefined; temporary: boolean; unsaved?: SavedVariables['unsaved'] }> {
     if (rec.mode !== 'stateful') return { file: undefined, temporary: false };
     const temp = join(this.#copies.stateDir(rec.id), `checkpoint-${randomBytes(6).toString('hex')}.dill`);
-    const live = await this.o.backend.checkpointSession?.({ sessionId: rec.id, stateful: true }, temp);
+    const live = await this.#o.backend.checkpointSession?.({ sessionId: rec.id, stateful: true }, temp);
     // Variables whose save did not end in time: the interpreter was ended, and the copies hold the files only.
     if (live?.reason !== undefined) return { file: undefined, temporary: false };
     if (live) return { file: temp, temporary: true, unsaved: live.unsaved };
@@ -192,8 +194,8 @@ export class SessionOps {
         created_at: new Date().toISOString(),
         variables: state.file !== undefined,
       };
-      await this.o.sessions.putSnapshot(rec.id, snap);
-      await this.o.ledger.recordBeside(rec.tenant, rec.id, `snapshot/${name}`, size);
+      await this.#o.sessions.putSnapshot(rec.id, snap);
+      await this.#o.ledger.recordBeside(rec.tenant, rec.id, `snapshot/${name}`, size);
       return snap;
     } finally {
       if (state.temporary) await rm(state.file!, { force: true });
@@ -201,7 +203,7 @@ export class SessionOps {
   }
 
   async #requireSnapshot(rec: SessionRecord, name: string): Promise<void> {
-    if (!(await this.o.sessions.snapshots(rec.id)).some((s) => s.name === name)) {
+    if (!(await this.#o.sessions.snapshots(rec.id)).some((s) => s.name === name)) {
       throw new SandgateError('snapshot_not_found', `session ${rec.id} has no snapshot ${name}`);
     }
   }
@@ -213,7 +215,7 @@ export class SessionOps {
         'nothing_to_undo',
         rec.undo === 'off' || this.#copies.kind !== 'snapshot'
           ? `session ${rec.id} keeps no undo steps (undo "off", or a data directory without btrfs snapshots)`
-          : `session ${rec.id} has no run left to undo (the last ${this.o.config.undoDepth} can be)`,
+          : `session ${rec.id} has no run left to undo (the last ${this.#o.config.undoDepth} can be)`,
       );
     }
     // With undo "files", the variables stay as they are now: saved, to come back with the files of before.
@@ -232,11 +234,11 @@ export class SessionOps {
   /** What the session keeps counts against its tenant's storage: its files and its saved interpreter. */
   async #account(tenant: string, sessionId: string): Promise<void> {
     const [files, state] = await Promise.all([
-      this.o.workspaces.usedBytes(sessionId),
+      this.#o.workspaces.usedBytes(sessionId),
       this.#copies.stateBytes(sessionId),
     ]);
-    await this.o.ledger.record(tenant, sessionId, files);
-    await this.o.ledger.recordBeside(tenant, sessionId, 'state', state);
+    await this.#o.ledger.record(tenant, sessionId, files);
+    await this.#o.ledger.recordBeside(tenant, sessionId, 'state', state);
   }
 
   /**
@@ -244,7 +246,7 @@ export class SessionOps {
    * are dropped (named in the log): an idle session never keeps its sandbox for want of room.
    */
   async pauseIdle(sessionId: string): Promise<boolean> {
-    const { sessions, log } = this.o;
+    const { sessions, log } = this.#o;
     // An automatic operation: a run or an operation a user asks for meanwhile waits for it instead of being refused.
     const owner = newAutoOpId();
     try {

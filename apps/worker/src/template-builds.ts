@@ -26,17 +26,19 @@ class BuildLog {
   #dropped = 0;
   #tail = '';
 
-  constructor(
-    private readonly writer: EventWriter,
-    private readonly maxBytes: number,
-  ) {}
+  readonly #writer: EventWriter;
+  readonly #maxBytes: number;
+  constructor(writer: EventWriter, maxBytes: number) {
+    this.#writer = writer;
+    this.#maxBytes = maxBytes;
+  }
 
   write(text: string): void {
     this.#tail = (this.#tail + text).slice(-TAIL_BYTES);
     const bytes = Buffer.byteLength(text);
-    if (this.#written + bytes <= this.maxBytes) {
+    if (this.#written + bytes <= this.#maxBytes) {
       this.#written += bytes;
-      this.writer.log(text);
+      this.#writer.log(text);
     } else {
       this.#dropped += bytes;
     }
@@ -45,10 +47,10 @@ class BuildLog {
   /** The log's end, for the template; what was left out of the stream goes into it now, after a note. */
   async end(): Promise<string> {
     if (this.#dropped > 0) {
-      this.writer.log(`\n[… ${this.#dropped} bytes of log left out (SANDGATE_TEMPLATE_LOG_BYTES); its end: …]\n`);
-      this.writer.log(this.#tail);
+      this.#writer.log(`\n[… ${this.#dropped} bytes of log left out (SANDGATE_TEMPLATE_LOG_BYTES); its end: …]\n`);
+      this.#writer.log(this.#tail);
     }
-    await this.writer.flush();
+    await this.#writer.flush();
     return this.#tail;
   }
 }
@@ -74,22 +76,24 @@ export class TemplateBuilds {
   #worker: Worker<BuildJob> | undefined;
   #connection: ReturnType<typeof createRedis> | undefined;
 
-  constructor(private readonly o: TemplateBuildsOptions) {
+  readonly #o: TemplateBuildsOptions;
+  constructor(o: TemplateBuildsOptions) {
+    this.#o = o;
     this.#store = new TemplateStore(o.redis, o.k);
   }
 
   async start(): Promise<void> {
-    if (!this.o.backend.buildTemplate) return;
-    this.#connection = createRedis(this.o.config, 'sandgate-worker-builds', { autoPipelining: false });
+    if (!this.#o.backend.buildTemplate) return;
+    this.#connection = createRedis(this.#o.config, 'sandgate-worker-builds', { autoPipelining: false });
     this.#worker = new Worker<BuildJob>(
-      buildQueueName(this.o.config.queueName),
+      buildQueueName(this.#o.config.queueName),
       async (job: Job<BuildJob>) => {
         if (job.name === 'prune') return void (await this.prune());
         if (job.data.build_id) await this.build(job.data.build_id);
       },
       {
         connection: this.#connection,
-        prefix: queuePrefix(this.o.config.redisPrefix),
+        prefix: queuePrefix(this.#o.config.redisPrefix),
         concurrency: 1,
         // A build whose worker died is not started again by BullMQ: its lease lapses and it ends as lost (the
         // template says so; POST it again to build anew).
@@ -97,26 +101,26 @@ export class TemplateBuilds {
         lockDuration: BUILD_LEASE_MS,
       },
     );
-    this.#worker.on('error', (err) => this.o.log.error({ err }, 'build queue error'));
+    this.#worker.on('error', (err) => this.#o.log.error({ err }, 'build queue error'));
     await this.#worker.waitUntilReady();
   }
 
   async build(id: string): Promise<void> {
-    const { backend, config, log: wlog } = this.o;
+    const { backend, config, log: wlog } = this.#o;
     const build = await this.#store.build(id);
     if (!build || build.state !== 'building') return;
     const log = wlog.child({ build_id: id, recipe: build.hash.slice(0, 12) });
-    await this.#store.takeBuild(id, build.hash, this.o.workerId);
+    await this.#store.takeBuild(id, build.hash, this.#o.workerId);
     const lease = setInterval(
       () => void this.#store.renew(id, build.hash).catch((err: unknown) => log.warn({ err }, 'build lease')),
       BUILD_LEASE_MS,
     );
-    const out = new BuildLog(new EventWriter(this.o.redis, this.#store.buildEventsKey(id)), config.templateLogBytes);
+    const out = new BuildLog(new EventWriter(this.#o.redis, this.#store.buildEventsKey(id)), config.templateLogBytes);
     const timeout = AbortSignal.timeout(config.templateBuildTimeoutMs);
     const started = Date.now();
     log.info('template build started');
     try {
-      out.write(`building on worker ${this.o.workerId}\n`);
+      out.write(`building on worker ${this.#o.workerId}\n`);
       const made = await backend.buildTemplate!(
         { hash: build.hash, spec: build.spec },
         (text) => out.write(text),
@@ -149,10 +153,10 @@ export class TemplateBuilds {
 
   /** Removes the images of recipes no template has any more. */
   async prune(): Promise<void> {
-    if (!this.o.backend.pruneTemplateImages) return;
+    if (!this.#o.backend.pruneTemplateImages) return;
     const keep = new Set((await this.#store.list()).map((t) => t.hash));
-    const removed = await this.o.backend.pruneTemplateImages(keep);
-    if (removed.length > 0) this.o.log.info({ removed }, 'removed unused template images');
+    const removed = await this.#o.backend.pruneTemplateImages(keep);
+    if (removed.length > 0) this.#o.log.info({ removed }, 'removed unused template images');
   }
 
   /** Stops taking builds; one under way is stopped (it ends as failed, and can be asked for again). */

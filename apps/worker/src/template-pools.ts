@@ -37,15 +37,15 @@ export class TemplatePoolSync {
   #pending: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(
-    private readonly o: { config: Config; log: Logger; backend: ExecutionBackend; redis: LuaRedis; k: Keys },
-  ) {
+  readonly #o: { config: Config; log: Logger; backend: ExecutionBackend; redis: LuaRedis; k: Keys };
+  constructor(o: { config: Config; log: Logger; backend: ExecutionBackend; redis: LuaRedis; k: Keys }) {
+    this.#o = o;
     this.#store = new TemplateStore(o.redis, o.k);
     this.#subscriber = createRedis(o.config, 'sandgate-worker-templates');
   }
 
   async start(): Promise<void> {
-    if (!this.o.backend.setTemplatePools) return;
+    if (!this.#o.backend.setTemplatePools) return;
     await this.#subscriber.subscribe(this.#store.channel);
     // A burst of changes (a file of templates applied at start) is read once.
     this.#subscriber.on('message', () => {
@@ -61,9 +61,9 @@ export class TemplatePoolSync {
   async refresh(): Promise<void> {
     if (this.#closed) return;
     try {
-      this.o.backend.setTemplatePools!(poolsOf(await this.#store.list(), this.o.config));
+      this.#o.backend.setTemplatePools!(poolsOf(await this.#store.list(), this.#o.config));
     } catch (err) {
-      this.o.log.warn({ err }, 'could not read the templates for their pools');
+      this.#o.log.warn({ err }, 'could not read the templates for their pools');
     }
   }
 

@@ -52,7 +52,10 @@ export class WorkerStats {
   #sent: Totals = {};
   #refreshing = false;
 
-  constructor(private readonly o: WorkerStatsOptions) {}
+  readonly #o: WorkerStatsOptions;
+  constructor(o: WorkerStatsOptions) {
+    this.#o = o;
+  }
 
   /**
    * Stamps the heartbeat with the numbers known now, then probes the backend and refreshes the numbers from the engine
@@ -61,21 +64,21 @@ export class WorkerStats {
    */
   async beat(): Promise<void> {
     if (this.#stopped) return;
-    await this.o.registry.beat(this.o.id, this.#snapshot());
+    await this.#o.registry.beat(this.#o.id, this.#snapshot());
     this.probe();
     void this.#refresh();
   }
 
   /** Stamps the heartbeat with the numbers known now (a change the stats should show before the next beat). */
   async stamp(): Promise<void> {
-    if (!this.#stopped) await this.o.registry.beat(this.o.id, this.#snapshot());
+    if (!this.#stopped) await this.#o.registry.beat(this.#o.id, this.#snapshot());
   }
 
   /** Probes the backend now (unless a probe is under way): a run that just failed on the engine asks for one. */
   probe(): void {
     if (this.#stopped) return;
     this.#probing ??= this.#probe()
-      .catch((err: unknown) => this.o.log.warn({ err }, 'could not probe the backend'))
+      .catch((err: unknown) => this.#o.log.warn({ err }, 'could not probe the backend'))
       .finally(() => {
         this.#probing = null;
       });
@@ -91,16 +94,16 @@ export class WorkerStats {
     const b = this.#backend;
     const h = this.#health;
     return {
-      concurrency: this.o.concurrency,
-      running: this.o.running(),
-      taking_runs: this.o.takingRuns(),
+      concurrency: this.#o.concurrency,
+      running: this.#o.running(),
+      taking_runs: this.#o.takingRuns(),
       pool_ready: b?.pool.ready ?? 0,
       ...(b?.templatePools?.length
         ? { template_pools_ready: Object.fromEntries(b.templatePools.map((p) => [p.template, p.ready])) }
         : {}),
       session_sandboxes: b?.sessionSandboxes ?? 0,
       engine: b?.engine ?? '',
-      backend: this.o.backend.name,
+      backend: this.#o.backend.name,
       backend_state: h === undefined ? 'unknown' : h.usable ? 'usable' : 'unusable',
       ...(h?.reason !== undefined ? { backend_reason: h.reason } : {}),
     };
@@ -111,31 +114,31 @@ export class WorkerStats {
    * than with the next heartbeat, so /readyz follows the engine within a probe, and is logged for the operator.
    */
   async #probe(): Promise<void> {
-    const health: BackendHealth = (await this.o.backend.health?.(HEALTH_TIMEOUT_MS)) ?? { usable: true };
+    const health: BackendHealth = (await this.#o.backend.health?.(HEALTH_TIMEOUT_MS)) ?? { usable: true };
     const before = this.#health;
     this.#health = health;
     this.onHealth?.(health);
     if (before?.usable === health.usable && before.reason === health.reason) return;
-    const backend = this.o.backend.name;
-    if (health.usable) this.o.log.info({ backend }, 'backend usable');
-    else this.o.log.warn({ backend, reason: health.reason }, 'backend unusable: runs fail with backend_unavailable');
+    const backend = this.#o.backend.name;
+    if (health.usable) this.#o.log.info({ backend }, 'backend usable');
+    else this.#o.log.warn({ backend, reason: health.reason }, 'backend unusable: runs fail with backend_unavailable');
     await this.stamp();
   }
 
   async #refresh(): Promise<void> {
-    if (this.#refreshing || !this.o.backend.stats) return;
+    if (this.#refreshing || !this.#o.backend.stats) return;
     this.#refreshing = true;
     try {
-      this.#backend = await this.o.backend.stats();
+      this.#backend = await this.#o.backend.stats();
     } catch (err) {
       this.engineErrors++;
-      this.o.log.warn({ err }, 'could not read the backend stats');
+      this.#o.log.warn({ err }, 'could not read the backend stats');
     }
     try {
       await this.#publish();
     } catch (err) {
       // Not marked sent: the next beat adds the growth again.
-      this.o.log.warn({ err }, 'could not publish the worker counters');
+      this.#o.log.warn({ err }, 'could not publish the worker counters');
     } finally {
       this.#refreshing = false;
     }
@@ -167,7 +170,7 @@ export class WorkerStats {
         perTemplate.push(['pool', { event, template: t.template }, id]);
       }
     }
-    await this.o.stats.add([
+    await this.#o.stats.add([
       ...COUNTERS.map(([key, name, labels]): [CounterName, Labels, number] => [
         name,
         labels,

@@ -87,16 +87,16 @@ async function allPages(
 export class Sandgate {
   /** The generated client, configured: pass it as `client` to any function of the generated SDK. */
   readonly client: Client;
-  private readonly baseUrl: string;
-  private readonly apiKey: string | undefined;
-  private readonly fetchFn: typeof fetch;
+  readonly #baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #fetchFn: typeof fetch;
 
   constructor({ baseUrl, apiKey, fetch: fetchFn = globalThis.fetch }: SandgateOptions) {
-    this.baseUrl = baseUrl.replace(/\/+$/, '');
-    this.apiKey = apiKey;
-    this.fetchFn = fetchFn;
+    this.#baseUrl = baseUrl.replace(/\/+$/, '');
+    this.#apiKey = apiKey;
+    this.#fetchFn = fetchFn;
     this.client = createClient(
-      createConfig({ baseUrl: this.baseUrl, fetch: fetchFn, ...(apiKey ? { auth: apiKey } : {}) }),
+      createConfig({ baseUrl: this.#baseUrl, fetch: fetchFn, ...(apiKey ? { auth: apiKey } : {}) }),
     );
   }
 
@@ -178,9 +178,9 @@ export class Sandgate {
 
   /** The events of an execution as they happen, resuming with Last-Event-ID after a dropped connection. */
   events(executionId: string, opts: TailOptions = {}) {
-    const url = `${this.baseUrl}/v1/executions/${encodeURIComponent(executionId)}/events`;
+    const url = `${this.#baseUrl}/v1/executions/${encodeURIComponent(executionId)}/events`;
     return tailEvents(
-      (headers, signal) => this.fetchFn(url, { headers: { ...this.auth(), ...headers }, signal }),
+      (headers, signal) => this.#fetchFn(url, { headers: { ...this.#auth(), ...headers }, signal }),
       opts,
     );
   }
@@ -257,8 +257,8 @@ export class Sandgate {
     const url =
       typeof from === 'string'
         ? from
-        : `${this.baseUrl}/files/${encodeURIComponent(from.sessionId)}/${from.path.split('/').map(encodeURIComponent).join('/')}`;
-    const response = await this.fetchFn(url, { headers: this.auth() });
+        : `${this.#baseUrl}/files/${encodeURIComponent(from.sessionId)}/${from.path.split('/').map(encodeURIComponent).join('/')}`;
+    const response = await this.#fetchFn(url, { headers: this.#auth() });
     if (!response.ok || !response.body) throw await errorOf(response);
     return saveTo(response.body, dest);
   }
@@ -270,12 +270,12 @@ export class Sandgate {
    * when it is deleted. A session without a sandbox gets one first.
    */
   terminal(sessionId: string, { cols = 80, rows = 24 }: TerminalOptions = {}): Promise<WebSocket> {
-    const base = this.baseUrl.replace(/^http/, 'ws');
+    const base = this.#baseUrl.replace(/^http/, 'ws');
     const url = `${base}/v1/sessions/${encodeURIComponent(sessionId)}/terminal?cols=${cols}&rows=${rows}`;
-    return openTerminalSocket(url, this.auth());
+    return openTerminalSocket(url, this.#auth());
   }
 
-  private auth(): Record<string, string> {
-    return this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+  #auth(): Record<string, string> {
+    return this.#apiKey ? { authorization: `Bearer ${this.#apiKey}` } : {};
   }
 }

@@ -33,29 +33,28 @@ const isIp = (s: string) => ipaddr.isValid(s.replace(/^\[(.*)\]$/, '$1'));
  * resolution (the caller then connects to the very address it checked).
  */
 export class HostAllowList {
-  private readonly names: string[] = [];
-  private readonly cidrs: Cidr[] = [];
+  readonly #names: string[] = [];
+  readonly #cidrs: Cidr[] = [];
 
   /** `listName` names the list in refusals, so that whoever reads one knows what to change. */
-  constructor(
-    entries: readonly string[],
-    private readonly listName: string,
-  ) {
+  readonly #listName: string;
+  constructor(entries: readonly string[], listName: string) {
+    this.#listName = listName;
     for (const raw of entries.map((e) => e.trim().toLowerCase()).filter(Boolean)) {
       const withPort = /^(\d+\.\d+\.\d+\.\d+|\[[0-9a-f:.]+\]):(\d{1,5})$/.exec(raw);
       const address = withPort?.[1] ?? raw;
       const port = withPort ? Number(withPort[2]) : undefined;
       if (address.includes('/') && ipaddr.isValidCIDR(address)) {
-        this.cidrs.push({ range: ipaddr.parseCIDR(address), port });
+        this.#cidrs.push({ range: ipaddr.parseCIDR(address), port });
       } else if (isIp(address)) {
         const ip = parseIp(address);
-        this.cidrs.push({ range: [ip, ip.kind() === 'ipv4' ? 32 : 128], port });
-      } else this.names.push(raw);
+        this.#cidrs.push({ range: [ip, ip.kind() === 'ipv4' ? 32 : 128], port });
+      } else this.#names.push(raw);
     }
   }
 
   get enabled(): boolean {
-    return this.names.length > 0 || this.cidrs.length > 0;
+    return this.#names.length > 0 || this.#cidrs.length > 0;
   }
 
   /** Why `url` may not be a callback_url; null when it may. */
@@ -75,19 +74,19 @@ export class HostAllowList {
   refuseHost(hostname: string, port: number): string | null {
     const host = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
     if (isIp(host)) {
-      if (this.inRanges(host, port) || (this.names.includes('*') && isPublic(host))) return null;
-      return `${host} at port ${port} is not in ${this.listName}`;
+      if (this.#inRanges(host, port) || (this.#names.includes('*') && isPublic(host))) return null;
+      return `${host} at port ${port} is not in ${this.#listName}`;
     }
-    const ok = this.names.some(
+    const ok = this.#names.some(
       (n) => n === '*' || n === host || n === `${host}:${port}` || (n.startsWith('*.') && host.endsWith(n.slice(1))),
     );
-    return ok ? null : `the host ${host} is not in ${this.listName}`;
+    return ok ? null : `the host ${host} is not in ${this.#listName}`;
   }
 
   /** Why a resolved address may not be connected to (at `port`); null when it may. */
   refuseAddress(address: string, port?: number): string | null {
-    if (this.inRanges(address, port) || isPublic(address)) return null;
-    return `${address} is a ${parseIp(address).range()} address, not listed in ${this.listName}`;
+    if (this.#inRanges(address, port) || isPublic(address)) return null;
+    return `${address} is a ${parseIp(address).range()} address, not listed in ${this.#listName}`;
   }
 
   /**
@@ -109,9 +108,9 @@ export class HostAllowList {
     return addresses[0]!;
   }
 
-  private inRanges(address: string, port: number | undefined): boolean {
+  #inRanges(address: string, port: number | undefined): boolean {
     const ip = parseIp(address);
-    return this.cidrs.some(
+    return this.#cidrs.some(
       ({ range: [net, bits], port: only }) =>
         (only === undefined || only === port) && ip.kind() === net.kind() && ip.match([net, bits] as never),
     );

@@ -25,7 +25,10 @@ interface Connection {
 export class McpToolClients {
   readonly #connections = new Map<string, Promise<Connection>>();
 
-  constructor(private readonly name = 'sandgate') {}
+  readonly #name: string;
+  constructor(name = 'sandgate') {
+    this.#name = name;
+  }
 
   /** The server's tools as `tenant` sees them (cached for a minute). */
   async list(tenant: string, server: McpToolServer, limits: ToolLimits): Promise<McpTool[]> {
@@ -101,7 +104,7 @@ export class McpToolClients {
           import('@modelcontextprotocol/sdk/client/index.js'),
           import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
         ]);
-        const client = new Client({ name: this.name, version: '1' });
+        const client = new Client({ name: this.#name, version: '1' });
         const transport = new StreamableHTTPClientTransport(new URL(server.mcp_url), {
           requestInit: { headers: server.headers ?? {} },
         });

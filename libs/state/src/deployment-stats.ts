@@ -69,23 +69,25 @@ export const OBSERVE_LUA = `
  * first use of this Redis (prefix); they are not reset when a process restarts.
  */
 export class DeploymentStats {
-  constructor(
-    private readonly redis: Redis,
-    private readonly k: Keys,
-  ) {}
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  constructor(redis: Redis, k: Keys) {
+    this.#redis = redis;
+    this.#k = k;
+  }
 
   /** A run ended: counted by state and reason, its duration observed by language and state. */
   async ended(language: string, result: ExecutionResult): Promise<void> {
-    const m = this.redis.multi();
-    m.hincrby(this.k.statsCounters(), this.endedCounter(result), 1);
-    this.observe(m, this.endedDuration(language, result));
+    const m = this.#redis.multi();
+    m.hincrby(this.#k.statsCounters(), this.endedCounter(result), 1);
+    this.#observe(m, this.endedDuration(language, result));
     await m.exec();
   }
 
   /** A run waited `ms` in the queue before a worker started it. */
   async queueWait(ms: number): Promise<void> {
-    const m = this.redis.multi();
-    this.observe(m, this.queueWaitOf(ms));
+    const m = this.#redis.multi();
+    this.#observe(m, this.queueWaitOf(ms));
     await m.exec();
   }
 
@@ -96,37 +98,37 @@ export class DeploymentStats {
 
   /** The observation of an ended run's duration, by language and state. */
   endedDuration(language: string, result: ExecutionResult): Observation {
-    return this.observation('duration', { language, state: result.state }, result.duration_ms / 1000);
+    return this.#observation('duration', { language, state: result.state }, result.duration_ms / 1000);
   }
 
   /** The observation of a run's wait in the queue (`ms`) before a worker started it. */
   queueWaitOf(ms: number): Observation {
-    return this.observation('queue_wait', {}, ms / 1000);
+    return this.#observation('queue_wait', {}, ms / 1000);
   }
 
   /** Adds counter deltas, e.g. `[['pool', { event: 'hit' }, 3]]`; zero deltas are skipped. */
   async add(deltas: [CounterName, Labels, number][]): Promise<void> {
     const nonZero = deltas.filter(([, , n]) => n !== 0);
     if (nonZero.length === 0) return;
-    const m = this.redis.multi();
-    for (const [name, labels, n] of nonZero) m.hincrby(this.k.statsCounters(), encode(name, labels), n);
+    const m = this.#redis.multi();
+    for (const [name, labels, n] of nonZero) m.hincrby(this.#k.statsCounters(), encode(name, labels), n);
     await m.exec();
   }
 
-  private observation(name: HistogramName, labels: Labels, seconds: number): Observation {
+  #observation(name: HistogramName, labels: Labels, seconds: number): Observation {
     const le = BUCKETS[name].find((b) => seconds <= b);
-    return { key: this.k.statsHistogram(name), series: encode('', labels), le: String(le ?? '+Inf'), seconds };
+    return { key: this.#k.statsHistogram(name), series: encode('', labels), le: String(le ?? '+Inf'), seconds };
   }
 
-  private observe(m: ReturnType<Redis['multi']>, { key, series, le, seconds }: Observation): void {
+  #observe(m: ReturnType<Redis['multi']>, { key, series, le, seconds }: Observation): void {
     m.hincrby(key, `${series}#${le}`, 1).hincrbyfloat(key, `${series}#sum`, seconds).hincrby(key, `${series}#count`, 1);
   }
 
   async read(): Promise<StatsSnapshot> {
     const [counters, duration, wait] = await Promise.all([
-      this.redis.hgetall(this.k.statsCounters()),
-      this.redis.hgetall(this.k.statsHistogram('duration')),
-      this.redis.hgetall(this.k.statsHistogram('queue_wait')),
+      this.#redis.hgetall(this.#k.statsCounters()),
+      this.#redis.hgetall(this.#k.statsHistogram('duration')),
+      this.#redis.hgetall(this.#k.statsHistogram('queue_wait')),
     ]);
     const byName = new Map<CounterName, CounterValue[]>();
     for (const [field, value] of Object.entries(counters)) {

@@ -30,37 +30,36 @@ interface Waiter {
  */
 export class EndedNotices {
   readonly channel: string;
-  private readonly waiters = new Map<string, Waiter>();
+  readonly #waiters = new Map<string, Waiter>();
   /** Session operations waited for: their answer (JSON) once published; `missed` after a reconnect. */
-  private readonly ops = new Map<string, { answer: string | null; missed: boolean; wake: (() => void) | null }>();
-  private listening = false;
+  readonly #ops = new Map<string, { answer: string | null; missed: boolean; wake: (() => void) | null }>();
+  #listening = false;
 
   /** `sub` becomes a subscriber connection: give it nothing else to do. */
-  constructor(
-    private readonly sub: Redis,
-    k: Keys,
-  ) {
+  readonly #sub: Redis;
+  constructor(sub: Redis, k: Keys) {
+    this.#sub = sub;
     this.channel = k.endedChannel(randomHex(8));
-    sub.on('message', (_channel: string, message: string) => this.deliver(message));
+    sub.on('message', (_channel: string, message: string) => this.#deliver(message));
     // ioredis subscribes again after a reconnect; once our own SUBSCRIBE is answered, nothing more can be lost.
     sub.on('ready', () => {
-      if (!this.listening) return;
+      if (!this.#listening) return;
       sub.subscribe(this.channel).then(
-        () => this.missedAll(),
-        () => this.missedAll(),
+        () => this.#missedAll(),
+        () => this.#missedAll(),
       );
     });
   }
 
   async listen(): Promise<void> {
-    await this.sub.subscribe(this.channel);
-    this.listening = true;
+    await this.#sub.subscribe(this.channel);
+    this.#listening = true;
   }
 
   /** Starts listening for the ending of run `id`: before the run can end, so its notice cannot come first. */
   expect(id: string): NoticeWait {
     const w: Waiter = { ending: null, missed: false, wake: null };
-    this.waiters.set(id, w);
+    this.#waiters.set(id, w);
     return {
       next: (deadline) =>
         new Promise<Notice>((resolve) => {
@@ -83,7 +82,7 @@ export class EndedNotices {
           w.wake = settle;
         }),
       cancel: () => {
-        this.waiters.delete(id);
+        this.#waiters.delete(id);
       },
     };
   }
@@ -94,7 +93,7 @@ export class EndedNotices {
    */
   expectOp(id: string): { next(deadline: number): Promise<string | 'missed' | 'timeout'>; cancel(): void } {
     const w = { answer: null as string | null, missed: false, wake: null as (() => void) | null };
-    this.ops.set(id, w);
+    this.#ops.set(id, w);
     return {
       next: (deadline) =>
         new Promise((resolve) => {
@@ -112,15 +111,15 @@ export class EndedNotices {
           else w.wake = settle;
         }),
       cancel: () => {
-        this.ops.delete(id);
+        this.#ops.delete(id);
       },
     };
   }
 
   /** A notice is `<id>\n<started_at or empty>\n<finished_at>\n<result event JSON>` (sgFinalize). */
-  private deliver(message: string): void {
+  #deliver(message: string): void {
     const a = message.indexOf('\n');
-    const op = this.ops.get(message.slice(0, a));
+    const op = this.#ops.get(message.slice(0, a));
     if (op !== undefined) {
       op.answer = message.slice(a + 1);
       op.wake?.();
@@ -128,20 +127,20 @@ export class EndedNotices {
     }
     const b = message.indexOf('\n', a + 1);
     const c = message.indexOf('\n', b + 1);
-    const w = this.waiters.get(message.slice(0, a));
+    const w = this.#waiters.get(message.slice(0, a));
     if (!w || c < 0) return;
     w.ending = parseEnding(message.slice(c + 1), message.slice(a + 1, b), message.slice(b + 1, c));
     w.wake?.();
   }
 
-  private missedAll(): void {
-    for (const w of [...this.waiters.values(), ...this.ops.values()]) {
+  #missedAll(): void {
+    for (const w of [...this.#waiters.values(), ...this.#ops.values()]) {
       w.missed = true;
       w.wake?.();
     }
   }
 
   close(): void {
-    this.sub.disconnect();
+    this.#sub.disconnect();
   }
 }

@@ -46,29 +46,31 @@ export async function* readStream(
 }
 
 export class EventHub {
-  private readonly streams = new Map<string, Entry>();
-  private readerId: number | null = null;
-  private blocked = false;
-  private idle: (() => void) | null = null;
-  private closed = false;
-  private readonly loopDone: Promise<void>;
+  readonly #streams = new Map<string, Entry>();
+  #readerId: number | null = null;
+  #blocked = false;
+  #idle: (() => void) | null = null;
+  #closed = false;
+  readonly #loopDone: Promise<void>;
 
-  constructor(
-    private readonly reader: Redis,
-    private readonly control: Redis,
-    private readonly log: Logger,
-  ) {
+  readonly #reader: Redis;
+  readonly #control: Redis;
+  readonly #log: Logger;
+  constructor(reader: Redis, control: Redis, log: Logger) {
+    this.#reader = reader;
+    this.#control = control;
+    this.#log = log;
     reader.on(
       'ready',
       () =>
         void reader
           .client('ID')
           .then((id) => {
-            this.readerId = Number(id);
+            this.#readerId = Number(id);
           })
           .catch(() => {}),
     );
-    this.loopDone = this.loop();
+    this.#loopDone = this.#loop();
   }
 
   /**
@@ -83,26 +85,26 @@ export class EventHub {
       wake?.();
     };
     let last = after ?? '0-0';
-    let entry = this.streams.get(key);
+    let entry = this.#streams.get(key);
     // What the hub already handed out is ≤ entry.cursor; this subscriber reads (last, cursor] itself.
     const replayTo = entry ? entry.cursor : null;
     if (!entry) {
       entry = { cursor: last, subs: new Set() };
-      this.streams.set(key, entry);
-      this.kick();
+      this.#streams.set(key, entry);
+      this.#kick();
     }
     entry.subs.add(push);
     const onAbort = () => wake?.();
     signal.addEventListener('abort', onAbort);
     try {
       if (replayTo && compareStreamIds(replayTo, last) > 0) {
-        for await (const ev of this.range(key, last, replayTo)) {
+        for await (const ev of this.#range(key, last, replayTo)) {
           last = ev.id;
           yield ev;
           if (ev.type === 'result') return;
         }
       }
-      while (!signal.aborted && !this.closed) {
+      while (!signal.aborted && !this.#closed) {
         const ev = queue.shift();
         if (!ev) {
           await new Promise<void>((r) => {
@@ -119,61 +121,61 @@ export class EventHub {
     } finally {
       signal.removeEventListener('abort', onAbort);
       entry.subs.delete(push);
-      if (entry.subs.size === 0 && this.streams.get(key) === entry) {
-        this.streams.delete(key);
-        this.kick();
+      if (entry.subs.size === 0 && this.#streams.get(key) === entry) {
+        this.#streams.delete(key);
+        this.#kick();
       }
     }
   }
 
   /** Every event of a stream so far, read in pages (no subscription). */
   history(key: string): AsyncGenerator<StoredEvent> {
-    return this.range(key, '0-0', '+');
+    return this.#range(key, '0-0', '+');
   }
 
   /** Entries in (after, until], paged. */
-  private range(key: string, after: string, until: string): AsyncGenerator<StoredEvent> {
-    return readStream(this.control, key, after, until);
+  #range(key: string, after: string, until: string): AsyncGenerator<StoredEvent> {
+    return readStream(this.#control, key, after, until);
   }
 
   /** Makes the reader loop notice a changed set of streams. */
-  private kick(): void {
-    if (this.idle) {
-      this.idle();
-      this.idle = null;
+  #kick(): void {
+    if (this.#idle) {
+      this.#idle();
+      this.#idle = null;
       return;
     }
-    if (this.blocked && this.readerId !== null) {
-      this.control
-        .client('UNBLOCK', this.readerId)
-        .catch((err: unknown) => this.log.warn({ err }, 'CLIENT UNBLOCK failed'));
+    if (this.#blocked && this.#readerId !== null) {
+      this.#control
+        .client('UNBLOCK', this.#readerId)
+        .catch((err: unknown) => this.#log.warn({ err }, 'CLIENT UNBLOCK failed'));
     }
   }
 
-  private async loop(): Promise<void> {
-    while (!this.closed) {
-      if (this.streams.size === 0) {
+  async #loop(): Promise<void> {
+    while (!this.#closed) {
+      if (this.#streams.size === 0) {
         await new Promise<void>((r) => {
-          this.idle = r;
+          this.#idle = r;
         });
         continue;
       }
-      const keys = [...this.streams.keys()];
-      const ids = keys.map((k) => this.streams.get(k)!.cursor);
+      const keys = [...this.#streams.keys()];
+      const ids = keys.map((k) => this.#streams.get(k)!.cursor);
       let res: [string, [string, string[]][]][] | null;
-      this.blocked = true;
+      this.#blocked = true;
       try {
-        res = (await this.reader.xread('COUNT', 1000, 'BLOCK', 10_000, 'STREAMS', ...keys, ...ids)) as typeof res;
+        res = (await this.#reader.xread('COUNT', 1000, 'BLOCK', 10_000, 'STREAMS', ...keys, ...ids)) as typeof res;
       } catch (err) {
-        if (this.closed) return;
-        this.log.warn({ err }, 'event stream read failed; retrying');
+        if (this.#closed) return;
+        this.#log.warn({ err }, 'event stream read failed; retrying');
         await new Promise((r) => setTimeout(r, 250));
         continue;
       } finally {
-        this.blocked = false;
+        this.#blocked = false;
       }
       for (const [key, entries] of res ?? []) {
-        const entry = this.streams.get(key);
+        const entry = this.#streams.get(key);
         if (!entry) continue;
         for (const raw of entries) {
           const ev = toStoredEvent(raw);
@@ -181,17 +183,17 @@ export class EventHub {
           for (const push of entry.subs) push(ev);
           // Nothing follows a result: stop reading the stream now rather than unblock the read when its
           // subscribers leave. A later subscriber starts it afresh and finds the result straight away.
-          if (ev.type === 'result') this.streams.delete(key);
+          if (ev.type === 'result') this.#streams.delete(key);
         }
       }
     }
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    this.kick();
-    this.idle?.();
-    this.reader.disconnect();
-    await this.loopDone.catch(() => {});
+    this.#closed = true;
+    this.#kick();
+    this.#idle?.();
+    this.#reader.disconnect();
+    await this.#loopDone.catch(() => {});
   }
 }

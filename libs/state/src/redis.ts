@@ -204,7 +204,9 @@ export class RedisWatchdog {
   #lastTick = Date.now();
   readonly #timer: NodeJS.Timeout;
 
-  constructor(private readonly redis: Redis) {
+  readonly #redis: Redis;
+  constructor(redis: Redis) {
+    this.#redis = redis;
     redis.on('ready', () => this.#answered());
     this.#timer = setInterval(() => {
       const now = Date.now();
@@ -235,7 +237,7 @@ export class RedisWatchdog {
   }
 
   get up(): boolean {
-    if (this.redis.status !== 'ready' || this.#hung) return false;
+    if (this.#redis.status !== 'ready' || this.#hung) return false;
     if (this.#waitingSince === null) return true;
     const now = Date.now();
     // The timer is late: this process is stalled now, and a PONG may be waiting behind the stall.
@@ -246,6 +248,6 @@ export class RedisWatchdog {
 
   close(): void {
     clearInterval(this.#timer);
-    this.redis.disconnect();
+    this.#redis.disconnect();
   }
 }

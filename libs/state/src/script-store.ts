@@ -42,17 +42,19 @@ return {'created', ARGV[3]}
  * code is kept once. Another tenant never sees them.
  */
 export class ScriptStore {
-  constructor(
-    private readonly redis: Redis,
-    private readonly k: Keys,
-  ) {}
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  constructor(redis: Redis, k: Keys) {
+    this.#redis = redis;
+    this.#k = k;
+  }
 
   async save(tenant: string, record: ScriptRecord, max: number): Promise<SaveOutcome> {
-    const [kind, raw] = (await this.redis.eval(
+    const [kind, raw] = (await this.#redis.eval(
       SAVE,
       2,
-      this.k.tenantScripts(tenant),
-      this.k.tenantScriptHashes(tenant),
+      this.#k.tenantScripts(tenant),
+      this.#k.tenantScriptHashes(tenant),
       record.name,
       record.sha256,
       JSON.stringify(record),
@@ -63,13 +65,13 @@ export class ScriptStore {
   }
 
   async get(tenant: string, name: string): Promise<ScriptRecord | undefined> {
-    const raw = await this.redis.hget(this.k.tenantScripts(tenant), name);
+    const raw = await this.#redis.hget(this.#k.tenantScripts(tenant), name);
     return raw === null ? undefined : (JSON.parse(raw) as ScriptRecord);
   }
 
   /** Every script of the tenant, by name. */
   async list(tenant: string): Promise<ScriptRecord[]> {
-    const all = await this.redis.hgetall(this.k.tenantScripts(tenant));
+    const all = await this.#redis.hgetall(this.#k.tenantScripts(tenant));
     return Object.values(all)
       .map((raw) => JSON.parse(raw) as ScriptRecord)
       .sort((a, b) => (a.name < b.name ? -1 : 1));
@@ -79,22 +81,22 @@ export class ScriptStore {
   async delete(tenant: string, name: string): Promise<boolean> {
     const script = await this.get(tenant, name);
     if (script === undefined) return false;
-    await this.redis
+    await this.#redis
       .multi()
-      .hdel(this.k.tenantScripts(tenant), name)
-      .hdel(this.k.tenantScriptHashes(tenant), script.sha256)
+      .hdel(this.#k.tenantScripts(tenant), name)
+      .hdel(this.#k.tenantScriptHashes(tenant), script.sha256)
       .exec();
     return true;
   }
 
   /** Keeps a completed run's language and code for `ttlSeconds`, so that it can be saved as a script. */
   async keepRunCode(executionId: string, language: Language, code: string, ttlSeconds: number): Promise<void> {
-    await this.redis.set(this.k.executionCode(executionId), JSON.stringify({ language, code }), 'EX', ttlSeconds);
+    await this.#redis.set(this.#k.executionCode(executionId), JSON.stringify({ language, code }), 'EX', ttlSeconds);
   }
 
   /** The code a completed run kept, if it is still kept. */
   async runCode(executionId: string): Promise<{ language: Language; code: string } | undefined> {
-    const raw = await this.redis.get(this.k.executionCode(executionId));
+    const raw = await this.#redis.get(this.#k.executionCode(executionId));
     return raw === null ? undefined : (JSON.parse(raw) as { language: Language; code: string });
   }
 }

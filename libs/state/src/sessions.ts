@@ -126,21 +126,23 @@ export async function maxSessionsError(redis: Redis, k: Keys, tenant: string, ma
 
 /** Session records, their per-tenant index and their busy lock, in Redis. */
 export class SessionStore {
-  constructor(
-    private readonly redis: LuaRedis,
-    private readonly k: Keys,
-  ) {}
+  readonly #redis: LuaRedis;
+  readonly #k: Keys;
+  constructor(redis: LuaRedis, k: Keys) {
+    this.#redis = redis;
+    this.#k = k;
+  }
 
   /** Creates a session, enforcing the tenant's limit of live sessions atomically (a paused one counts in none). */
   async create(tenant: string, opts: NewSession) {
     const id = newSessionId();
     const now = Date.now();
-    const ok = await this.redis.sgCreateSession(
-      this.k.session(id),
-      this.k.tenantSessions(tenant),
-      this.k.tenantSessionList(tenant),
-      this.k.sessionExpiry(),
-      this.k.sessionIdle(),
+    const ok = await this.#redis.sgCreateSession(
+      this.#k.session(id),
+      this.#k.tenantSessions(tenant),
+      this.#k.tenantSessionList(tenant),
+      this.#k.sessionExpiry(),
+      this.#k.sessionIdle(),
       id,
       tenant,
       now,
@@ -156,23 +158,23 @@ export class SessionStore {
       ...(opts.forkedFrom === undefined ? [] : ['forked_from', opts.forkedFrom]),
       ...(opts.template ? templateFields(opts.template) : []),
     );
-    if (ok !== 1) throw await maxSessionsError(this.redis, this.k, tenant, opts.maxSessions);
+    if (ok !== 1) throw await maxSessionsError(this.#redis, this.#k, tenant, opts.maxSessions);
     return (await this.get(tenant, id))!;
   }
 
   /** The tenant a session belongs to, for a request that carries no API key (a signed link); null if it is gone. */
   async ownerOf(id: string): Promise<string | null> {
-    return this.redis.hget(this.k.session(id), 'tenant');
+    return this.#redis.hget(this.#k.session(id), 'tenant');
   }
 
   /** The session if it exists, is live and belongs to `tenant`; null otherwise (never tells tenants apart). */
   async get(tenant: string, id: string): Promise<SessionRecord | null> {
-    const [[, h], [, score], [, lock], [, pausesAt]] = (await this.redis
+    const [[, h], [, score], [, lock], [, pausesAt]] = (await this.#redis
       .multi()
-      .hgetall(this.k.session(id))
-      .zscore(this.k.sessionExpiry(), id)
-      .get(this.k.sessionLock(id))
-      .zscore(this.k.sessionIdle(), id)
+      .hgetall(this.#k.session(id))
+      .zscore(this.#k.sessionExpiry(), id)
+      .get(this.#k.sessionLock(id))
+      .zscore(this.#k.sessionIdle(), id)
       .exec()) as [
       [unknown, Record<string, string>],
       [unknown, string | null],
@@ -226,20 +228,20 @@ export class SessionStore {
   async touch(s: SessionRecord): Promise<void> {
     if (s.oneshot) return;
     const now = Date.now();
-    const m = this.redis
+    const m = this.#redis
       .multi()
-      .hset(this.k.session(s.id), 'last_used_at', now)
-      .zadd(this.k.sessionExpiry(), now + s.ttlSeconds * 1000, s.id);
+      .hset(this.#k.session(s.id), 'last_used_at', now)
+      .zadd(this.#k.sessionExpiry(), now + s.ttlSeconds * 1000, s.id);
     if (s.pausedAt === null) {
-      m.zadd(this.k.tenantSessions(s.tenant), 'XX', now + s.idleSeconds * 1000, s.id);
-      m.zadd(this.k.sessionIdle(), 'XX', now + s.idleSeconds * 1000, s.id);
+      m.zadd(this.#k.tenantSessions(s.tenant), 'XX', now + s.idleSeconds * 1000, s.id);
+      m.zadd(this.#k.sessionIdle(), 'XX', now + s.idleSeconds * 1000, s.id);
     }
     await m.exec();
   }
 
   /** Starts the session's sandbox afresh on its next execution (a stateful interpreter loses its state). */
   async restart(s: SessionRecord): Promise<SessionRecord> {
-    const generation = await this.redis.hincrby(this.k.session(s.id), 'generation', 1);
+    const generation = await this.#redis.hincrby(this.#k.session(s.id), 'generation', 1);
     return { ...s, generation };
   }
 
@@ -248,16 +250,20 @@ export class SessionStore {
    * serves it refuses its connections from then on and cuts those open; its next run gets a sandbox without network.
    */
   async markPrivate(s: SessionRecord): Promise<SessionRecord> {
-    await this.redis.multi().hset(this.k.session(s.id), 'private', '1').publish(this.k.privateChannel(), s.id).exec();
+    await this.#redis
+      .multi()
+      .hset(this.#k.session(s.id), 'private', '1')
+      .publish(this.#k.privateChannel(), s.id)
+      .exec();
     return { ...s, private: true };
   }
 
   /** Records a service of the session (in the session's hash, so it goes with it); false if the session is gone. */
   async putService(sessionId: string, rec: ServiceRecord): Promise<boolean> {
-    const set = await this.redis.eval(
+    const set = await this.#redis.eval(
       "if redis.call('hexists', KEYS[1], 'tenant') == 0 then return 0 end redis.call('hset', KEYS[1], ARGV[1], ARGV[2]) return 1",
       1,
-      this.k.session(sessionId),
+      this.#k.session(sessionId),
       `${SERVICE_FIELD}${rec.name}`,
       JSON.stringify(rec),
     );
@@ -266,7 +272,7 @@ export class SessionStore {
 
   /** The session's services, by name. */
   async services(sessionId: string): Promise<ServiceRecord[]> {
-    const h = await this.redis.hgetall(this.k.session(sessionId));
+    const h = await this.#redis.hgetall(this.#k.session(sessionId));
     return Object.entries(h)
       .filter(([field]) => field.startsWith(SERVICE_FIELD))
       .map(([, json]) => JSON.parse(json) as ServiceRecord)
@@ -274,12 +280,12 @@ export class SessionStore {
   }
 
   async removeService(sessionId: string, name: string): Promise<void> {
-    await this.redis.hdel(this.k.session(sessionId), `${SERVICE_FIELD}${name}`, `${REVOKED_FIELD}${name}`);
+    await this.#redis.hdel(this.#k.session(sessionId), `${SERVICE_FIELD}${name}`, `${REVOKED_FIELD}${name}`);
   }
 
   /** The session's tenant, services and their revocations, in one read; null when the session is gone. */
   async previewState(sessionId: string): Promise<PreviewState | null> {
-    const h = await this.redis.hgetall(this.k.session(sessionId));
+    const h = await this.#redis.hgetall(this.#k.session(sessionId));
     if (!h.tenant) return null;
     const state: PreviewState = { tenant: h.tenant, services: [], revocations: {} };
     for (const [field, value] of Object.entries(h)) {
@@ -291,10 +297,10 @@ export class SessionStore {
 
   /** Counts one more revocation of the service's preview links; false if the service (or the session) is gone. */
   async revokePreviews(sessionId: string, name: string): Promise<boolean> {
-    const done = await this.redis.eval(
+    const done = await this.#redis.eval(
       "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0 end redis.call('hincrby', KEYS[1], ARGV[2], 1) return 1",
       1,
-      this.k.session(sessionId),
+      this.#k.session(sessionId),
       `${SERVICE_FIELD}${name}`,
       `${REVOKED_FIELD}${name}`,
     );
@@ -303,7 +309,7 @@ export class SessionStore {
 
   /** Whether the session holds private data; a session that is gone counts as private (it gets no network either). */
   async isPrivate(id: string): Promise<boolean> {
-    const [tenant, flag] = await this.redis.hmget(this.k.session(id), 'tenant', 'private');
+    const [tenant, flag] = await this.#redis.hmget(this.#k.session(id), 'tenant', 'private');
     return tenant === null || flag === '1';
   }
 
@@ -312,12 +318,12 @@ export class SessionStore {
    * a deleted one's, is left over and goes).
    */
   async liveIds(): Promise<Set<string>> {
-    return new Set(await this.redis.zrange(this.k.sessionIdle(), '0', '-1'));
+    return new Set(await this.#redis.zrange(this.#k.sessionIdle(), '0', '-1'));
   }
 
   /** Live sessions idle past their pause time, oldest first: housekeeping pauses them. */
   async idleDue(limit = 50): Promise<string[]> {
-    return this.redis.zrangebyscore(this.k.sessionIdle(), '-inf', Date.now(), 'LIMIT', 0, limit);
+    return this.#redis.zrangebyscore(this.#k.sessionIdle(), '-inf', Date.now(), 'LIMIT', 0, limit);
   }
 
   /**
@@ -336,11 +342,11 @@ export class SessionStore {
       holdMs = lockMs,
     }: { lockMs: number; live?: boolean; maxSessions?: number; holdMs?: number },
   ): Promise<void> {
-    const r = await this.redis.sgLockSession(
-      this.k.session(id),
-      this.k.sessionLock(id),
-      this.k.tenantSessions(tenant ?? (await this.ownerOf(id)) ?? ''),
-      this.k.sessionIdle(),
+    const r = await this.#redis.sgLockSession(
+      this.#k.session(id),
+      this.#k.sessionLock(id),
+      this.#k.tenantSessions(tenant ?? (await this.ownerOf(id)) ?? ''),
+      this.#k.sessionIdle(),
       id,
       tenant ?? '',
       owner,
@@ -352,8 +358,8 @@ export class SessionStore {
     );
     if (r === 'ok') return;
     if (r === 'not_found') throw new SandgateError('session_not_found', `session ${id} does not exist or has expired`);
-    if (r === 'max_sessions') throw await maxSessionsError(this.redis, this.k, tenant!, maxSessions);
-    const holder = await this.redis.get(this.k.sessionLock(id));
+    if (r === 'max_sessions') throw await maxSessionsError(this.#redis, this.#k, tenant!, maxSessions);
+    const holder = await this.#redis.get(this.#k.sessionLock(id));
     throw new SandgateError(
       'session_busy',
       `session ${id} is ${holder?.startsWith('op_') ? 'being paused, resumed, forked or snapshotted' : `running ${holder}`}; ` +
@@ -367,12 +373,12 @@ export class SessionStore {
    * left it), false when something else holds it, nothing does, or the deadline came first.
    */
   async waitOutAutoOp(id: string, deadline: number): Promise<boolean> {
-    const key = this.k.sessionLock(id);
-    const holder = await this.redis.get(key);
+    const key = this.#k.sessionLock(id);
+    const holder = await this.#redis.get(key);
     if (holder === null || !holder.startsWith(AUTO_OP_PREFIX)) return false;
     while (Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, AUTO_OP_POLL_MS));
-      if ((await this.redis.get(key)) !== holder) return true;
+      if ((await this.#redis.get(key)) !== holder) return true;
     }
     return false;
   }
@@ -387,14 +393,14 @@ export class SessionStore {
     outcome: 'live' | 'paused' | 'keep',
     touch: boolean,
   ): Promise<void> {
-    await this.redis.sgUnlockSession(
-      this.k.session(s.id),
-      this.k.sessionLock(s.id),
-      this.k.tenantSessions(s.tenant),
-      this.k.sessionIdle(),
-      this.k.sessionExpiry(),
-      this.k.sessionSnapshots(s.id),
-      this.k.tenantStorage(s.tenant),
+    await this.#redis.sgUnlockSession(
+      this.#k.session(s.id),
+      this.#k.sessionLock(s.id),
+      this.#k.tenantSessions(s.tenant),
+      this.#k.sessionIdle(),
+      this.#k.sessionExpiry(),
+      this.#k.sessionSnapshots(s.id),
+      this.#k.tenantStorage(s.tenant),
       s.id,
       owner,
       Date.now(),
@@ -405,12 +411,18 @@ export class SessionStore {
 
   /** A run of a live session ended: it pauses its idle seconds from now if left alone. */
   async idleFrom(s: Pick<SessionRecord, 'id' | 'tenant'>, now = Date.now()): Promise<void> {
-    await this.redis.sgIdleFrom(this.k.session(s.id), this.k.tenantSessions(s.tenant), this.k.sessionIdle(), s.id, now);
+    await this.#redis.sgIdleFrom(
+      this.#k.session(s.id),
+      this.#k.tenantSessions(s.tenant),
+      this.#k.sessionIdle(),
+      s.id,
+      now,
+    );
   }
 
   /** The session's snapshots, oldest first. */
   async snapshots(id: string): Promise<Snapshot[]> {
-    const h = await this.redis.hgetall(this.k.sessionSnapshots(id));
+    const h = await this.#redis.hgetall(this.#k.sessionSnapshots(id));
     return Object.entries(h)
       .map(([name, json]) => ({ name, ...(JSON.parse(json) as Omit<Snapshot, 'name'>) }))
       .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.name.localeCompare(b.name));
@@ -418,29 +430,29 @@ export class SessionStore {
 
   async putSnapshot(id: string, snap: Snapshot): Promise<void> {
     const { name, ...rest } = snap;
-    await this.redis.hset(this.k.sessionSnapshots(id), name, JSON.stringify(rest));
+    await this.#redis.hset(this.#k.sessionSnapshots(id), name, JSON.stringify(rest));
   }
 
   async removeSnapshot(id: string, name: string): Promise<boolean> {
-    return (await this.redis.hdel(this.k.sessionSnapshots(id), name)) === 1;
+    return (await this.#redis.hdel(this.#k.sessionSnapshots(id), name)) === 1;
   }
 
   /** A page of the tenant's live sessions, newest first, starting after `after` (a position a previous page gave). */
   async page(tenant: string, after: string | null, limit: number): Promise<Page<SessionRecord>> {
     const load = (ids: string[]) => Promise.all(ids.map((id) => this.get(tenant, id)));
-    return pageIndex(this.redis, this.k.tenantSessionList(tenant), after, limit, load);
+    return pageIndex(this.#redis, this.#k.tenantSessionList(tenant), after, limit, load);
   }
 
   /** Deletes the record; `force` deletes it even while an execution holds the lock. Returns whether it was deleted. */
   async delete(s: Pick<SessionRecord, 'id' | 'tenant'>, force: boolean): Promise<boolean> {
-    const r = await this.redis.sgExpireSession(
-      this.k.session(s.id),
-      this.k.sessionLock(s.id),
-      this.k.tenantSessions(s.tenant),
-      this.k.sessionExpiry(),
-      this.k.tenantSessionList(s.tenant),
-      this.k.sessionIdle(),
-      this.k.sessionSnapshots(s.id),
+    const r = await this.#redis.sgExpireSession(
+      this.#k.session(s.id),
+      this.#k.sessionLock(s.id),
+      this.#k.tenantSessions(s.tenant),
+      this.#k.sessionExpiry(),
+      this.#k.tenantSessionList(s.tenant),
+      this.#k.sessionIdle(),
+      this.#k.sessionSnapshots(s.id),
       s.id,
       Date.now(),
       force ? '1' : '0',
@@ -450,21 +462,21 @@ export class SessionStore {
 
   /** Sessions whose idle TTL has passed, oldest first: the janitor deletes them and their files. */
   async expired(limit = 100): Promise<{ id: string; tenant: string | null }[]> {
-    const ids = await this.redis.zrangebyscore(this.k.sessionExpiry(), '-inf', Date.now(), 'LIMIT', 0, limit);
-    const tenants = await Promise.all(ids.map((id) => this.redis.hget(this.k.session(id), 'tenant')));
+    const ids = await this.#redis.zrangebyscore(this.#k.sessionExpiry(), '-inf', Date.now(), 'LIMIT', 0, limit);
+    const tenants = await Promise.all(ids.map((id) => this.#redis.hget(this.#k.session(id), 'tenant')));
     return ids.map((id, i) => ({ id, tenant: tenants[i] ?? null }));
   }
 
   /** Records the template of a session made without one on the record (a one-shot's, made as its run starts). */
   async setTemplate(id: string, t: SessionTemplate): Promise<void> {
-    await this.redis.hset(this.k.session(id), ...templateFields(t));
+    await this.#redis.hset(this.#k.session(id), ...templateFields(t));
   }
 
   /** The templates of live sessions (process and stateful, not one-shots'), each with one session using it. */
   async templatesInUse(): Promise<Map<string, string>> {
-    const ids = await this.redis.zrangebyscore(this.k.sessionExpiry(), Date.now(), '+inf');
-    const m = this.redis.multi();
-    for (const id of ids) m.hmget(this.k.session(id), 'template', 'oneshot');
+    const ids = await this.#redis.zrangebyscore(this.#k.sessionExpiry(), Date.now(), '+inf');
+    const m = this.#redis.multi();
+    for (const id of ids) m.hmget(this.#k.session(id), 'template', 'oneshot');
     const rows = ((await m.exec()) ?? []) as [unknown, [string | null, string | null]][];
     const used = new Map<string, string>();
     rows.forEach(([, [template, oneshot]], i) => {
@@ -475,7 +487,7 @@ export class SessionStore {
 
   /** Removes index entries whose record is already gone. */
   async forget(id: string): Promise<void> {
-    await this.redis.multi().zrem(this.k.sessionExpiry(), id).zrem(this.k.sessionIdle(), id).exec();
+    await this.#redis.multi().zrem(this.#k.sessionExpiry(), id).zrem(this.#k.sessionIdle(), id).exec();
   }
 }
 

@@ -7,13 +7,15 @@ import type { Keys } from './keys.ts';
  * session's figure rather than adding to it, so a missed update is corrected by the next one instead of drifting.
  */
 export class StorageLedger {
-  constructor(
-    private readonly redis: Redis,
-    private readonly k: Keys,
-  ) {}
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  constructor(redis: Redis, k: Keys) {
+    this.#redis = redis;
+    this.#k = k;
+  }
 
   async record(tenant: string, sessionId: string, bytes: number): Promise<void> {
-    await this.redis.hset(this.k.tenantStorage(tenant), sessionId, String(bytes));
+    await this.#redis.hset(this.#k.tenantStorage(tenant), sessionId, String(bytes));
   }
 
   /**
@@ -22,20 +24,20 @@ export class StorageLedger {
    */
   async recordBeside(tenant: string, sessionId: string, what: string, bytes: number): Promise<void> {
     const field = `${sessionId}/${what}`;
-    if (bytes > 0) await this.redis.hset(this.k.tenantStorage(tenant), field, String(bytes));
-    else await this.redis.hdel(this.k.tenantStorage(tenant), field);
+    if (bytes > 0) await this.#redis.hset(this.#k.tenantStorage(tenant), field, String(bytes));
+    else await this.#redis.hdel(this.#k.tenantStorage(tenant), field);
   }
 
   /** The session is gone (deleted, expired): its files and all that was kept beside them. */
   async forget(tenant: string, sessionId: string): Promise<void> {
-    const fields = await this.redis.hkeys(this.k.tenantStorage(tenant));
+    const fields = await this.#redis.hkeys(this.#k.tenantStorage(tenant));
     const gone = fields.filter((f) => f === sessionId || f.startsWith(`${sessionId}/`));
-    if (gone.length > 0) await this.redis.hdel(this.k.tenantStorage(tenant), ...gone);
+    if (gone.length > 0) await this.#redis.hdel(this.#k.tenantStorage(tenant), ...gone);
   }
 
   /** Bytes the tenant stores over all its sessions. */
   async total(tenant: string): Promise<number> {
-    const values = await this.redis.hvals(this.k.tenantStorage(tenant));
+    const values = await this.#redis.hvals(this.#k.tenantStorage(tenant));
     return values.reduce((sum, v) => sum + (Number(v) || 0), 0);
   }
 }

@@ -43,22 +43,25 @@ class Capped {
   truncated = false;
   #bytes = 0;
 
-  constructor(private readonly max: number) {}
+  readonly #max: number;
+  constructor(max: number) {
+    this.#max = max;
+  }
 
   add(chunk: string): void {
     if (this.truncated) return;
     const size = Buffer.byteLength(chunk);
-    if (this.#bytes + size <= this.max) {
+    if (this.#bytes + size <= this.#max) {
       this.text += chunk;
       this.#bytes += size;
       return;
     }
     const room = Buffer.from(chunk)
-      .subarray(0, this.max - this.#bytes)
+      .subarray(0, this.#max - this.#bytes)
       .toString('utf8');
     // A character cut at the end decodes as U+FFFD: drop it.
     this.text += room.endsWith('\uFFFD') ? room.slice(0, -1) : room;
-    this.#bytes = this.max;
+    this.#bytes = this.#max;
     this.truncated = true;
   }
 }

@@ -77,32 +77,34 @@ return changed
  * a warm pool per template.
  */
 export class TemplateStore {
-  constructor(
-    private readonly redis: Redis,
-    private readonly k: Keys,
-  ) {}
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  constructor(redis: Redis, k: Keys) {
+    this.#redis = redis;
+    this.#k = k;
+  }
 
   async names(): Promise<string[]> {
-    return (await this.redis.smembers(this.k.templates())).sort();
+    return (await this.#redis.smembers(this.#k.templates())).sort();
   }
 
   async get(name: string): Promise<TemplateRecord | null> {
-    const h = await this.redis.hgetall(this.k.template(name));
+    const h = await this.#redis.hgetall(this.#k.template(name));
     return h.recipe ? recordOf(name, h) : null;
   }
 
   /** Every template, by name. */
   async list(): Promise<TemplateRecord[]> {
     const names = await this.names();
-    const m = this.redis.multi();
-    for (const n of names) m.hgetall(this.k.template(n));
+    const m = this.#redis.multi();
+    for (const n of names) m.hgetall(this.#k.template(n));
     const rows = ((await m.exec()) ?? []) as [unknown, Record<string, string>][];
     return names.flatMap((n, i) => (rows[i]?.[1]?.recipe ? [recordOf(n, rows[i]![1])] : []));
   }
 
   /** Writes a template whole (and announces it); false when it is new and there are `max` already. */
   async put(rec: TemplateRecord, max: number): Promise<boolean> {
-    const ok = await this.redis.eval(
+    const ok = await this.#redis.eval(
       `if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0 and redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then
          return 0 end
        redis.call('SADD', KEYS[1], ARGV[1])
@@ -111,9 +113,9 @@ export class TemplateStore {
        redis.call('PUBLISH', KEYS[3], ARGV[1])
        return 1`,
       3,
-      this.k.templates(),
-      this.k.template(rec.name),
-      this.k.templatesChanged(),
+      this.#k.templates(),
+      this.#k.template(rec.name),
+      this.#k.templatesChanged(),
       rec.name,
       String(max),
       ...fieldsOf(rec),
@@ -123,11 +125,11 @@ export class TemplateStore {
 
   /** Deletes a template (and announces it); false if there was none. */
   async delete(name: string): Promise<boolean> {
-    const [[, removed]] = (await this.redis
+    const [[, removed]] = (await this.#redis
       .multi()
-      .srem(this.k.templates(), name)
-      .del(this.k.template(name))
-      .publish(this.k.templatesChanged(), name)
+      .srem(this.#k.templates(), name)
+      .del(this.#k.template(name))
+      .publish(this.#k.templatesChanged(), name)
       .exec()) as [[unknown, number]];
     return removed === 1;
   }
@@ -143,19 +145,19 @@ export class TemplateStore {
   ): Promise<{ buildId: string; created: boolean }> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const id = newBuildId();
-      const took = await this.redis.set(this.k.buildLease(hash), id, 'PX', BUILD_QUEUED_TTL_MS, 'NX');
+      const took = await this.#redis.set(this.#k.buildLease(hash), id, 'PX', BUILD_QUEUED_TTL_MS, 'NX');
       if (took !== 'OK') {
-        const current = await this.redis.get(this.k.buildLease(hash));
+        const current = await this.#redis.get(this.#k.buildLease(hash));
         if (current) return { buildId: current, created: false };
         continue;
       }
       const now = Date.now();
-      await this.redis
+      await this.#redis
         .multi()
-        .hset(this.k.build(id), 'hash', hash, 'spec', JSON.stringify(spec), 'state', 'building', 'created_at', now)
-        .xadd(this.k.buildEvents(id), '*', 'type', 'log', 'data', JSON.stringify({ text: 'queued for a worker\n' }))
-        .expire(this.k.build(id), BUILD_RETENTION_S)
-        .expire(this.k.buildEvents(id), BUILD_RETENTION_S)
+        .hset(this.#k.build(id), 'hash', hash, 'spec', JSON.stringify(spec), 'state', 'building', 'created_at', now)
+        .xadd(this.#k.buildEvents(id), '*', 'type', 'log', 'data', JSON.stringify({ text: 'queued for a worker\n' }))
+        .expire(this.#k.build(id), BUILD_RETENTION_S)
+        .expire(this.#k.buildEvents(id), BUILD_RETENTION_S)
         .exec();
       try {
         await enqueue(id);
@@ -169,7 +171,7 @@ export class TemplateStore {
   }
 
   async build(id: string): Promise<BuildRecord | null> {
-    const h = await this.redis.hgetall(this.k.build(id));
+    const h = await this.#redis.hgetall(this.#k.build(id));
     if (!h.spec) return null;
     return {
       id,
@@ -184,15 +186,15 @@ export class TemplateStore {
 
   /** A worker takes a build: it holds the lease (renewed with `renew`) from now on. */
   async takeBuild(id: string, hash: string, worker: string): Promise<void> {
-    await this.redis
+    await this.#redis
       .multi()
-      .set(this.k.buildLease(hash), id, 'PX', BUILD_LEASE_MS * 3)
-      .hset(this.k.build(id), 'started_at', Date.now(), 'worker', worker)
+      .set(this.#k.buildLease(hash), id, 'PX', BUILD_LEASE_MS * 3)
+      .hset(this.#k.build(id), 'started_at', Date.now(), 'worker', worker)
       .exec();
   }
 
   async renew(id: string, hash: string): Promise<void> {
-    await this.redis.set(this.k.buildLease(hash), id, 'PX', BUILD_LEASE_MS * 3, 'XX');
+    await this.#redis.set(this.#k.buildLease(hash), id, 'PX', BUILD_LEASE_MS * 3, 'XX');
   }
 
   /**
@@ -219,21 +221,21 @@ export class TemplateStore {
       duration_ms: end.durationMs ?? 0,
       cached: end.cached ?? false,
     };
-    return (await this.redis.eval(
+    return (await this.#redis.eval(
       FINISH,
       5,
-      this.k.templates(),
-      this.k.build(id),
-      this.k.buildLease(hash),
-      this.k.buildEvents(id),
-      this.k.templatesChanged(),
+      this.#k.templates(),
+      this.#k.build(id),
+      this.#k.buildLease(hash),
+      this.#k.buildEvents(id),
+      this.#k.templatesChanged(),
       id,
       end.state,
       end.image ?? '',
       end.error ?? '',
       end.logTail ?? '',
       Date.now(),
-      this.k.template(''),
+      this.#k.template(''),
       ifLost ? '1' : '0',
       JSON.stringify(event),
       BUILD_RETENTION_S,
@@ -247,7 +249,7 @@ export class TemplateStore {
   async reconcile(rec: TemplateRecord): Promise<TemplateRecord> {
     if (rec.state !== 'building' || rec.buildId === null) return rec;
     const id = rec.buildId;
-    const copied = await this.redis.eval(
+    const copied = await this.#redis.eval(
       `local b = redis.call('HMGET', KEYS[2], 'state', 'image', 'error', 'log_tail', 'finished_at')
        if not b[1] or b[1] == 'building' then return 0 end
        if redis.call('HGET', KEYS[1], 'build_id') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'state') ~= 'building' then
@@ -256,11 +258,11 @@ export class TemplateStore {
        if b[1] == 'ready' then redis.call('HSET', KEYS[1], 'image', b[2]) end
        return 1`,
       2,
-      this.k.template(rec.name),
-      this.k.build(id),
+      this.#k.template(rec.name),
+      this.#k.build(id),
       id,
     );
-    if (copied === 0 && (await this.redis.exists(this.k.buildLease(rec.hash))) === 0) {
+    if (copied === 0 && (await this.#redis.exists(this.#k.buildLease(rec.hash))) === 0) {
       await this.finish(
         id,
         rec.hash,
@@ -272,12 +274,12 @@ export class TemplateStore {
   }
 
   buildEventsKey(id: string): string {
-    return this.k.buildEvents(id);
+    return this.#k.buildEvents(id);
   }
 
   /** The channel template changes are announced on (the name changed, as the message). */
   get channel(): string {
-    return this.k.templatesChanged();
+    return this.#k.templatesChanged();
   }
 }
 

@@ -18,16 +18,18 @@ const hashOf = (token: string): string => createHash('sha256').update(token).dig
  * signing key for this.
  */
 export class TransferGrants {
-  constructor(
-    private readonly redis: Redis,
-    private readonly k: Keys,
-  ) {}
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  constructor(redis: Redis, k: Keys) {
+    this.#redis = redis;
+    this.#k = k;
+  }
 
   /** A new token for `grant`, valid for `ttlSeconds` at most. */
   async grant(grant: TransferGrant, ttlSeconds: number): Promise<string> {
     const token = randomBytes(32).toString('base64url');
-    await this.redis.set(
-      this.k.transferGrant(hashOf(token)),
+    await this.#redis.set(
+      this.#k.transferGrant(hashOf(token)),
       JSON.stringify(grant),
       'EX',
       Math.max(1, Math.ceil(ttlSeconds)),
@@ -38,11 +40,11 @@ export class TransferGrants {
   /** The grant behind `token`, or undefined when there is none (never issued, expired or revoked). */
   async resolve(token: string): Promise<TransferGrant | undefined> {
     if (token.length === 0 || token.length > 128) return undefined;
-    const raw = await this.redis.get(this.k.transferGrant(hashOf(token)));
+    const raw = await this.#redis.get(this.#k.transferGrant(hashOf(token)));
     return raw === null ? undefined : (JSON.parse(raw) as TransferGrant);
   }
 
   async revoke(token: string): Promise<void> {
-    await this.redis.del(this.k.transferGrant(hashOf(token)));
+    await this.#redis.del(this.#k.transferGrant(hashOf(token)));
   }
 }

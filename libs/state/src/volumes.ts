@@ -38,10 +38,12 @@ const notFound = (name: string) =>
  * no other live session does (claim), a check made atomically with the claim itself.
  */
 export class VolumeStore {
-  constructor(
-    private readonly redis: LuaRedis,
-    private readonly k: Keys,
-  ) {}
+  readonly #redis: LuaRedis;
+  readonly #k: Keys;
+  constructor(redis: LuaRedis, k: Keys) {
+    this.#redis = redis;
+    this.#k = k;
+  }
 
   /**
    * Records a new volume of `id` (its directory made by the caller first). volume_exists, max_volumes, or
@@ -55,10 +57,10 @@ export class VolumeStore {
     { maxVolumes, storageLimit }: { maxVolumes: number; storageLimit: number },
   ): Promise<VolumeRecord> {
     const now = Date.now();
-    const [answer, used] = (await this.redis.sgCreateVolume(
-      this.k.tenantVolumes(tenant),
-      this.k.volume(id),
-      this.k.tenantStorage(tenant),
+    const [answer, used] = (await this.#redis.sgCreateVolume(
+      this.#k.tenantVolumes(tenant),
+      this.#k.volume(id),
+      this.#k.tenantStorage(tenant),
       name,
       id,
       tenant,
@@ -86,7 +88,7 @@ export class VolumeStore {
 
   /** The tenant's volume of that name, or null (another tenant's is never found). */
   async get(tenant: string, name: string): Promise<VolumeRecord | null> {
-    const id = await this.redis.hget(this.k.tenantVolumes(tenant), name);
+    const id = await this.#redis.hget(this.#k.tenantVolumes(tenant), name);
     if (id === null) return null;
     const rec = await this.byId(id);
     return rec?.tenant === tenant ? rec : null;
@@ -100,14 +102,14 @@ export class VolumeStore {
 
   /** A volume by id, whoever's it is (a signed download link names the id); null once it is deleted. */
   async byId(id: string): Promise<VolumeRecord | null> {
-    const h = await this.redis.hgetall(this.k.volume(id));
+    const h = await this.#redis.hgetall(this.#k.volume(id));
     if (!h.tenant || !h.name) return null;
     return { id, tenant: h.tenant, name: h.name, sizeBytes: Number(h.size), createdAt: Number(h.created_at) };
   }
 
   /** The tenant's volumes, by name. */
   async list(tenant: string): Promise<VolumeRecord[]> {
-    const ids = await this.redis.hvals(this.k.tenantVolumes(tenant));
+    const ids = await this.#redis.hvals(this.#k.tenantVolumes(tenant));
     const recs = await Promise.all(ids.map((id) => this.byId(id)));
     return recs
       .filter((r): r is VolumeRecord => r !== null && r.tenant === tenant)
@@ -116,11 +118,11 @@ export class VolumeStore {
 
   /** The live sessions that mount the volume. */
   async users(id: string): Promise<VolumeUserRecord[]> {
-    const flat = (await this.redis.sgVolumeUsers(
-      this.k.volumeMounts(id),
-      this.k.sessionExpiry(),
+    const flat = (await this.#redis.sgVolumeUsers(
+      this.#k.volumeMounts(id),
+      this.#k.sessionExpiry(),
       Date.now(),
-      this.k.sessionPrefix(),
+      this.#k.sessionPrefix(),
     )) as string[];
     return pairs(flat);
   }
@@ -131,14 +133,14 @@ export class VolumeStore {
    */
   async delete(tenant: string, name: string): Promise<VolumeRecord> {
     const rec = await this.require(tenant, name);
-    const [answer, ...rest] = (await this.redis.sgDeleteVolume(
-      this.k.tenantVolumes(tenant),
-      this.k.tenantStorage(tenant),
-      this.k.sessionExpiry(),
+    const [answer, ...rest] = (await this.#redis.sgDeleteVolume(
+      this.#k.tenantVolumes(tenant),
+      this.#k.tenantStorage(tenant),
+      this.#k.sessionExpiry(),
       name,
       Date.now(),
-      this.k.volumePrefix(),
-      this.k.sessionPrefix(),
+      this.#k.volumePrefix(),
+      this.#k.sessionPrefix(),
     )) as string[];
     if (answer === 'not_found') throw notFound(name);
     if (answer === 'in_use') {
@@ -157,15 +159,15 @@ export class VolumeStore {
    * volume read-write. Records the mounts on the session, with each volume's id and size, and answers them.
    */
   async claim(session: { id: string; tenant: string }, mounts: MountRequest[]): Promise<JobVolume[]> {
-    const [answer, a, b] = (await this.redis.sgClaimVolumes(
-      this.k.tenantVolumes(session.tenant),
-      this.k.session(session.id),
-      this.k.sessionExpiry(),
+    const [answer, a, b] = (await this.#redis.sgClaimVolumes(
+      this.#k.tenantVolumes(session.tenant),
+      this.#k.session(session.id),
+      this.#k.sessionExpiry(),
       session.id,
       session.tenant,
       Date.now(),
-      this.k.volumePrefix(),
-      this.k.sessionPrefix(),
+      this.#k.volumePrefix(),
+      this.#k.sessionPrefix(),
       JSON.stringify(mounts),
     )) as string[];
     if (answer === 'no_session') {
@@ -185,8 +187,8 @@ export class VolumeStore {
   /** The session no longer uses its volumes (it was deleted): they are free for another writer at once. */
   async release(sessionId: string, mounts: readonly Pick<JobVolume, 'id'>[]): Promise<void> {
     if (mounts.length === 0) return;
-    const m = this.redis.multi();
-    for (const v of mounts) m.hdel(this.k.volumeMounts(v.id), sessionId);
+    const m = this.#redis.multi();
+    for (const v of mounts) m.hdel(this.#k.volumeMounts(v.id), sessionId);
     await m.exec();
   }
 }

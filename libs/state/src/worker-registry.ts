@@ -35,26 +35,28 @@ export interface WorkerInfo extends WorkerSnapshot {
 
 /** Worker liveness, for /readyz: each worker stamps its id with the time every few seconds, and its snapshot. */
 export class WorkerRegistry {
-  constructor(
-    private readonly redis: Redis,
-    private readonly k: Keys,
-  ) {}
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  constructor(redis: Redis, k: Keys) {
+    this.#redis = redis;
+    this.#k = k;
+  }
 
   async beat(workerId: string, snapshot?: WorkerSnapshot): Promise<void> {
-    const m = this.redis.multi().zadd(this.k.workers(), Date.now(), workerId);
-    if (snapshot) m.hset(this.k.workerStats(), workerId, JSON.stringify(snapshot));
+    const m = this.#redis.multi().zadd(this.#k.workers(), Date.now(), workerId);
+    if (snapshot) m.hset(this.#k.workerStats(), workerId, JSON.stringify(snapshot));
     await m.exec();
   }
 
   async leave(workerId: string): Promise<void> {
-    await this.redis.multi().zrem(this.k.workers(), workerId).hdel(this.k.workerStats(), workerId).exec();
+    await this.#redis.multi().zrem(this.#k.workers(), workerId).hdel(this.#k.workerStats(), workerId).exec();
   }
 
   /** The workers seen within `withinMs`, with their latest snapshot (zeros for one that published none yet). */
   async list(withinMs: number): Promise<WorkerInfo[]> {
-    const seen = await this.redis.zrangebyscore(this.k.workers(), Date.now() - withinMs, '+inf', 'WITHSCORES');
+    const seen = await this.#redis.zrangebyscore(this.#k.workers(), Date.now() - withinMs, '+inf', 'WITHSCORES');
     const ids = seen.filter((_, i) => i % 2 === 0);
-    const snapshots = ids.length > 0 ? await this.redis.hmget(this.k.workerStats(), ...ids) : [];
+    const snapshots = ids.length > 0 ? await this.#redis.hmget(this.#k.workerStats(), ...ids) : [];
     return ids.map((id, i) => ({
       concurrency: 0,
       running: 0,
@@ -71,17 +73,17 @@ export class WorkerRegistry {
 
   /** Ids of the workers seen within `withinMs`. */
   async aliveIds(withinMs: number): Promise<Set<string>> {
-    return new Set(await this.redis.zrangebyscore(this.k.workers(), Date.now() - withinMs, '+inf'));
+    return new Set(await this.#redis.zrangebyscore(this.#k.workers(), Date.now() - withinMs, '+inf'));
   }
 
   /** The workers seen within `withinMs`, as list() gives them; forgets those not seen for an hour. */
   async live(withinMs: number): Promise<WorkerInfo[]> {
-    const gone = await this.redis.zrangebyscore(this.k.workers(), '-inf', Date.now() - withinMs - 3_600_000);
+    const gone = await this.#redis.zrangebyscore(this.#k.workers(), '-inf', Date.now() - withinMs - 3_600_000);
     if (gone.length > 0) {
-      await this.redis
+      await this.#redis
         .multi()
-        .zrem(this.k.workers(), ...gone)
-        .hdel(this.k.workerStats(), ...gone)
+        .zrem(this.#k.workers(), ...gone)
+        .hdel(this.#k.workerStats(), ...gone)
         .exec();
     }
     return this.list(withinMs);

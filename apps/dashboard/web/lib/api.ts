@@ -51,10 +51,13 @@ async function problemOf(res: Response): Promise<ApiError> {
 
 /** The REST API with the signed-in key in a header: never in a URL. */
 export class Api {
-  constructor(private readonly key: KeySource) {}
+  readonly #key: KeySource;
+  constructor(key: KeySource) {
+    this.#key = key;
+  }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
-    const key = this.key();
+    const key = this.#key();
     return { ...(key ? { authorization: `Bearer ${key}` } : {}), ...extra };
   }
 
@@ -74,12 +77,7 @@ export class Api {
     return (res.status === 204 ? undefined : await res.json()) as T;
   }
 
-  private async page<T>(
-    path: string,
-    field: string,
-    params: Record<string, string | undefined>,
-    cursor?: string | null,
-  ) {
+  async #page<T>(path: string, field: string, params: Record<string, string | undefined>, cursor?: string | null) {
     const q = new URLSearchParams({ limit: String(LIST_LIMIT) });
     for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
     if (cursor) q.set('cursor', cursor);
@@ -91,16 +89,16 @@ export class Api {
   }
 
   sessions(cursor?: string | null): Promise<Page<Session>> {
-    return this.page('/v1/sessions', 'sessions', {}, cursor);
+    return this.#page('/v1/sessions', 'sessions', {}, cursor);
   }
 
   executions(filter: { session_id?: string; state?: string }, cursor?: string | null): Promise<Page<Execution>> {
-    return this.page('/v1/executions', 'executions', filter, cursor);
+    return this.#page('/v1/executions', 'executions', filter, cursor);
   }
 
   /** The files of `owner`: a session's (sessionFiles) or a volume's (volumeFiles) files path. */
   files(owner: string, cursor?: string | null): Promise<Page<FileEntry>> {
-    return this.page(owner, 'files', {}, cursor);
+    return this.#page(owner, 'files', {}, cursor);
   }
 
   /** The tenant's volumes, by name (a tenant has few: one request holds them all). */

@@ -38,12 +38,14 @@ const TEST_LANGUAGES = ['python', 'javascript', 'typescript'] as const;
 /** Creating, waiting for and cancelling executions: the logic behind /v1/executions, free of HTTP. */
 export class ExecutionControl {
   /** Settles when the gateway starts to shut down: a long poll then answers with the run as it is. */
-  private readonly drained: Promise<'timeout'>;
-  private readonly webhooks: HostAllowList;
+  readonly #drained: Promise<'timeout'>;
+  readonly #webhooks: HostAllowList;
 
-  constructor(private readonly d: GatewayDeps) {
-    this.webhooks = new HostAllowList(d.config.webhookAllow, 'SANDGATE_WEBHOOK_ALLOW');
-    this.drained = new Promise((resolve) => {
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
+    this.#webhooks = new HostAllowList(d.config.webhookAllow, 'SANDGATE_WEBHOOK_ALLOW');
+    this.#drained = new Promise((resolve) => {
       d.draining.addEventListener('abort', () => resolve('timeout'), { once: true });
     });
   }
@@ -60,26 +62,26 @@ export class ExecutionControl {
   ): Promise<ExecutionRecord> {
     // A session the platform is pausing by itself (idle) is not the user's conflict: the run waits for the pause to
     // end, within its own time limit, and then resumes the session as any run of a paused session does.
-    const deadline = Date.now() + (body.timeout_ms ?? this.d.config.execTimeoutMs);
+    const deadline = Date.now() + (body.timeout_ms ?? this.#d.config.execTimeoutMs);
     for (;;) {
       try {
-        return await this.createOnce(tenant, body, waitSeconds, options);
+        return await this.#createOnce(tenant, body, waitSeconds, options);
       } catch (err) {
         const busy = err instanceof SandgateError && err.code === 'session_busy' && body.session_id !== undefined;
-        if (!busy || !(await this.d.sessions.waitOutAutoOp(body.session_id!, deadline))) throw err;
+        if (!busy || !(await this.#d.sessions.waitOutAutoOp(body.session_id!, deadline))) throw err;
       }
     }
   }
 
-  private async createOnce(
+  async #createOnce(
     tenant: string,
     body: CreateExecution,
     waitSeconds: number,
     { service }: { service?: string },
   ): Promise<ExecutionRecord> {
-    const { config } = this.d;
-    const job = this.validate(body, await this.source(tenant, body));
-    if (body.callback_url !== undefined) this.checkCallback(body.callback_url);
+    const { config } = this.#d;
+    const job = this.#validate(body, await this.#source(tenant, body));
+    if (body.callback_url !== undefined) this.#checkCallback(body.callback_url);
     const files = (body.files ?? []).map((f) => ({
       path: normalizeUserPath(f.path),
       bytes: Buffer.from(f.content_base64, 'base64'),
@@ -91,8 +93,8 @@ export class ExecutionControl {
         `inline files total ${inline} bytes; upload large files with POST /v1/sessions/{id}/files`,
       );
     }
-    const session = body.session_id ? await this.d.sessions.require(tenant, body.session_id) : null;
-    const template = await this.templateOf(tenant, body, session);
+    const session = body.session_id ? await this.#d.sessions.require(tenant, body.session_id) : null;
+    const template = await this.#templateOf(tenant, body, session);
     if (template) withTemplate(job, body, template);
     const sandbox = !session ? 'oneshot' : session.mode === 'stateful' ? 'stateful' : 'session';
     if (sandbox === 'stateful' && job.args !== undefined) {
@@ -126,7 +128,7 @@ export class ExecutionControl {
       // The run starts `code` as a service of the session (ServiceManager), a program of its own in any session.
       ...(service === undefined ? {} : { service }),
     };
-    const ending = waitSeconds > 0 ? this.d.notices.expect(id) : null;
+    const ending = waitSeconds > 0 ? this.#d.notices.expect(id) : null;
     try {
       const limits = limitsFor(config, tenant);
       // A tenant at its storage quota runs nothing more (runs write files) until it deletes files or sessions: checked
@@ -136,11 +138,11 @@ export class ExecutionControl {
         maxInFlight: maxInFlight(limits),
         maxStorageBytes: limits.storage_bytes,
         ...(session ? {} : { oneshotTtlSeconds: config.sessionTtlSeconds }),
-        ...(ending ? { notify: this.d.notices.channel } : {}),
+        ...(ending ? { notify: this.#d.notices.channel } : {}),
       };
-      await this.startAndEnqueue(meta, data, start, files, body.callback_url);
+      await this.#startAndEnqueue(meta, data, start, files, body.callback_url);
       // A one-shot's session keeps its template, should a later run use the session.
-      if (!session && template) await this.d.sessions.setTemplate(sessionId, template);
+      if (!session && template) await this.#d.sessions.setTemplate(sessionId, template);
       const record: ExecutionRecord = {
         ...meta,
         state: 'queued',
@@ -150,7 +152,7 @@ export class ExecutionControl {
         callback_url: body.callback_url ?? null,
         webhook: body.callback_url === undefined ? null : { state: 'pending', attempts: [] },
       };
-      return ending ? await this.until(record, ending, Date.now() + waitSeconds * 1000) : record;
+      return ending ? await this.#until(record, ending, Date.now() + waitSeconds * 1000) : record;
     } finally {
       ending?.cancel();
     }
@@ -164,7 +166,7 @@ export class ExecutionControl {
   sandboxOf(
     session: SessionRecord,
   ): Pick<ExecutionJob, 'sandbox' | 'generation' | 'network' | 'paused_at' | 'undo' | 'volumes'> {
-    const { config } = this.d;
+    const { config } = this.#d;
     return {
       sandbox: session.mode === 'stateful' ? 'stateful' : 'session',
       generation: session.generation,
@@ -178,11 +180,11 @@ export class ExecutionControl {
   }
 
   /** Waits for the notice of the run's end; reads the run when a notice may have been missed, and at the deadline. */
-  private async until(rec: ExecutionRecord, ending: NoticeWait, deadline: number): Promise<ExecutionRecord> {
+  async #until(rec: ExecutionRecord, ending: NoticeWait, deadline: number): Promise<ExecutionRecord> {
     for (;;) {
-      const notice = await Promise.race([ending.next(deadline), this.drained]);
+      const notice = await Promise.race([ending.next(deadline), this.#drained]);
       if (typeof notice === 'object') return endedRecord(rec, notice);
-      const now = await this.d.executions.get(rec.id);
+      const now = await this.#d.executions.get(rec.id);
       if (notice === 'timeout' || !now || isTerminal(now.state)) return now ?? rec;
     }
   }
@@ -192,19 +194,19 @@ export class ExecutionControl {
    * gave it in its tenant's queue. Whatever fails after the start ends the run, so nothing stays queued without a
    * job; a gateway that dies in between leaves a queued run that housekeeping ends (worker.ts).
    */
-  private async startAndEnqueue(
+  async #startAndEnqueue(
     meta: ExecutionMeta,
     data: ExecutionJob,
     start: StartOptions,
     files: InlineFile[],
     callbackUrl?: string,
   ): Promise<void> {
-    const { config } = this.d;
-    const rank = await this.d.executions.start(meta, data, start);
+    const { config } = this.#d;
+    const rank = await this.#d.executions.start(meta, data, start);
     try {
-      if (callbackUrl !== undefined) await this.d.executions.setCallback(meta.id, callbackUrl);
+      if (callbackUrl !== undefined) await this.#d.executions.setCallback(meta.id, callbackUrl);
       if (files.length > 0) {
-        const dir = await this.d.workspaces.create(meta.session_id);
+        const dir = await this.#d.workspaces.create(meta.session_id);
         for (const f of files) {
           await writeFileInside(dir, f.path, Readable.from([f.bytes]), {
             maxBytes: config.maxUploadBytes,
@@ -215,9 +217,9 @@ export class ExecutionControl {
       }
       // BullMQ runs lower priorities first: a tenant's first queued run goes before another's hundredth.
       const priority = Math.min(rank, MAX_PRIORITY);
-      await this.d.queue.add('execute', { execution_id: meta.id, tenant: meta.tenant }, { jobId: meta.id, priority });
+      await this.#d.queue.add('execute', { execution_id: meta.id, tenant: meta.tenant }, { jobId: meta.id, priority });
     } catch (err) {
-      await this.failToQueue(meta, err);
+      await this.#failToQueue(meta, err);
     }
   }
 
@@ -225,7 +227,7 @@ export class ExecutionControl {
    * The template a run uses: its session's, as resolved when the session was made, or for a one-shot the one it names,
    * resolved now. A run cannot name another template than its session's.
    */
-  private async templateOf(
+  async #templateOf(
     tenant: string,
     body: CreateExecution,
     session: SessionRecord | null,
@@ -240,13 +242,13 @@ export class ExecutionControl {
       }
       return session.template;
     }
-    return body.template === undefined ? null : this.d.templateControl.resolve(tenant, body.template);
+    return body.template === undefined ? null : this.#d.templateControl.resolve(tenant, body.template);
   }
 
   /** Ends a started run that could not be queued, then rethrows why. */
-  private async failToQueue(meta: ExecutionMeta, err: unknown): Promise<never> {
+  async #failToQueue(meta: ExecutionMeta, err: unknown): Promise<never> {
     const reason = err instanceof SandgateError ? undefined : 'backend_unavailable';
-    await this.d.executions.finalize(
+    await this.#d.executions.finalize(
       meta,
       platformResult('error', reason, `could not queue the execution: ${(err as Error).message}`),
       ['queued'],
@@ -255,24 +257,24 @@ export class ExecutionControl {
   }
 
   /** What to run: the request's `language` and `code`, or those of the tenant's saved `script`. */
-  private async source(tenant: string, body: CreateExecution): Promise<{ language: string; code: string }> {
+  async #source(tenant: string, body: CreateExecution): Promise<{ language: string; code: string }> {
     const bad = (detail: string) => new SandgateError('validation_failed', detail);
     if (body.script !== undefined) {
       if (body.code !== undefined || body.language !== undefined) {
         throw bad('give script, or language and code, not both (a script runs in its own language)');
       }
-      const script = await this.d.scriptLibrary.require(tenant, body.script);
+      const script = await this.#d.scriptLibrary.require(tenant, body.script);
       return { language: script.language, code: script.code };
     }
     if (body.code === undefined || body.language === undefined) throw bad('give language and code, or script');
     return { language: body.language, code: body.code };
   }
 
-  private validate(
+  #validate(
     body: CreateExecution,
     { language, code }: { language: string; code: string },
   ): Omit<ExecutionJob, 'execution_id' | 'tenant' | 'session_id' | 'sandbox' | 'generation'> {
-    const { config } = this.d;
+    const { config } = this.#d;
     if (!(LANGUAGES as readonly string[]).includes(language)) {
       throw new SandgateError(
         'unsupported_language',
@@ -301,7 +303,7 @@ export class ExecutionControl {
     if (body.stdin !== undefined && Buffer.byteLength(body.stdin) > config.maxUploadBytes) {
       throw new SandgateError('payload_too_large', 'stdin is larger than SANDGATE_MAX_UPLOAD_BYTES');
     }
-    const test = this.testMode(body, language);
+    const test = this.#testMode(body, language);
     return {
       language: language as Language,
       code,
@@ -317,7 +319,7 @@ export class ExecutionControl {
   }
 
   /** Test mode's fields, checked: `tests` with `mode: "test"` only, in a language with a test framework here. */
-  private testMode(body: CreateExecution, language: string): { mode?: 'test'; tests?: string } {
+  #testMode(body: CreateExecution, language: string): { mode?: 'test'; tests?: string } {
     const bad = (detail: string) => new SandgateError('validation_failed', detail);
     if (body.mode !== 'test') {
       if (body.tests !== undefined) throw bad('tests are run with "mode": "test"');
@@ -332,19 +334,19 @@ export class ExecutionControl {
     if (body.tests === undefined || body.tests.trim() === '') throw bad('test mode needs "tests": the tests to run');
     if (body.args !== undefined && body.args.length > 0) throw bad('test mode takes no args');
     const bytes = Buffer.byteLength(body.tests, 'utf8');
-    if (bytes > this.d.config.maxCodeBytes) {
+    if (bytes > this.#d.config.maxCodeBytes) {
       throw new SandgateError(
         'payload_too_large',
-        `tests are ${bytes} bytes; the limit is ${this.d.config.maxCodeBytes} bytes`,
+        `tests are ${bytes} bytes; the limit is ${this.#d.config.maxCodeBytes} bytes`,
       );
     }
     return { mode: 'test', tests: body.tests };
   }
 
   /** A callback_url must point where SANDGATE_WEBHOOK_ALLOW allows (its addresses are checked again at delivery). */
-  private checkCallback(url: string): void {
-    const refused = this.webhooks.enabled
-      ? this.webhooks.refuseUrl(url)
+  #checkCallback(url: string): void {
+    const refused = this.#webhooks.enabled
+      ? this.#webhooks.refuseUrl(url)
       : 'this gateway sends no webhooks (SANDGATE_WEBHOOK_ALLOW is empty)';
     if (refused) throw new SandgateError('webhook_not_allowed', `callback_url refused: ${refused}`);
   }
@@ -352,19 +354,19 @@ export class ExecutionControl {
   /** Waits up to `seconds` for the run to end; returns the record as it then is. */
   async wait(rec: ExecutionRecord, seconds: number): Promise<ExecutionRecord> {
     if (isTerminal(rec.state) || seconds <= 0) return rec;
-    const key = this.d.executions.eventsKey(rec.id);
+    const key = this.#d.executions.eventsKey(rec.id);
     // The stream's last id is read before the state (one connection, in order): finalisation writes both at
     // once, so either the state is already terminal or the result event comes after `newest`.
     const [[newest], now] = await Promise.all([
-      this.d.redis.xrevrange(key, '+', '-', 'COUNT', 1) as Promise<[string, string[]][]>,
-      this.d.executions.get(rec.id),
+      this.#d.redis.xrevrange(key, '+', '-', 'COUNT', 1) as Promise<[string, string[]][]>,
+      this.#d.executions.get(rec.id),
     ]);
     if (!now || isTerminal(now.state)) return now ?? rec;
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), seconds * 1000);
     try {
-      const stop = AbortSignal.any([ac.signal, this.d.draining]);
-      for await (const ev of this.d.hub.subscribe(key, newest?.[0] ?? null, stop)) {
+      const stop = AbortSignal.any([ac.signal, this.#d.draining]);
+      for await (const ev of this.#d.hub.subscribe(key, newest?.[0] ?? null, stop)) {
         const ending = endingOf(ev);
         if (ending) return endedRecord(now, ending);
         if (ev.type === 'result') break;
@@ -372,7 +374,7 @@ export class ExecutionControl {
     } finally {
       clearTimeout(timer);
     }
-    return (await this.d.executions.get(rec.id)) ?? now;
+    return (await this.#d.executions.get(rec.id)) ?? now;
   }
 
   /**
@@ -382,14 +384,14 @@ export class ExecutionControl {
    */
   async cancel(rec: ExecutionRecord, waitSeconds = 10): Promise<ExecutionRecord> {
     if (isTerminal(rec.state)) return rec;
-    await this.d.executions.requestCancel(rec.id);
-    const ended = await this.d.executions.finalize(
+    await this.#d.executions.requestCancel(rec.id);
+    const ended = await this.#d.executions.finalize(
       rec,
       platformResult('cancelled', 'cancelled', 'cancelled before it started'),
       ['queued'],
     );
-    if (ended) await this.d.queue.remove(rec.id).catch(() => 0);
-    return this.wait((await this.d.executions.get(rec.id)) ?? rec, waitSeconds);
+    if (ended) await this.#d.queue.remove(rec.id).catch(() => 0);
+    return this.wait((await this.#d.executions.get(rec.id)) ?? rec, waitSeconds);
   }
 }
 

@@ -40,22 +40,25 @@ export const presentScript = (s: ScriptRecord): Script => ({
 
 /** Saving, finding and deleting a tenant's scripts, as the REST routes, the runs and MCP reach them. */
 export class ScriptLibrary {
-  constructor(private readonly d: GatewayDeps) {}
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
+  }
 
   /**
    * Saves `language` + `code`, or the code of the tenant's completed run `execution_id`. The same content already
    * saved answers that script (`created: false`); a name already taken by other content is script_exists.
    */
   async save(tenant: string, body: CreateScript): Promise<{ script: ScriptRecord; created: boolean }> {
-    const { language, code } = await this.source(tenant, body);
+    const { language, code } = await this.#source(tenant, body);
     if (!(LANGUAGES as readonly string[]).includes(language)) {
       throw new SandgateError('unsupported_language', `language "${language}" is not one of: ${LANGUAGES.join(', ')}`);
     }
     const bytes = Buffer.byteLength(code);
-    if (bytes > this.d.config.maxCodeBytes) {
+    if (bytes > this.#d.config.maxCodeBytes) {
       throw new SandgateError(
         'payload_too_large',
-        `code is ${bytes} bytes; the limit is ${this.d.config.maxCodeBytes} bytes`,
+        `code is ${bytes} bytes; the limit is ${this.#d.config.maxCodeBytes} bytes`,
       );
     }
     const record: ScriptRecord = {
@@ -66,7 +69,7 @@ export class ScriptLibrary {
       sha256: scriptHash(language, code),
       created_at: Date.now(),
     };
-    const outcome = await this.d.scripts.save(tenant, record, this.d.config.maxScripts);
+    const outcome = await this.#d.scripts.save(tenant, record, this.#d.config.maxScripts);
     switch (outcome.kind) {
       case 'created':
         return { script: outcome.script, created: true };
@@ -81,7 +84,7 @@ export class ScriptLibrary {
         // Only a delete makes room; Retry-After (every 429 has one) asks for a minute, the window of the other quotas.
         throw new SandgateError(
           'quota_exceeded',
-          `the tenant has ${this.d.config.maxScripts} scripts, its maximum (SANDGATE_MAX_SCRIPTS); delete one first`,
+          `the tenant has ${this.#d.config.maxScripts} scripts, its maximum (SANDGATE_MAX_SCRIPTS); delete one first`,
           { extra: { retry_after: 60 } },
         );
     }
@@ -89,23 +92,23 @@ export class ScriptLibrary {
 
   /** The tenant's script `name`, or script_not_found. */
   async require(tenant: string, name: string): Promise<ScriptRecord> {
-    const script = await this.d.scripts.get(tenant, name);
+    const script = await this.#d.scripts.get(tenant, name);
     if (script === undefined)
       throw new SandgateError('script_not_found', `no script named "${name}"; GET /v1/scripts lists them`);
     return script;
   }
 
-  private async source(tenant: string, body: CreateScript): Promise<{ language: Language; code: string }> {
+  async #source(tenant: string, body: CreateScript): Promise<{ language: Language; code: string }> {
     const bad = (detail: string) => new SandgateError('validation_failed', detail);
     if (body.execution_id !== undefined) {
       if (body.code !== undefined || body.language !== undefined)
         throw bad('give execution_id, or language and code, not both');
-      const rec = await this.d.executions.get(body.execution_id);
+      const rec = await this.#d.executions.get(body.execution_id);
       if (!rec || rec.tenant !== tenant)
         throw new SandgateError('execution_not_found', `no execution ${body.execution_id}`);
       if (rec.state !== 'completed')
         throw bad(`execution ${rec.id} ended ${rec.state}; only a run that completed can be saved`);
-      const kept = await this.d.scripts.runCode(rec.id);
+      const kept = await this.#d.scripts.runCode(rec.id);
       if (!kept)
         throw bad(
           `the code of execution ${rec.id} is not kept: a run keeps it for an hour only when created with ` +

@@ -24,13 +24,15 @@ export class ServiceManager {
   readonly #agents: ServiceAgents;
   readonly #executions: ExecutionControl;
 
-  constructor(private readonly d: GatewayDeps) {
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
     this.#agents = new ServiceAgents(d.config.dataDir);
     this.#executions = d.executionControl;
   }
 
   #supported(): void {
-    const { backend } = this.d.config;
+    const { backend } = this.#d.config;
     if (!CAPABILITIES[backend].services) {
       throw new SandgateError(
         'unsupported_by_backend',
@@ -41,7 +43,7 @@ export class ServiceManager {
 
   async start(tenant: string, sessionId: string, body: StartService): Promise<Service> {
     this.#supported();
-    const session = await this.d.sessions.require(tenant, sessionId);
+    const session = await this.#d.sessions.require(tenant, sessionId);
     if (session.oneshot) throw new SandgateError('session_not_found', `session ${sessionId} is not a live session`);
     const all = await this.list(tenant, sessionId);
     const same = all.find((s) => s.name === body.name);
@@ -73,7 +75,7 @@ export class ServiceManager {
       executionId: run.id,
       createdAt: run.created_at,
     };
-    if (!(await this.d.sessions.putService(sessionId, rec))) {
+    if (!(await this.#d.sessions.putService(sessionId, rec))) {
       throw new SandgateError('session_not_found', `session ${sessionId} does not exist or has expired`);
     }
     await this.#settled(run.id, Date.now() + START_WAIT_SECONDS * 1000);
@@ -82,10 +84,10 @@ export class ServiceManager {
 
   /** Waits until the start's execution has ended, or the deadline. */
   async #settled(executionId: string, deadline: number): Promise<void> {
-    const ending = this.d.notices.expect(executionId);
+    const ending = this.#d.notices.expect(executionId);
     try {
       for (;;) {
-        const now = await this.d.executions.get(executionId);
+        const now = await this.#d.executions.get(executionId);
         if (!now || isTerminal(now.state) || Date.now() >= deadline) return;
         await ending.next(Math.min(deadline, Date.now() + 1000));
       }
@@ -95,8 +97,8 @@ export class ServiceManager {
   }
 
   async list(tenant: string, sessionId: string): Promise<Service[]> {
-    await this.d.sessions.require(tenant, sessionId);
-    const records = await this.d.sessions.services(sessionId);
+    await this.#d.sessions.require(tenant, sessionId);
+    const records = await this.#d.sessions.services(sessionId);
     if (records.length === 0) return [];
     const live = await this.#live(sessionId);
     return Promise.all(records.map((r) => this.#present(sessionId, r, live)));
@@ -138,7 +140,7 @@ export class ServiceManager {
         if (!(err instanceof NoSandbox)) throw unreachable(err);
       });
     } else if (service.state === 'starting') {
-      await this.d.executions.requestCancel(service.execution_id);
+      await this.#d.executions.requestCancel(service.execution_id);
     }
     return this.get(tenant, sessionId, name);
   }
@@ -146,7 +148,7 @@ export class ServiceManager {
   /** Stops the service if it runs, and forgets it. */
   async remove(tenant: string, sessionId: string, name: string): Promise<void> {
     await this.stop(tenant, sessionId, name, 5000);
-    await this.d.sessions.removeService(sessionId, name);
+    await this.#d.sessions.removeService(sessionId, name);
   }
 
   /** A connection to the service's port and that port, for the proxy; the session's idle time starts again. */
@@ -162,7 +164,7 @@ export class ServiceManager {
         `service ${name} listens on no port yet; wait for it (its ports show on GET .../services/${name})`,
       );
     }
-    void this.d.sessions.touch(session).catch(() => {});
+    void this.#d.sessions.touch(session).catch(() => {});
     const socket = await this.#agents.connect(session.id, service.port).catch((err: unknown) => {
       throw unreachable(err);
     });
@@ -174,23 +176,23 @@ export class ServiceManager {
    * again under its name answers none of its links), until its links are revoked.
    */
   async share(tenant: string, sessionId: string, name: string, ttlSeconds: number): Promise<ServicePreview> {
-    await this.d.sessions.require(tenant, sessionId);
-    const state = await this.d.sessions.previewState(sessionId);
+    await this.#d.sessions.require(tenant, sessionId);
+    const state = await this.#d.sessions.previewState(sessionId);
     const service = state?.services.find((r) => r.name === name);
     if (!state || !service) throw noService(sessionId, name);
     const expires = Math.floor(Date.now() / 1000) + ttlSeconds;
     const claim = { sessionId, executionId: service.executionId, expires };
-    const token = previewToken(this.d.signingKey, claim, { name, revocations: state.revocations[name] ?? 0 });
+    const token = previewToken(this.#d.signingKey, claim, { name, revocations: state.revocations[name] ?? 0 });
     return {
-      url: previewUrl(this.d.config, token),
+      url: previewUrl(this.#d.config, token),
       expires_at: new Date(expires * 1000).toISOString(),
     };
   }
 
   /** Revokes every preview link of the service made so far: none opens it again. Links made later work. */
   async revokePreviews(tenant: string, sessionId: string, name: string): Promise<void> {
-    await this.d.sessions.require(tenant, sessionId);
-    if (!(await this.d.sessions.revokePreviews(sessionId, name))) throw noService(sessionId, name);
+    await this.#d.sessions.require(tenant, sessionId);
+    if (!(await this.#d.sessions.revokePreviews(sessionId, name))) throw noService(sessionId, name);
   }
 
   /**
@@ -201,12 +203,12 @@ export class ServiceManager {
     const refused = new SandgateError('forbidden', 'the preview link is not valid: it expired, or was revoked');
     const read = readPreviewToken(token);
     if (read === undefined || read.expires * 1000 <= Date.now()) throw refused;
-    const state = await this.d.sessions.previewState(read.sessionId);
+    const state = await this.#d.sessions.previewState(read.sessionId);
     const service = state?.services.find((r) => r.executionId === read.executionId);
     if (!state || !service) throw refused;
     const binding = { name: service.name, revocations: state.revocations[service.name] ?? 0 };
-    if (!previewSignatureOk(this.d.signingKey, read, binding)) throw refused;
-    const session = await this.d.sessions.get(state.tenant, read.sessionId);
+    if (!previewSignatureOk(this.#d.signingKey, read, binding)) throw refused;
+    const session = await this.#d.sessions.get(state.tenant, read.sessionId);
     if (session === null) throw new SandgateError('session_not_found', `session ${read.sessionId} has ended`);
     return { session, name: service.name };
   }
@@ -227,11 +229,11 @@ export class ServiceManager {
       session_id: sessionId,
       command: r.command,
       execution_id: r.executionId,
-      proxy_url: `${this.d.config.publicUrl.replace(/\/+$/, '')}/v1/sessions/${sessionId}/services/${r.name}/proxy/`,
+      proxy_url: `${this.#d.config.publicUrl.replace(/\/+$/, '')}/v1/sessions/${sessionId}/services/${r.name}/proxy/`,
       created_at: iso(r.createdAt)!,
     };
     const none = { exit_code: null, ports: [], port: r.port, started_at: null, ended_at: null, log_bytes: 0 };
-    const run = await this.d.executions.get(r.executionId);
+    const run = await this.#d.executions.get(r.executionId);
     if (run !== null && !isTerminal(run.state)) return { ...base, ...none, state: 'starting', message: null };
     if (run !== null && (run.state !== 'completed' || run.result?.exit_code !== 0)) {
       const detail = run.result?.stderr?.trim() || run.result?.message || `the start ended ${run.state}`;

@@ -21,7 +21,10 @@ export interface OpenSession {
 
 /** Opening and closing sessions, as the REST routes and the MCP tools both do it. */
 export class SessionControl {
-  constructor(private readonly d: GatewayDeps) {}
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
+  }
 
   /**
    * A new session of the tenant, within its limit of live sessions, with its (empty) directory and the volumes it
@@ -31,7 +34,7 @@ export class SessionControl {
     tenant: string,
     { mode, ttlSeconds, metadata, template, volumes, idlePauseSeconds, undo }: OpenSession = {},
   ): Promise<SessionRecord> {
-    const { config, sessions, workspaces } = this.d;
+    const { config, sessions, workspaces } = this.#d;
     if (mode === 'stateful' && !CAPABILITIES[config.backend].sandboxes.includes('stateful')) {
       throw new SandgateError(
         'unsupported_by_backend',
@@ -40,8 +43,8 @@ export class SessionControl {
       );
     }
     // Resolved now, once: the session's runs all use the image its template has at this moment.
-    const resolved = template === undefined ? undefined : await this.d.templateControl.resolve(tenant, template);
-    const mounts = await this.d.volumeControl.mounts(tenant, volumes);
+    const resolved = template === undefined ? undefined : await this.#d.templateControl.resolve(tenant, template);
+    const mounts = await this.#d.volumeControl.mounts(tenant, volumes);
     const s = await sessions.create(tenant, {
       ttlSeconds: this.retention(tenant, ttlSeconds),
       maxSessions: config.maxSessions,
@@ -52,14 +55,14 @@ export class SessionControl {
       ...(resolved ? { template: resolved } : {}),
     });
     // A template deleted while this session was being made (its delete saw no session using it): the session goes.
-    if (resolved && !(await this.d.templates.get(resolved.name))) {
+    if (resolved && !(await this.#d.templates.get(resolved.name))) {
       await sessions.delete(s, true);
       throw new SandgateError('template_not_found', `template "${resolved.name}" was deleted meanwhile`);
     }
     if (mounts.length > 0) {
       try {
         // After the session exists: a claim by a session that does not exist yet would be dropped as stale.
-        s.volumes = await this.d.volumes.claim(s, mounts);
+        s.volumes = await this.#d.volumes.claim(s, mounts);
       } catch (err) {
         await sessions.delete(s, true);
         throw err;
@@ -71,7 +74,7 @@ export class SessionControl {
 
   /** A session's retention: what it asks for, within its tenant's (which is the default). */
   retention(tenant: string, asked: number | undefined): number {
-    const most = limitsFor(this.d.config, tenant).session_retention_s;
+    const most = limitsFor(this.#d.config, tenant).session_retention_s;
     if (asked !== undefined && asked > most) {
       throw new SandgateError(
         'validation_failed',
@@ -83,7 +86,7 @@ export class SessionControl {
 
   /** The API shape of a session of `tenant`, with the network its tenant is allowed. */
   present(s: SessionRecord): Session {
-    return presentSession(s, egressEntries(this.d.config.egress, s.tenant).length > 0);
+    return presentSession(s, egressEntries(this.#d.config.egress, s.tenant).length > 0);
   }
 
   /**
@@ -91,18 +94,18 @@ export class SessionControl {
    * proxy refuses it at once; its next run gets a sandbox without network, files kept). It cannot be undone.
    */
   async makePrivate(tenant: string, id: string): Promise<SessionRecord> {
-    const s = await this.d.sessions.require(tenant, id);
-    return s.private ? s : this.d.sessions.markPrivate(s);
+    const s = await this.#d.sessions.require(tenant, id);
+    return s.private ? s : this.#d.sessions.markPrivate(s);
   }
 
   /** Deletes the tenant's session and its files; a run it holds is cancelled. session_not_found if there is none. */
   async close(tenant: string, id: string): Promise<void> {
-    const { sessions, executions, workspaces } = this.d;
+    const { sessions, executions, workspaces } = this.#d;
     const s = await sessions.require(tenant, id);
     if (s.currentExecutionId) await executions.requestCancel(s.currentExecutionId);
     await sessions.delete(s, true);
-    await this.d.volumes.release(s.id, s.volumes);
+    await this.#d.volumes.release(s.id, s.volumes);
     await workspaces.remove(s.id);
-    await this.d.ledger.forget(tenant, s.id);
+    await this.#d.ledger.forget(tenant, s.id);
   }
 }

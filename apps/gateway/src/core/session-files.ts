@@ -6,18 +6,21 @@ import { storeFile, type FileSpace } from './file-space.ts';
 
 /** A session's files, as the REST routes and the MCP tools both reach them. */
 export class SessionFiles {
-  constructor(private readonly d: GatewayDeps) {}
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
+  }
 
   /** The directory of the tenant's session (made if missing); using it pushes the session's idle expiry forward. */
   async sessionDir(tenant: string, id: string): Promise<string> {
-    const s = await this.d.sessions.require(tenant, id);
-    await this.d.sessions.touch(s);
-    return this.d.workspaces.create(s.id);
+    const s = await this.#d.sessions.require(tenant, id);
+    await this.#d.sessions.touch(s);
+    return this.#d.workspaces.create(s.id);
   }
 
   /** The session's files as a FileSpace (see sessionDir); a new file must fit in the tenant's storage quota. */
   async space(tenant: string, id: string): Promise<FileSpace> {
-    return this.spaceOf(tenant, id, await this.sessionDir(tenant, id), true);
+    return this.#spaceOf(tenant, id, await this.sessionDir(tenant, id), true);
   }
 
   /**
@@ -34,19 +37,19 @@ export class SessionFiles {
     path: string,
     source: Readable | NodeJS.ReadableStream,
     overwrite: boolean,
-    { maxBytes = this.d.config.maxUploadBytes, tenantQuota = true } = {},
+    { maxBytes = this.#d.config.maxUploadBytes, tenantQuota = true } = {},
   ): Promise<FileEntry> {
-    const space = this.spaceOf(tenant, sessionId, dir, tenantQuota);
-    return storeFile(this.d.config, this.d.signer, space, path, source, { maxBytes, overwrite });
+    const space = this.#spaceOf(tenant, sessionId, dir, tenantQuota);
+    return storeFile(this.#d.config, this.#d.signer, space, path, source, { maxBytes, overwrite });
   }
 
   /** Measures the session's files again, for the tenant's storage quota (after an upload or a delete). */
   async recordUsage(tenant: string, sessionId: string): Promise<void> {
-    await this.d.ledger.record(tenant, sessionId, await this.d.workspaces.usedBytes(sessionId));
+    await this.#d.ledger.record(tenant, sessionId, await this.#d.workspaces.usedBytes(sessionId));
   }
 
-  private spaceOf(tenant: string, sessionId: string, dir: string, tenantQuota: boolean): FileSpace {
-    const { config, ledger } = this.d;
+  #spaceOf(tenant: string, sessionId: string, dir: string, tenantQuota: boolean): FileSpace {
+    const { config, ledger } = this.#d;
     const limit = tenantQuota ? limitsFor(config, tenant).storage_bytes : 0;
     return {
       owner: sessionId,

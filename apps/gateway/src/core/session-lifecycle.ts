@@ -25,40 +25,42 @@ const WAIT_MS = 4 * 60_000;
 export class SessionLifecycle {
   readonly #copies: SessionCopies;
 
-  constructor(private readonly d: GatewayDeps) {
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
     this.#copies = new SessionCopies(d.workspaces);
   }
 
   /** Saves a stateful session's variables and removes its sandbox; its files stay. A paused one stays as it is. */
   async pause(tenant: string, id: string, discardVariables = false) {
-    const s = await this.d.sessions.require(tenant, id);
+    const s = await this.#d.sessions.require(tenant, id);
     const { variables } = (await this.#op(s, 'pause', { discard_variables: discardVariables })) as {
       variables: SavedVariables | null;
     };
-    return { session: await this.d.sessions.require(tenant, id), variables };
+    return { session: await this.#d.sessions.require(tenant, id), variables };
   }
 
   /** Brings a paused session back in a new sandbox now (a run would too); one that is not paused is left as it is. */
   async resume(tenant: string, id: string) {
-    await this.d.sessions.require(tenant, id);
+    await this.#d.sessions.require(tenant, id);
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
       // A session the platform is pausing by itself (idle) is resumed once that pause has ended.
-      await this.d.sessions.waitOutAutoOp(id, deadline);
+      await this.#d.sessions.waitOutAutoOp(id, deadline);
       try {
         return await this.#resumeOnce(tenant, id);
       } catch (err) {
         if (!(err instanceof SandgateError && err.code === 'session_busy')) throw err;
-        if (!(await this.d.sessions.waitOutAutoOp(id, deadline))) throw err;
+        if (!(await this.#d.sessions.waitOutAutoOp(id, deadline))) throw err;
       }
     }
   }
 
   async #resumeOnce(tenant: string, id: string) {
-    const s = await this.d.sessions.require(tenant, id);
+    const s = await this.#d.sessions.require(tenant, id);
     if (s.pausedAt === null) return { session: s, resumed: null };
     const resumed = await this.#resume(s);
-    return { session: await this.d.sessions.require(tenant, id), resumed };
+    return { session: await this.#d.sessions.require(tenant, id), resumed };
   }
 
   /**
@@ -66,7 +68,7 @@ export class SessionLifecycle {
    * what needs the sandbox itself rather than a run (a terminal).
    */
   async bringUp(tenant: string, id: string): Promise<void> {
-    await this.#resume(await this.d.sessions.require(tenant, id));
+    await this.#resume(await this.#d.sessions.require(tenant, id));
   }
 
   async #resume(s: SessionRecord): Promise<ResumedEvent> {
@@ -76,12 +78,12 @@ export class SessionLifecycle {
       session_id: s.id,
       language: 'python',
       code: '',
-      timeout_ms: this.d.config.execTimeoutMs,
-      memory_mb: this.d.config.memoryMb,
-      cpus: this.d.config.cpus,
+      timeout_ms: this.#d.config.execTimeoutMs,
+      memory_mb: this.#d.config.memoryMb,
+      cpus: this.#d.config.cpus,
       env: {},
       stdin: null,
-      ...this.d.executionControl.sandboxOf(s),
+      ...this.#d.executionControl.sandboxOf(s),
     };
     // A session that is not paused (bringUp) has no pause to report: it resumes from now.
     spec.paused_at ??= Date.now();
@@ -95,7 +97,7 @@ export class SessionLifecycle {
    * stopped): made paused, they come up at their first run. Each counts against the storage quota as its own.
    */
   async fork(tenant: string, id: string, count = 1, metadata?: Record<string, string>): Promise<SessionRecord[]> {
-    const s = await this.d.sessions.require(tenant, id);
+    const s = await this.#d.sessions.require(tenant, id);
     await this.#checkStorage(tenant);
     const made: SessionRecord[] = [];
     try {
@@ -105,12 +107,12 @@ export class SessionLifecycle {
       for (const m of made) await this.#drop(m);
       throw err;
     }
-    return Promise.all(made.map((m) => this.d.sessions.require(tenant, m.id)));
+    return Promise.all(made.map((m) => this.#d.sessions.require(tenant, m.id)));
   }
 
   /** Keeps the session's files (and a stateful session's variables) as they are now, as the snapshot `name`. */
   async snapshot(tenant: string, id: string, name: string): Promise<Snapshot> {
-    const { sessions, config } = this.d;
+    const { sessions, config } = this.#d;
     const s = await sessions.require(tenant, id);
     const existing = await sessions.snapshots(s.id);
     if (existing.some((x) => x.name === name)) {
@@ -127,13 +129,13 @@ export class SessionLifecycle {
   }
 
   async snapshots(tenant: string, id: string): Promise<Snapshot[]> {
-    const s = await this.d.sessions.require(tenant, id);
-    return this.d.sessions.snapshots(s.id);
+    const s = await this.#d.sessions.require(tenant, id);
+    return this.#d.sessions.snapshots(s.id);
   }
 
   /** Deletes a snapshot (under the session's lock, so never during a restore of it). */
   async deleteSnapshot(tenant: string, id: string, name: string): Promise<void> {
-    const { sessions, ledger } = this.d;
+    const { sessions, ledger } = this.#d;
     const s = await sessions.require(tenant, id);
     const owner = newOpId();
     await this.#lock(s, owner, { lockMs: SESSION_OP_LOCK_MS });
@@ -153,13 +155,13 @@ export class SessionLifecycle {
    * variables), or with `intoNew` makes a new session (paused) from it. Answers the session rolled back or made.
    */
   async restore(tenant: string, id: string, name: string, intoNew: boolean): Promise<SessionRecord> {
-    const s = await this.d.sessions.require(tenant, id);
-    if (!(await this.d.sessions.snapshots(s.id)).some((x) => x.name === name)) {
+    const s = await this.#d.sessions.require(tenant, id);
+    if (!(await this.#d.sessions.snapshots(s.id)).some((x) => x.name === name)) {
       throw new SandgateError('snapshot_not_found', `session ${s.id} has no snapshot ${name}`);
     }
     if (!intoNew) {
       await this.#op(s, 'restore', { name });
-      return this.d.sessions.require(tenant, id);
+      return this.#d.sessions.require(tenant, id);
     }
     await this.#checkStorage(tenant);
     const made = await this.#paused(s, s.metadata);
@@ -169,12 +171,12 @@ export class SessionLifecycle {
       await this.#drop(made);
       throw err;
     }
-    return this.d.sessions.require(tenant, made.id);
+    return this.#d.sessions.require(tenant, made.id);
   }
 
   /** Brings the files back to how they were before the last run (and the variables, with undo "state"). */
   async undo(tenant: string, id: string) {
-    const s = await this.d.sessions.require(tenant, id);
+    const s = await this.#d.sessions.require(tenant, id);
     if (s.undo === 'off') {
       throw new SandgateError('nothing_to_undo', `session ${s.id} was made with undo "off": it keeps no undo steps`);
     }
@@ -183,7 +185,7 @@ export class SessionLifecycle {
       variables: boolean;
       remaining: number;
     };
-    return { session: await this.d.sessions.require(tenant, id), ...result };
+    return { session: await this.#d.sessions.require(tenant, id), ...result };
   }
 
   /** Forgets a session's saved variables (a restart: its next interpreter starts afresh). */
@@ -193,9 +195,9 @@ export class SessionLifecycle {
 
   /** A paused session made like `from` (its mode, template, retention, idle time, undo), to hold a copy of it. */
   #paused(from: SessionRecord, metadata: Record<string, string>): Promise<SessionRecord> {
-    return this.d.sessions.create(from.tenant, {
+    return this.#d.sessions.create(from.tenant, {
       ttlSeconds: from.ttlSeconds,
-      maxSessions: this.d.config.maxSessions,
+      maxSessions: this.#d.config.maxSessions,
       mode: from.mode,
       metadata,
       idleSeconds: from.idleSeconds,
@@ -207,16 +209,16 @@ export class SessionLifecycle {
   }
 
   async #drop(s: SessionRecord): Promise<void> {
-    await this.d.sessions.delete(s, true);
-    await this.d.workspaces.remove(s.id);
-    await this.d.ledger.forget(s.tenant, s.id);
+    await this.#d.sessions.delete(s, true);
+    await this.#d.workspaces.remove(s.id);
+    await this.#d.ledger.forget(s.tenant, s.id);
   }
 
   /** Copies take room: a tenant at its storage quota makes none. */
   async #checkStorage(tenant: string): Promise<void> {
-    const limit = limitsFor(this.d.config, tenant).storage_bytes;
+    const limit = limitsFor(this.#d.config, tenant).storage_bytes;
     if (limit === 0) return;
-    const used = await this.d.ledger.total(tenant);
+    const used = await this.#d.ledger.total(tenant);
     if (used >= limit) {
       throw new SandgateError(
         'storage_quota_exceeded',
@@ -238,11 +240,11 @@ export class SessionLifecycle {
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
       try {
-        return await this.d.sessions.lock(s.tenant, s.id, owner, opts);
+        return await this.#d.sessions.lock(s.tenant, s.id, owner, opts);
       } catch (err) {
         if (!(err instanceof SandgateError && err.code === 'session_busy')) throw err;
         // A resume asks again from the start (resume()): what it sends the worker depends on how the pause left it.
-        if (opts.live || !(await this.d.sessions.waitOutAutoOp(s.id, deadline))) throw err;
+        if (opts.live || !(await this.#d.sessions.waitOutAutoOp(s.id, deadline))) throw err;
       }
     }
   }
@@ -257,7 +259,7 @@ export class SessionLifecycle {
     args: Partial<SessionOpJob>,
     { live = false }: { live?: boolean } = {},
   ): Promise<unknown> {
-    const { sessions, notices, queue, config, redis } = this.d;
+    const { sessions, notices, queue, config, redis } = this.#d;
     const opId = newOpId();
     await this.#lock(s, opId, { lockMs: SESSION_OP_LOCK_MS, live, maxSessions: config.maxSessions });
     const wait = notices.expectOp(opId);
@@ -285,7 +287,7 @@ export class SessionLifecycle {
       for (;;) {
         const notice = await wait.next(deadline);
         const answer =
-          notice === 'timeout' || notice === 'missed' ? await redis.get(this.d.keys.sessionOp(opId)) : notice;
+          notice === 'timeout' || notice === 'missed' ? await redis.get(this.#d.keys.sessionOp(opId)) : notice;
         if (answer !== null) {
           const a = JSON.parse(answer) as { ok: true; result: unknown } | { ok: false; code: string; message: string };
           if (a.ok) return a.result;

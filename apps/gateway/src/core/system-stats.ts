@@ -52,11 +52,13 @@ export class SystemStatsReader {
   readonly #workers: WorkerRegistry;
   #last: { at: number; view: Promise<DeploymentView> } | null = null;
 
-  constructor(
-    private readonly redis: Redis,
-    private readonly k: Keys,
-    private readonly queue: Queue,
-  ) {
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  readonly #queue: Queue;
+  constructor(redis: Redis, k: Keys, queue: Queue) {
+    this.#redis = redis;
+    this.#k = k;
+    this.#queue = queue;
     this.#stats = new DeploymentStats(redis, k);
     this.#workers = new WorkerRegistry(redis, k);
   }
@@ -74,12 +76,12 @@ export class SystemStatsReader {
   async #read(): Promise<DeploymentView> {
     const now = Date.now();
     const [queue, snapshot, workers, running, live, gateways] = await Promise.all([
-      this.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
+      this.#queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
       this.#stats.read(),
       this.#workers.list(WORKER_ALIVE_MS),
-      this.redis.scard(this.k.running()),
-      this.redis.zcount(this.k.sessionExpiry(), now, '+inf'),
-      this.redis.hgetall(this.k.gatewayStats()),
+      this.#redis.scard(this.#k.running()),
+      this.#redis.zcount(this.#k.sessionExpiry(), now, '+inf'),
+      this.#redis.hgetall(this.#k.gatewayStats()),
     ]);
     const runs = snapshot.counters.get('executions');
     const pool = snapshot.counters.get('pool');
@@ -94,7 +96,7 @@ export class SystemStatsReader {
     const sse = beats.filter((g) => g.at >= now - WORKER_ALIVE_MS).reduce((n, g) => n + g.sse, 0);
     // A gateway killed without a goodbye leaves its entry: gone after an hour, as a worker's does.
     const gone = beats.filter((g) => g.at < now - 3_600_000).map((g) => g.id);
-    if (gone.length > 0) await this.redis.hdel(this.k.gatewayStats(), ...gone);
+    if (gone.length > 0) await this.#redis.hdel(this.#k.gatewayStats(), ...gone);
     const n = (c: string) => queue[c] ?? 0;
     const stats: SystemStats = {
       generated_at: new Date(now).toISOString(),

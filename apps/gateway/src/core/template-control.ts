@@ -17,23 +17,26 @@ const notFound = (name: string) =>
  * HTTP: the REST routes and the MCP tools call it.
  */
 export class TemplateControl {
-  constructor(private readonly d: GatewayDeps) {}
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
+  }
 
   /** The templates `viewer` may see, by name, each brought up to date with its build. */
   async list(viewer: Viewer): Promise<TemplateRecord[]> {
-    const all = await Promise.all((await this.d.templates.list()).map((r) => this.d.templates.reconcile(r)));
-    return all.filter((r) => this.visible(viewer, r.name));
+    const all = await Promise.all((await this.#d.templates.list()).map((r) => this.#d.templates.reconcile(r)));
+    return all.filter((r) => this.#visible(viewer, r.name));
   }
 
   /** One template `viewer` may see; template_not_found otherwise (a tenant is not told of others' templates). */
   async require(viewer: Viewer, name: string): Promise<TemplateRecord> {
-    const rec = await this.d.templates.get(name);
-    if (!rec || !this.visible(viewer, name)) throw notFound(name);
-    return this.d.templates.reconcile(rec);
+    const rec = await this.#d.templates.get(name);
+    if (!rec || !this.#visible(viewer, name)) throw notFound(name);
+    return this.#d.templates.reconcile(rec);
   }
 
-  private visible(viewer: Viewer, name: string): boolean {
-    return 'operator' in viewer || templateAllowed(this.d.config.tenantTemplates, viewer.tenant, name);
+  #visible(viewer: Viewer, name: string): boolean {
+    return 'operator' in viewer || templateAllowed(this.#d.config.tenantTemplates, viewer.tenant, name);
   }
 
   /**
@@ -42,7 +45,7 @@ export class TemplateControl {
    * A template of the file cannot be replaced over the API (`source: 'api'`), only by the file.
    */
   async put(recipe: TemplateRecipe, source: 'file' | 'api'): Promise<TemplateRecord> {
-    const { config, templates } = this.d;
+    const { config, templates } = this.#d;
     const schema = recipeSchemaProblems(recipe);
     if (schema.length > 0) {
       throw new SandgateError('validation_failed', `the recipe is not valid: ${schema.join('; ')}`, {
@@ -76,14 +79,14 @@ export class TemplateControl {
     if (recipe.image !== undefined) {
       rec = {
         ...base,
-        hash: recipeHash(this.spec(recipe), this.sources()),
+        hash: recipeHash(this.#spec(recipe), this.#sources()),
         state: 'ready',
         image: recipe.image,
         buildId: null,
       };
     } else {
-      const spec = this.spec(recipe);
-      const hash = recipeHash(spec, this.sources());
+      const spec = this.#spec(recipe);
+      const hash = recipeHash(spec, this.#sources());
       const same = existing && existing.hash === hash && existing.recipe.image === undefined ? existing : undefined;
       const twin =
         same?.state === 'ready' ? same : (await templates.list()).find((t) => t.hash === hash && t.state === 'ready');
@@ -93,7 +96,7 @@ export class TemplateControl {
         rec = { ...base, hash, state: 'ready', image: twin.image, buildId: twin.buildId };
       } else {
         const { buildId } = await templates.startBuild(hash, spec, (id) =>
-          this.d.builds.add('build', { build_id: id }, { jobId: id }).then(() => undefined),
+          this.#d.builds.add('build', { build_id: id }, { jobId: id }).then(() => undefined),
         );
         // A template that had an image keeps it while the new one builds.
         rec = { ...base, hash, state: 'building', image: existing?.image ?? null, buildId };
@@ -110,7 +113,7 @@ export class TemplateControl {
 
   /** Deletes a template no live session uses (template_in_use otherwise); its image goes with the next prune. */
   async delete(name: string, source: 'file' | 'api' = 'api'): Promise<void> {
-    const rec = await this.d.templates.get(name);
+    const rec = await this.#d.templates.get(name);
     if (!rec) throw notFound(name);
     if (source === 'api' && rec.source === 'file') {
       throw new SandgateError(
@@ -118,15 +121,15 @@ export class TemplateControl {
         `template "${name}" is declared in SANDGATE_TEMPLATES; remove it there (it is applied at start)`,
       );
     }
-    const session = (await this.d.sessions.templatesInUse()).get(name);
+    const session = (await this.#d.sessions.templatesInUse()).get(name);
     if (session !== undefined) {
       throw new SandgateError(
         'template_in_use',
         `template "${name}" is used by live sessions (${session}, …); delete them or wait for them to expire`,
       );
     }
-    await this.d.templates.delete(name);
-    await this.d.builds.add('prune', {}, { jobId: 'prune', delay: 1000 }).catch(() => undefined);
+    await this.#d.templates.delete(name);
+    await this.#d.builds.add('prune', {}, { jobId: 'prune', delay: 1000 }).catch(() => undefined);
   }
 
   /**
@@ -134,12 +137,12 @@ export class TemplateControl {
    * template_not_allowed, or template_not_ready (being built for the first time, or its build failed).
    */
   async resolve(tenant: string, name: string): Promise<SessionTemplate> {
-    let rec = await this.d.templates.get(name);
+    let rec = await this.#d.templates.get(name);
     if (!rec) throw notFound(name);
-    if (!templateAllowed(this.d.config.tenantTemplates, tenant, name)) {
+    if (!templateAllowed(this.#d.config.tenantTemplates, tenant, name)) {
       throw new SandgateError('template_not_allowed', `this tenant may not use template "${name}"`);
     }
-    if (rec.image === null) rec = await this.d.templates.reconcile(rec);
+    if (rec.image === null) rec = await this.#d.templates.reconcile(rec);
     if (rec.image === null) {
       const why =
         rec.state === 'failed'
@@ -156,13 +159,13 @@ export class TemplateControl {
    * the templates it used to declare deleted (kept, and said, while a session uses one).
    */
   async applyFile(): Promise<void> {
-    const { config, log } = this.d;
+    const { config, log } = this.#d;
     const declared = new Set(config.templates.map((r) => r.name));
     for (const recipe of config.templates) {
       const rec = await this.put(recipe, 'file');
       log.info({ template: rec.name, state: rec.state, image: rec.image }, 'template from SANDGATE_TEMPLATES');
     }
-    for (const rec of await this.d.templates.list()) {
+    for (const rec of await this.#d.templates.list()) {
       if (rec.source !== 'file' || declared.has(rec.name)) continue;
       await this.delete(rec.name, 'file').then(
         () => log.info({ template: rec.name }, 'template no longer in SANDGATE_TEMPLATES: deleted'),
@@ -174,20 +177,20 @@ export class TemplateControl {
   /** Waits up to `seconds` for a template's build to end; answers the template as it then is. */
   async wait(rec: TemplateRecord, seconds: number): Promise<TemplateRecord> {
     if (rec.state !== 'building' || rec.buildId === null || seconds <= 0) return rec;
-    const stop = AbortSignal.any([AbortSignal.timeout(seconds * 1000), this.d.draining]);
-    const key = this.d.templates.buildEventsKey(rec.buildId);
+    const stop = AbortSignal.any([AbortSignal.timeout(seconds * 1000), this.#d.draining]);
+    const key = this.#d.templates.buildEventsKey(rec.buildId);
     // Reconciled again below in any case: a build lost with its worker sends no result event.
-    for await (const ev of this.d.hub.subscribe(key, null, stop)) if (ev.type === 'result') break;
-    return this.d.templates.reconcile((await this.d.templates.get(rec.name)) ?? rec);
+    for await (const ev of this.#d.hub.subscribe(key, null, stop)) if (ev.type === 'result') break;
+    return this.#d.templates.reconcile((await this.#d.templates.get(rec.name)) ?? rec);
   }
 
   /** The API shape of a template, with its latest build as recorded. */
   async show(r: TemplateRecord): Promise<Template> {
-    return this.present(r, r.buildId === null ? null : await this.d.templates.build(r.buildId));
+    return this.present(r, r.buildId === null ? null : await this.#d.templates.build(r.buildId));
   }
 
   present(r: TemplateRecord, build: BuildRecord | null): Template {
-    const self = `${this.d.config.publicUrl}/v1/templates/${r.name}`;
+    const self = `${this.#d.config.publicUrl}/v1/templates/${r.name}`;
     const recipe = r.recipe;
     return {
       name: r.name,
@@ -224,12 +227,12 @@ export class TemplateControl {
     };
   }
 
-  private spec(recipe: TemplateRecipe) {
-    return imageSpecOf(recipe, this.d.config.image, (i) => fileBytes(recipe.files![i]!) as Buffer);
+  #spec(recipe: TemplateRecipe) {
+    return imageSpecOf(recipe, this.#d.config.image, (i) => fileBytes(recipe.files![i]!) as Buffer);
   }
 
-  private sources() {
-    const { config } = this.d;
+  #sources() {
+    const { config } = this.#d;
     return {
       pipIndexUrl: config.templatePipIndexUrl,
       npmRegistry: config.templateNpmRegistry,

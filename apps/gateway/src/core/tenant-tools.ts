@@ -11,19 +11,21 @@ export class TenantTools {
   readonly #caller = new ToolCaller();
   readonly #limits: { timeoutMs: number; maxResponseBytes: number };
 
-  constructor(private readonly d: GatewayDeps) {
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
     this.#limits = { timeoutMs: d.config.toolTimeoutMs, maxResponseBytes: d.config.toolMaxResponseBytes };
   }
 
   /** The tenant's tools; an MCP server that cannot be listed is left out, and `failed` told. */
   list(tenant: string, failed: (server: string, err: unknown) => void): Promise<Tool[]> {
-    return this.#caller.list(tenant, toolsFor(this.d.config.tools, tenant), this.#limits, failed);
+    return this.#caller.list(tenant, toolsFor(this.#d.config.tools, tenant), this.#limits, failed);
   }
 
   /** One call; tool_not_found for a tool the tenant has not, validation_failed for arguments its schema refuses. */
   async call(tenant: string, name: string, args: unknown): Promise<ToolCallResult> {
     const started = performance.now();
-    const answer = await this.#caller.call(tenant, toolsFor(this.d.config.tools, tenant), name, args, this.#limits);
+    const answer = await this.#caller.call(tenant, toolsFor(this.#d.config.tools, tenant), name, args, this.#limits);
     if (answer === undefined) throw new SandgateError('tool_not_found', `no tool "${name}" for this tenant`);
     if (!answer.ok && answer.error.startsWith('invalid arguments: ')) {
       throw new SandgateError('validation_failed', answer.error);

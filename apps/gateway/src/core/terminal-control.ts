@@ -23,7 +23,9 @@ export interface TerminalSize {
 export class TerminalControl {
   readonly #agents: ServiceAgents;
 
-  constructor(private readonly d: GatewayDeps) {
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
     this.#agents = new ServiceAgents(d.config.dataDir);
   }
 
@@ -33,7 +35,7 @@ export class TerminalControl {
     sessionId: string,
     query: { expires?: string | undefined; sig?: string | undefined },
   ): Promise<SessionRecord> {
-    if (tenant !== null) return this.d.sessions.require(tenant, sessionId);
+    if (tenant !== null) return this.#d.sessions.require(tenant, sessionId);
     if (query.sig === undefined) {
       throw new SandgateError(
         'unauthorized',
@@ -41,30 +43,30 @@ export class TerminalControl {
       );
     }
     const refused = new SandgateError('forbidden', 'the terminal URL is not valid: it expired, or was used already');
-    if (!this.d.signer.verifyGrant('terminal', sessionId, query.expires, query.sig)) throw refused;
-    const first = await this.d.redis.set(this.d.keys.usedTerminalUrl(query.sig), '1', 'EX', TERMINAL_URL_TTL_S, 'NX');
+    if (!this.#d.signer.verifyGrant('terminal', sessionId, query.expires, query.sig)) throw refused;
+    const first = await this.#d.redis.set(this.#d.keys.usedTerminalUrl(query.sig), '1', 'EX', TERMINAL_URL_TTL_S, 'NX');
     if (first !== 'OK') throw refused;
-    const owner = await this.d.sessions.ownerOf(sessionId);
-    const session = owner === null ? null : await this.d.sessions.get(owner, sessionId);
+    const owner = await this.#d.sessions.ownerOf(sessionId);
+    const session = owner === null ? null : await this.#d.sessions.get(owner, sessionId);
     if (session === null) throw new SandgateError('session_not_found', `session ${sessionId} has ended`);
     return session;
   }
 
   /** How many terminals the session has open, and how many it may. */
   async status(tenant: string, sessionId: string): Promise<TerminalStatus> {
-    await this.d.sessions.require(tenant, sessionId);
+    await this.#d.sessions.require(tenant, sessionId);
     const open = await this.#agents.terminalsOpen(sessionId).catch((err: unknown) => {
       throw unreachable(err);
     });
-    return { open, max: this.d.config.maxTerminals };
+    return { open, max: this.#d.config.maxTerminals };
   }
 
   /** A URL that opens a terminal of the session without a header (for a browser), once, within a minute. */
   async signedUrl(tenant: string, sessionId: string): Promise<{ url: string; expires_at: string }> {
     this.#supported();
-    await this.d.sessions.require(tenant, sessionId);
-    const { expires, sig } = this.d.signer.signGrant('terminal', sessionId, TERMINAL_URL_TTL_S);
-    const base = this.d.config.publicUrl.replace(/\/+$/, '').replace(/^http/, 'ws');
+    await this.#d.sessions.require(tenant, sessionId);
+    const { expires, sig } = this.#d.signer.signGrant('terminal', sessionId, TERMINAL_URL_TTL_S);
+    const base = this.#d.config.publicUrl.replace(/\/+$/, '').replace(/^http/, 'ws');
     return {
       url: `${base}/v1/sessions/${sessionId}/terminal?expires=${expires}&sig=${sig}`,
       expires_at: new Date(Number(expires) * 1000).toISOString(),
@@ -74,7 +76,7 @@ export class TerminalControl {
   /** Opens a terminal in the session's sandbox, making the sandbox first if it has none; the agent's connection. */
   async open(session: SessionRecord, size: TerminalSize): Promise<Socket> {
     this.#supported();
-    const { maxTerminals } = this.d.config;
+    const { maxTerminals } = this.#d.config;
     if (session.oneshot) throw new SandgateError('session_not_found', `session ${session.id} is not a live session`);
     if (maxTerminals === 0) {
       throw new SandgateError('too_many_terminals', 'terminals are turned off here (SANDGATE_MAX_TERMINALS=0)');
@@ -84,7 +86,7 @@ export class TerminalControl {
     } catch (err) {
       if (!(err instanceof NoSandbox)) throw err;
     }
-    await this.d.sessionLifecycle.bringUp(session.tenant, session.id);
+    await this.#d.sessionLifecycle.bringUp(session.tenant, session.id);
     try {
       return await this.#connect(session, size);
     } catch (err) {
@@ -94,7 +96,7 @@ export class TerminalControl {
   }
 
   async #connect(session: SessionRecord, size: TerminalSize): Promise<Socket> {
-    const max = this.d.config.maxTerminals;
+    const max = this.#d.config.maxTerminals;
     return this.#agents.terminal(session.id, size, max).catch((err: unknown) => {
       if (err instanceof TooManyTerminals) {
         throw new SandgateError(
@@ -109,7 +111,7 @@ export class TerminalControl {
   }
 
   #supported(): void {
-    const { backend } = this.d.config;
+    const { backend } = this.#d.config;
     if (!CAPABILITIES[backend].services) {
       throw new SandgateError(
         'unsupported_by_backend',

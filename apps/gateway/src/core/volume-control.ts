@@ -17,14 +17,17 @@ const bad = (detail: string) => new SandgateError('validation_failed', detail);
 
 /** The tenants' volumes: made, listed, deleted, their files reached, and checked as sessions ask to mount them. */
 export class VolumeControl {
-  constructor(private readonly d: GatewayDeps) {}
+  readonly #d: GatewayDeps;
+  constructor(d: GatewayDeps) {
+    this.#d = d;
+  }
 
   /**
    * A new volume: its directory (a subvolume limited to its size where the data disk has quotas), then its record,
    * which takes its size from the tenant's storage quota. Nothing is left behind when either is refused.
    */
   async create(tenant: string, { name, size_bytes }: CreateVolume): Promise<Volume> {
-    const { config, volumes, workspaces } = this.d;
+    const { config, volumes, workspaces } = this.#d;
     if (size_bytes > config.maxVolumeBytes) {
       throw bad(`size_bytes ${size_bytes} exceeds this deployment's maximum of ${config.maxVolumeBytes}`);
     }
@@ -39,7 +42,7 @@ export class VolumeControl {
         maxVolumes: config.maxVolumes,
         storageLimit: limitsFor(config, tenant).storage_bytes,
       });
-      return await this.present(rec);
+      return await this.#present(rec);
     } catch (err) {
       await workspaces.volumes.remove(id).catch(() => {});
       throw err;
@@ -47,24 +50,24 @@ export class VolumeControl {
   }
 
   async list(tenant: string): Promise<Volume[]> {
-    const recs = await this.d.volumes.list(tenant);
-    return Promise.all(recs.map((r) => this.present(r)));
+    const recs = await this.#d.volumes.list(tenant);
+    return Promise.all(recs.map((r) => this.#present(r)));
   }
 
   async get(tenant: string, name: string): Promise<Volume> {
-    return this.present(await this.d.volumes.require(tenant, name));
+    return this.#present(await this.#d.volumes.require(tenant, name));
   }
 
   /** Deletes the volume and its files; volume_in_use while a live session (idle, busy or paused) mounts it. */
   async delete(tenant: string, name: string): Promise<void> {
-    const rec = await this.d.volumes.delete(tenant, name);
-    await this.d.workspaces.volumes.remove(rec.id);
+    const rec = await this.#d.volumes.delete(tenant, name);
+    await this.#d.workspaces.volumes.remove(rec.id);
   }
 
   /** The volume's files as a FileSpace: a new file must fit beside what the volume holds, within its size. */
   async space(tenant: string, name: string): Promise<FileSpace> {
-    const rec = await this.d.volumes.require(tenant, name);
-    const { volumes } = this.d.workspaces;
+    const rec = await this.#d.volumes.require(tenant, name);
+    const { volumes } = this.#d.workspaces;
     const full = (detail: string) => new SandgateError('volume_full', detail);
     return {
       owner: rec.id,
@@ -108,14 +111,14 @@ export class VolumeControl {
         }
       }
     }
-    for (const m of mounts) await this.d.volumes.require(tenant, m.name);
+    for (const m of mounts) await this.#d.volumes.require(tenant, m.name);
     return mounts;
   }
 
-  private async present(rec: VolumeRecord): Promise<Volume> {
+  async #present(rec: VolumeRecord): Promise<Volume> {
     const [used, users] = await Promise.all([
-      this.d.workspaces.volumes.usedBytes(rec.id),
-      this.d.volumes.users(rec.id),
+      this.#d.workspaces.volumes.usedBytes(rec.id),
+      this.#d.volumes.users(rec.id),
     ]);
     return {
       id: rec.id,

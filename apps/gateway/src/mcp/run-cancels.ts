@@ -20,35 +20,38 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
  * when the call ends and expire anyway, so a client that never comes back leaves nothing behind.
  */
 export class RunCancels {
-  constructor(
-    private readonly redis: Redis,
-    private readonly k: Keys,
-    private readonly ttlSeconds: number,
-  ) {}
+  readonly #redis: Redis;
+  readonly #k: Keys;
+  readonly #ttlSeconds: number;
+  constructor(redis: Redis, k: Keys, ttlSeconds: number) {
+    this.#redis = redis;
+    this.#k = k;
+    this.#ttlSeconds = ttlSeconds;
+  }
 
-  private key({ tenant, mcpSession, requestId }: CallRef): string | null {
+  #key({ tenant, mcpSession, requestId }: CallRef): string | null {
     const id = `${typeof requestId === 'number' ? 'n' : 's'}${String(requestId)}`;
-    return REQUEST_ID.test(id) ? this.k.mcpCall(tenant, mcpSession, id) : null;
+    return REQUEST_ID.test(id) ? this.#k.mcpCall(tenant, mcpSession, id) : null;
   }
 
   /** Records the run of a call. True when the call was cancelled before its run existed: cancel the run now. */
   async attach(call: CallRef, executionId: string): Promise<boolean> {
-    const key = this.key(call);
+    const key = this.#key(call);
     if (!key) return false;
-    const before = await this.redis.set(key, executionId, 'EX', this.ttlSeconds, 'GET');
+    const before = await this.#redis.set(key, executionId, 'EX', this.#ttlSeconds, 'GET');
     return before === CANCELLED;
   }
 
   async detach(call: CallRef): Promise<void> {
-    const key = this.key(call);
-    if (key) await this.redis.del(key);
+    const key = this.#key(call);
+    if (key) await this.#redis.del(key);
   }
 
   /** Marks the call cancelled; returns the execution it runs, if it has one yet. */
   async cancel(call: CallRef): Promise<string | null> {
-    const key = this.key(call);
+    const key = this.#key(call);
     if (!key) return null;
-    const before = await this.redis.set(key, CANCELLED, 'EX', EARLY_CANCEL_TTL_S, 'GET');
+    const before = await this.#redis.set(key, CANCELLED, 'EX', EARLY_CANCEL_TTL_S, 'GET');
     return before && before !== CANCELLED ? before : null;
   }
 }

@@ -13,52 +13,53 @@ const PROGRESS_TEXT_CHARS = 2000;
 
 /** run_python, run_code and run_tests: an execution in a session, followed to its end with progress, cancellable. */
 export class RunTool {
-  private readonly executions: ExecutionControl;
+  readonly #executions: ExecutionControl;
 
-  constructor(
-    private readonly d: GatewayDeps,
-    private readonly cancels: RunCancels,
-  ) {
-    this.executions = d.executionControl;
+  readonly #d: GatewayDeps;
+  readonly #cancels: RunCancels;
+  constructor(d: GatewayDeps, cancels: RunCancels) {
+    this.#d = d;
+    this.#cancels = cancels;
+    this.#executions = d.executionControl;
   }
 
   async run(call: ToolCall, sessionId: string, language: Language, code: string, tests?: string): Promise<ToolOutput> {
     const test = tests === undefined ? {} : { mode: 'test' as const, tests };
-    let rec = await this.executions.create(call.tenant, { session_id: sessionId, language, code, ...test });
+    let rec = await this.#executions.create(call.tenant, { session_id: sessionId, language, code, ...test });
     try {
-      if (call.ref && (await this.cancels.attach(call.ref, rec.id))) await this.executions.cancel(rec, 0);
-      rec = await this.follow(rec, call);
+      if (call.ref && (await this.#cancels.attach(call.ref, rec.id))) await this.#executions.cancel(rec, 0);
+      rec = await this.#follow(rec, call);
     } finally {
-      if (call.ref) await this.cancels.detach(call.ref).catch(() => {});
+      if (call.ref) await this.#cancels.detach(call.ref).catch(() => {});
     }
     if (!rec.result) {
       const message = `run ${rec.id} is still ${rec.state}; see GET /v1/executions/${rec.id}`;
       throw new ToolFailure({ error: 'not_finished', message });
     }
-    const dir = this.d.workspaces.dir(sessionId);
-    const images = await artifactImages(dir, rec.result.artifacts, this.d.config.maxArtifactReadBytes);
-    return { result: this.present(rec), images };
+    const dir = this.#d.workspaces.dir(sessionId);
+    const images = await artifactImages(dir, rec.result.artifacts, this.#d.config.maxArtifactReadBytes);
+    return { result: this.#present(rec), images };
   }
 
   /** A client's notifications/cancelled: cancels that call's run, wherever it runs, or the run it is to start. */
   async cancel(ref: CallRef): Promise<void> {
-    const id = await this.cancels.cancel(ref);
-    const rec = id ? await this.d.executions.get(id) : null;
-    if (rec && rec.tenant === ref.tenant) await this.executions.cancel(rec, 0);
+    const id = await this.#cancels.cancel(ref);
+    const rec = id ? await this.#d.executions.get(id) : null;
+    if (rec && rec.tenant === ref.tenant) await this.#executions.cancel(rec, 0);
   }
 
   /** Reads the run's events from the first (so none is missed), sending progress, until its result. */
-  private async follow(rec: ExecutionRecord, call: ToolCall): Promise<ExecutionRecord> {
-    for await (const ev of this.d.hub.subscribe(this.d.executions.eventsKey(rec.id), null, call.signal)) {
+  async #follow(rec: ExecutionRecord, call: ToolCall): Promise<ExecutionRecord> {
+    for await (const ev of this.#d.hub.subscribe(this.#d.executions.eventsKey(rec.id), null, call.signal)) {
       const ending = endingOf(ev);
       if (ending) return endedRecord(rec, ending);
       if (ev.type === 'result') break;
       if (call.progress) await call.progress(describe(ev)).catch(() => {});
     }
-    return (await this.d.executions.get(rec.id)) ?? rec;
+    return (await this.#d.executions.get(rec.id)) ?? rec;
   }
 
-  private present(rec: ExecutionRecord): RunOutput {
+  #present(rec: ExecutionRecord): RunOutput {
     const r = rec.result!;
     // The contract's words for a timeout, after whatever the program printed.
     const timedOut = `Execution timed out after ${rec.timeout_ms / 1000} seconds`;
@@ -74,7 +75,7 @@ export class RunTool {
       stdout_truncated: r.stdout_truncated,
       stderr_truncated: r.stderr_truncated,
       artifacts: r.artifacts.map((a) =>
-        mcpArtifact(this.d.signer, rec.session_id, { path: a.path, size: a.size_bytes, mimeType: a.mime_type }),
+        mcpArtifact(this.#d.signer, rec.session_id, { path: a.path, size: a.size_bytes, mimeType: a.mime_type }),
       ),
       duration_ms: r.duration_ms,
       ...(r.value !== undefined ? { value: r.value } : {}),

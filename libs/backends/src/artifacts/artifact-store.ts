@@ -45,14 +45,17 @@ export interface ArtifactStore {
 
 /** The session store as a directory tree: artifacts are the files a completed run created or changed in it. */
 export class LocalArtifactStore implements ArtifactStore {
-  constructor(private readonly artifactUrl: CollectOptions['artifactUrl']) {}
+  readonly #artifactUrl: CollectOptions['artifactUrl'];
+  constructor(artifactUrl: CollectOptions['artifactUrl']) {
+    this.#artifactUrl = artifactUrl;
+  }
 
   snapshot(dir: string): Promise<Snapshot> {
     return snapshot(dir);
   }
 
   async harvest(run: HarvestRun, events: EventSink): Promise<HarvestReport> {
-    const found = await harvest(run.end, run.job, run.dir, run.before, events, this.artifactUrl, run.signal);
+    const found = await harvest(run.end, run.job, run.dir, run.before, events, this.#artifactUrl, run.signal);
     return { ...found, failed: run.failed ?? [] };
   }
 }

@@ -93,12 +93,15 @@ export async function runContainer(container: Dockerode.Container, io: RunIo, ct
 class Killer {
   #reason: KillReason | null = null;
   #pending: Promise<void> = Promise.resolve();
-  constructor(private readonly container: Dockerode.Container) {}
+  readonly #container: Dockerode.Container;
+  constructor(container: Dockerode.Container) {
+    this.#container = container;
+  }
 
   kill(reason: KillReason): void {
     if (this.#reason !== null) return;
     this.#reason = reason;
-    this.#pending = this.container.kill({ signal: 'SIGKILL' }).then(
+    this.#pending = this.#container.kill({ signal: 'SIGKILL' }).then(
       () => {},
       (err: { statusCode?: number }) => {
         // 409 "is not running": the program exited on its own first, so its own exit stands.

@@ -34,10 +34,12 @@ interface Link extends AgentAddress {
 export class EgressLinks {
   readonly #links = new Map<string, Link>();
 
+  readonly #log: BackendLogger;
   constructor(
     readonly proxy: EgressProxy,
-    private readonly log: BackendLogger,
+    log: BackendLogger,
   ) {
+    this.#log = log;
     proxy.onCut((sessionId) => this.stop(sessionId));
   }
 
@@ -102,7 +104,7 @@ export class EgressLinks {
       if (link.stopped) return;
       link.failures += 1;
       if (link.failures >= MAX_FAILURES) {
-        this.log.warn({ sessionId: link.sessionId, host: link.host }, "session Pod's agent takes no egress link");
+        this.#log.warn({ sessionId: link.sessionId, host: link.host }, "session Pod's agent takes no egress link");
         this.stop(link.sessionId);
         return;
       }

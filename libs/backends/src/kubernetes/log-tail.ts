@@ -20,17 +20,21 @@ export class LogTail {
   /** Lines taken that carry #lastKey: a re-read skips as many of them. */
   #takenAtLast = 0;
 
-  constructor(
-    private readonly api: PodApi,
-    private readonly pod: string,
-    private readonly container: string,
-    private readonly limitBytes: number,
-  ) {}
+  readonly #api: PodApi;
+  readonly #pod: string;
+  readonly #container: string;
+  readonly #limitBytes: number;
+  constructor(api: PodApi, pod: string, container: string, limitBytes: number) {
+    this.#api = api;
+    this.#pod = pod;
+    this.#container = container;
+    this.#limitBytes = limitBytes;
+  }
 
   /** The complete lines written since the last read (without their newline). */
   async read(): Promise<string[]> {
-    const raw = await this.api.readLog(this.pod, this.container, {
-      limitBytes: this.limitBytes,
+    const raw = await this.#api.readLog(this.#pod, this.#container, {
+      limitBytes: this.#limitBytes,
       ...(this.#lastSecond ? { sinceTime: this.#lastSecond } : {}),
     });
     const lines: string[] = [];

@@ -221,14 +221,24 @@ class PodFollower {
   #runningSince: number | undefined;
   #runnerGoneAt: number | undefined;
 
+  readonly #ctx: PodRunContext;
+  readonly #job: ExecutionJob;
+  readonly #stdout: OutputCollector;
+  readonly #stderr: OutputCollector;
+  readonly #events: EventSink;
   constructor(
-    private readonly ctx: PodRunContext,
-    private readonly job: ExecutionJob,
+    ctx: PodRunContext,
+    job: ExecutionJob,
     created: k8s.V1Pod,
-    private readonly stdout: OutputCollector,
-    private readonly stderr: OutputCollector,
-    private readonly events: EventSink,
+    stdout: OutputCollector,
+    stderr: OutputCollector,
+    events: EventSink,
   ) {
+    this.#ctx = ctx;
+    this.#job = job;
+    this.#stdout = stdout;
+    this.#stderr = stderr;
+    this.#events = events;
     this.name = created.metadata!.name!;
     this.#uid = created.metadata!.uid!;
     this.#last = created;
@@ -241,7 +251,7 @@ class PodFollower {
   }
 
   async untilEnd(signal: AbortSignal): Promise<Ending> {
-    const { timing } = this.ctx;
+    const { timing } = this.#ctx;
     const created = Date.now();
     let pause = timing.pollMinMs;
     let nextOutput: number | undefined;
@@ -272,7 +282,7 @@ class PodFollower {
 
   /** The watch, while it follows the API server. */
   #watch(): PodWatch | undefined {
-    return this.ctx.watch?.synced ? this.ctx.watch : undefined;
+    return this.#ctx.watch?.synced ? this.#ctx.watch : undefined;
   }
 
   /**
@@ -287,12 +297,12 @@ class PodFollower {
       if (seen !== this.#last) this.#heardAt = Date.now();
       this.#watched = true;
       pod = seen;
-    } else if (watch !== undefined && !this.#watched && Date.now() - this.#heardAt < this.ctx.timing.resyncMs) {
+    } else if (watch !== undefined && !this.#watched && Date.now() - this.#heardAt < this.#ctx.timing.resyncMs) {
       pod = this.#last; // made, and not shown by the watch yet
     }
-    if (pod === undefined || Date.now() - this.#heardAt >= this.ctx.timing.resyncMs) {
+    if (pod === undefined || Date.now() - this.#heardAt >= this.#ctx.timing.resyncMs) {
       this.apiCalls++;
-      pod = await this.ctx.api.readPod(this.name).catch((err: unknown) => {
+      pod = await this.#ctx.api.readPod(this.name).catch((err: unknown) => {
         if (statusOf(err) === 404)
           throw new SandgateError('backend_unavailable', 'The sandbox Pod was deleted by someone else during the run.');
         throw clusterError(err, 'reading the sandbox Pod');
@@ -305,7 +315,7 @@ class PodFollower {
     const view = viewOf(pod);
     if (runnerStarted(view) && this.#runningSince === undefined) {
       this.#runningSince = Date.now();
-      this.events.phase('running');
+      this.#events.phase('running');
     }
     return view;
   }
@@ -320,18 +330,18 @@ class PodFollower {
     for (const line of lines) {
       const frame = parseFrame(line);
       if (frame === undefined) {
-        this.ctx.log.warn(
-          { executionId: this.job.execution_id, line: line.slice(0, 200) },
+        this.#ctx.log.warn(
+          { executionId: this.#job.execution_id, line: line.slice(0, 200) },
           'unexpected line in the runner log',
         );
-      } else if (frame.t === 'out') this.stdout.write(Buffer.from(frame.d, 'latin1'));
-      else if (frame.t === 'err') this.stderr.write(Buffer.from(frame.d, 'latin1'));
+      } else if (frame.t === 'out') this.#stdout.write(Buffer.from(frame.d, 'latin1'));
+      else if (frame.t === 'err') this.#stderr.write(Buffer.from(frame.d, 'latin1'));
       else if (frame.t === 'exit') this.exit = frame;
     }
   }
 
   #ending(view: PodView, created: number): Ending | undefined {
-    const { timing, settings } = this.ctx;
+    const { timing, settings } = this.#ctx;
     if (view.reason === 'Evicted') return { kind: 'evicted', message: view.message ?? 'evicted' };
     if (view.reason === 'DeadlineExceeded') return { kind: 'deadline' };
     const stage = view.stage?.terminated;
@@ -372,7 +382,7 @@ class PodFollower {
       }
       return undefined;
     }
-    if (now - this.#runningSince > this.job.timeout_ms + settings.harvestGraceMs + timing.deadRunnerGraceMs) {
+    if (now - this.#runningSince > this.#job.timeout_ms + settings.harvestGraceMs + timing.deadRunnerGraceMs) {
       return { kind: 'backstop' };
     }
     return undefined;
@@ -380,15 +390,15 @@ class PodFollower {
 
   /** Harvest's result line, read again for a while when the log lags behind the container's end. */
   async harvestLine(): Promise<HarvestLine | undefined> {
-    const deadline = Date.now() + this.ctx.timing.resultLagMs;
-    const tail = new LogTail(this.ctx.api, this.name, CONTAINERS.harvest, 1 << 20);
+    const deadline = Date.now() + this.#ctx.timing.resultLagMs;
+    const tail = new LogTail(this.#ctx.api, this.name, CONTAINERS.harvest, 1 << 20);
     let last: HarvestLine | undefined;
     for (;;) {
       this.apiCalls++;
       const lines = await tail.read().catch(() => [] as string[]);
       for (const line of lines) last = parseHarvestLine(line) ?? last;
       if (last !== undefined || Date.now() > deadline) return last;
-      await sleep(this.ctx.timing.pollMinMs);
+      await sleep(this.#ctx.timing.pollMinMs);
     }
   }
 }

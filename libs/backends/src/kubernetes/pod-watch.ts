@@ -30,11 +30,16 @@ export class PodWatch {
   /** Lists made (the first, and each after a 410 or a failure), for the counts the docs give. */
   lists = 0;
 
+  readonly #api: PodApi;
+  readonly #log: BackendLogger;
   constructor(
-    private readonly api: PodApi,
+    api: PodApi,
     readonly selector: string,
-    private readonly log: BackendLogger,
-  ) {}
+    log: BackendLogger,
+  ) {
+    this.#api = api;
+    this.#log = log;
+  }
 
   /** Starts it (once): a list, then the watch, in the background. */
   start(): this {
@@ -103,7 +108,7 @@ export class PodWatch {
         }
         failures++;
         if (failures === 1 || failures % 10 === 0) {
-          this.log.warn({ err: messageOf(err), failures }, 'watch of the sandbox Pods failed; retrying');
+          this.#log.warn({ err: messageOf(err), failures }, 'watch of the sandbox Pods failed; retrying');
         }
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
@@ -120,7 +125,7 @@ export class PodWatch {
     let next: string | undefined;
     let version: string | undefined;
     do {
-      const page = await this.api.listPods(this.selector, next, this.#stop.signal);
+      const page = await this.#api.listPods(this.selector, next, this.#stop.signal);
       version ??= page.metadata?.resourceVersion;
       for (const pod of page.items) seen.set(pod.metadata!.name!, pod);
       next = page.metadata?._continue || undefined;
@@ -146,12 +151,12 @@ export class PodWatch {
       const heard = () => {
         clearTimeout(this.#silence);
         this.#silence = setTimeout(() => {
-          this.log.warn({}, 'the watch of the sandbox Pods went silent; making it again');
+          this.#log.warn({}, 'the watch of the sandbox Pods went silent; making it again');
           this.#request?.abort();
           end();
         }, SILENT_MS);
       };
-      this.api
+      this.#api
         .watchPods(this.selector, from, WATCH_SECONDS, {
           event: (type, object) => {
             heard();

@@ -60,19 +60,24 @@ export class SessionPods implements SessionHost<SessionPod> {
   /** Sessions whose Pod this worker killed (kill): their next Pod replaces it. */
   readonly #killed = new Set<string>();
 
-  constructor(
-    private readonly pods: AgentPods,
-    private readonly maxFileBytes: number,
-    /** The data directory the gateway shares, where a session's services address goes (services.ts). */
-    private readonly dataDir: string,
-    /** The store of the volumes' files, which a session Pod's copies are made from and brought back to. */
-    private readonly volumes: Volumes,
-    /** Egress of the sessions whose tenant SANDGATE_EGRESS allows; absent: no session Pod has network. */
-    private readonly egress?: EgressLinks,
-  ) {}
+  readonly #pods: AgentPods;
+  readonly #maxFileBytes: number;
+  /** The data directory the gateway shares, where a session's services address goes (services.ts). */
+  readonly #dataDir: string;
+  /** The store of the volumes' files, which a session Pod's copies are made from and brought back to. */
+  readonly #volumes: Volumes;
+  /** Egress of the sessions whose tenant SANDGATE_EGRESS allows; absent: no session Pod has network. */
+  readonly #egress: EgressLinks | undefined;
+  constructor(pods: AgentPods, maxFileBytes: number, dataDir: string, volumes: Volumes, egress?: EgressLinks) {
+    this.#pods = pods;
+    this.#maxFileBytes = maxFileBytes;
+    this.#dataDir = dataDir;
+    this.#volumes = volumes;
+    this.#egress = egress;
+  }
 
   async acquire(job: ExecutionJob): Promise<SessionPod> {
-    const { pods } = this;
+    const pods = this.#pods;
     const name = sessionPodName(job.session_id);
     const network = await this.#network(job);
     const kept = this.#kept.take(job.session_id);
@@ -137,7 +142,7 @@ export class SessionPods implements SessionHost<SessionPod> {
 
   /** The session's running Pod, connected (the kept connection while its Pod is the same), or undefined. */
   async find(sessionId: string): Promise<SessionPod | undefined> {
-    const { pods } = this;
+    const pods = this.#pods;
     const name = sessionPodName(sessionId);
     const kept = this.#kept.take(sessionId);
     const pod = await pods.read(name);
@@ -178,18 +183,18 @@ export class SessionPods implements SessionHost<SessionPod> {
   async remove(sessionId: string): Promise<void> {
     this.#kept.take(sessionId)?.channel.close();
     const name = sessionPodName(sessionId);
-    const pod = await this.pods.read(name);
-    if (pod !== undefined) await this.pods.delete(name, pod.metadata?.uid);
+    const pod = await this.#pods.read(name);
+    if (pod !== undefined) await this.#pods.delete(name, pod.metadata?.uid);
   }
 
   async kill(sandbox: SessionPod): Promise<void> {
     this.#killed.add(sandbox.sessionId);
     if (this.#killed.size > MAX_KILLED) this.#killed.delete(this.#killed.values().next().value!);
-    await this.pods.delete(sandbox.name, sandbox.uid);
+    await this.#pods.delete(sandbox.name, sandbox.uid);
   }
 
   death(sandbox: SessionPod, job: ExecutionJob): Promise<Death> {
-    return this.pods.death(sandbox.name, sandbox.uid, (emptyDir) => {
+    return this.#pods.death(sandbox.name, sandbox.uid, (emptyDir) => {
       const v = volumeOfEmptyDir(job, emptyDir);
       return (
         v && `The volume ${v.name} (${v.path}) outgrew its size of ${v.size_bytes} bytes; the sandbox was evicted.`
@@ -206,12 +211,12 @@ export class SessionPods implements SessionHost<SessionPod> {
    * sees each volume as the store holds it when its run begins (what a writer's last run brought back).
    */
   async prepare(sandbox: SessionPod, job: ExecutionJob, dir: string): Promise<void> {
-    sandbox.baseline = await pushFiles(sandbox.channel, dir, this.pods.log);
+    sandbox.baseline = await pushFiles(sandbox.channel, dir, this.#pods.log);
     if (!job.volumes?.length) return;
     const channel = await this.#volumesChannel(sandbox);
     sandbox.volumeBaselines = new Map();
     for (const v of job.volumes) {
-      const baseline = await pushFiles(channel.files(v.path), this.volumes.dir(v.id), this.pods.log);
+      const baseline = await pushFiles(channel.files(v.path), this.#volumes.dir(v.id), this.#pods.log);
       sandbox.volumeBaselines.set(v.path, baseline);
     }
   }
@@ -228,8 +233,8 @@ export class SessionPods implements SessionHost<SessionPod> {
   ): Promise<{ failed: TransferFailure[]; diskQuota?: string }> {
     const baseline = sandbox.baseline ?? new Map();
     sandbox.baseline = undefined;
-    const quota = this.maxFileBytes < Number.MAX_SAFE_INTEGER ? this.maxFileBytes : undefined;
-    const own = await pullFiles(sandbox.channel, baseline, dir, this.maxFileBytes, this.pods.log, job.session_id, {
+    const quota = this.#maxFileBytes < Number.MAX_SAFE_INTEGER ? this.#maxFileBytes : undefined;
+    const own = await pullFiles(sandbox.channel, baseline, dir, this.#maxFileBytes, this.#pods.log, job.session_id, {
       what: "the session's disk quota",
       ...(quota === undefined ? {} : { totalBytes: quota }),
     });
@@ -251,9 +256,9 @@ export class SessionPods implements SessionHost<SessionPod> {
       const pulled = await pullFiles(
         sandbox.volumes.files(v.path),
         baselines.get(v.path) ?? new Map(),
-        this.volumes.dir(v.id),
+        this.#volumes.dir(v.id),
         v.size_bytes,
-        this.pods.log,
+        this.#pods.log,
         job.session_id,
         { what: `the size of volume ${v.name}`, totalBytes: v.size_bytes },
       );
@@ -275,7 +280,7 @@ export class SessionPods implements SessionHost<SessionPod> {
     const deadline = Date.now() + VOLUMES_CONNECT_MS;
     for (;;) {
       try {
-        sandbox.volumes = await this.pods.connectPort(ip, this.pods.settings.volumesPort, token, deadline);
+        sandbox.volumes = await this.#pods.connectPort(ip, this.#pods.settings.volumesPort, token, deadline);
         return sandbox.volumes;
       } catch (err) {
         if (Date.now() > deadline) {
@@ -284,7 +289,7 @@ export class SessionPods implements SessionHost<SessionPod> {
             `the volumes container of Pod ${sandbox.name} does not answer: ${messageOf(err)}`,
           );
         }
-        await sleep(this.pods.timing.pollMs);
+        await sleep(this.#pods.timing.pollMs);
       }
     }
   }
@@ -311,9 +316,9 @@ export class SessionPods implements SessionHost<SessionPod> {
    * this worker carries egress, and the session has not become private since the run was queued.
    */
   async #network(job: ExecutionJob): Promise<'egress' | undefined> {
-    if (this.egress === undefined) return undefined;
-    if (job.network === 'egress' && !(await this.egress.proxy.settings.isPrivate(job.session_id))) return 'egress';
-    this.egress.proxy.cut(job.session_id);
+    if (this.#egress === undefined) return undefined;
+    if (job.network === 'egress' && !(await this.#egress.proxy.settings.isPrivate(job.session_id))) return 'egress';
+    this.#egress.proxy.cut(job.session_id);
     return undefined;
   }
 
@@ -321,8 +326,8 @@ export class SessionPods implements SessionHost<SessionPod> {
   #linkEgress(pod: k8s.V1Pod, job: ExecutionJob): void {
     const host = pod.status?.podIP;
     const token = pod.metadata?.annotations?.[AGENT_TOKEN_ANNOTATION];
-    if (this.egress === undefined || pod.metadata?.labels?.[LABELS.network] !== 'egress' || !host || !token) return;
-    this.egress.start(job.session_id, job.tenant, { host, port: this.pods.settings.agentPort, token });
+    if (this.#egress === undefined || pod.metadata?.labels?.[LABELS.network] !== 'egress' || !host || !token) return;
+    this.#egress.start(job.session_id, job.tenant, { host, port: this.#pods.settings.agentPort, token });
   }
 
   /** Creates the session's Pod; undefined when one by that name exists (made by another worker, or still going). */
@@ -330,8 +335,8 @@ export class SessionPods implements SessionHost<SessionPod> {
     const token = randomBytes(32).toString('base64url');
     const servicesToken = newServicesToken();
     try {
-      const spec = sessionPod({ ...job, network }, this.pods.settings, { token, servicesToken, replaces });
-      return await this.pods.api.createPod(spec);
+      const spec = sessionPod({ ...job, network }, this.#pods.settings, { token, servicesToken, replaces });
+      return await this.#pods.api.createPod(spec);
     } catch (err) {
       if (statusOf(err) === 409) return undefined;
       throw clusterError(err, 'creating the session Pod');
@@ -339,7 +344,7 @@ export class SessionPods implements SessionHost<SessionPod> {
   }
 
   async #connect(pod: k8s.V1Pod, job: ExecutionJob, deadline: number): Promise<SessionPod> {
-    const { pod: running, channel } = await this.pods.connectWhenRunning(pod, deadline);
+    const { pod: running, channel } = await this.#pods.connectWhenRunning(pod, deadline);
     await this.#publishServices(running, job.session_id);
     this.#linkEgress(running, job);
     const labels = running.metadata?.labels ?? {};
@@ -368,9 +373,9 @@ export class SessionPods implements SessionHost<SessionPod> {
     const token = pod.metadata?.annotations?.[SERVICES_TOKEN_ANNOTATION];
     const host = pod.status?.podIP;
     if (!token || !host) return;
-    await publishServices(this.dataDir, sessionId, token, { host, port: this.pods.settings.servicesPort }).catch(
+    await publishServices(this.#dataDir, sessionId, token, { host, port: this.#pods.settings.servicesPort }).catch(
       (err: unknown) =>
-        this.pods.log.warn({ sessionId, err: messageOf(err) }, "could not publish the session Pod's services address"),
+        this.#pods.log.warn({ sessionId, err: messageOf(err) }, "could not publish the session Pod's services address"),
     );
   }
 }

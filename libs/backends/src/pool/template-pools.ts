@@ -35,10 +35,12 @@ export class TemplatePools<T extends PoolMember, P extends SandboxPool<T>> {
   readonly #gone = new Map<string, PoolStats>();
   #closed = false;
 
-  constructor(
-    private readonly make: (spec: TemplatePoolSpec) => P,
-    private readonly log: BackendLogger,
-  ) {}
+  readonly #make: (spec: TemplatePoolSpec) => P;
+  readonly #log: BackendLogger;
+  constructor(make: (spec: TemplatePoolSpec) => P, log: BackendLogger) {
+    this.#make = make;
+    this.#log = log;
+  }
 
   /** Makes the pools of `specs`, remakes those whose size or limits changed, and closes the rest. */
   set(specs: TemplatePoolSpec[]): void {
@@ -50,8 +52,8 @@ export class TemplatePools<T extends PoolMember, P extends SandboxPool<T>> {
     }
     for (const [image, spec] of wanted) {
       if (this.#pools.has(image)) continue;
-      this.#pools.set(image, { spec, pool: this.make(spec) });
-      if (spec.size > 0) this.log.info({ template: spec.template, image, size: spec.size }, 'template pool');
+      this.#pools.set(image, { spec, pool: this.#make(spec) });
+      if (spec.size > 0) this.#log.info({ template: spec.template, image, size: spec.size }, 'template pool');
     }
   }
 
@@ -61,7 +63,7 @@ export class TemplatePools<T extends PoolMember, P extends SandboxPool<T>> {
     const found = this.#pools.get(image);
     if (found) return found.pool;
     const spec = { template, image, size: 0, limits };
-    const pool = this.make(spec);
+    const pool = this.#make(spec);
     this.#pools.set(image, { spec, pool });
     return pool;
   }
@@ -98,7 +100,7 @@ export class TemplatePools<T extends PoolMember, P extends SandboxPool<T>> {
       add(this.#gone.get(entry.spec.template), { ...s, size: 0, ready: 0, starting: 0, recycled: 0 }),
     );
     const closing = entry.pool.close().catch((err: unknown) => {
-      this.log.warn({ template: entry.spec.template, err }, 'could not close a template pool');
+      this.#log.warn({ template: entry.spec.template, err }, 'could not close a template pool');
     });
     this.#closing.add(closing);
     void closing.finally(() => this.#closing.delete(closing));

@@ -25,12 +25,16 @@ export const hasTools = (settings: ToolSettings | undefined, tenant: string): bo
 export class ToolBroker {
   readonly calls: ToolCallRecord[] = [];
 
-  constructor(
-    private readonly tenant: string,
-    private readonly tools: Record<string, ToolSource>,
-    private readonly settings: ToolSettings,
-    private readonly events: EventSink,
-  ) {}
+  readonly #tenant: string;
+  readonly #tools: Record<string, ToolSource>;
+  readonly #settings: ToolSettings;
+  readonly #events: EventSink;
+  constructor(tenant: string, tools: Record<string, ToolSource>, settings: ToolSettings, events: EventSink) {
+    this.#tenant = tenant;
+    this.#tools = tools;
+    this.#settings = settings;
+    this.#events = events;
+  }
 
   /** The broker of a job, or undefined when its tenant has no tools (the run then gets no tool channel). */
   static of(settings: ToolSettings | undefined, tenant: string, events: EventSink): ToolBroker | undefined {
@@ -41,24 +45,24 @@ export class ToolBroker {
   async handle(frame: ToolCallFrame): Promise<ToolAnswer> {
     const { call, name, args } = frame;
     const started = performance.now();
-    this.events.toolCall?.({ call, name, args });
+    this.#events.toolCall?.({ call, name, args });
     const answer = await this.#answer(name, args);
     const duration_ms = Math.round(performance.now() - started);
-    this.events.toolResult?.({ call, name, ...answer, duration_ms });
+    this.#events.toolResult?.({ call, name, ...answer, duration_ms });
     this.calls.push({ name, ok: answer.ok, ...(answer.ok ? {} : { error: answer.error }), duration_ms });
     return answer;
   }
 
   async #answer(name: string, args: unknown): Promise<ToolAnswer> {
-    if (this.calls.length >= this.settings.maxCalls) {
+    if (this.calls.length >= this.#settings.maxCalls) {
       return {
         ok: false,
-        error: `this run has made its ${this.settings.maxCalls} tool calls (SANDGATE_TOOL_MAX_CALLS)`,
+        error: `this run has made its ${this.#settings.maxCalls} tool calls (SANDGATE_TOOL_MAX_CALLS)`,
       };
     }
-    const answer = await this.settings.caller.call(this.tenant, this.tools, name, args, this.settings);
+    const answer = await this.#settings.caller.call(this.#tenant, this.#tools, name, args, this.#settings);
     return (
-      answer ?? { ok: false, error: `no tool "${name}" for this tenant; its tools: ${ToolCaller.offered(this.tools)}` }
+      answer ?? { ok: false, error: `no tool "${name}" for this tenant; its tools: ${ToolCaller.offered(this.#tools)}` }
     );
   }
 }

@@ -8,13 +8,16 @@ export class RecordingSink implements EventSink {
   readonly stdoutChunks: string[] = [];
   readonly stderrChunks: string[] = [];
   readonly artifacts: Artifact[] = [];
-  constructor(private readonly onStdout: (text: string) => void = () => {}) {}
+  readonly #onStdout: (text: string) => void;
+  constructor(onStdout: (text: string) => void = () => {}) {
+    this.#onStdout = onStdout;
+  }
   phase(phase: Phase): void {
     this.phases.push(phase);
   }
   stdout(text: string): void {
     this.stdoutChunks.push(text);
-    this.onStdout(text);
+    this.#onStdout(text);
   }
   stderr(text: string): void {
     this.stderrChunks.push(text);
