@@ -160,30 +160,49 @@ test("docs/n8n.md's callback workflow, published in n8n, submits a run and goes 
   };
   await run(N8N, ['import:workflow', `--input=${join(home, 'workflow.json')}`], { env, timeout: 180_000 });
   await run(N8N, ['publish:workflow', `--id=${id}`], { env, timeout: 180_000 });
-  const n8n = spawn(N8N, ['start'], { env, stdio: 'ignore', detached: true });
-  t.after(() => {
-    try {
-      process.kill(-n8n.pid!, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  });
-
-  // The production webhook answers once n8n has activated the published workflow.
-  const started = await until(
-    'n8n to take the webhook',
-    async () => {
-      const r = await fetch(`${base}/webhook/sandgate-run`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{}',
-      }).catch(() => null);
-      return r?.status === 200 ? r : null;
-    },
-    120_000,
-    500,
-  );
-  assert.deepEqual(await started.json(), { message: 'Workflow was started' });
+  // n8n binds the port freePort found; another process may take it in between (n8n then exits, and whatever holds
+  // the port answers): n8n is started again on another port.
+  let answer: string | null = null;
+  for (let attempt = 1; answer === null; attempt++) {
+    assert.ok(attempt <= 3, 'n8n did not start on any of three free ports');
+    const at =
+      attempt === 1 ? { port, base } : await freePort().then((p) => ({ port: p, base: `http://127.0.0.1:${p}` }));
+    const n8n = spawn(N8N, ['start'], {
+      env: { ...env, N8N_PORT: String(at.port), WEBHOOK_URL: `${at.base}/` },
+      stdio: 'ignore',
+      detached: true,
+    });
+    let exited = false;
+    n8n.on('exit', () => (exited = true));
+    t.after(() => {
+      try {
+        process.kill(-n8n.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    });
+    // The production webhook answers once n8n has activated the published workflow.
+    const seen = await until(
+      'n8n to take the webhook',
+      async (): Promise<{ body: string | undefined } | null> => {
+        if (exited) return { body: undefined }; // n8n could not bind the port
+        const r = await fetch(`${at.base}/webhook/sandgate-run`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        }).catch(() => null);
+        if (r?.status !== 200) {
+          await r?.body?.cancel();
+          return null;
+        }
+        return { body: await r.text() };
+      },
+      120_000,
+      500,
+    );
+    answer = seen.body ?? null;
+  }
+  assert.deepEqual(JSON.parse(answer), { message: 'Workflow was started' });
 
   const result = (await Promise.race([
     reported,
