@@ -34,6 +34,16 @@ const NAME_MAX = 255;
 const openDir = (path: string): Promise<FileHandle> =>
   open(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
 
+/** The ioctl `request` on the directory `dir` (opened for it, closed after), with `args`, which the kernel may fill. */
+async function dirIoctl(dir: string, what: string, request: number, args: Buffer): Promise<void> {
+  const handle = await openDir(dir);
+  try {
+    await ioctl(what, handle.fd, request, args);
+  } finally {
+    await handle.close();
+  }
+}
+
 function nameOf(path: string): string {
   const name = basename(path);
   if (Buffer.byteLength(name) > NAME_MAX || name === '.' || name === '..' || name === '') {
@@ -65,80 +75,50 @@ export async function snapshotSubvolume(source: string, target: string, { readOn
  * background (and, on recent kernels, its qgroup once they are gone).
  */
 export async function deleteSubvolume(path: string): Promise<void> {
-  const parent = await openDir(dirname(path));
-  try {
-    const args = Buffer.alloc(VOL_ARGS_BYTES);
-    args.write(nameOf(path), 8, 'utf8');
-    await ioctl(`deleting the subvolume ${path}`, parent.fd, SNAP_DESTROY, args);
-  } finally {
-    await parent.close();
-  }
+  const args = Buffer.alloc(VOL_ARGS_BYTES);
+  args.write(nameOf(path), 8, 'utf8');
+  await dirIoctl(dirname(path), `deleting the subvolume ${path}`, SNAP_DESTROY, args);
 }
 
 /** Limits the bytes the subvolume at `path` may refer to (its qgroup's max_rfer), as `btrfs qgroup limit` does. */
 export async function limitSubvolume(path: string, bytes: number): Promise<void> {
-  const handle = await openDir(path);
-  try {
-    const args = Buffer.alloc(48);
-    args.writeBigUInt64LE(0n, 0); // qgroupid 0: the subvolume of the fd
-    args.writeBigUInt64LE(QGROUP_LIMIT_MAX_RFER, 8);
-    args.writeBigUInt64LE(BigInt(bytes), 16);
-    await ioctl(`limiting ${path} to ${bytes} bytes`, handle.fd, QGROUP_LIMIT, args);
-  } finally {
-    await handle.close();
-  }
+  const args = Buffer.alloc(48);
+  args.writeBigUInt64LE(0n, 0); // qgroupid 0: the subvolume of the fd
+  args.writeBigUInt64LE(QGROUP_LIMIT_MAX_RFER, 8);
+  args.writeBigUInt64LE(BigInt(bytes), 16);
+  await dirIoctl(path, `limiting ${path} to ${bytes} bytes`, QGROUP_LIMIT, args);
 }
 
 /** Makes `path` (which must not exist, in a directory on btrfs) a new empty subvolume, as `btrfs subvolume create`. */
 export async function createSubvolume(path: string): Promise<void> {
-  const parent = await openDir(dirname(path));
-  try {
-    const args = Buffer.alloc(VOL_ARGS_BYTES);
-    args.write(nameOf(path), 8, 'utf8');
-    await ioctl(`creating the subvolume ${path}`, parent.fd, SUBVOL_CREATE, args);
-  } finally {
-    await parent.close();
-  }
+  const args = Buffer.alloc(VOL_ARGS_BYTES);
+  args.write(nameOf(path), 8, 'utf8');
+  await dirIoctl(dirname(path), `creating the subvolume ${path}`, SUBVOL_CREATE, args);
 }
 
 /** The id of the subvolume `path` is in (its qgroup is 0/<id>), as `btrfs inspect-internal rootid`. */
 export async function subvolumeId(path: string): Promise<bigint> {
-  const handle = await openDir(path);
-  try {
-    const args = Buffer.alloc(INO_LOOKUP_BYTES);
-    // treeid 0: the fd's own tree, which the kernel writes back; the objectid of a subvolume's root asks for no path.
-    args.writeBigUInt64LE(BigInt(SUBVOLUME_ROOT_INO), 8);
-    await ioctl(`the subvolume id of ${path}`, handle.fd, INO_LOOKUP, args);
-    return args.readBigUInt64LE(0);
-  } finally {
-    await handle.close();
-  }
+  const args = Buffer.alloc(INO_LOOKUP_BYTES);
+  // treeid 0: the fd's own tree, which the kernel writes back; the objectid of a subvolume's root asks for no path.
+  args.writeBigUInt64LE(BigInt(SUBVOLUME_ROOT_INO), 8);
+  await dirIoctl(path, `the subvolume id of ${path}`, INO_LOOKUP, args);
+  return args.readBigUInt64LE(0);
 }
 
 /** Destroys the qgroup 0/`id` of the filesystem `onFs` is on, as `btrfs qgroup destroy` (EBUSY while it counts). */
 export async function destroyQgroup(onFs: string, id: bigint): Promise<void> {
-  const handle = await openDir(onFs);
-  try {
-    const args = Buffer.alloc(16);
-    args.writeBigUInt64LE(0n, 0); // create 0: destroy
-    args.writeBigUInt64LE(id, 8); // level 0
-    await ioctl(`destroying the qgroup 0/${id}`, handle.fd, QGROUP_CREATE, args);
-  } finally {
-    await handle.close();
-  }
+  const args = Buffer.alloc(16);
+  args.writeBigUInt64LE(0n, 0); // create 0: destroy
+  args.writeBigUInt64LE(id, 8); // level 0
+  await dirIoctl(onFs, `destroying the qgroup 0/${id}`, QGROUP_CREATE, args);
 }
 
 /** The filesystem's uuid (its fsid), which names it under /sys/fs/btrfs. */
 export async function filesystemId(path: string): Promise<string> {
-  const handle = await openDir(path);
-  try {
-    const args = Buffer.alloc(FS_INFO_BYTES);
-    await ioctl(`the filesystem id of ${path}`, handle.fd, FS_INFO, args);
-    const hex = args.subarray(16, 32).toString('hex');
-    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-  } finally {
-    await handle.close();
-  }
+  const args = Buffer.alloc(FS_INFO_BYTES);
+  await dirIoctl(path, `the filesystem id of ${path}`, FS_INFO, args);
+  const hex = args.subarray(16, 32).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** Where the kernel shows the qgroups of a filesystem (Linux 5.9 and later, once quotas are enabled). */
