@@ -31,18 +31,8 @@ export class ServiceManager {
     this.#executions = d.executionControl;
   }
 
-  #supported(): void {
-    const { backend } = this.#d.config;
-    if (!CAPABILITIES[backend].services) {
-      throw new SandgateError(
-        'unsupported_by_backend',
-        `services are not available on the ${backend} backend of this deployment (docs/services.md)`,
-      );
-    }
-  }
-
   async start(tenant: string, sessionId: string, body: StartService): Promise<Service> {
-    this.#supported();
+    requireAgentSocket(this.#d.config.backend, 'services', 'docs/services.md');
     const session = await this.#d.sessions.require(tenant, sessionId);
     if (session.oneshot) throw new SandgateError('session_not_found', `session ${sessionId} is not a live session`);
     const all = await this.list(tenant, sessionId);
@@ -153,7 +143,7 @@ export class ServiceManager {
 
   /** A connection to the service's port and that port, for the proxy; the session's idle time starts again. */
   async connect(session: SessionRecord, name: string): Promise<{ socket: Socket; port: number }> {
-    this.#supported();
+    requireAgentSocket(this.#d.config.backend, 'services', 'docs/services.md');
     const service = await this.get(session.tenant, session.id, name);
     if (service.state !== 'running') {
       throw new SandgateError('service_not_running', `service ${name} is ${service.state}${why(service)}`);
@@ -271,4 +261,17 @@ function unreachable(err: unknown): SandgateError {
   if (err instanceof SandgateError) return err;
   const detail = err instanceof Error ? err.message : String(err);
   return new SandgateError('service_unreachable', `the service cannot be reached: ${detail}`, { cause: err });
+}
+
+/**
+ * Services and terminals reach a sandbox through its agent's services socket, which not every backend offers:
+ * `what` is refused with unsupported_by_backend there (`doc` says where it is explained).
+ */
+export function requireAgentSocket(backend: keyof typeof CAPABILITIES, what: string, doc: string): void {
+  if (!CAPABILITIES[backend].services) {
+    throw new SandgateError(
+      'unsupported_by_backend',
+      `${what} are not available on the ${backend} backend of this deployment (${doc})`,
+    );
+  }
 }

@@ -1,9 +1,9 @@
 import type { Socket } from 'node:net';
-import { CAPABILITIES } from '@sandgate/backends/capabilities';
 import { NoSandbox, ServiceAgents, TooManyTerminals } from '@sandgate/backends/services';
 import { SandgateError, type TerminalStatus } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
+import { requireAgentSocket } from './service-manager.ts';
 
 /** How long a signed terminal URL opens a terminal: long enough for a browser to connect, short enough to leak. */
 export const TERMINAL_URL_TTL_S = 60;
@@ -63,7 +63,7 @@ export class TerminalControl {
 
   /** A URL that opens a terminal of the session without a header (for a browser), once, within a minute. */
   async signedUrl(tenant: string, sessionId: string): Promise<{ url: string; expires_at: string }> {
-    this.#supported();
+    requireAgentSocket(this.#d.config.backend, 'terminals', 'docs/terminal.md');
     await this.#d.sessions.require(tenant, sessionId);
     const { expires, sig } = this.#d.signer.signGrant('terminal', sessionId, TERMINAL_URL_TTL_S);
     const base = this.#d.config.publicUrl.replace(/\/+$/, '').replace(/^http/, 'ws');
@@ -75,7 +75,7 @@ export class TerminalControl {
 
   /** Opens a terminal in the session's sandbox, making the sandbox first if it has none; the agent's connection. */
   async open(session: SessionRecord, size: TerminalSize): Promise<Socket> {
-    this.#supported();
+    requireAgentSocket(this.#d.config.backend, 'terminals', 'docs/terminal.md');
     const { maxTerminals } = this.#d.config;
     if (session.oneshot) throw new SandgateError('session_not_found', `session ${session.id} is not a live session`);
     if (maxTerminals === 0) {
@@ -108,16 +108,6 @@ export class TerminalControl {
       if (err instanceof NoSandbox) throw err;
       throw unreachable(err);
     });
-  }
-
-  #supported(): void {
-    const { backend } = this.#d.config;
-    if (!CAPABILITIES[backend].services) {
-      throw new SandgateError(
-        'unsupported_by_backend',
-        `terminals are not available on the ${backend} backend of this deployment (docs/terminal.md)`,
-      );
-    }
   }
 }
 
