@@ -78,6 +78,15 @@ export async function publishServices(
 }
 
 /**
+ * Takes back what publishServices wrote, before the session Pod is deleted: a Pod being deleted serves on through its
+ * grace period, and the gateway must not open a terminal or a service connection to a sandbox that is going.
+ */
+export async function withdrawServices(dataDir: string, sessionId: string): Promise<void> {
+  await rm(addressFileOf(dataDir, sessionId), { force: true });
+  await rm(tokenFileOf(dataDir, sessionId), { force: true });
+}
+
+/**
  * Removes the services state (directory, token, address) of sessions that are not in `live`. `readAt`: when `live`
  * was read. State made since (a resume on any worker made the session a sandbox after it was read as paused) is kept:
  * the next sweep, with a newer view of the sessions, decides about it.

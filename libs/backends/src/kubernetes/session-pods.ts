@@ -11,7 +11,7 @@ import type { HeldSandbox, SessionHost } from '../run/session-run.ts';
 import { clusterError, messageOf, statusOf } from './api.ts';
 import { sleep, type AgentPods } from './agent-pods.ts';
 import type { EgressLinks } from './egress-links.ts';
-import { newServicesToken, publishServices } from '../services.ts';
+import { newServicesToken, publishServices, withdrawServices } from '../services.ts';
 import {
   AGENT_CONTAINER,
   AGENT_TOKEN_ANNOTATION,
@@ -182,6 +182,7 @@ export class SessionPods implements SessionHost<SessionPod> {
   /** Deletes the session's Pod (and its kept connection); one that is not there is fine. */
   async remove(sessionId: string): Promise<void> {
     this.#kept.take(sessionId)?.channel.close();
+    await withdrawServices(this.#dataDir, sessionId);
     const name = sessionPodName(sessionId);
     const pod = await this.#pods.read(name);
     if (pod !== undefined) await this.#pods.delete(name, pod.metadata?.uid);
@@ -190,6 +191,7 @@ export class SessionPods implements SessionHost<SessionPod> {
   async kill(sandbox: SessionPod): Promise<void> {
     this.#killed.add(sandbox.sessionId);
     if (this.#killed.size > MAX_KILLED) this.#killed.delete(this.#killed.values().next().value!);
+    await withdrawServices(this.#dataDir, sandbox.sessionId);
     await this.#pods.delete(sandbox.name, sandbox.uid);
   }
 
