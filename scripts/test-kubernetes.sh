@@ -9,12 +9,12 @@ env_lines="$(bash scripts/start-kube.sh)" || { echo "test:kubernetes: the test c
 eval "$env_lines"
 echo "==> test cluster ready in $((SECONDS - t0)) s"
 # The end-to-end files whose behaviour the backend provides: runs, the pool, sessions, files, quotas, tools, services,
-# networks, volumes, a lost worker, pause and resume, saved variables, snapshots, undo, terminals. Files that test the gateway
-# and the queue whatever runs the code (SSE, ?wait, queued runs, webhooks, polling, logs, scripts, slow clients, the
+# networks, volumes, a lost worker, pause and resume, saved variables, snapshots, undo, terminals, live metrics. Files
+# that test the gateway and the queue whatever runs the code (SSE, ?wait, queued runs, webhooks, polling, logs, scripts, slow clients, the
 # generated client) run in npm test's Docker pass only.
 E2E='reference-workflow|one-shots|worker-lost|files|storage-quota|session-sandboxes|pool-tenants|test-mode|tools'
 E2E+='|services|network-modes|volumes|session-pause|session-restore|session-snapshots|session-undo|session-fork'
-E2E+='|session-pause-bounds|session-idle-wait|session-quota-resume|services-resume-sweep|terminal'
+E2E+='|session-pause-bounds|session-idle-wait|session-quota-resume|services-resume-sweep|terminal|session-metrics'
 export SANDGATE_TEST_BACKEND=kubernetes
 # Three files at a time: they spend most of their time waiting on Pods (the scheduler, the kubelet, containerd), so a
 # third file shortens a pass (measured: 602 s at 3 against 677 s at 2, load average 7-16 from other work) and every

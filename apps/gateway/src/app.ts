@@ -27,6 +27,7 @@ import { systemRoutes } from './routes/system.ts';
 import { transferRoutes } from './routes/transfers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
 import { terminalRoutes } from './routes/terminal.ts';
+import { metricsRoutes } from './routes/metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { templateRoutes } from './routes/templates.ts';
@@ -172,6 +173,7 @@ export async function buildApp(
   await app.register(templateRoutes, { prefix: '/v1/templates', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(serviceRoutes, { deps });
   await app.register(terminalRoutes, { deps });
+  await app.register(metricsRoutes, { deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(downloadRoutes, { deps });
   await app.register(transferRoutes, { prefix: '/internal/transfer', deps });
   await app.register(mcpRoutes, { deps, version: API_VERSION });

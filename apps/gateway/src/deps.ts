@@ -40,6 +40,7 @@ import { TenantTools } from './core/tenant-tools.ts';
 import { TemplateControl } from './core/template-control.ts';
 import { VolumeControl } from './core/volume-control.ts';
 import { TerminalControl } from './core/terminal-control.ts';
+import { SessionMetricsReader } from './core/session-metrics.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -95,6 +96,8 @@ export interface GatewayDeps {
   sessionLifecycle: SessionLifecycle;
   /** Terminals in sessions' sandboxes (GET /v1/sessions/:id/terminal). */
   terminalControl: TerminalControl;
+  /** Sessions' live CPU, memory, processes and disk (GET /v1/sessions/:id/metrics). */
+  sessionMetrics: SessionMetricsReader;
   templateControl: TemplateControl;
   close(): Promise<void>;
 }
@@ -195,6 +198,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.serviceManager = new ServiceManager(deps);
   deps.sessionLifecycle = new SessionLifecycle(deps);
   deps.terminalControl = new TerminalControl(deps);
+  deps.sessionMetrics = new SessionMetricsReader(deps);
   deps.templateControl = new TemplateControl(deps);
   // The templates file is the operator's word at every start: what it declares is made (built if it changed).
   await deps.templateControl.applyFile();

@@ -18,6 +18,7 @@ either), and one op:
   {"op":"stop","name","grace_ms"}           -> SIGTERM to its session, SIGKILL after grace_ms; answers once it ended
   {"op":"connect","port"}                   -> "ok\\n", then the connection is relayed to 127.0.0.1:port
   {"op":"terminal","cols","rows","max"}     -> a login shell on a pseudo-terminal (sandgate_terminal.py)
+  {"op":"metrics"}                          -> one JSON line: the sandbox's cgroup figures (sandgate_metrics.py)
 Ports a service listens on are found in /proc/net/tcp{,6}: a port the sandbox user starts listening on while services
 run belongs to the service started last. Listeners of other users (a container network's DNS resolver, say) and the
 agent's own ports are never a service's.
@@ -33,6 +34,7 @@ import threading
 import time
 
 import sandgate_egress
+import sandgate_metrics
 import sandgate_process
 import sandgate_reset
 import sandgate_terminal
@@ -247,6 +249,8 @@ class Services:
         op = msg.get("op")
         if op == "status":
             reply(conn, self.status())
+        elif op == "metrics":
+            reply(conn, sandgate_metrics.sample())
         elif op == "logs":
             reply(conn, self.logs(msg.get("name"), msg.get("offset")))
         elif op == "stop":

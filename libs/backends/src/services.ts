@@ -129,6 +129,16 @@ export interface AgentLogs {
   next_offset: number;
 }
 
+/** The sandbox's cgroup figures as its agent reads them (agent/sandgate_metrics.py); null: unreadable. */
+export interface AgentMetrics {
+  /** The sandbox's monotonic clock when it read them: CPU is the difference of two readings over this one's. */
+  monotonic_ns: number;
+  cpu_usage_ns: number | null;
+  memory_bytes: number | null;
+  memory_limit_bytes: number | null;
+  pids: number | null;
+}
+
 /** The session has no sandbox the gateway can reach (none yet, or it ended): no service of it runs. */
 export class NoSandbox extends Error {}
 
@@ -156,6 +166,19 @@ export class ServiceAgents {
       if (err instanceof NoSandbox) return 0;
       throw err;
     }
+  }
+
+  /** The sandbox's cgroup figures; an agent of an image without them answers nulls. NoSandbox without a sandbox. */
+  async metrics(sessionId: string): Promise<AgentMetrics> {
+    const answer = (await this.#request(sessionId, { op: 'metrics' })) as Partial<AgentMetrics> & { error?: string };
+    const n = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
+    return {
+      monotonic_ns: n(answer.monotonic_ns) ?? 0,
+      cpu_usage_ns: n(answer.cpu_usage_ns),
+      memory_bytes: n(answer.memory_bytes),
+      memory_limit_bytes: n(answer.memory_limit_bytes),
+      pids: n(answer.pids),
+    };
   }
 
   async status(sessionId: string): Promise<AgentService[]> {

@@ -6,6 +6,7 @@ import {
   deleteSnapshot,
   forkSession,
   getExecution,
+  getSessionMetrics,
   listFiles,
   listVolumeFiles,
   listTemplates,
@@ -26,6 +27,7 @@ import type {
   Execution,
   FileEntry,
   Session,
+  SessionMetrics,
   SessionPause,
   SessionResume,
   SessionUndo,
@@ -36,6 +38,7 @@ import type {
 import { SandgateApiError, errorOf } from './errors.js';
 import { tailEvents, type TailOptions } from './events.js';
 import { bodyOf, saveTo, type UploadSource } from './files.js';
+import { watchMetrics, type WatchMetricsOptions } from './metrics.js';
 import { openTerminalSocket, type TerminalOptions } from './terminal.js';
 import type WebSocket from 'ws';
 
@@ -180,6 +183,20 @@ export class Sandgate {
   events(executionId: string, opts: TailOptions = {}) {
     const url = `${this.#baseUrl}/v1/executions/${encodeURIComponent(executionId)}/events`;
     return tailEvents(
+      (headers, signal) => this.#fetchFn(url, { headers: { ...this.#auth(), ...headers }, signal }),
+      opts,
+    );
+  }
+
+  /** The session's CPU, memory, processes and disk now (nulls for the sandbox's figures while it has none). */
+  metrics(sessionId: string): Promise<SessionMetrics> {
+    return ok(getSessionMetrics({ client: this.client, path: { id: sessionId } }));
+  }
+
+  /** The session's figures about once a second, until it is deleted or `opts.signal` aborts. */
+  watchMetrics(sessionId: string, opts: WatchMetricsOptions = {}): AsyncGenerator<SessionMetrics> {
+    const url = `${this.#baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/metrics/stream`;
+    return watchMetrics(
       (headers, signal) => this.#fetchFn(url, { headers: { ...this.#auth(), ...headers }, signal }),
       opts,
     );

@@ -132,6 +132,10 @@ export const ConfigSchema = Type.Object({
   maxSnapshots: Type.Integer({ minimum: 0, maximum: 1000 }),
   /** Terminals a session may have open at once (GET /v1/sessions/{id}/terminal); 0: no terminals. */
   maxTerminals: Type.Integer({ minimum: 0, maximum: 64 }),
+  /** Metric streams (GET /v1/sessions/{id}/metrics/stream) a session may have open at once, per gateway. */
+  maxMetricStreamsPerSession: Type.Integer({ minimum: 0, maximum: 1000 }),
+  /** Metric streams a tenant may have open at once over all its sessions, per gateway. */
+  maxMetricStreamsPerTenant: Type.Integer({ minimum: 0, maximum: 10_000 }),
   /** Undo steps kept per session (the runs that can be undone); 0: no undo. */
   undoDepth: Type.Integer({ minimum: 0, maximum: 100 }),
   /** The most a stateful session's saved variables may take. */
@@ -334,6 +338,8 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_SESSION_IDLE_PAUSE_S: ['sessionIdlePauseSeconds', int, '300'],
   SANDGATE_MAX_SNAPSHOTS: ['maxSnapshots', int, '10'],
   SANDGATE_MAX_TERMINALS: ['maxTerminals', int, '4'],
+  SANDGATE_MAX_METRIC_STREAMS_PER_SESSION: ['maxMetricStreamsPerSession', int, '8'],
+  SANDGATE_MAX_METRIC_STREAMS_PER_TENANT: ['maxMetricStreamsPerTenant', int, '32'],
   SANDGATE_UNDO_DEPTH: ['undoDepth', int, '5'],
   SANDGATE_MAX_STATE_BYTES: ['maxStateBytes', parseBytes, '1GiB'],
   SANDGATE_STATE_SAVE_TIMEOUT_S: ['stateSaveTimeoutMs', seconds, '60'],

@@ -58,6 +58,7 @@ export const ERROR_STATUS = {
   quota_exceeded: 429,
   too_many_services: 429,
   too_many_terminals: 429,
+  too_many_metric_streams: 429,
   max_templates: 429,
   internal: 500,
   unsupported_by_backend: 501,

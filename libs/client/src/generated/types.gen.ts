@@ -647,6 +647,27 @@ export type SessionUndo = {
 };
 
 /**
+ * SessionMetrics
+ */
+export type SessionMetrics = {
+    session_id: string;
+    /**
+     * `running`: its sandbox is up and reached; `idle`: it has no sandbox now (never run, or its sandbox ended and comes back at the next run); `paused`: paused. Without a sandbox the sandbox figures are null.
+     */
+    state: 'running' | 'idle' | 'paused';
+    sampled_at: string;
+    cpu_percent: number | null;
+    memory_bytes: number | null;
+    memory_limit_bytes: number | null;
+    pids: number | null;
+    /**
+     * Bytes the session's files take: known with or without a sandbox (a paused session's too).
+     */
+    disk_bytes: number;
+    disk_limit_bytes: number | null;
+};
+
+/**
  * FileEntry
  */
 export type FileEntry = {
@@ -4931,6 +4952,100 @@ export type OpenTerminalResponses = {
 };
 
 export type OpenTerminalResponse = OpenTerminalResponses[keyof OpenTerminalResponses];
+
+export type GetSessionMetricsData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/metrics';
+};
+
+export type GetSessionMetricsErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     */
+    429: Problem;
+    /**
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
+     */
+    502: Problem;
+};
+
+export type GetSessionMetricsError = GetSessionMetricsErrors[keyof GetSessionMetricsErrors];
+
+export type GetSessionMetricsResponses = {
+    /**
+     * Default Response
+     */
+    200: SessionMetrics;
+};
+
+export type GetSessionMetricsResponse = GetSessionMetricsResponses[keyof GetSessionMetricsResponses];
+
+export type StreamSessionMetricsData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{id}/metrics/stream';
+};
+
+export type StreamSessionMetricsErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     */
+    429: Problem;
+    /**
+     * The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)
+     */
+    502: Problem;
+};
+
+export type StreamSessionMetricsError = StreamSessionMetricsErrors[keyof StreamSessionMetricsErrors];
+
+export type StreamSessionMetricsResponses = {
+    /**
+     * Server-sent events: `metrics` about once a second (each `data` a SessionMetrics, `sampled_at` increasing), then `end` (`{"reason":"session_deleted"}`) when the session is deleted, and the stream closes. A paused session goes on streaming its disk figures with nulls for the sandbox ones. Comment lines (`: heartbeat`) keep proxies from closing it; a sampling error becomes an `error` event (a problem) and the stream closes.
+     */
+    200: SessionMetrics;
+};
+
+export type StreamSessionMetricsResponse = StreamSessionMetricsResponses[keyof StreamSessionMetricsResponses];
 
 export type DownloadFileData = {
     body?: never;
