@@ -10,8 +10,8 @@ eval "$env_lines"
 echo "==> test cluster ready in $((SECONDS - t0)) s"
 # The end-to-end files whose behaviour the backend provides: runs, the pool, sessions, files, quotas, tools, services,
 # networks, volumes, a lost worker, pause and resume, saved variables, snapshots, undo, terminals, live metrics. Files
-# that test the gateway and the queue whatever runs the code (SSE, ?wait, queued runs, webhooks, polling, logs, scripts, slow clients, the
-# generated client) run in npm test's Docker pass only.
+# that test the gateway and the queue whatever runs the code (SSE, ?wait, queued runs, webhooks, polling, logs, scripts,
+# slow clients, the generated client) run in npm test's Docker pass only.
 E2E='reference-workflow|one-shots|worker-lost|files|storage-quota|session-sandboxes|pool-tenants|test-mode|tools'
 E2E+='|services|network-modes|volumes|session-pause|session-restore|session-snapshots|session-undo|session-fork'
 E2E+='|session-pause-bounds|session-idle-wait|session-quota-resume|services-resume-sweep|terminal|session-metrics'
