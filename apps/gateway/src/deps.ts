@@ -41,6 +41,7 @@ import { TemplateControl } from './core/template-control.ts';
 import { VolumeControl } from './core/volume-control.ts';
 import { TerminalControl } from './core/terminal-control.ts';
 import { SessionMetricsReader } from './core/session-metrics.ts';
+import { StatsHistorySampler } from './core/stats-history.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -71,6 +72,8 @@ export interface GatewayDeps {
   signer: UrlSigner;
   /** The deployment's numbers (/v1/system/stats) and this process's (/metrics). */
   stats: SystemStatsReader;
+  /** The deployment's figures over the last hour (/v1/system/stats/history). */
+  statsHistory: StatsHistorySampler;
   metrics: GatewayMetrics;
   /** Whether Redis answers now: requests fail fast with redis_unavailable while it does not. */
   watchdog: RedisWatchdog;
@@ -148,6 +151,9 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   const stats = new SystemStatsReader(redis, k, queue);
   const metrics = new GatewayMetrics(stats, redis, k);
   metrics.start();
+  const statsHistory = new StatsHistorySampler(redis, k, stats, config.statsHistorySeconds, (err) =>
+    log.warn({ err }, 'sampling the stats history failed'),
+  );
   // The core's classes hold the deps they are part of: the object is completed below, before anyone uses it.
   const deps = {
     config,
@@ -159,6 +165,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     queue,
     signer,
     stats,
+    statsHistory,
     metrics,
     signingKey: key,
     cursors: new Cursors(key),
@@ -177,6 +184,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     workspaces,
     async close() {
       await deps.tenantTools.close();
+      statsHistory.close();
       await metrics.close();
       watchdog.close();
       unwatch();

@@ -136,6 +136,8 @@ export const ConfigSchema = Type.Object({
   maxMetricStreamsPerSession: Type.Integer({ minimum: 0, maximum: 1000 }),
   /** Metric streams a tenant may have open at once over all its sessions, per gateway. */
   maxMetricStreamsPerTenant: Type.Integer({ minimum: 0, maximum: 10_000 }),
+  /** Seconds between samples of the deployment's figures kept for the last hour (GET /v1/system/stats/history). */
+  statsHistorySeconds: Type.Integer({ minimum: 1, maximum: 600 }),
   /** Undo steps kept per session (the runs that can be undone); 0: no undo. */
   undoDepth: Type.Integer({ minimum: 0, maximum: 100 }),
   /** The most a stateful session's saved variables may take. */
@@ -340,6 +342,7 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MAX_TERMINALS: ['maxTerminals', int, '4'],
   SANDGATE_MAX_METRIC_STREAMS_PER_SESSION: ['maxMetricStreamsPerSession', int, '8'],
   SANDGATE_MAX_METRIC_STREAMS_PER_TENANT: ['maxMetricStreamsPerTenant', int, '32'],
+  SANDGATE_STATS_HISTORY_S: ['statsHistorySeconds', int, '15'],
   SANDGATE_UNDO_DEPTH: ['undoDepth', int, '5'],
   SANDGATE_MAX_STATE_BYTES: ['maxStateBytes', parseBytes, '1GiB'],
   SANDGATE_STATE_SAVE_TIMEOUT_S: ['stateSaveTimeoutMs', seconds, '60'],

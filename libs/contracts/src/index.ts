@@ -15,6 +15,7 @@ export * from './templates.ts';
 export * from './volumes.ts';
 export * from './terminal.ts';
 export * from './metrics.ts';
+export * from './system-history.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -88,6 +89,7 @@ import {
 } from './templates.ts';
 import { TerminalStatusSchema, TerminalUrlSchema } from './terminal.ts';
 import { SessionMetricsSchema } from './metrics.ts';
+import { StatsHistorySchema } from './system-history.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -139,6 +141,7 @@ export const SHARED_SCHEMAS = [
   RuntimeListSchema,
   HealthSchema,
   SystemStatsSchema,
+  StatsHistorySchema,
   WebhookSecretSchema,
   ExecutionOutputSchema,
   CreateScriptSchema,

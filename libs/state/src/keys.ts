@@ -60,6 +60,10 @@ export const keys = (p: string) => ({
   workerStats: () => `${p}:workers:stats`,
   /** Gateway id → its latest stats snapshot (JSON): what only a gateway process knows, like its SSE subscribers. */
   gatewayStats: () => `${p}:gateways:stats`,
+  /** The deployment's figures over the last hour, newest first (StatsHistory), capped. */
+  statsHistory: () => `${p}:stats:history`,
+  /** Claimed by the one gateway that samples the history in this slot of time. */
+  statsHistorySlot: (slot: number) => `${p}:stats:history:slot:${slot}`,
   /** Deployment-wide counters (DeploymentStats). */
   statsCounters: () => `${p}:stats:counters`,
   statsHistogram: (name: string) => `${p}:stats:histogram:${name}`,

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ProblemSchema, SystemStatsSchema, ref } from '@sandgate/contracts';
+import { ProblemSchema, StatsHistorySchema, SystemStatsSchema, ref } from '@sandgate/contracts';
 import type { GatewayDeps } from '../deps.ts';
 
 const errors = { 401: ref(ProblemSchema), 403: ref(ProblemSchema), 503: ref(ProblemSchema) };
@@ -38,5 +38,22 @@ export const operatorRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
       },
     },
     async () => (await deps.stats.read()).stats,
+  );
+
+  app.get(
+    '/v1/system/stats/history',
+    {
+      config: { operator: true },
+      schema: {
+        operationId: 'getSystemStatsHistory',
+        tags: ['system'],
+        summary: "The deployment's queue, runs per minute, pool and live sessions over the last hour (operator key)",
+        description:
+          'One point every SANDGATE_STATS_HISTORY_S seconds (15), sampled by one gateway of the deployment at a ' +
+          'time, kept in Redis for an hour.',
+        response: { 200: ref(StatsHistorySchema), ...errors },
+      },
+    },
+    async () => deps.statsHistory.read(),
   );
 };

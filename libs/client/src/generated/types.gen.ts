@@ -1049,6 +1049,50 @@ export type SystemStats = {
 };
 
 /**
+ * StatsHistory
+ */
+export type StatsHistory = {
+    /**
+     * Time between samples (SANDGATE_STATS_HISTORY_S).
+     */
+    interval_seconds: number;
+    /**
+     * Oldest first, over the last hour at most.
+     */
+    points: Array<{
+        at: string;
+        /**
+         * Runs waiting in the queue.
+         */
+        queued: number;
+        /**
+         * Runs running.
+         */
+        running: number;
+        /**
+         * Runs that ended since the previous sample, per minute; null on the first sample.
+         */
+        runs_per_minute: number | null;
+        /**
+         * Pool hits since the deployment started counting.
+         */
+        pool_hits: number;
+        /**
+         * Pool misses since the deployment started counting.
+         */
+        pool_misses: number;
+        /**
+         * Sessions not expired.
+         */
+        live_sessions: number;
+        /**
+         * Runs ended since the deployment started counting.
+         */
+        ended_runs: number;
+    }>;
+};
+
+/**
  * WebhookSecret
  */
 export type WebhookSecret = {
@@ -1838,6 +1882,47 @@ export type GetSystemStatsResponses = {
 };
 
 export type GetSystemStatsResponse = GetSystemStatsResponses[keyof GetSystemStatsResponses];
+
+export type GetSystemStatsHistoryData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/system/stats/history';
+};
+
+export type GetSystemStatsHistoryErrors = {
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     */
+    429: Problem;
+    /**
+     * Not ready, or a dependency is unavailable (not_ready, backend_unavailable)
+     */
+    503: Problem;
+};
+
+export type GetSystemStatsHistoryError = GetSystemStatsHistoryErrors[keyof GetSystemStatsHistoryErrors];
+
+export type GetSystemStatsHistoryResponses = {
+    /**
+     * Default Response
+     */
+    200: StatsHistory;
+};
+
+export type GetSystemStatsHistoryResponse = GetSystemStatsHistoryResponses[keyof GetSystemStatsHistoryResponses];
 
 export type ListSessionsData = {
     body?: never;
