@@ -16,6 +16,7 @@ const BTRFS_COMMIT_MS = 45_000;
 interface Metrics {
   session_id: string;
   state: string;
+  sandbox: boolean;
   sampled_at: string;
   cpu_percent: number | null;
   memory_bytes: number | null;
@@ -72,7 +73,8 @@ test("a session's live metrics, once and as a stream", async (t) => {
 
   await t.test('memory rises within the limit while a run holds it', async () => {
     const before = await metrics(id);
-    assert.equal(before.state, 'running');
+    assert.equal(before.sandbox, true);
+    assert.equal(before.state, 'idle', 'no run holds the session');
     assert.equal(before.memory_limit_bytes, MEMORY_LIMIT);
     assert.ok(before.memory_bytes !== null && before.memory_bytes < 100 << 20, JSON.stringify(before));
     const held = await start(
@@ -90,6 +92,7 @@ test("a session's live metrics, once and as a stream", async (t) => {
       250,
     );
     assert.ok(during.memory_bytes! <= during.memory_limit_bytes!, JSON.stringify(during));
+    assert.equal(during.state, 'busy', 'the run holds the session');
     await cancel(held);
   });
 
@@ -175,6 +178,7 @@ test("a session's live metrics, once and as a stream", async (t) => {
       BTRFS_COMMIT_MS,
     ).catch((err: Error) => assert.fail(`${err.message}: ${JSON.stringify(last)}`));
     assert.equal(m.state, 'paused');
+    assert.equal(m.sandbox, false);
     assert.deepEqual([m.cpu_percent, m.memory_bytes, m.memory_limit_bytes, m.pids], [null, null, null, null]);
     assert.equal(m.disk_limit_bytes, DISK_LIMIT);
   });
@@ -204,7 +208,7 @@ test("a session's live metrics, once and as a stream", async (t) => {
     );
     const times = events.map((e) => Date.parse(e.sampled_at));
     for (let i = 1; i < times.length; i += 1) assert.ok(times[i]! > times[i - 1]!, 'sampled_at increases');
-    assert.ok(events.every((e) => e.session_id === watched && e.state === 'running'));
+    assert.ok(events.every((e) => e.session_id === watched && e.sandbox));
     assert.ok(
       events.slice(1).every((e) => e.cpu_percent !== null),
       'CPU from the second sample on',
@@ -215,7 +219,7 @@ test("a session's live metrics, once and as a stream", async (t) => {
     const client = new Sandgate({ baseUrl: s.url, apiKey: ACME });
     const now = await client.metrics(id);
     assert.equal(now.session_id, id);
-    assert.equal(now.state, 'running');
+    assert.equal(now.sandbox, true);
     const ac = new AbortController();
     const seen: string[] = [];
     for await (const m of client.watchMetrics(id, { signal: ac.signal })) {

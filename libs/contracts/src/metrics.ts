@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TimestampSchema } from './common.ts';
+import { SessionStateSchema } from './sessions.ts';
 
 const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.Number>>(t: T) =>
   Type.Union([t, Type.Null()]);
@@ -8,10 +9,11 @@ const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof 
 export const SessionMetricsSchema = Type.Object(
   {
     session_id: Type.String(),
-    state: Type.Union([Type.Literal('running'), Type.Literal('idle'), Type.Literal('paused')], {
+    state: SessionStateSchema,
+    sandbox: Type.Boolean({
       description:
-        '`running`: its sandbox is up and reached; `idle`: it has no sandbox now (never run, or its sandbox ended ' +
-        'and comes back at the next run); `paused`: paused. Without a sandbox the sandbox figures are null.',
+        'Whether the session has a sandbox that answered: false while paused, before its first run, or after its ' +
+        'sandbox ended (it comes back at the next run). Without one the sandbox figures are null.',
     }),
     sampled_at: TimestampSchema,
     cpu_percent: Nullable(

@@ -4,6 +4,7 @@ import { ApiError } from '../lib/api.ts';
 import { useApi } from '../lib/context.ts';
 import { clock, duration } from '../lib/format.ts';
 import { ErrorNote, Panel, StateBadge, usePoll } from './common.tsx';
+import { StatsHistoryCharts } from './stats-history.tsx';
 
 const REFRESH_MS = 2000;
 
@@ -131,6 +132,7 @@ export function OperatorPage() {
               </table>
             )}
           </section>
+          <StatsHistoryCharts />
         </div>
       )}
     </Panel>

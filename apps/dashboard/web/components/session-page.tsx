@@ -11,6 +11,7 @@ import { RunsTable } from './runs-table.tsx';
 import { LifecycleActions, SnapshotsPanel } from './session-lifecycle.tsx';
 import { SessionActions } from './sessions-page.tsx';
 import { TerminalPanel } from './terminal-panel.tsx';
+import { MetricsPanel } from './metrics-panel.tsx';
 
 /** One session: what it is, its files, a form to run code in it, and its runs. */
 export function SessionPage({ id }: { id: string }) {
@@ -145,6 +146,7 @@ export function SessionPage({ id }: { id: string }) {
         )}
       </Panel>
       <FilesPanel owner={sessionFiles(id)} refreshKey={filesChanged} />
+      <MetricsPanel sessionId={id} />
       <TerminalPanel sessionId={id} />
       <SnapshotsPanel session={session} refreshKey={filesChanged} onChange={changed} />
       <Panel title="Run code" label="run code">

@@ -46,7 +46,7 @@ export class SessionMetricsReader {
     const previous = this.#previous.get(session.id);
     if (previous === undefined || Date.now() - previous.at > PREVIOUS_MAX_AGE_MS) {
       // No recent sample to measure CPU against: take one now and measure over a short window.
-      if ((await this.#sample(session)).state === 'running') await delay(CPU_WINDOW_MS);
+      if ((await this.#sample(session)).sandbox) await delay(CPU_WINDOW_MS);
     }
     const metrics = await this.#sample(session);
     if (!this.#samplers.has(session.id)) this.#previous.delete(session.id);
@@ -108,17 +108,17 @@ export class SessionMetricsReader {
   async #sample(session: SessionRecord): Promise<SessionMetrics> {
     const [agent, disk] = await Promise.all([this.#agentSample(session), this.#disk(session.id)]);
     const at = Date.now();
-    const base = { session_id: session.id, sampled_at: new Date(at).toISOString(), ...disk };
+    const state = session.currentExecutionId ? 'busy' : session.pausedAt !== null ? 'paused' : 'idle';
+    const base = { session_id: session.id, state, sampled_at: new Date(at).toISOString(), ...disk } as const;
     if (agent === null) {
       this.#previous.delete(session.id);
-      const state = session.pausedAt !== null ? ('paused' as const) : ('idle' as const);
-      return { ...base, state, cpu_percent: null, memory_bytes: null, memory_limit_bytes: null, pids: null };
+      return { ...base, sandbox: false, cpu_percent: null, memory_bytes: null, memory_limit_bytes: null, pids: null };
     }
     const previous = this.#previous.get(session.id);
     this.#previous.set(session.id, { sample: agent, at });
     return {
       ...base,
-      state: 'running',
+      sandbox: true,
       cpu_percent: cpuPercent(previous?.sample, agent),
       memory_bytes: agent.memory_bytes,
       memory_limit_bytes: agent.memory_limit_bytes,

@@ -652,9 +652,13 @@ export type SessionUndo = {
 export type SessionMetrics = {
     session_id: string;
     /**
-     * `running`: its sandbox is up and reached; `idle`: it has no sandbox now (never run, or its sandbox ended and comes back at the next run); `paused`: paused. Without a sandbox the sandbox figures are null.
+     * `idle`: its sandbox is up, waiting for a run. `busy`: a run (or a pause, fork, snapshot …) holds it. `paused`: it has no sandbox (no memory, no CPU); its files (and a stateful session's variables) are kept, and its next run, or POST /v1/sessions/{id}/resume, brings it back in a new sandbox.
      */
-    state: 'running' | 'idle' | 'paused';
+    state: 'idle' | 'busy' | 'paused';
+    /**
+     * Whether the session has a sandbox that answered: false while paused, before its first run, or after its sandbox ended (it comes back at the next run). Without one the sandbox figures are null.
+     */
+    sandbox: boolean;
     sampled_at: string;
     cpu_percent: number | null;
     memory_bytes: number | null;
