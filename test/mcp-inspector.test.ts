@@ -47,6 +47,7 @@ test('the MCP Inspector CLI lists the tools and calls run_python against a runni
     'run_python',
     'run_tests',
     'service_logs',
+    'session_metrics',
     'snapshot_session',
     'start_service',
     'stop_service',

@@ -40,6 +40,7 @@ test('MCP reference workflow: upload a CSV, chart + PDF, read the PNG back, list
       'run_python',
       'run_tests',
       'service_logs',
+      'session_metrics',
       'snapshot_session',
       'start_service',
       'stop_service',

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sandgate, SandgateApiError } from '@sandgate/client';
+import { mcpClient, toolsOf } from './mcp-client.ts';
 import { readSse } from './sse-client.ts';
 import { startStack, until, type Stack } from './harness.ts';
 
@@ -235,6 +236,23 @@ test("a session's live metrics, once and as a stream", async (t) => {
         for await (const m of stranger.watchMetrics(id)) assert.fail(`a stranger saw ${JSON.stringify(m)}`);
       },
       (err: unknown) => err instanceof SandgateApiError && err.code === 'session_not_found',
+    );
+  });
+
+  await t.test('MCP: session_metrics answers the figures, and not for another tenant', async () => {
+    const { client, transport } = await mcpClient(s, { apiKey: ACME });
+    t.after(() => transport.close());
+    const { ok } = toolsOf(client);
+    const m = (await ok('session_metrics', { session_id: id })) as Metrics;
+    assert.equal(m.session_id, id);
+    assert.equal(m.sandbox, true);
+    assert.equal(m.memory_limit_bytes, MEMORY_LIMIT);
+    assert.ok(m.disk_bytes >= 8 << 20, 'the file written earlier');
+    const stranger = await mcpClient(s, { apiKey: GLOBEX });
+    t.after(() => stranger.transport.close());
+    assert.equal(
+      (await toolsOf(stranger.client).fail('session_metrics', { session_id: id })).error,
+      'session_not_found',
     );
   });
 

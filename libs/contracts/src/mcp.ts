@@ -5,6 +5,7 @@ import { MAX_SESSION_VOLUMES, MountVolumeSchema, VolumeSchema, VolumeUserSchema 
 import { TEMPLATE_STATES, TemplateNameSchema } from './templates.ts';
 import { RESTORE_FAILURES, SNAPSHOT_NAME_PATTERN, SnapshotNameSchema } from './session-lifecycle.ts';
 import { UndoModeSchema } from './undo-mode.ts';
+import { SessionMetricsSchema } from './metrics.ts';
 
 /**
  * The tools sandgate serves over MCP at /mcp. Names, fields and error codes are those of the Python-sandbox tool
@@ -424,6 +425,9 @@ export const RevokePreviewsOutputSchema = Type.Object({
 });
 export type RevokePreviewsOutput = Static<typeof RevokePreviewsOutputSchema>;
 
+/** session_metrics: the figures of GET /v1/sessions/{id}/metrics, as a plain object (no `$id` in a tool's schema). */
+export const SessionMetricsOutputSchema = Type.Object({ ...SessionMetricsSchema.properties });
+
 export const ServiceListOutputSchema = Type.Object({ session_id: SessionId, services: Type.Array(McpServiceSchema) });
 
 export const ServiceLogsOutputSchema = Type.Object({
@@ -789,6 +793,17 @@ export const MCP_TOOLS = [
     inputSchema: StartServiceInputSchema,
     outputSchema: orError(ServiceOutputSchema),
     annotations: { destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: 'session_metrics',
+    title: "A session's CPU, memory, processes and disk",
+    description:
+      "The session's sandbox now: cpu_percent (of one core), memory_bytes against memory_limit_bytes, pids, and " +
+      'disk_bytes against disk_limit_bytes (the session quota). Check the headroom before loading a large data set ' +
+      'or writing big files; sandbox figures are null while the session has no sandbox (paused, or not run yet).',
+    inputSchema: SessionInputSchema,
+    outputSchema: orError(SessionMetricsOutputSchema),
+    annotations: { readOnlyHint: true, openWorldHint: false },
   },
   {
     name: 'list_services',

@@ -188,6 +188,9 @@ export class McpTools {
             : {};
         return { result: { session_id: id, service, ...preview } };
       },
+      session_metrics: async (call, a: SessionInput) => ({
+        result: await this.#d.sessionMetrics.read(call.tenant, checkSessionId(a.session_id)),
+      }),
       list_services: async (call, a: SessionInput) => {
         const id = checkSessionId(a.session_id);
         return { result: { session_id: id, services: await this.#services.list(call.tenant, id) } };
