@@ -37,7 +37,8 @@ const PROBLEM_DESCRIPTIONS: Record<string, string> = {
   416: 'The Range cannot be satisfied (range_not_satisfiable)',
   421: "This gateway does not answer to the request's Host (host_not_allowed)",
   429:
-    'A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); ' +
+    'A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, ' +
+    'too_many_metric_streams); ' +
     'see Retry-After',
   500: 'Internal error',
   502: "The session's sandbox did not answer as it should (service_unreachable, sandbox_unreachable)",

@@ -1686,7 +1686,7 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -1711,7 +1711,7 @@ export type GetReadinessData = {
 
 export type GetReadinessErrors = {
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -1752,7 +1752,7 @@ export type GetWebhookSecretErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -1789,7 +1789,7 @@ export type ListRuntimesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -1826,7 +1826,7 @@ export type GetMetricsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -1867,7 +1867,7 @@ export type GetSystemStatsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -1908,7 +1908,7 @@ export type GetSystemStatsHistoryErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -1966,7 +1966,7 @@ export type ListSessionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -2019,7 +2019,7 @@ export type CreateSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2070,7 +2070,7 @@ export type DeleteSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -2117,7 +2117,7 @@ export type GetSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -2168,7 +2168,7 @@ export type RestartSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -2215,7 +2215,7 @@ export type MakeSessionPrivateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -2270,7 +2270,7 @@ export type PauseSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2325,7 +2325,7 @@ export type ResumeSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2384,7 +2384,7 @@ export type ForkSessionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2439,7 +2439,7 @@ export type ListSnapshotsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2498,7 +2498,7 @@ export type CreateSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2566,7 +2566,7 @@ export type RestoreSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2629,7 +2629,7 @@ export type DeleteSnapshotErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2684,7 +2684,7 @@ export type UndoRunErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2752,7 +2752,7 @@ export type ListFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -2816,7 +2816,7 @@ export type UploadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2879,7 +2879,7 @@ export type DeleteFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -2950,7 +2950,7 @@ export type PutFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -2999,7 +2999,7 @@ export type ListVolumesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3052,7 +3052,7 @@ export type CreateVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3106,7 +3106,7 @@ export type DeleteVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3156,7 +3156,7 @@ export type GetVolumeErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3223,7 +3223,7 @@ export type ListVolumeFilesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3286,7 +3286,7 @@ export type UploadVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -3352,7 +3352,7 @@ export type DeleteVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3422,7 +3422,7 @@ export type PutVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -3482,7 +3482,7 @@ export type ListExecutionsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3540,7 +3540,7 @@ export type RunExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -3600,7 +3600,7 @@ export type GetExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3664,7 +3664,7 @@ export type GetExecutionOutputErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3711,7 +3711,7 @@ export type CancelExecutionErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3769,7 +3769,7 @@ export type StreamExecutionEventsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3810,7 +3810,7 @@ export type ListScriptsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3863,7 +3863,7 @@ export type SaveScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3917,7 +3917,7 @@ export type DeleteScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -3967,7 +3967,7 @@ export type GetScriptErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4004,7 +4004,7 @@ export type ListToolsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4057,7 +4057,7 @@ export type CallToolErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4094,7 +4094,7 @@ export type ListTemplatesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4156,7 +4156,7 @@ export type CreateTemplateErrors = {
      */
     422: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4214,7 +4214,7 @@ export type DeleteTemplateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4264,7 +4264,7 @@ export type GetTemplateErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4325,7 +4325,7 @@ export type StreamTemplateBuildEventsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4376,7 +4376,7 @@ export type ListServicesErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -4435,7 +4435,7 @@ export type StartServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -4494,7 +4494,7 @@ export type DeleteServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -4549,7 +4549,7 @@ export type GetServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -4613,7 +4613,7 @@ export type GetServiceLogsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -4672,7 +4672,7 @@ export type StopServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -4727,7 +4727,7 @@ export type RevokeServicePreviewsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4782,7 +4782,7 @@ export type ShareServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -4841,7 +4841,7 @@ export type ProxyServiceErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -4895,7 +4895,7 @@ export type PreviewServiceErrors = {
      */
     409: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -4942,7 +4942,7 @@ export type CreateTerminalUrlErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -5014,7 +5014,7 @@ export type OpenTerminalErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -5069,7 +5069,7 @@ export type GetSessionMetricsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -5116,7 +5116,7 @@ export type StreamSessionMetricsErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
     /**
@@ -5188,7 +5188,7 @@ export type DownloadFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
@@ -5260,7 +5260,7 @@ export type DownloadVolumeFileErrors = {
      */
     421: Problem;
     /**
-     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals); see Retry-After
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
      */
     429: Problem;
 };
