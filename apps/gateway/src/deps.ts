@@ -181,6 +181,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
       notices.close();
       await queue.close();
       await builds.close();
+      await workspaces.close();
       queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
