@@ -26,8 +26,9 @@ if [ "${#files[@]}" -eq 0 ]; then
 fi
 
 # Files run SANDGATE_TEST_CONCURRENCY at a time (default 2): each test has its own Redis prefix, data directory,
-# deployment label and ports, so they do not see each other. The fault tests change what every test shares (they
-# stop, restart or fill Redis, the Docker engine, the disk): they run one at a time, alone, after the others.
+# deployment label and ports, so they do not see each other. The fault tests stop, restart or fill a Redis, a Docker
+# engine or a filesystem of their own, and some measure how soon sandgate notices: they run one at a time, after the
+# others (npm run test:all runs them beside the Docker pass, in its second lane).
 concurrency="${SANDGATE_TEST_CONCURRENCY:-2}"
 ALONE='^test/faults/'
 mapfile -t alone < <(printf '%s\n' "${files[@]}" | grep -E -- "$ALONE" || true)
