@@ -13,7 +13,7 @@ agent's own uid may enter it. A Kubernetes session Pod has no such directory: th
 agent's --services-port), which the chart's NetworkPolicy opens to the gateway only. Each connection opens with one JSON line carrying the token whose SHA-256 the agent got
 in $SANDGATE_SERVICES_TOKEN_SHA256 (so code of a stateful session, which runs as the agent's uid, cannot use it
 either), and one op:
-  {"op":"status"}                          -> one JSON line: {"services": [status, ...], "terminals": open}
+  {"op":"status"}                          -> one JSON line: {"services": [status, ...], "terminals", "watches"}
   {"op":"logs","name","offset"}             -> one JSON line: {"data" (latin-1), "offset", "next_offset"} or {"error"}
   {"op":"stop","name","grace_ms"}           -> SIGTERM to its session, SIGKILL after grace_ms; answers once it ended
   {"op":"connect","port"}                   -> "ok\\n", then the connection is relayed to 127.0.0.1:port
@@ -192,7 +192,8 @@ class Services:
     def status(self):
         with self.lock:
             services = list(self.services.values())
-        return {"services": [s.status() for s in services], "terminals": len(self.terminals.sids())}
+        return {"services": [s.status() for s in services], "terminals": len(self.terminals.sids()),
+                "watches": self.watchers.open}
 
     def logs(self, name, offset):
         with self.lock:
