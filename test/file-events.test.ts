@@ -9,11 +9,12 @@ const ACME = 'file-events-acme-key-0123456789abcdef';
 const GLOBEX = 'file-events-globex-key-0123456789abcdef';
 const MAX_PER_INTERVAL = 50;
 const KEEP = 20;
+const MAX_WATCHES = 20;
 
 interface Ev {
   id: string | undefined;
   event: string;
-  data: { path?: string; size_bytes?: number; modified_at?: string; code?: string; list_url?: string };
+  data: { path?: string; size_bytes?: number; modified_at?: string; code?: string; list_url?: string; detail?: string };
 }
 
 /** A client following a session's file events, as a browser's EventSource would. */
@@ -82,6 +83,7 @@ test('file events of a session over SSE', async (t) => {
       SANDGATE_API_KEYS: `${ACME}:acme,${GLOBEX}:globex`,
       SANDGATE_FILE_EVENTS_MAX_PER_INTERVAL: String(MAX_PER_INTERVAL),
       SANDGATE_FILE_EVENTS_KEEP: String(KEEP),
+      SANDGATE_FILE_EVENTS_MAX_WATCHES: String(MAX_WATCHES),
     },
   });
   t.after(() => s.close());
@@ -204,6 +206,27 @@ test('file events of a session over SSE', async (t) => {
     // Consecutive overflows are one.
     const kinds = f.events.map((e) => e.event);
     assert.ok(!kinds.some((k, i) => k === 'overflow' && kinds[i + 1] === 'overflow'), kinds.join(','));
+  });
+
+  await t.test('past SANDGATE_FILE_EVENTS_MAX_WATCHES directories, an overflow', async () => {
+    const { id, f } = await watched();
+    await run(id, `import os\nfor i in range(${MAX_WATCHES + 5}):\n    os.makedirs('d%d/e' % i)`);
+    const overflow = await f.next('overflow', (e) => e.event === 'overflow');
+    assert.equal(overflow.data.code, 'file_events_overflow');
+    assert.match(String(overflow.data.detail), /more than 20 directories/);
+    // What is watched still reports.
+    await run(id, "open('top.txt', 'w').write('t')");
+    await f.next('top.txt', (e) => e.data.path === 'top.txt');
+  });
+
+  await t.test("a deleted session's stream ends with session_not_found", async () => {
+    const id = await newSession();
+    const f = follow(id);
+    await f.ready;
+    const del = await s.api('DELETE', `/v1/sessions/${id}`, undefined, as(ACME));
+    assert.equal(del.status, 204, JSON.stringify(del.body));
+    const err = await f.next('the error event', (e) => e.event === 'error');
+    assert.equal(err.data.code, 'session_not_found');
   });
 
   await t.test('Last-Event-ID resumes with what was missed; an id older than the window says missed', async () => {

@@ -10,8 +10,12 @@ const LEASE_MS = 10_000;
 const RENEW_MS = 3_000;
 /** How often a feeder looks for the sandbox (a run or a resume makes it), or a gateway without the lease for it. */
 const RETRY_MS = 1_000;
-/** The longest line the agent sends: `max_events` events of a path each (paths are at most 4 KiB). */
-const lineBound = (maxEvents: number) => 1024 + maxEvents * 4400;
+/**
+ * The longest line taken from the agent: `max_events` events of a path each (paths are at most 4 KiB), but never more
+ * than MAX_LINE_BYTES held per session; a longer line is an overflow (the watch is then opened afresh).
+ */
+const MAX_LINE_BYTES = 16 << 20;
+const lineBound = (maxEvents: number) => Math.min(MAX_LINE_BYTES, 1024 + maxEvents * 4400);
 
 /** A change the API made to a session's files (an upload, a delete). */
 export interface FileChangeNote {
@@ -144,7 +148,12 @@ export class FileEvents {
       agent.resume();
       for await (const chunk of agent as AsyncIterable<string>) {
         buffered += chunk;
-        if (buffered.length > bound) throw new Error('the sandbox agent sent a line over its bound');
+        if (buffered.length > bound) {
+          await this.log.append(sessionId, [
+            overflowEntry(sessionId, `the sandbox reported over ${bound} bytes at once`),
+          ]);
+          throw new Error('the sandbox agent sent a line over its bound');
+        }
         let nl: number;
         while ((nl = buffered.indexOf('\n')) >= 0) {
           const line = buffered.slice(0, nl);

@@ -1,7 +1,13 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { FileEventStreamEventSchema, ProblemSchema, SessionParamsSchema, ref } from '@sandgate/contracts';
+import {
+  FileEventStreamEventSchema,
+  ProblemSchema,
+  SandgateError,
+  SessionParamsSchema,
+  ref,
+} from '@sandgate/contracts';
 import { compareStreamIds } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -12,13 +18,16 @@ import { holdOpen } from '../timeouts.ts';
 
 /** How soon a client reconnects when this gateway ends its stream to shut down. */
 const RECONNECT_MS = 250;
+/** How often a stream checks that its session still exists: a deleted session's stream ends. */
+const SESSION_CHECK_MS = 5_000;
 
 const EVENTS_RESPONSES = {
   200: {
     description:
       "The session's file events as server-sent events: `created`, `modified`, `deleted` (a FileEvent each), " +
       '`overflow` when more changed at once than is reported one by one, and first `missed` when Last-Event-ID is ' +
-      'older than the events kept. The stream does not end by itself; comment lines (`: heartbeat`) keep proxies ' +
+      'older than the events kept. It ends with an `error` event (a problem, `session_not_found`) once the session ' +
+      'is deleted, and does not end otherwise; comment lines (`: heartbeat`) keep proxies ' +
       'from closing it (docs/file-events.md).',
     content: { 'text/event-stream': { schema: ref(FileEventStreamEventSchema) } },
   },
@@ -62,7 +71,8 @@ export const fileEventRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps; hea
     },
     async (req, reply) => {
       const { id } = req.params;
-      await deps.sessions.require(tenantOf(req), id);
+      const tenant = tenantOf(req);
+      await deps.sessions.require(tenant, id);
       const after = resumeAfter(req, req.query);
       const bounds = await events.log.bounds(id);
       // Events after `after` were trimmed (or all expired): the client cannot have them, so it lists the files.
@@ -73,7 +83,14 @@ export const fileEventRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps; hea
       const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
       const sse = new SseWriter(reply.raw, headers, { heartbeatMs, retryMs: 2000 });
       deps.metrics.sseOpened();
-      const stop = AbortSignal.any([sse.closed, deps.draining]);
+      const gone = new AbortController();
+      const stop = AbortSignal.any([sse.closed, deps.draining, gone.signal]);
+      const check = setInterval(() => {
+        deps.sessions.get(tenant, id).then(
+          (s) => s === null && gone.abort(),
+          () => undefined,
+        );
+      }, SESSION_CHECK_MS);
       try {
         if (missed) {
           const data = JSON.stringify({
@@ -89,13 +106,17 @@ export const fileEventRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps; hea
         for await (const ev of deps.hub.subscribe(events.log.key(id), start, stop)) {
           await sse.sendFrame(SseWriter.frame({ id: ev.id, event: ev.type, data: ev.data }));
         }
+        if (gone.signal.aborted) {
+          throw new SandgateError('session_not_found', `session ${id} was deleted`);
+        }
         if (deps.draining.aborted) {
           await sse.reconnect(RECONNECT_MS, 'this gateway is shutting down; reconnect with Last-Event-ID');
         }
       } catch (err) {
-        req.log.error({ err }, 'file event stream failed');
+        if (!gone.signal.aborted) req.log.error({ err }, 'file event stream failed');
         await sse.send({ event: 'error', data: JSON.stringify(toProblem(err, req)) });
       } finally {
+        clearInterval(check);
         deps.metrics.sseClosed();
         sse.end();
       }

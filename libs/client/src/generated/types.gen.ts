@@ -2967,7 +2967,7 @@ export type StreamFileEventsError = StreamFileEventsErrors[keyof StreamFileEvent
 
 export type StreamFileEventsResponses = {
     /**
-     * The session's file events as server-sent events: `created`, `modified`, `deleted` (a FileEvent each), `overflow` when more changed at once than is reported one by one, and first `missed` when Last-Event-ID is older than the events kept. The stream does not end by itself; comment lines (`: heartbeat`) keep proxies from closing it (docs/file-events.md).
+     * The session's file events as server-sent events: `created`, `modified`, `deleted` (a FileEvent each), `overflow` when more changed at once than is reported one by one, and first `missed` when Last-Event-ID is older than the events kept. It ends with an `error` event (a problem, `session_not_found`) once the session is deleted, and does not end otherwise; comment lines (`: heartbeat`) keep proxies from closing it (docs/file-events.md).
      */
     200: FileEventStreamEvent;
 };
