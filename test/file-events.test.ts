@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { ServiceAgents } from '@sandgate/backends/services';
 import { Sandgate } from '@sandgate/client';
+import { FileEvents } from '@sandgate/gateway';
 import { startStack, until, type Stack } from './harness.ts';
 
 const ACME = 'file-events-acme-key-0123456789abcdef';
@@ -277,6 +278,46 @@ test('file events of a session over SSE', async (t) => {
       headers: { ...as(ACME), 'last-event-id': 'nope' },
     });
     assert.equal(bad.status, 400);
+  });
+
+  await t.test('one watch per sandbox however many gateways listen; another takes over from the holder', async () => {
+    const id = await newSession();
+    await run(id, 'pass');
+    // Two gateway processes' feeders (each its own lease owner), on the same Redis and data directory.
+    const [a, b] = [new FileEvents(s.deps), new FileEvents(s.deps)];
+    const [acA, acB] = [new AbortController(), new AbortController()];
+    t.after(async () => {
+      acA.abort();
+      acB.abort();
+      await Promise.all([a.close(), b.close()]);
+    });
+    const lease = s.deps.keys.fileWatchLease(id);
+    a.listen(id, acA.signal);
+    await until('a watches', async () => (await agents.watchesOpen(id)) === 1, 30_000);
+    const holder = await s.deps.redis.get(lease);
+    assert.ok(holder);
+    b.listen(id, acB.signal);
+    // b tries for the lease every second and renews nothing: over a few of its tries, one watch, one holder.
+    for (const end = Date.now() + 3_000; Date.now() < end;) {
+      assert.equal(await agents.watchesOpen(id), 1);
+      assert.equal(await s.deps.redis.get(lease), holder);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    acA.abort();
+    await until('b takes over', async () => {
+      const now = await s.deps.redis.get(lease);
+      return now !== null && now !== holder && (await agents.watchesOpen(id)) === 1;
+    });
+    await run(id, "open('taken-over.txt', 'w').write('1')");
+    const key = s.deps.keys.fileEvents(id);
+    await until('the new holder feeds the stream', async () =>
+      (await s.deps.redis.xrange(key, '-', '+')).some(([, f]) => f.includes('taken-over.txt')),
+    );
+    acB.abort();
+    await until(
+      'no watch and no lease once nobody listens',
+      async () => (await agents.watchesOpen(id)) === 0 && (await s.deps.redis.exists(lease)) === 0,
+    );
   });
 
   await t.test('another tenant gets 404, as on every session route', async () => {
