@@ -14,7 +14,6 @@ import { tenantOf } from '../plugins/auth.ts';
 import { toProblem } from '../plugins/errors.ts';
 import { listUrlOf } from '../core/file-events.ts';
 import { resumeAfter, SseWriter } from '../sse.ts';
-import { holdOpen } from '../timeouts.ts';
 
 /** How soon a client reconnects when this gateway ends its stream to shut down. */
 const RECONNECT_MS = 250;
@@ -78,7 +77,6 @@ export const fileEventRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps; hea
       // Events after `after` were trimmed (or all expired): the client cannot have them, so it lists the files.
       const missed = after !== null && (bounds === null || compareStreamIds(after, bounds.first) < 0);
       const start = missed || after === null ? (bounds?.last ?? '0-0') : after;
-      holdOpen(req, Infinity);
       reply.hijack();
       const headers = { ...reply.getHeaders(), 'x-request-id': String(req.id) } as OutgoingHttpHeaders;
       const sse = new SseWriter(reply.raw, headers, { heartbeatMs, retryMs: 2000 });
