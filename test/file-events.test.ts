@@ -223,11 +223,14 @@ test('file events of a session over SSE', async (t) => {
   await t.test("a deleted session's stream ends with session_not_found", async () => {
     const id = await newSession();
     const f = follow(id);
-    await f.ready;
+    await upload(id, 'kept-a-while.txt', 'x');
+    await f.next('the upload', (e) => e.data.path === 'kept-a-while.txt');
+    assert.equal(await s.deps.redis.exists(s.deps.keys.fileEvents(id)), 1);
     const del = await s.api('DELETE', `/v1/sessions/${id}`, undefined, as(ACME));
     assert.equal(del.status, 204, JSON.stringify(del.body));
     const err = await f.next('the error event', (e) => e.event === 'error');
     assert.equal(err.data.code, 'session_not_found');
+    assert.equal(await s.deps.redis.exists(s.deps.keys.fileEvents(id)), 0, 'its events went with it');
   });
 
   await t.test('Last-Event-ID resumes with what was missed; an id older than the window says missed', async () => {
