@@ -40,6 +40,7 @@ import { TenantTools } from './core/tenant-tools.ts';
 import { TemplateControl } from './core/template-control.ts';
 import { VolumeControl } from './core/volume-control.ts';
 import { TerminalControl } from './core/terminal-control.ts';
+import { FileEvents } from './core/file-events.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -95,6 +96,8 @@ export interface GatewayDeps {
   sessionLifecycle: SessionLifecycle;
   /** Terminals in sessions' sandboxes (GET /v1/sessions/:id/terminal). */
   terminalControl: TerminalControl;
+  /** File events of sessions (GET /v1/sessions/:id/files/events). */
+  fileEvents: FileEvents;
   templateControl: TemplateControl;
   close(): Promise<void>;
 }
@@ -174,6 +177,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     workspaces,
     async close() {
       await deps.tenantTools.close();
+      await deps.fileEvents.close();
       await metrics.close();
       watchdog.close();
       unwatch();
@@ -196,6 +200,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.serviceManager = new ServiceManager(deps);
   deps.sessionLifecycle = new SessionLifecycle(deps);
   deps.terminalControl = new TerminalControl(deps);
+  deps.fileEvents = new FileEvents(deps);
   deps.templateControl = new TemplateControl(deps);
   // The templates file is the operator's word at every start: what it declares is made (built if it changed).
   await deps.templateControl.applyFile();

@@ -132,6 +132,16 @@ export const ConfigSchema = Type.Object({
   maxSnapshots: Type.Integer({ minimum: 0, maximum: 1000 }),
   /** Terminals a session may have open at once (GET /v1/sessions/{id}/terminal); 0: no terminals. */
   maxTerminals: Type.Integer({ minimum: 0, maximum: 64 }),
+  /** File events (GET /v1/sessions/{id}/files/events): a file's changes within this are one event. */
+  fileEventsIntervalMs: Type.Integer({ minimum: 10, maximum: 10_000 }),
+  /** Files that may change within one interval before the sandbox's events give way to an `overflow` event. */
+  fileEventsMaxPerInterval: Type.Integer({ minimum: 1, maximum: 100_000 }),
+  /** Directories of a session the sandbox watches at most (past it: `overflow`). */
+  fileEventsMaxWatches: Type.Integer({ minimum: 1, maximum: 65_536 }),
+  /** File events kept per session for Last-Event-ID. */
+  fileEventsKeep: Type.Integer({ minimum: 10, maximum: 100_000 }),
+  /** Seconds a session's file events are kept after its last one. */
+  fileEventsTtlSeconds: Type.Integer({ minimum: 1 }),
   /** Undo steps kept per session (the runs that can be undone); 0: no undo. */
   undoDepth: Type.Integer({ minimum: 0, maximum: 100 }),
   /** The most a stateful session's saved variables may take. */
@@ -335,6 +345,11 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MAX_SNAPSHOTS: ['maxSnapshots', int, '10'],
   SANDGATE_MAX_TERMINALS: ['maxTerminals', int, '4'],
   SANDGATE_UNDO_DEPTH: ['undoDepth', int, '5'],
+  SANDGATE_FILE_EVENTS_INTERVAL_MS: ['fileEventsIntervalMs', int, '250'],
+  SANDGATE_FILE_EVENTS_MAX_PER_INTERVAL: ['fileEventsMaxPerInterval', int, '10000'],
+  SANDGATE_FILE_EVENTS_MAX_WATCHES: ['fileEventsMaxWatches', int, '8192'],
+  SANDGATE_FILE_EVENTS_KEEP: ['fileEventsKeep', int, '1000'],
+  SANDGATE_FILE_EVENTS_TTL_S: ['fileEventsTtlSeconds', int, '3600'],
   SANDGATE_MAX_STATE_BYTES: ['maxStateBytes', parseBytes, '1GiB'],
   SANDGATE_STATE_SAVE_TIMEOUT_S: ['stateSaveTimeoutMs', seconds, '60'],
   SANDGATE_MAX_SESSIONS: ['maxSessions', int, '20'],

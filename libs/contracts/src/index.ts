@@ -14,6 +14,7 @@ export * from './undo-mode.ts';
 export * from './templates.ts';
 export * from './volumes.ts';
 export * from './terminal.ts';
+export * from './file-events.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -86,6 +87,7 @@ import {
   TemplateSchema,
 } from './templates.ts';
 import { TerminalStatusSchema, TerminalUrlSchema } from './terminal.ts';
+import { FileEventSchema, FileEventsGapSchema, FileEventStreamEventSchema } from './file-events.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -153,6 +155,9 @@ export const SHARED_SCHEMAS = [
   ServicePreviewSchema,
   TerminalUrlSchema,
   TerminalStatusSchema,
+  FileEventSchema,
+  FileEventsGapSchema,
+  FileEventStreamEventSchema,
   TemplateRecipeSchema,
   TemplateBuildSchema,
   TemplateSchema,

@@ -144,7 +144,7 @@ export function SessionPage({ id }: { id: string }) {
           </p>
         )}
       </Panel>
-      <FilesPanel owner={sessionFiles(id)} refreshKey={filesChanged} />
+      <FilesPanel owner={sessionFiles(id)} refreshKey={filesChanged} events={`${sessionFiles(id)}/events`} />
       <TerminalPanel sessionId={id} />
       <SnapshotsPanel session={session} refreshKey={filesChanged} onChange={changed} />
       <Panel title="Run code" label="run code">
