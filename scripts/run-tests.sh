@@ -26,12 +26,19 @@ if [ "${#files[@]}" -eq 0 ]; then
 fi
 
 # Files run SANDGATE_TEST_CONCURRENCY at a time (default 2): each test has its own Redis prefix, data directory,
-# deployment label and ports, so they do not see each other. The fault tests change what every test shares (they
-# stop, restart or fill Redis, the Docker engine, the disk): they run one at a time, alone, after the others.
+# deployment label and ports, so they do not see each other. The fault tests stop, restart or fill a Redis, a Docker
+# engine or a filesystem of their own, and some measure how soon sandgate notices: they run one at a time, after the
+# others (npm run test:all runs them beside the Docker pass, in its second lane).
 concurrency="${SANDGATE_TEST_CONCURRENCY:-2}"
 ALONE='^test/faults/'
 mapfile -t alone < <(printf '%s\n' "${files[@]}" | grep -E -- "$ALONE" || true)
 mapfile -t shared < <(printf '%s\n' "${files[@]}" | grep -Ev -- "$ALONE" || true)
+# The slowest files first (test/slow-first.txt), the rest in path order.
+first_first() {   # reads paths, prints those listed in test/slow-first.txt first, in its order
+  awk 'NR == FNR { if ($0 !~ /^#/ && $0 != "") rank[$0] = FNR; next } { print ($0 in rank ? rank[$0] : 100000), $0 }' \
+    test/slow-first.txt - | sort -n -s -k1,1 | cut -d' ' -f2-
+}
+if [[ ${#shared[@]} -gt 0 ]]; then mapfile -t shared < <(printf '%s\n' "${shared[@]}" | first_first); fi
 
 # The files are compiled once, together, before the runner starts (scripts/build-tests.mjs: esbuild, the workspace
 # packages bundled, source maps on), and each runs as plain JavaScript: under `--import tsx` every test process

@@ -14,7 +14,8 @@ echo "==> test cluster ready in $((SECONDS - t0)) s"
 # slow clients, the generated client) run in npm test's Docker pass only.
 E2E='reference-workflow|one-shots|worker-lost|files|storage-quota|session-sandboxes|pool-tenants|test-mode|tools'
 E2E+='|services|network-modes|volumes|session-pause|session-restore|session-snapshots|session-undo|session-fork'
-E2E+='|session-pause-bounds|session-idle-wait|session-quota-resume|services-resume-sweep|terminal|session-metrics'
+E2E+='|session-pause-bounds|session-idle-wait|session-quota-resume|services-resume-sweep|terminal|file-events'
+E2E+='|session-metrics'
 export SANDGATE_TEST_BACKEND=kubernetes
 # Three files at a time: they spend most of their time waiting on Pods (the scheduler, the kubelet, containerd), so a
 # third file shortens a pass (measured: 602 s at 3 against 677 s at 2, load average 7-16 from other work) and every

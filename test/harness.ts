@@ -10,7 +10,7 @@ import type { BackendName, ExecutionBackend } from '@sandgate/backends';
 import { podName } from '@sandgate/backends/testing';
 import type { NamespaceOptions, TestNamespace } from './kubernetes/cluster.ts';
 import { createLogger, loadConfig, type Config } from '@sandgate/config';
-import { openWorkspaces, SubvolumeQuota } from '@sandgate/storage';
+import { openWorkspaces, SubvolumeQuota, type Workspaces } from '@sandgate/storage';
 import { deleteKeys, freePort, REDIS_URL } from './redis-and-ports.ts';
 import { SpecCheck } from './spec-check.ts';
 
@@ -158,6 +158,7 @@ export async function startStack({
   const url = `http://127.0.0.1:${port}`;
   const workers: RunningWorker[] = [];
   const backends: ExecutionBackend[] = [];
+  const opened: Workspaces[] = [];
   const stack: Stack = {
     url,
     config,
@@ -228,6 +229,7 @@ export async function startStack({
         sessionDiskBytes: config.sessionDiskBytes,
         warn: () => {},
       });
+      opened.push(workspaces);
       const id = newWorkerId();
       const backend = given ?? (await createBackend(own, log, workspaces, id));
       const w = await startWorker({ config: own, log, backend, workspaces, id, heartbeatMs: 1000 });
@@ -249,6 +251,7 @@ export async function startStack({
       const mismatches = await spec.mismatches();
       for (const w of workers) await w.close();
       for (const b of backends) await b.close();
+      for (const w of opened) await w.close();
       // Session sandboxes outlive workers by design; a test stack takes its whole deployment with it.
       const docker = new Dockerode();
       const mine = await docker.listContainers({
@@ -292,6 +295,7 @@ async function removeCopies(dataDir: string, config: Config): Promise<void> {
     warn: () => {},
   });
   for (const id of ids) await workspaces.remove(id).catch(() => {});
+  await workspaces.close();
 }
 
 /**

@@ -28,6 +28,7 @@ import { transferRoutes } from './routes/transfers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
 import { terminalRoutes } from './routes/terminal.ts';
 import { metricsRoutes } from './routes/metrics.ts';
+import { fileEventRoutes } from './routes/file-events.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { templateRoutes } from './routes/templates.ts';
@@ -165,6 +166,7 @@ export async function buildApp(
   await app.register(sessionRoutes, { prefix: '/v1/sessions', deps });
   await app.register(sessionLifecycleRoutes, { prefix: '/v1/sessions', deps });
   await app.register(fileRoutes, { prefix: '/v1/sessions', deps });
+  await app.register(fileEventRoutes, { prefix: '/v1/sessions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });
   await app.register(volumeRoutes, { prefix: '/v1/volumes', deps });
   await app.register(fileRoutes, { prefix: '/v1/volumes', deps, owner: VOLUME_FILES });
   await app.register(executionRoutes, { prefix: '/v1/executions', deps, ...(heartbeatMs ? { heartbeatMs } : {}) });

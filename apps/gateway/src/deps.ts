@@ -42,6 +42,7 @@ import { VolumeControl } from './core/volume-control.ts';
 import { TerminalControl } from './core/terminal-control.ts';
 import { SessionMetricsReader } from './core/session-metrics.ts';
 import { StatsHistorySampler } from './core/stats-history.ts';
+import { FileEvents } from './core/file-events.ts';
 
 /** Everything the gateway's routes use; built once per process, closed on shutdown. */
 export interface GatewayDeps {
@@ -101,6 +102,8 @@ export interface GatewayDeps {
   terminalControl: TerminalControl;
   /** Sessions' live CPU, memory, processes and disk (GET /v1/sessions/:id/metrics). */
   sessionMetrics: SessionMetricsReader;
+  /** File events of sessions (GET /v1/sessions/:id/files/events). */
+  fileEvents: FileEvents;
   templateControl: TemplateControl;
   close(): Promise<void>;
 }
@@ -185,6 +188,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
     async close() {
       await deps.tenantTools.close();
       statsHistory.close();
+      await deps.fileEvents.close();
       await metrics.close();
       watchdog.close();
       unwatch();
@@ -192,6 +196,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
       notices.close();
       await queue.close();
       await builds.close();
+      await workspaces.close();
       queueConnection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
@@ -207,6 +212,7 @@ export async function createGatewayDeps(config: Config, log: Logger): Promise<Ga
   deps.sessionLifecycle = new SessionLifecycle(deps);
   deps.terminalControl = new TerminalControl(deps);
   deps.sessionMetrics = new SessionMetricsReader(deps);
+  deps.fileEvents = new FileEvents(deps);
   deps.templateControl = new TemplateControl(deps);
   // The templates file is the operator's word at every start: what it declares is made (built if it changed).
   await deps.templateControl.applyFile();

@@ -3,3 +3,4 @@ export { createGatewayDeps, type GatewayDeps } from './deps.ts';
 export { startGateway, type RunningGateway } from './server.ts';
 export { openApiDocument, serialiseOpenApi } from './openapi.ts';
 export { startWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.ts';
+export { FileEvents } from './core/file-events.ts';

@@ -33,6 +33,7 @@ export async function bootWorker(config: Config, log: Logger): Promise<BootedWor
     async close() {
       await worker.close();
       await backend.close();
+      await workspaces.close();
     },
   };
 }

@@ -16,6 +16,7 @@ import base64
 import os
 import stat
 
+import sandgate_watch
 from sandgate_io import WORKDIR, regular_files
 
 # Files listed per manifest frame, and in all: what the worker looks at per walk.
@@ -113,6 +114,10 @@ class Puts:
             mtime_ms = msg.get("mtime_ms")
             if isinstance(mtime_ms, int):
                 os.utime(entry["fd"], ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+            if root == WORKDIR:
+                # A copy of the store, whose change the gateway reported: the file watch does not report it again.
+                st = os.fstat(entry["fd"])
+                sandgate_watch.expect(msg.get("path"), st.st_size, st.st_mtime_ns // 1_000_000)
             os.rename(entry["temp"], entry["leaf"], src_dir_fd=entry["dir"], dst_dir_fd=entry["dir"])
             self.close(request_id)
             return {"t": "done", "id": request_id, "ok": True}
@@ -173,6 +178,8 @@ def delete(send, msg, root=WORKDIR):
         try:
             parts = segments(path)
             dir_fd = open_parent(parts, create=False, root=root)
+            if root == WORKDIR:
+                sandgate_watch.expect(path, removed=True)
             try:
                 os.unlink(parts[-1], dir_fd=dir_fd)
             finally:

@@ -13,12 +13,13 @@ agent's own uid may enter it. A Kubernetes session Pod has no such directory: th
 agent's --services-port), which the chart's NetworkPolicy opens to the gateway only. Each connection opens with one JSON line carrying the token whose SHA-256 the agent got
 in $SANDGATE_SERVICES_TOKEN_SHA256 (so code of a stateful session, which runs as the agent's uid, cannot use it
 either), and one op:
-  {"op":"status"}                          -> one JSON line: {"services": [status, ...], "terminals": open}
+  {"op":"status"}                          -> one JSON line: {"services": [status, ...], "terminals", "watches"}
   {"op":"logs","name","offset"}             -> one JSON line: {"data" (latin-1), "offset", "next_offset"} or {"error"}
   {"op":"stop","name","grace_ms"}           -> SIGTERM to its session, SIGKILL after grace_ms; answers once it ended
   {"op":"connect","port"}                   -> "ok\\n", then the connection is relayed to 127.0.0.1:port
   {"op":"terminal","cols","rows","max"}     -> a login shell on a pseudo-terminal (sandgate_terminal.py)
   {"op":"metrics"}                          -> one JSON line: the sandbox's cgroup figures (sandgate_metrics.py)
+  {"op":"watch","interval_ms",...}          -> the session directory's file events (sandgate_watch.py)
 Ports a service listens on are found in /proc/net/tcp{,6}: a port the sandbox user starts listening on while services
 run belongs to the service started last. Listeners of other users (a container network's DNS resolver, say) and the
 agent's own ports are never a service's.
@@ -38,6 +39,7 @@ import sandgate_metrics
 import sandgate_process
 import sandgate_reset
 import sandgate_terminal
+import sandgate_watch
 from sandgate_io import WORKDIR
 
 MOUNT = "/run/sandgate/services"
@@ -112,6 +114,7 @@ class Services:
         self.lock = threading.Lock()
         self.scanner = None
         self.terminals = sandgate_terminal.Terminals(base_env)
+        self.watchers = sandgate_watch.Watchers()
 
     def sids(self):
         """The sessions of live services and open terminals: their processes outlive the run that ends."""
@@ -191,7 +194,8 @@ class Services:
     def status(self):
         with self.lock:
             services = list(self.services.values())
-        return {"services": [s.status() for s in services], "terminals": len(self.terminals.sids())}
+        return {"services": [s.status() for s in services], "terminals": len(self.terminals.sids()),
+                "watches": self.watchers.open}
 
     def logs(self, name, offset):
         with self.lock:
@@ -298,6 +302,9 @@ class Ingress(sandgate_egress.Relay):
             return
         if msg.get("op") == "terminal":
             self.services.terminals.start(conn, msg, rest)
+            return
+        if msg.get("op") == "watch":
+            self.services.watchers.start(conn, msg)
             return
         if msg.get("op") != "connect":
             try:

@@ -149,6 +149,9 @@ export class TooManyTerminals extends Error {
   }
 }
 
+/** The session's sandbox has as many file watches open as it allows. */
+export class TooManyWatches extends Error {}
+
 /** Talks to sessions' agents through their services sockets. */
 export class ServiceAgents {
   readonly #dataDir: string;
@@ -179,6 +182,17 @@ export class ServiceAgents {
       memory_limit_bytes: n(answer.memory_limit_bytes),
       pids: n(answer.pids),
     };
+  }
+
+  /** How many file watches are open in the session's sandbox (none without a sandbox). */
+  async watchesOpen(sessionId: string): Promise<number> {
+    try {
+      const answer = (await this.#request(sessionId, { op: 'status' })) as { watches?: number };
+      return answer.watches ?? 0;
+    } catch (err) {
+      if (err instanceof NoSandbox) return 0;
+      throw err;
+    }
   }
 
   async status(sessionId: string): Promise<AgentService[]> {
@@ -226,6 +240,33 @@ export class ServiceAgents {
       const answer = JSON.parse(line.text) as { ok?: boolean; error?: string; open?: number };
       if (answer.error === 'too_many') throw new TooManyTerminals(answer.open ?? max);
       if (answer.ok !== true) throw new Error(answer.error ?? 'the sandbox agent refused the terminal');
+      if (line.rest.length > 0) socket.unshift(line.rest);
+      return socket;
+    } catch (err) {
+      socket.destroy();
+      throw err;
+    }
+  }
+
+  /**
+   * The session directory's file events (images/runtime/agent/sandgate_watch.py): the socket then carries one JSON
+   * line per interval with changes, `{events, overflow}`, until it is closed. TooManyWatches when the sandbox has as
+   * many watches open as it allows (another gateway's, about to end).
+   */
+  async watch(sessionId: string, o: { intervalMs: number; maxEvents: number; maxWatches: number }): Promise<Socket> {
+    const socket = await this.#open(sessionId, {
+      op: 'watch',
+      interval_ms: o.intervalMs,
+      max_events: o.maxEvents,
+      max_watches: o.maxWatches,
+    });
+    try {
+      socket.setTimeout(REQUEST_TIMEOUT_MS, () => socket.destroy(new Error('the sandbox agent did not answer')));
+      const line = await readLine(socket, 4096);
+      socket.setTimeout(0);
+      const answer = JSON.parse(line.text) as { ok?: boolean; error?: string };
+      if (answer.error === 'too_many') throw new TooManyWatches();
+      if (answer.ok !== true) throw new Error(answer.error ?? 'the sandbox agent refused the watch');
       if (line.rest.length > 0) socket.unshift(line.rest);
       return socket;
     } catch (err) {

@@ -29,11 +29,15 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 /**
- * The events of one execution, in order, each once, until its `result`: when the connection drops, it reconnects with
+ * The events of one execution (or of any stream of sandgate's: a session's file events), in order, each once, until
+ * its `result` (a stream without one goes on until `signal` aborts): when the connection drops, it reconnects with
  * `Last-Event-ID` and goes on from the last event it handed out. A 204 (the run ended and nothing is left) ends it.
  * An `error` event or an error answer throws.
  */
-export async function* tailEvents(connect: Connect, opts: TailOptions = {}): AsyncGenerator<ExecutionStreamEvent> {
+export async function* tailEvents<E extends { event: string } = ExecutionStreamEvent>(
+  connect: Connect,
+  opts: TailOptions = {},
+): AsyncGenerator<E> {
   const { signal, maxRetries = 10 } = opts;
   let lastId = opts.lastEventId;
   let retryMs = opts.retryMs ?? 1000;
@@ -65,7 +69,7 @@ export async function* tailEvents(connect: Connect, opts: TailOptions = {}): Asy
         failures = 0;
         const event = { event: value.event, data: JSON.parse(value.data), ...(value.id ? { id: value.id } : {}) };
         if (value.id) lastId = value.id;
-        yield event as ExecutionStreamEvent;
+        yield event as unknown as E;
         if (event.event === 'error') throw new SandgateApiError(event.data.status ?? 500, event.data);
         if (event.event === 'result') return;
       }

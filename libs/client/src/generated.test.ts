@@ -86,6 +86,7 @@ test('the SDK has a function per operation, named by its operationId', async () 
     'startService',
     'stopService',
     'streamExecutionEvents',
+    'streamFileEvents',
     'streamSessionMetrics',
     'streamTemplateBuildEvents',
     'undoRun',

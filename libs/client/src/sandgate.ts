@@ -26,6 +26,7 @@ import type {
   CreateVolume,
   Execution,
   FileEntry,
+  FileEventStreamEvent,
   Session,
   SessionMetrics,
   SessionPause,
@@ -197,6 +198,19 @@ export class Sandgate {
   watchMetrics(sessionId: string, opts: WatchMetricsOptions = {}): AsyncGenerator<SessionMetrics> {
     const url = `${this.#baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/metrics/stream`;
     return watchMetrics(
+      (headers, signal) => this.#fetchFn(url, { headers: { ...this.#auth(), ...headers }, signal }),
+      opts,
+    );
+  }
+
+  /**
+   * The file events of a session as they happen (`created`, `modified`, `deleted`, `overflow`, `missed`), resuming
+   * with Last-Event-ID after a dropped connection, until `opts.signal` aborts. After `overflow` or `missed`, list the
+   * files (`files()`) to know where they stand.
+   */
+  fileEvents(sessionId: string, opts: TailOptions = {}) {
+    const url = `${this.#baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/files/events`;
+    return tailEvents<FileEventStreamEvent>(
       (headers, signal) => this.#fetchFn(url, { headers: { ...this.#auth(), ...headers }, signal }),
       opts,
     );

@@ -138,6 +138,16 @@ export const ConfigSchema = Type.Object({
   maxMetricStreamsPerTenant: Type.Integer({ minimum: 0, maximum: 10_000 }),
   /** Seconds between samples of the deployment's figures kept for the last hour (GET /v1/system/stats/history). */
   statsHistorySeconds: Type.Integer({ minimum: 1, maximum: 600 }),
+  /** File events (GET /v1/sessions/{id}/files/events): a file's changes within this are one event. */
+  fileEventsIntervalMs: Type.Integer({ minimum: 10, maximum: 10_000 }),
+  /** Files that may change within one interval before the sandbox's events give way to an `overflow` event. */
+  fileEventsMaxPerInterval: Type.Integer({ minimum: 1, maximum: 100_000 }),
+  /** Directories of a session the sandbox watches at most (past it: `overflow`). */
+  fileEventsMaxWatches: Type.Integer({ minimum: 1, maximum: 65_536 }),
+  /** File events kept per session for Last-Event-ID. */
+  fileEventsKeep: Type.Integer({ minimum: 10, maximum: 100_000 }),
+  /** Seconds a session's file events are kept after its last one. */
+  fileEventsTtlSeconds: Type.Integer({ minimum: 1 }),
   /** Undo steps kept per session (the runs that can be undone); 0: no undo. */
   undoDepth: Type.Integer({ minimum: 0, maximum: 100 }),
   /** The most a stateful session's saved variables may take. */
@@ -344,6 +354,11 @@ const VARS: Record<string, [keyof Config, Parse, string | null]> = {
   SANDGATE_MAX_METRIC_STREAMS_PER_TENANT: ['maxMetricStreamsPerTenant', int, '32'],
   SANDGATE_STATS_HISTORY_S: ['statsHistorySeconds', int, '15'],
   SANDGATE_UNDO_DEPTH: ['undoDepth', int, '5'],
+  SANDGATE_FILE_EVENTS_INTERVAL_MS: ['fileEventsIntervalMs', int, '250'],
+  SANDGATE_FILE_EVENTS_MAX_PER_INTERVAL: ['fileEventsMaxPerInterval', int, '10000'],
+  SANDGATE_FILE_EVENTS_MAX_WATCHES: ['fileEventsMaxWatches', int, '8192'],
+  SANDGATE_FILE_EVENTS_KEEP: ['fileEventsKeep', int, '1000'],
+  SANDGATE_FILE_EVENTS_TTL_S: ['fileEventsTtlSeconds', int, '3600'],
   SANDGATE_MAX_STATE_BYTES: ['maxStateBytes', parseBytes, '1GiB'],
   SANDGATE_STATE_SAVE_TIMEOUT_S: ['stateSaveTimeoutMs', seconds, '60'],
   SANDGATE_MAX_SESSIONS: ['maxSessions', int, '20'],

@@ -16,6 +16,7 @@ export * from './volumes.ts';
 export * from './terminal.ts';
 export * from './metrics.ts';
 export * from './system-history.ts';
+export * from './file-events.ts';
 
 import { ProblemSchema } from './errors.ts';
 import { SessionSchema, SessionListSchema, CreateSessionSchema } from './sessions.ts';
@@ -90,6 +91,7 @@ import {
 import { TerminalStatusSchema, TerminalUrlSchema } from './terminal.ts';
 import { SessionMetricsSchema } from './metrics.ts';
 import { StatsHistorySchema } from './system-history.ts';
+import { FileEventSchema, FileEventsGapSchema, FileEventStreamEventSchema } from './file-events.ts';
 
 /** Every schema with an `$id`, in dependency order: register these with the HTTP server. */
 export const SHARED_SCHEMAS = [
@@ -159,6 +161,9 @@ export const SHARED_SCHEMAS = [
   ServicePreviewSchema,
   TerminalUrlSchema,
   TerminalStatusSchema,
+  FileEventSchema,
+  FileEventsGapSchema,
+  FileEventStreamEventSchema,
   TemplateRecipeSchema,
   TemplateBuildSchema,
   TemplateSchema,

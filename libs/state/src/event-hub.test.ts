@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { EventHub, type StoredEvent } from './event-hub.ts';
 import { EventWriter } from './event-writer.ts';
-import { createRedis } from './redis.ts';
+import { createRedis, whenReady } from './redis.ts';
 import { withLuaScripts } from './lua-scripts.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -75,4 +75,27 @@ test('the writer coalesces output and keeps the order of everything else', async
     entries.map(([, f]) => `${f[1]}:${f[1] === 'phase' ? JSON.parse(f[3]!).phase : JSON.parse(f[3]!).text}`),
     [`stdout:${'x'.repeat(100)}`, 'stderr:e', 'phase:harvesting', 'stdout:y'],
   );
+});
+
+test('a stream subscribed while the hub blocks on others is read at once, on a reader ready before the hub', async (t) => {
+  const redis = createRedis(REDIS_URL, 'hub-test');
+  const reader = createRedis(REDIS_URL, 'hub-test-ready-reader');
+  await whenReady(reader);
+  const hub = new EventHub(reader, redis, pino({ level: 'silent' }));
+  const keys = [1, 2].map((n) => `hubtest:${randomBytes(4).toString('hex')}:${n}`);
+  t.after(async () => {
+    await redis.del(...keys);
+    await hub.close();
+    redis.disconnect();
+  });
+  const ac = new AbortController();
+  t.after(() => ac.abort());
+  void collect(hub.subscribe(keys[0]!, null, ac.signal));
+  const blocked = async () => /name=hub-test-ready-reader .*cmd=xread/.test(String(await redis.client('LIST')));
+  while (!(await blocked())) await new Promise((r) => setTimeout(r, 20));
+  const second = collect(hub.subscribe(keys[1]!, null, ac.signal), (ev) => ev.type === 'result');
+  await redis.xadd(keys[1]!, '*', 'type', 'result', 'data', '{}');
+  // The read on the first stream blocks for 10 s: the second stream's event must not wait for it to time out.
+  const late = new Promise<string>((resolve) => setTimeout(() => resolve('late'), 5_000).unref());
+  assert.notEqual(await Promise.race([second.then(() => 'read'), late]), 'late');
 });

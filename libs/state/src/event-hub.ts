@@ -60,16 +60,11 @@ export class EventHub {
     this.#reader = reader;
     this.#control = control;
     this.#log = log;
-    reader.on(
-      'ready',
-      () =>
-        void reader
-          .client('ID')
-          .then((id) => {
-            this.#readerId = Number(id);
-          })
-          .catch(() => {}),
-    );
+    // The reader's id is what CLIENT UNBLOCK names: learnt whenever it (re)connects, including before this hub was
+    // made (a connection that was ready already emits no 'ready'), and before the first blocking read, which would
+    // otherwise hold the CLIENT ID behind it and leave a new subscriber waiting for the read's timeout.
+    reader.on('ready', () => void this.#learnId());
+    if (reader.status === 'ready') void this.#learnId();
     this.#loopDone = this.#loop();
   }
 
@@ -138,6 +133,15 @@ export class EventHub {
     return readStream(this.#control, key, after, until);
   }
 
+  #learnId(): Promise<void> {
+    return this.#reader
+      .client('ID')
+      .then((id) => {
+        this.#readerId = Number(id);
+      })
+      .catch(() => {});
+  }
+
   /** Makes the reader loop notice a changed set of streams. */
   #kick(): void {
     if (this.#idle) {
@@ -160,6 +164,7 @@ export class EventHub {
         });
         continue;
       }
+      if (this.#readerId === null) await this.#learnId();
       const keys = [...this.#streams.keys()];
       const ids = keys.map((k) => this.#streams.get(k)!.cursor);
       let res: [string, [string, string[]][]][] | null;

@@ -18,3 +18,4 @@ export * from './script-store.ts';
 export * from './templates.ts';
 export * from './streamed-output.ts';
 export * from './volumes.ts';
+export * from './file-event-log.ts';

@@ -16,6 +16,10 @@ export const keys = (p: string) => ({
   /** What a session operation answered (SessionOps), kept a few minutes for a gateway that missed the notice. */
   sessionOp: (opId: string) => `${p}:session-op:${opId}`,
   /** A signed terminal URL that was used: each opens one terminal (kept until it would have expired anyway). */
+  /** A session's file events (FileEventLog): a stream, trimmed to the events kept and expiring when unused. */
+  fileEvents: (id: string) => `${p}:session:${id}:file-events`,
+  /** Which gateway process feeds the sandbox's file events of a session into fileEvents (a lease it renews). */
+  fileWatchLease: (id: string) => `${p}:session:${id}:file-watch`,
   usedTerminalUrl: (sig: string) => `${p}:terminal-url:${sig}`,
   /** A tenant's live sessions, newest last, as time-index members (time-index.ts): what GET /v1/sessions pages. */
   tenantSessionList: (tenant: string) => `${p}:tenant:${tenant}:session-list`,

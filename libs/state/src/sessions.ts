@@ -457,6 +457,8 @@ export class SessionStore {
       Date.now(),
       force ? '1' : '0',
     );
+    // Its file events go with it (they would expire anyway, SANDGATE_FILE_EVENTS_TTL_S after the latest).
+    if (r === 1) await this.#redis.del(this.#k.fileEvents(s.id));
     return r === 1;
   }
 

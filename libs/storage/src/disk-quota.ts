@@ -46,6 +46,9 @@ export class SubvolumeQuota {
   readonly #blanks: string;
   #refillTimer: NodeJS.Timeout | undefined;
   #refilling: Promise<void> | undefined;
+  /** Removals left to finish in the background (a recycled subvolume past the spares). */
+  readonly #removals = new Set<Promise<void>>();
+  #closed = false;
 
   /** The filesystem's id when the kernel shows its qgroups in sysfs: usage is read there, else from `btrfs`. */
   readonly #fsid: string | undefined;
@@ -117,7 +120,9 @@ export class SubvolumeQuota {
       await rename(checking, join(this.#blanks, this.#blankName()));
       return;
     }
-    void this.removing(checking, () => rmdir(checking)).catch(() => {});
+    const removal = this.removing(checking, () => rmdir(checking)).catch(() => {});
+    this.#removals.add(removal);
+    void removal.finally(() => this.#removals.delete(removal));
   }
 
   async #make(dir: string): Promise<void> {
@@ -163,7 +168,7 @@ export class SubvolumeQuota {
 
   /** Makes blanks until SPARE_BLANKS wait, one at a time, in the background; a failure only means no spare. */
   #refill(): void {
-    if (this.#refillTimer || this.#refilling) return;
+    if (this.#closed || this.#refillTimer || this.#refilling) return;
     this.#refillTimer = setTimeout(() => this.#refillNow(), REFILL_DELAY_MS);
     this.#refillTimer.unref();
   }
@@ -185,6 +190,18 @@ export class SubvolumeQuota {
       this.#refillNow();
     }
     await this.#refilling;
+  }
+
+  /**
+   * Starts nothing more in the background and resolves once what was started has ended (a refill, removals): the
+   * owner closes it before the data directory may go.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#refillTimer);
+    this.#refillTimer = undefined;
+    await this.#refilling;
+    await Promise.all(this.#removals);
   }
 
   /** Starts the refill a pending timer would have started (once: a refill under way is left to finish). */

@@ -40,6 +40,11 @@ export class Workspaces {
     this.#owner = owner;
   }
 
+  /** Ends the work the quota does in the background (it makes spare subvolumes): before the data directory goes. */
+  async close(): Promise<void> {
+    await this.quota?.close();
+  }
+
   /** The session's directory; the id is checked first because it becomes part of a host path. */
   dir(sessionId: string): string {
     if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {

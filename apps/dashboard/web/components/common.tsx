@@ -83,7 +83,9 @@ export function usePaged<T>(
       setError(err);
     }
   }, [...deps, pages]);
-  return { items, next, error, reload, more: () => setPages((p) => p + 1) };
+  /** Changes the items shown in place (a live event), without reading them again. */
+  const patch = useCallback((fn: (items: T[]) => T[]) => setItems((shown) => (shown === null ? shown : fn(shown))), []);
+  return { items, next, error, reload, patch, more: () => setPages((p) => p + 1) };
 }
 
 export function LoadMore({ next, onMore }: { next: string | null; onMore(): void }) {

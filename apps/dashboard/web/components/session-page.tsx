@@ -145,7 +145,7 @@ export function SessionPage({ id }: { id: string }) {
           </p>
         )}
       </Panel>
-      <FilesPanel owner={sessionFiles(id)} refreshKey={filesChanged} />
+      <FilesPanel owner={sessionFiles(id)} refreshKey={filesChanged} events={`${sessionFiles(id)}/events`} />
       <MetricsPanel sessionId={id} />
       <TerminalPanel sessionId={id} />
       <SnapshotsPanel session={session} refreshKey={filesChanged} onChange={changed} />

@@ -16,11 +16,12 @@ import {
   ref,
   type FileEntry,
 } from '@sandgate/contracts';
-import { normalizeUserPath, removeInside, walkTree } from '@sandgate/storage';
+import { normalizeUserPath, openInside, removeInside, walkTree } from '@sandgate/storage';
 import type { GatewayDeps } from '../deps.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { presentFile } from '../core/present.ts';
 import { storeFile, type FileSpace } from '../core/file-space.ts';
+import type { FileChangeNote } from '../core/file-events.ts';
 import { wildcardPath } from './wildcard.ts';
 
 const Overwrite = Type.Optional(Type.Boolean({ description: 'Replace an existing file; default false.' }));
@@ -47,6 +48,8 @@ interface FileOwner {
   summaries: { upload: string; put: string; list: string; delete: string };
   /** The owner's files, for the tenant of the request (not found for any other tenant). */
   space(deps: GatewayDeps, tenant: string, key: string): Promise<FileSpace>;
+  /** After files were stored or deleted through the API (a session's file events). */
+  changed?(deps: GatewayDeps, key: string, changes: readonly FileChangeNote[]): Promise<void>;
   /** Before anything of an upload is stored (a session's `private=true`). */
   beforeUpload?(deps: GatewayDeps, tenant: string, key: string, query: Record<string, unknown>): Promise<void>;
 }
@@ -69,6 +72,7 @@ export const SESSION_FILES: FileOwner = {
   async beforeUpload(deps, tenant, id, query) {
     if (query.private === true) await deps.sessionControl.makePrivate(tenant, id);
   },
+  changed: (deps, id, changes) => deps.fileEvents.announce(id, changes),
 };
 
 /** The files of a volume (/v1/volumes/{name}/files…): bounded by the volume's size. */
@@ -131,8 +135,27 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps; owner?: 
   const spaceOf = (req: FastifyRequest) => owner.space(deps, tenantOf(req), keyOf(req));
   const beforeUpload = (req: FastifyRequest) =>
     owner.beforeUpload?.(deps, tenantOf(req), keyOf(req), req.query as Record<string, unknown>);
-  const store = (space: FileSpace, path: string, source: Readable | NodeJS.ReadableStream, overwrite: boolean) =>
-    storeFile(config, signer, space, path, source, { maxBytes: config.maxUploadBytes, overwrite });
+  /** Stores one file, then tells the owner what changed (created, or modified when it replaced a file). */
+  const store = async (
+    space: FileSpace,
+    path: string,
+    source: Readable | NodeJS.ReadableStream,
+    overwrite: boolean,
+  ): Promise<FileEntry> => {
+    const relPath = normalizeUserPath(path);
+    // Opened without following links: the sandbox may have made any component of the path one.
+    const existed =
+      overwrite &&
+      owner.changed !== undefined &&
+      (await openInside(space.dir, relPath).then(
+        async ({ handle }) => (await handle.close(), true),
+        () => false,
+      ));
+    const file = await storeFile(config, signer, space, path, source, { maxBytes: config.maxUploadBytes, overwrite });
+    const change = { path: relPath, size: file.size_bytes, mtimeMs: Date.parse(file.modified_at) };
+    await owner.changed?.(deps, space.owner, [{ type: existed ? 'modified' : 'created', ...change }]);
+    return file;
+  };
 
   await app.register(multipart, {
     // One byte over our own limit, so writeFileInside reports it (and removes the partial file) first.
@@ -278,8 +301,10 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps; owner?: 
     },
     async (req, reply) => {
       const space = await spaceOf(req);
-      await removeInside(space.dir, normalizeUserPath(wildcardPath((req.params as { '*': string })['*'])));
+      const relPath = normalizeUserPath(wildcardPath((req.params as { '*': string })['*']));
+      await removeInside(space.dir, relPath);
       await space.measure();
+      await owner.changed?.(deps, space.owner, [{ type: 'deleted', path: relPath, size: 0, mtimeMs: Date.now() }]);
       return reply.status(204).send(null);
     },
   );

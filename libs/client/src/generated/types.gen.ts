@@ -1401,6 +1401,62 @@ export type TerminalStatus = {
 };
 
 /**
+ * FileEvent
+ */
+export type FileEvent = {
+    /**
+     * Relative to the session's directory. A deleted directory is one event for its own path.
+     */
+    path: string;
+    /**
+     * Its size after the change; 0 once deleted.
+     */
+    size_bytes: number;
+    /**
+     * Its modification time after the change; for a deletion, when it was seen deleted.
+     */
+    modified_at: string;
+};
+
+/**
+ * FileEventsGap
+ */
+export type FileEventsGap = {
+    code: 'file_events_overflow' | 'file_events_missed';
+    detail: string;
+    /**
+     * Where to list the files instead: GET /v1/sessions/{id}/files.
+     */
+    list_url: string;
+};
+
+/**
+ * FileEventStreamEvent
+ *
+ * `created`, `modified` and `deleted` events of the session's files; `overflow` when more changed than is reported, `missed` first when Last-Event-ID is older than the events kept.
+ */
+export type FileEventStreamEvent = {
+    event: 'created';
+    id: string;
+    data: FileEvent;
+} | {
+    event: 'modified';
+    id: string;
+    data: FileEvent;
+} | {
+    event: 'deleted';
+    id: string;
+    data: FileEvent;
+} | {
+    event: 'overflow';
+    id: string;
+    data: FileEventsGap;
+} | {
+    event: 'missed';
+    data: FileEventsGap;
+};
+
+/**
  * TemplateRecipe
  */
 export type TemplateRecipe = {
@@ -2969,6 +3025,64 @@ export type PutFileResponses = {
 };
 
 export type PutFileResponse = PutFileResponses[keyof PutFileResponses];
+
+export type StreamFileEventsData = {
+    body?: never;
+    headers?: {
+        /**
+         * Resume after this event id.
+         */
+        'last-event-id'?: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * As the Last-Event-ID header.
+         */
+        last_event_id?: string;
+    };
+    url: '/v1/sessions/{id}/files/events';
+};
+
+export type StreamFileEventsErrors = {
+    /**
+     * The request is malformed or invalid (validation_failed, invalid_json, invalid_path, invalid_cursor, …)
+     */
+    400: Problem;
+    /**
+     * No valid API key (unauthorized)
+     */
+    401: Problem;
+    /**
+     * The request's Origin is not allowed (origin_not_allowed, forbidden)
+     */
+    403: Problem;
+    /**
+     * No such resource for this tenant (session_not_found, execution_not_found, file_not_found, volume_not_found, not_found)
+     */
+    404: Problem;
+    /**
+     * This gateway does not answer to the request's Host (host_not_allowed)
+     */
+    421: Problem;
+    /**
+     * A limit or quota was reached (rate_limited, quota_exceeded, max_sessions, too_many_services, too_many_terminals, too_many_metric_streams); see Retry-After
+     */
+    429: Problem;
+};
+
+export type StreamFileEventsError = StreamFileEventsErrors[keyof StreamFileEventsErrors];
+
+export type StreamFileEventsResponses = {
+    /**
+     * The session's file events as server-sent events: `created`, `modified`, `deleted` (a FileEvent each), `overflow` when more changed at once than is reported one by one, and first `missed` when Last-Event-ID is older than the events kept. It ends with an `error` event (a problem, `session_not_found`) once the session is deleted, and does not end otherwise; comment lines (`: heartbeat`) keep proxies from closing it (docs/file-events.md).
+     */
+    200: FileEventStreamEvent;
+};
+
+export type StreamFileEventsResponse = StreamFileEventsResponses[keyof StreamFileEventsResponses];
 
 export type ListVolumesData = {
     body?: never;
