@@ -338,6 +338,7 @@ export class KubernetesBackend implements ExecutionBackend {
       this.watch.start().synced ? this.watch.list() : undefined,
     );
     await retainServices(this.#workspaces.dataDir, sessions, live.readAt);
+    await this.#sessions.synced.retain(sessions, live.readAt);
     this.#egress?.retain(sessions);
     this.#egress?.proxy.retain(sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');
