@@ -145,9 +145,8 @@ test('terminals of a session over websockets', async (t) => {
     assert.notEqual(await term.run('id -u'), '0');
     assert.equal(await term.run('pwd'), '/mnt/data');
     assert.match(await term.run('shopt -q login_shell && echo login'), /^login$/);
-    // What the terminal writes is the session's: a run sees it (on Docker: on Kubernetes the worker makes the Pod's
-    // files what its store holds before each run, so what a terminal wrote since is not kept: docs/terminal.md), and
-    // the shell outlives the run's end.
+    // What the terminal writes is the session's: a run sees it (on Kubernetes the worker brings what the Pod changed
+    // since the last run back to the store before the next one), and the shell outlives the run's end.
     await term.run('echo from-the-terminal > made-here.txt');
     const read = await s.api(
       'POST',
@@ -155,7 +154,9 @@ test('terminals of a session over websockets', async (t) => {
       { session_id: id, language: 'bash', code: 'cat made-here.txt 2>/dev/null; true' },
       as(ACME),
     );
-    assert.equal(read.body.result.stdout, TEST_BACKEND === 'docker' ? 'from-the-terminal\n' : '');
+    assert.equal(read.body.result.stdout, 'from-the-terminal\n');
+    const listed = await s.api('GET', `/v1/sessions/${id}/files/made-here.txt`, undefined, as(ACME));
+    assert.equal(listed.body, 'from-the-terminal\n', 'the session store holds it');
     assert.equal(await term.run('echo still-here'), 'still-here');
     const session = await s.api('GET', `/v1/sessions/${id}`, undefined, as(ACME));
     assert.equal(session.body.state, 'idle', 'an open terminal does not make the session busy');

@@ -92,7 +92,7 @@ export interface PullBounds {
  * - a Pod file the same as in the baseline is left: the store's version (an upload that came meanwhile) stands, and the
  *   next push takes it to the Pod;
  * - a file in the baseline and no longer in the Pod is removed from the store, unless the store changed it since;
- * - both changed the same file: the Pod's version wins, as the sandbox's last write does on Docker (docs/sessions.md).
+ * - both changed the same file: the Pod's version wins, as the sandbox's write does on Docker (docs/kubernetes.md).
  * Without a baseline (none kept for this Pod: see SyncedFiles) every Pod file that differs from the store is fetched
  * and nothing is removed: the Pod's copy of a file uploaded meanwhile then wins.
  * Each file is bounded by `maxFileBytes` (the session disk quota, a volume's size), and all of them by
