@@ -269,7 +269,7 @@ test("a file uploaded during a run is kept: the sandbox's unchanged copy does no
   t.after(() => s.close());
   const sid = (await s.api('POST', '/v1/sessions', {})).body.id as string;
   const put = (body: string) =>
-    s.api('PUT', `/v1/sessions/${sid}/files/data.txt`, body, { 'content-type': 'text/plain' });
+    s.api('PUT', `/v1/sessions/${sid}/files/data.txt?overwrite=true`, body, { 'content-type': 'text/plain' });
   assert.equal((await put('v1\n')).status, 201);
   // The sandbox (on Kubernetes, the session Pod's workspace) gets its copy of v1.
   const first = await s.api('POST', '/v1/executions?wait=60', {
@@ -291,12 +291,13 @@ test("a file uploaded during a run is kept: the sandbox's unchanged copy does no
     assert.ok(state === 'queued', `the run is ${state} before the upload`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  assert.ok([200, 201].includes((await put('v2, uploaded during the run\n')).status));
+  const uploaded = await put('v2, uploaded during the run\n');
+  assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
   assert.equal((await s.api('GET', `/v1/executions/${run.body.id}`)).body.state, 'running', 'uploaded during the run');
   const done = await s.api('GET', `/v1/executions/${run.body.id}?wait=60`);
   assert.equal(done.body.state, 'completed', JSON.stringify(done.body.result));
-  assert.equal((await s.api('GET', `/v1/sessions/${sid}/files/data.txt`)).body, 'v2, uploaded during the run\n');
-  assert.equal((await s.api('GET', `/v1/sessions/${sid}/files/out.txt`)).body, 'from-the-run\n');
+  assert.equal((await s.api('GET', `/files/${sid}/data.txt`)).body, 'v2, uploaded during the run\n');
+  assert.equal((await s.api('GET', `/files/${sid}/out.txt`)).body, 'from-the-run\n');
   // The next run sees the upload.
   const next = await s.api('POST', '/v1/executions?wait=60', {
     session_id: sid,

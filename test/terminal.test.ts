@@ -155,7 +155,7 @@ test('terminals of a session over websockets', async (t) => {
       as(ACME),
     );
     assert.equal(read.body.result.stdout, 'from-the-terminal\n');
-    const listed = await s.api('GET', `/v1/sessions/${id}/files/made-here.txt`, undefined, as(ACME));
+    const listed = await s.api('GET', `/files/${id}/made-here.txt`, undefined, as(ACME));
     assert.equal(listed.body, 'from-the-terminal\n', 'the session store holds it');
     assert.equal(await term.run('echo still-here'), 'still-here');
     const session = await s.api('GET', `/v1/sessions/${id}`, undefined, as(ACME));

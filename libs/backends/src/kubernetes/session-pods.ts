@@ -230,7 +230,12 @@ export class SessionPods implements SessionHost<SessionPod> {
       await pullFiles(sandbox.channel, kept.workspace, dir, this.#maxFileBytes, log, job.session_id, this.#ownBounds());
     }
     sandbox.baseline = await pushFiles(sandbox.channel, dir, this.#pods.log);
-    if (!job.volumes?.length) return;
+    // Kept as pushed too: a worker that ends mid-run leaves the next one the state the run began from.
+    const pushed: PodBaselines = {
+      workspace: sandbox.baseline.whole ? sandbox.baseline.baseline : undefined,
+      volumes: new Map(),
+    };
+    if (!job.volumes?.length) return this.#keep(job.session_id, sandbox.uid, pushed);
     const channel = await this.#volumesChannel(sandbox);
     sandbox.volumeBaselines = new Map();
     for (const v of job.volumes) {
@@ -249,9 +254,11 @@ export class SessionPods implements SessionHost<SessionPod> {
           this.#volumeBounds(v),
         );
       }
-      const pushed = await pushFiles(files, this.#volumes.dir(v.id), this.#pods.log);
-      sandbox.volumeBaselines.set(volumeKey(v), pushed.baseline);
+      const volume = await pushFiles(files, this.#volumes.dir(v.id), this.#pods.log);
+      sandbox.volumeBaselines.set(volumeKey(v), volume.baseline);
+      if (!v.read_only && volume.whole) pushed.volumes.set(volumeKey(v), volume.baseline);
     }
+    await this.#keep(job.session_id, sandbox.uid, pushed);
   }
 
   /**
