@@ -281,14 +281,15 @@ test("a file uploaded during a run is kept: the sandbox's unchanged copy does no
   const run = await s.api('POST', '/v1/executions', {
     session_id: sid,
     language: 'bash',
-    code: 'sleep 8; echo from-the-run > out.txt',
+    code: 'echo started; sleep 8; echo from-the-run > out.txt',
     timeout_ms: 60_000,
   });
   assert.equal(run.status, 202, JSON.stringify(run.body));
+  // Its code has begun, so its sandbox has its files (on Kubernetes the Pod's copy of v1 was made before).
   for (;;) {
-    const state = (await s.api('GET', `/v1/executions/${run.body.id}`)).body.state;
-    if (state === 'running') break;
-    assert.ok(state === 'queued', `the run is ${state} before the upload`);
+    const out = (await s.api('GET', `/v1/executions/${run.body.id}/output?stdout_offset=0`)).body;
+    if (out.stdout === 'started\n') break;
+    assert.equal(out.ended, false, `the run ended before the upload: ${JSON.stringify(out)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   const uploaded = await put('v2, uploaded during the run\n');
