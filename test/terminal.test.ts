@@ -322,9 +322,19 @@ test('terminals of a session over websockets', async (t) => {
     const id = await newSession();
     const term = await openAs(id);
     assert.equal(await term.run('echo up'), 'up');
+    const ran = await s.api(
+      'POST',
+      '/v1/executions?wait=60',
+      { session_id: id, language: 'bash', code: 'true' },
+      as(ACME),
+    );
+    assert.equal(ran.body.state, 'completed');
+    // Written after the last run: the pause keeps it (on Kubernetes, brought back before the Pod goes).
+    await term.run('echo before-the-pause > paused.txt');
     const paused = await s.api('POST', `/v1/sessions/${id}/pause`, {}, as(ACME));
     assert.equal(paused.status, 200, JSON.stringify(paused.body));
     assert.deepEqual(await term.closed, { code: 4409, reason: 'the session was paused' });
+    assert.equal((await s.api('GET', `/files/${id}/paused.txt`, undefined, as(ACME))).body, 'before-the-pause\n');
     // Opening one resumes it.
     const back = await openAs(id);
     assert.equal(await back.run('cat /proc/1/cmdline >/dev/null && echo back'), 'back');

@@ -320,6 +320,24 @@ export class SessionPods implements SessionHost<SessionPod> {
     return { failed, ...(diskQuota ? { diskQuota } : {}) };
   }
 
+  /**
+   * Before the session's Pod goes (a pause): brings back what it changed in the workspace since the last sync (a
+   * terminal's, a service's files), as the next run would have. A read-write volume's changes since its last run are
+   * not: a pause has no job naming the session's volumes and their sizes. Without a baseline, nothing comes back.
+   */
+  async bringBack(sessionId: string, dir: string): Promise<void> {
+    const sandbox = await this.find(sessionId);
+    if (sandbox === undefined) return;
+    try {
+      const kept = await this.synced.load(sessionId, sandbox.uid);
+      if (kept.workspace === undefined) return;
+      const log = this.#pods.log;
+      await pullFiles(sandbox.channel, kept.workspace, dir, this.#maxFileBytes, log, sessionId, this.#ownBounds());
+    } finally {
+      this.release(sandbox);
+    }
+  }
+
   /** Keeps the baselines for the session's next run; one that cannot be kept costs that run only the old behaviour. */
   async #keep(sessionId: string, uid: string, baselines: PodBaselines): Promise<void> {
     await this.synced.remove(sessionId).catch(() => {});
