@@ -263,3 +263,47 @@ test(
     assert.deepEqual([fresh.value, fresh.interpreter_restarted], ['False', true]);
   },
 );
+
+test("a file uploaded during a run is kept: the sandbox's unchanged copy does not overwrite it", async (t) => {
+  const s = await startStack();
+  t.after(() => s.close());
+  const sid = (await s.api('POST', '/v1/sessions', {})).body.id as string;
+  const put = (body: string) =>
+    s.api('PUT', `/v1/sessions/${sid}/files/data.txt?overwrite=true`, body, { 'content-type': 'text/plain' });
+  assert.equal((await put('v1\n')).status, 201);
+  // The sandbox (on Kubernetes, the session Pod's workspace) gets its copy of v1.
+  const first = await s.api('POST', '/v1/executions?wait=60', {
+    session_id: sid,
+    language: 'bash',
+    code: 'cat data.txt',
+  });
+  assert.equal(first.body.result.stdout, 'v1\n', JSON.stringify(first.body.result));
+  const run = await s.api('POST', '/v1/executions', {
+    session_id: sid,
+    language: 'bash',
+    code: 'echo started; sleep 8; echo from-the-run > out.txt',
+    timeout_ms: 60_000,
+  });
+  assert.equal(run.status, 202, JSON.stringify(run.body));
+  // Its code has begun, so its sandbox has its files (on Kubernetes the Pod's copy of v1 was made before).
+  for (;;) {
+    const out = (await s.api('GET', `/v1/executions/${run.body.id}/output?stdout_offset=0`)).body;
+    if (out.stdout === 'started\n') break;
+    assert.equal(out.ended, false, `the run ended before the upload: ${JSON.stringify(out)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const uploaded = await put('v2, uploaded during the run\n');
+  assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
+  assert.equal((await s.api('GET', `/v1/executions/${run.body.id}`)).body.state, 'running', 'uploaded during the run');
+  const done = await s.api('GET', `/v1/executions/${run.body.id}?wait=60`);
+  assert.equal(done.body.state, 'completed', JSON.stringify(done.body.result));
+  assert.equal((await s.api('GET', `/files/${sid}/data.txt`)).body, 'v2, uploaded during the run\n');
+  assert.equal((await s.api('GET', `/files/${sid}/out.txt`)).body, 'from-the-run\n');
+  // The next run sees the upload.
+  const next = await s.api('POST', '/v1/executions?wait=60', {
+    session_id: sid,
+    language: 'bash',
+    code: 'cat data.txt',
+  });
+  assert.equal(next.body.result.stdout, 'v2, uploaded during the run\n');
+});

@@ -145,9 +145,8 @@ test('terminals of a session over websockets', async (t) => {
     assert.notEqual(await term.run('id -u'), '0');
     assert.equal(await term.run('pwd'), '/mnt/data');
     assert.match(await term.run('shopt -q login_shell && echo login'), /^login$/);
-    // What the terminal writes is the session's: a run sees it (on Docker: on Kubernetes the worker makes the Pod's
-    // files what its store holds before each run, so what a terminal wrote since is not kept: docs/terminal.md), and
-    // the shell outlives the run's end.
+    // What the terminal writes is the session's: a run sees it (on Kubernetes the worker brings what the Pod changed
+    // since the last run back to the store before the next one), and the shell outlives the run's end.
     await term.run('echo from-the-terminal > made-here.txt');
     const read = await s.api(
       'POST',
@@ -155,7 +154,9 @@ test('terminals of a session over websockets', async (t) => {
       { session_id: id, language: 'bash', code: 'cat made-here.txt 2>/dev/null; true' },
       as(ACME),
     );
-    assert.equal(read.body.result.stdout, TEST_BACKEND === 'docker' ? 'from-the-terminal\n' : '');
+    assert.equal(read.body.result.stdout, 'from-the-terminal\n');
+    const listed = await s.api('GET', `/files/${id}/made-here.txt`, undefined, as(ACME));
+    assert.equal(listed.body, 'from-the-terminal\n', 'the session store holds it');
     assert.equal(await term.run('echo still-here'), 'still-here');
     const session = await s.api('GET', `/v1/sessions/${id}`, undefined, as(ACME));
     assert.equal(session.body.state, 'idle', 'an open terminal does not make the session busy');
@@ -321,9 +322,19 @@ test('terminals of a session over websockets', async (t) => {
     const id = await newSession();
     const term = await openAs(id);
     assert.equal(await term.run('echo up'), 'up');
+    const ran = await s.api(
+      'POST',
+      '/v1/executions?wait=60',
+      { session_id: id, language: 'bash', code: 'true' },
+      as(ACME),
+    );
+    assert.equal(ran.body.state, 'completed');
+    // Written after the last run: the pause keeps it (on Kubernetes, brought back before the Pod goes).
+    await term.run('echo before-the-pause > paused.txt');
     const paused = await s.api('POST', `/v1/sessions/${id}/pause`, {}, as(ACME));
     assert.equal(paused.status, 200, JSON.stringify(paused.body));
     assert.deepEqual(await term.closed, { code: 4409, reason: 'the session was paused' });
+    assert.equal((await s.api('GET', `/files/${id}/paused.txt`, undefined, as(ACME))).body, 'before-the-pause\n');
     // Opening one resumes it.
     const back = await openAs(id);
     assert.equal(await back.run('cat /proc/1/cmdline >/dev/null && echo back'), 'back');

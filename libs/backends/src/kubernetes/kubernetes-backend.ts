@@ -20,7 +20,7 @@ import { DEFAULT_DEPLOYMENT, LABELS } from '../housekeeping/labels.ts';
 import { beginRun, InFlight } from '../run/lifecycle.ts';
 import { silentLogger, type BackendLogger } from '../logger.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../outcome/output.ts';
-import { apiProblem, clusterError, PodApi } from './api.ts';
+import { apiProblem, clusterError, messageOf, PodApi } from './api.ts';
 import { probeHealth } from '../housekeeping/health.ts';
 import { runInPod, type GrantTransfer, type PodTiming } from './pod-run.ts';
 import {
@@ -310,7 +310,13 @@ export class KubernetesBackend implements ExecutionBackend {
     });
   }
 
-  pauseSession(session: SessionRef, { discard }: { discard: boolean }): Promise<SavedVariables | null> {
+  async pauseSession(session: SessionRef, { discard }: { discard: boolean }): Promise<SavedVariables | null> {
+    // What a terminal or a service wrote since the last run is the session's: kept before the Pod goes.
+    await this.#sessions
+      .bringBack(session.sessionId, this.#workspaces.dir(session.sessionId))
+      .catch((err: unknown) =>
+        this.#log.warn({ sessionId: session.sessionId, err: messageOf(err) }, "could not bring back the Pod's files"),
+      );
     return pauseInHost<SessionPod>(this.#sessions, this.#state, session, discard).catch((err: unknown) => {
       throw this.#sessions.failure(err);
     });
@@ -338,6 +344,7 @@ export class KubernetesBackend implements ExecutionBackend {
       this.watch.start().synced ? this.watch.list() : undefined,
     );
     await retainServices(this.#workspaces.dataDir, sessions, live.readAt);
+    await this.#sessions.synced.retain(sessions, live.readAt);
     this.#egress?.retain(sessions);
     this.#egress?.proxy.retain(sessions);
     if (removed.length > 0) this.#log.info({ removed }, 'swept orphaned sandbox Pods');

@@ -105,7 +105,7 @@ export function runPooledPod(
     ctx,
     {
       prepare: async () => {
-        baseline = await pushFiles(sandbox.channel, dir, ctx.log);
+        ({ baseline } = await pushFiles(sandbox.channel, dir, ctx.log));
       },
       fallBack: () => {},
       kill: () => ctx.pods.delete(sandbox.name, sandbox.uid),

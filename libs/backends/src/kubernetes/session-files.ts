@@ -21,11 +21,16 @@ const PULL_DEADLINE_MS = 5 * 60_000;
 const same = (store: TreeEntry | undefined, pod: ManifestEntry | undefined): boolean =>
   store !== undefined && pod !== undefined && store.size === pod[1] && Math.floor(store.mtimeMs) === pod[2];
 
+/** A Pod file is as the last sync left it when its size and mtime are. */
+const unchanged = (before: ManifestEntry, pod: ManifestEntry): boolean => before[1] === pod[1] && before[2] === pod[2];
+
 /**
  * Before a run: makes the session Pod's workspace what the session store holds. What differs (an upload since the last
- * run, a fresh Pod) is sent; what the store no longer has (deleted through the API) is removed from the Pod.
+ * sync, a fresh Pod) is sent; what the store no longer has (deleted through the API) is removed from the Pod. What the
+ * Pod changed since the last sync (a terminal, a service) is brought back first (pullFiles), so this does not undo it.
+ * Answers what both sides hold now (`whole`: both listings were, so it is all they hold).
  */
-export async function pushFiles(channel: FileChannel, dir: string, log: BackendLogger): Promise<Baseline> {
+export async function pushFiles(channel: FileChannel, dir: string, log: BackendLogger): Promise<Synced> {
   const [pod, store] = await Promise.all([
     channel.manifest(REQUEST_MS),
     walkTree(dir, { maxEntries: MAX_WALK_ENTRIES }),
@@ -54,11 +59,22 @@ export async function pushFiles(channel: FileChannel, dir: string, log: BackendL
     if (gone.length > 0) await channel.remove(gone, REQUEST_MS);
   }
   if (store.truncated) log.warn({ dir }, 'the session holds more files than one run takes to its Pod');
-  return new Map(store.entries.map((e) => [e.path, [e.path, e.size, Math.floor(e.mtimeMs)]]));
+  const baseline: Baseline = new Map(store.entries.map((e) => [e.path, [e.path, e.size, Math.floor(e.mtimeMs)]]));
+  return { baseline, whole: !store.truncated && !pod.truncated };
 }
 
-/** The session's files as both sides had them when the run began: path → entry. */
+/**
+ * The files as the Pod held them when it and the store were last made the same (a push, a pull): path → entry. It is
+ * the third side of the sync: a Pod file that differs from it is one the Pod changed (a run, a terminal, a service),
+ * a store file that differs from it is one the API changed (an upload, a deletion) since.
+ */
 export type Baseline = Map<string, ManifestEntry>;
+
+/** A sync's baseline, and whether it is all the files (neither listing was truncated): only then is it kept. */
+export interface Synced {
+  baseline: Baseline;
+  whole: boolean;
+}
 
 /** What bounds the files brought back, besides each file's own bound, and how a result names it. */
 export interface PullBounds {
@@ -69,22 +85,30 @@ export interface PullBounds {
 }
 
 /**
- * After a run: brings what it wrote back into the session store (`dir`), and removes what it deleted, so the shared
- * harvest finds the run's artifacts there as on every backend. A file is removed only when it was there as the run
- * began (`baseline`) and nobody has changed it in the store since: an upload that came during the run stays. Each
- * file is bounded by `maxFileBytes` (the session disk quota, a volume's size), and all of them by `bounds.totalBytes`;
- * paths come from the Pod, where hostile code ran, and are checked as a client's are. `full`: some file was not kept
- * for want of room (the bound, or the store's own quota).
+ * Brings what the Pod changed since the last sync (`baseline`) back into the session store (`dir`): after a run, what
+ * it wrote and deleted, so the shared harvest finds the run's artifacts there as on every backend; before a run, what a
+ * terminal or a service changed since the last one. A three-way sync:
+ * - a Pod file that differs from the baseline (new, or changed) is fetched, unless the store holds it already;
+ * - a Pod file the same as in the baseline is left: the store's version (an upload that came meanwhile) stands, and the
+ *   next push takes it to the Pod;
+ * - a file in the baseline and no longer in the Pod is removed from the store, unless the store changed it since;
+ * - both changed the same file: the Pod's version wins, as the sandbox's write does on Docker (docs/kubernetes.md).
+ * Without a baseline (none kept for this Pod: see SyncedFiles) every Pod file that differs from the store is fetched
+ * and nothing is removed: the Pod's copy of a file uploaded meanwhile then wins.
+ * Each file is bounded by `maxFileBytes` (the session disk quota, a volume's size), and all of them by
+ * `bounds.totalBytes`; paths come from the Pod, where hostile code ran, and are checked as a client's are. `full`: some
+ * file was not kept for want of room (the bound, or the store's own quota). `synced`: the baseline now, when both
+ * listings were whole; a file that was not kept keeps its old entry, so the next sync tries it again.
  */
 export async function pullFiles(
   channel: FileChannel,
-  baseline: Baseline,
+  baseline: Baseline | undefined,
   dir: string,
   maxFileBytes: number,
   log: BackendLogger,
   sessionId: string,
   bounds: PullBounds = { what: "the session's disk quota" },
-): Promise<{ failed: TransferFailure[]; full: boolean }> {
+): Promise<{ failed: TransferFailure[]; full: boolean; synced: Baseline | undefined }> {
   const [pod, store] = await Promise.all([
     channel.manifest(REQUEST_MS),
     walkTree(dir, { maxEntries: MAX_WALK_ENTRIES }),
@@ -96,10 +120,17 @@ export async function pullFiles(
   const deadline = Date.now() + PULL_DEADLINE_MS;
   let full = false;
   let total = 0;
+  const synced: Baseline = new Map();
   for (const entry of pod.files) {
     const [path, size] = entry;
     total += size;
-    if (same(inStore.get(path), entry)) continue;
+    const before = baseline?.get(path);
+    // The same on both sides; or left as it was by the Pod, so whatever the store has now is newer.
+    if (same(inStore.get(path), entry) || (before !== undefined && unchanged(before, entry))) {
+      synced.set(path, entry);
+      continue;
+    }
+    if (before !== undefined) synced.set(path, before); // until it is fetched: a file not kept is tried again
     if (size > maxFileBytes) {
       failed.push({ path, reason: `${size} bytes, over ${bounds.what} of ${maxFileBytes}` });
       full = true;
@@ -122,13 +153,15 @@ export async function pullFiles(
       await writeFileInside(dir, path, file.data, { maxBytes: maxFileBytes, overwrite: true });
       const { mtimeMs } = await file.done;
       await lutimes(join(dir, path), new Date(mtimeMs), new Date(mtimeMs));
+      synced.set(path, [path, size, Math.floor(mtimeMs)]);
     } catch (err) {
       await file.done.catch(() => {});
       failed.push({ path, reason: (err as Error).message });
       full ||= (err as NodeJS.ErrnoException).code === 'EDQUOT' || (err as NodeJS.ErrnoException).code === 'ENOSPC';
     }
   }
-  if (!store.truncated && !pod.truncated) {
+  const whole = !store.truncated && !pod.truncated;
+  if (whole && baseline !== undefined) {
     const inPod = new Set(pod.files.map((e) => e[0]));
     for (const entry of store.entries) {
       if (inPod.has(entry.path) || !same(entry, baseline.get(entry.path))) continue;
@@ -136,7 +169,7 @@ export async function pullFiles(
     }
   }
   if (failed.length > 0) {
-    log.warn({ sessionId, failed: failed.slice(0, 20), count: failed.length }, 'some files of the run were not kept');
+    log.warn({ sessionId, failed: failed.slice(0, 20), count: failed.length }, "some of the Pod's files were not kept");
   }
-  return { failed, full };
+  return { failed, full, synced: whole ? synced : undefined };
 }

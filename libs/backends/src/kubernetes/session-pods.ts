@@ -22,7 +22,8 @@ import {
   volumeOfEmptyDir,
 } from './pod-spec.ts';
 import { viewOf } from './pod-status.ts';
-import { pullFiles, pushFiles, type Baseline } from './session-files.ts';
+import { pullFiles, pushFiles, type Baseline, type PullBounds } from './session-files.ts';
+import { SyncedFiles, volumeKey, type PodBaselines } from './synced-files.ts';
 
 /** A session's Pod, connected for one run. */
 export interface SessionPod extends HeldSandbox {
@@ -34,13 +35,13 @@ export interface SessionPod extends HeldSandbox {
   cpus: number;
   /** `egress`: its sandbox reaches its tenant's allowed hosts through this worker's links; absent: no network. */
   network: 'egress' | undefined;
-  /** The files as the current run began (set by prepare). */
-  baseline?: Baseline;
+  /** The files as the current run began (set by prepare): `whole`, they were all listed. */
+  baseline?: { baseline: Baseline; whole: boolean };
   /** Where the worker reaches the Pod: its IP, and the token its agent and volumes container take. */
   address: { ip: string; token: string };
   /** The connection to the Pod's volumes container, made by the first run that needs it and kept with the agent's. */
   volumes?: AgentChannel | undefined;
-  /** Each volume's files as the current run began, by mount path (set by prepare). */
+  /** Each read-write volume's files as the current run began, by volumeKey (set by prepare). */
   volumeBaselines?: Map<string, Baseline>;
 }
 
@@ -68,10 +69,13 @@ export class SessionPods implements SessionHost<SessionPod> {
   readonly #volumes: Volumes;
   /** Egress of the sessions whose tenant SANDGATE_EGRESS allows; absent: no session Pod has network. */
   readonly #egress: EgressLinks | undefined;
+  /** What each session Pod's files and the store were when last made the same, kept for whichever worker is next. */
+  readonly synced: SyncedFiles;
   constructor(pods: AgentPods, maxFileBytes: number, dataDir: string, volumes: Volumes, egress?: EgressLinks) {
     this.#pods = pods;
     this.#maxFileBytes = maxFileBytes;
     this.#dataDir = dataDir;
+    this.synced = new SyncedFiles(dataDir);
     this.#volumes = volumes;
     this.#egress = egress;
   }
@@ -183,6 +187,7 @@ export class SessionPods implements SessionHost<SessionPod> {
   async remove(sessionId: string): Promise<void> {
     this.#kept.take(sessionId)?.channel.close();
     await withdrawServices(this.#dataDir, sessionId);
+    await this.synced.remove(sessionId);
     const name = sessionPodName(sessionId);
     const pod = await this.#pods.read(name);
     if (pod !== undefined) await this.#pods.delete(name, pod.metadata?.uid);
@@ -192,6 +197,7 @@ export class SessionPods implements SessionHost<SessionPod> {
     this.#killed.add(sandbox.sessionId);
     if (this.#killed.size > MAX_KILLED) this.#killed.delete(this.#killed.values().next().value!);
     await withdrawServices(this.#dataDir, sandbox.sessionId);
+    await this.synced.remove(sandbox.sessionId);
     await this.#pods.delete(sandbox.name, sandbox.uid);
   }
 
@@ -210,69 +216,143 @@ export class SessionPods implements SessionHost<SessionPod> {
 
   /**
    * Before a run: the session's files to the agent, and every volume's files to the volumes container, so a reader
-   * sees each volume as the store holds it when its run begins (what a writer's last run brought back).
+   * sees each volume as the store holds it when its run begins (what a writer's last run brought back). What the Pod
+   * changed since the last sync (a terminal's or a service's writes and deletions, in the workspace or a read-write
+   * volume) is brought back to the store first, so the push keeps it. Without a baseline for this Pod (a fresh Pod,
+   * whose workspace is empty; or one whose baseline was lost) nothing is brought back: the push makes the Pod what the
+   * store holds, as it did before baselines were kept.
    */
   async prepare(sandbox: SessionPod, job: ExecutionJob, dir: string): Promise<void> {
+    // Kept for this very Pod (its uid): a Pod made since has its own workspace, empty at first.
+    const kept = await this.synced.load(job.session_id, sandbox.uid);
+    if (kept.workspace !== undefined) {
+      const log = this.#pods.log;
+      await pullFiles(sandbox.channel, kept.workspace, dir, this.#maxFileBytes, log, job.session_id, this.#ownBounds());
+    }
     sandbox.baseline = await pushFiles(sandbox.channel, dir, this.#pods.log);
-    if (!job.volumes?.length) return;
+    // Kept as pushed too: a worker that ends mid-run leaves the next one the state the run began from.
+    const pushed: PodBaselines = {
+      workspace: sandbox.baseline.whole ? sandbox.baseline.baseline : undefined,
+      volumes: new Map(),
+    };
+    if (!job.volumes?.length) return this.#keep(job.session_id, sandbox.uid, pushed);
     const channel = await this.#volumesChannel(sandbox);
     sandbox.volumeBaselines = new Map();
     for (const v of job.volumes) {
-      const baseline = await pushFiles(channel.files(v.path), this.#volumes.dir(v.id), this.#pods.log);
-      sandbox.volumeBaselines.set(v.path, baseline);
+      const files = channel.files(v.path);
+      // A read-only volume is read-only in the Pod too: nothing to bring back.
+      const before = v.read_only ? undefined : kept.volumes.get(volumeKey(v));
+      if (before !== undefined) {
+        const log = this.#pods.log;
+        await pullFiles(
+          files,
+          before,
+          this.#volumes.dir(v.id),
+          v.size_bytes,
+          log,
+          job.session_id,
+          this.#volumeBounds(v),
+        );
+      }
+      const volume = await pushFiles(files, this.#volumes.dir(v.id), this.#pods.log);
+      sandbox.volumeBaselines.set(volumeKey(v), volume.baseline);
+      if (!v.read_only && volume.whole) pushed.volumes.set(volumeKey(v), volume.baseline);
     }
+    await this.#keep(job.session_id, sandbox.uid, pushed);
   }
 
   /**
    * After a run: what it wrote in the workspace, and in each read-write volume, back to the store. A volume's files
    * are bounded by its size (its emptyDir's limit evicts the Pod past it a little later): what does not fit is not
-   * kept, and the run says so (disk_quota).
+   * kept, and the run says so (disk_quota). Then the baselines are kept for the session's next run (SyncedFiles).
    */
   async collect(
     sandbox: SessionPod,
     job: ExecutionJob,
     dir: string,
   ): Promise<{ failed: TransferFailure[]; diskQuota?: string }> {
-    const baseline = sandbox.baseline ?? new Map();
+    const pushed = sandbox.baseline;
     sandbox.baseline = undefined;
-    const quota = this.#maxFileBytes < Number.MAX_SAFE_INTEGER ? this.#maxFileBytes : undefined;
-    const own = await pullFiles(sandbox.channel, baseline, dir, this.#maxFileBytes, this.#pods.log, job.session_id, {
-      what: "the session's disk quota",
-      ...(quota === undefined ? {} : { totalBytes: quota }),
-    });
+    const quota = this.#ownBounds().totalBytes;
+    const own = await pullFiles(
+      sandbox.channel,
+      pushed?.baseline,
+      dir,
+      this.#maxFileBytes,
+      this.#pods.log,
+      job.session_id,
+      this.#ownBounds(),
+    );
     // Files written faster than the kubelet looks at the emptyDir's limit are still over the session's disk quota
     // (or its directory's own, a fork's copy's included): not kept, and the run fails as a full disk makes it fail.
     const ownFull =
       own.full &&
       `Files the run wrote did not fit in the session's disk quota${quota === undefined ? '' : ` of ${quota} bytes`} ` +
         'and were not kept.';
+    const synced: PodBaselines = { workspace: own.synced, volumes: new Map() };
     const baselines = sandbox.volumeBaselines;
     sandbox.volumeBaselines = undefined;
     const writable = (job.volumes ?? []).filter((v) => !v.read_only);
-    if (writable.length === 0 || baselines === undefined || sandbox.volumes === undefined) {
-      return { failed: own.failed, ...(ownFull ? { diskQuota: ownFull } : {}) };
-    }
     const failed = [...own.failed];
     let full: JobVolume | undefined;
-    for (const v of writable) {
-      const pulled = await pullFiles(
-        sandbox.volumes.files(v.path),
-        baselines.get(v.path) ?? new Map(),
-        this.#volumes.dir(v.id),
-        v.size_bytes,
-        this.#pods.log,
-        job.session_id,
-        { what: `the size of volume ${v.name}`, totalBytes: v.size_bytes },
-      );
-      failed.push(...pulled.failed.map((f) => ({ ...f, path: `${v.path}/${f.path}` })));
-      if (pulled.full) full ??= v;
+    if (baselines !== undefined && sandbox.volumes !== undefined) {
+      for (const v of writable) {
+        const pulled = await pullFiles(
+          sandbox.volumes.files(v.path),
+          baselines.get(volumeKey(v)),
+          this.#volumes.dir(v.id),
+          v.size_bytes,
+          this.#pods.log,
+          job.session_id,
+          this.#volumeBounds(v),
+        );
+        failed.push(...pulled.failed.map((f) => ({ ...f, path: `${v.path}/${f.path}` })));
+        if (pulled.full) full ??= v;
+        if (pulled.synced !== undefined) synced.volumes.set(volumeKey(v), pulled.synced);
+      }
     }
+    await this.#keep(job.session_id, sandbox.uid, synced);
     const diskQuota =
       ownFull ||
       (full &&
         `Files the run wrote to the volume ${full.name} (${full.path}) did not fit in its size of ` +
           `${full.size_bytes} bytes and were not kept.`);
     return { failed, ...(diskQuota ? { diskQuota } : {}) };
+  }
+
+  /**
+   * Before the session's Pod goes (a pause): brings back what it changed in the workspace since the last sync (a
+   * terminal's, a service's files), as the next run would have. A read-write volume's changes since its last run are
+   * not: a pause has no job naming the session's volumes and their sizes. Without a baseline, nothing comes back.
+   */
+  async bringBack(sessionId: string, dir: string): Promise<void> {
+    const sandbox = await this.find(sessionId);
+    if (sandbox === undefined) return;
+    try {
+      const kept = await this.synced.load(sessionId, sandbox.uid);
+      if (kept.workspace === undefined) return;
+      const log = this.#pods.log;
+      await pullFiles(sandbox.channel, kept.workspace, dir, this.#maxFileBytes, log, sessionId, this.#ownBounds());
+    } finally {
+      this.release(sandbox);
+    }
+  }
+
+  /** Keeps the baselines for the session's next run; one that cannot be kept costs that run only the old behaviour. */
+  async #keep(sessionId: string, uid: string, baselines: PodBaselines): Promise<void> {
+    await this.synced.remove(sessionId).catch(() => {});
+    await this.synced.save(sessionId, uid, baselines).catch((err: unknown) => {
+      this.#pods.log.warn({ sessionId, err: messageOf(err) }, "could not keep the baseline of the session Pod's files");
+    });
+  }
+
+  #ownBounds(): PullBounds {
+    const quota = this.#maxFileBytes < Number.MAX_SAFE_INTEGER ? this.#maxFileBytes : undefined;
+    return { what: "the session's disk quota", ...(quota === undefined ? {} : { totalBytes: quota }) };
+  }
+
+  #volumeBounds(v: JobVolume): PullBounds {
+    return { what: `the size of volume ${v.name}`, totalBytes: v.size_bytes };
   }
 
   /** The kept connection to the Pod's volumes container, or a new one (retried while the container starts). */
