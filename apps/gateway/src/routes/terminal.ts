@@ -154,7 +154,9 @@ export const terminalRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = 
           const why = (await now(ended))!;
           if (why !== ended || Date.now() > deadline) return why;
           const holder = await deps.redis.get(deps.keys.sessionLock(session.id));
-          if (!holder?.startsWith('op_')) return why;
+          // Read again once the lock is seen free: an operation records the session paused as it lets the lock go
+          // (one script), which may have come between the two reads.
+          if (!holder?.startsWith('op_')) return (await now(ended))!;
           await new Promise((resolve) => setTimeout(resolve, 200));
         }
       },
