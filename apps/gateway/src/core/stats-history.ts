@@ -32,7 +32,9 @@ export class StatsHistorySampler {
     const slot = Math.floor(now / this.#intervalMs);
     const claimed = await this.redis.set(this.k.statsHistorySlot(slot), '1', 'PX', this.#intervalMs * 2, 'NX');
     if (claimed !== 'OK') return false;
-    const { stats } = await this.stats.read();
+    // Read afresh, leaving the view GET /v1/system/stats caches alone: a sample taken just before runs began would
+    // otherwise answer for them for a second.
+    const { stats } = await this.stats.readFresh();
     const ended = stats.executions;
     const point = {
       at: new Date(now).toISOString(),

@@ -73,6 +73,11 @@ export class SystemStatsReader {
     return view;
   }
 
+  /** The view now, bypassing (and leaving) the cache that read() keeps for a second. */
+  readFresh(): Promise<DeploymentView> {
+    return this.#read();
+  }
+
   async #read(): Promise<DeploymentView> {
     const now = Date.now();
     const [queue, snapshot, workers, running, live, gateways] = await Promise.all([
