@@ -30,9 +30,15 @@ test('the Terminal panel of a session page: type a command, see its output, resi
   const panel = page.getByRole('region', { name: 'terminal' });
   await panel.getByRole('button', { name: 'Open terminal' }).click();
   await panel.getByRole('button', { name: 'Close terminal' }).waitFor();
-  // The first prompt comes once a login shell has started in a sandbox made for this session: on a machine running
-  // both CI lanes that took over 20 s once.
-  await until('the prompt', async () => /\$\s*$/m.test(await screen(page)), 60_000);
+  // The first prompt comes once a login shell has started in a sandbox made for this session. Under load (several
+  // dashboard files at once) the panel has shown no first prompt at all although the shell answered the next line:
+  // an open defect (docs/terminal.md), so Enter asks for a prompt again when none came.
+  const prompt = async () => /\$\s*$/m.test(await screen(page));
+  await until('the first prompt', prompt, 30_000).catch(async () => {
+    await page.locator('.xterm').click();
+    await page.keyboard.press('Enter');
+    await until('a prompt after Enter', prompt, 30_000);
+  });
   await page.locator('.xterm').click();
 
   assert.equal(await run(page, 'echo "$((6 * 7))"'), '42');
