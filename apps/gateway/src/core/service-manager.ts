@@ -275,3 +275,9 @@ export function requireAgentSocket(backend: keyof typeof CAPABILITIES, what: str
     );
   }
 }
+
+/** A sandbox whose agent did not answer as it should: 502 sandbox_unreachable, with why. */
+export function sandboxUnreachable(err: unknown): SandgateError {
+  const detail = err instanceof Error ? err.message : String(err);
+  return new SandgateError('sandbox_unreachable', `the session's sandbox cannot be reached: ${detail}`, { cause: err });
+}

@@ -2,6 +2,7 @@ import { NoSandbox, ServiceAgents, type AgentMetrics } from '@sandgate/backends/
 import { SandgateError, type SessionMetrics } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
+import { sandboxUnreachable } from './service-manager.ts';
 
 /** How often a stream samples, and so how often its events come. */
 export const STREAM_INTERVAL_MS = 1000;
@@ -132,9 +133,7 @@ export class SessionMetricsReader {
       return await this.#agents.metrics(session.id);
     } catch (err) {
       if (err instanceof NoSandbox) return null;
-      throw new SandgateError('sandbox_unreachable', `the session's sandbox cannot be reached: ${String(err)}`, {
-        cause: err,
-      });
+      throw sandboxUnreachable(err);
     }
   }
 

@@ -3,7 +3,7 @@ import { NoSandbox, ServiceAgents, TooManyTerminals } from '@sandgate/backends/s
 import { SandgateError, type TerminalStatus } from '@sandgate/contracts';
 import type { SessionRecord } from '@sandgate/state';
 import type { GatewayDeps } from '../deps.ts';
-import { requireAgentSocket } from './service-manager.ts';
+import { requireAgentSocket, sandboxUnreachable } from './service-manager.ts';
 
 /** How long a signed terminal URL opens a terminal: long enough for a browser to connect, short enough to leak. */
 export const TERMINAL_URL_TTL_S = 60;
@@ -56,7 +56,7 @@ export class TerminalControl {
   async status(tenant: string, sessionId: string): Promise<TerminalStatus> {
     await this.#d.sessions.require(tenant, sessionId);
     const open = await this.#agents.terminalsOpen(sessionId).catch((err: unknown) => {
-      throw unreachable(err);
+      throw sandboxUnreachable(err);
     });
     return { open, max: this.#d.config.maxTerminals };
   }
@@ -90,7 +90,7 @@ export class TerminalControl {
     try {
       return await this.#connect(session, size);
     } catch (err) {
-      if (err instanceof NoSandbox) throw unreachable(err);
+      if (err instanceof NoSandbox) throw sandboxUnreachable(err);
       throw err;
     }
   }
@@ -106,12 +106,7 @@ export class TerminalControl {
         );
       }
       if (err instanceof NoSandbox) throw err;
-      throw unreachable(err);
+      throw sandboxUnreachable(err);
     });
   }
-}
-
-function unreachable(err: unknown): SandgateError {
-  const detail = err instanceof Error ? err.message : String(err);
-  return new SandgateError('sandbox_unreachable', `the session's sandbox cannot be reached: ${detail}`, { cause: err });
 }
